@@ -1,0 +1,127 @@
+package deletionpolicy
+
+import (
+	"errors"
+	"fmt"
+	"slices"
+	"strings"
+	"sync"
+
+	"github.com/replicakit/replicakit/replicaset"
+)
+
+// Policy is a deletion order: it ranks a replica set's deletion candidates.
+// Compute applies the universal tiers around it (replicas already being
+// deleted first, then replicas marked for deletion; protected replicas never;
+// name and UID as the final tie-break), so a policy only orders the rest.
+type Policy interface {
+	replicaset.Ranker
+}
+
+// Errors returned by Registry. Unknown names are reported as
+// *UnknownPolicyError instead, so callers can list the known ones.
+var (
+	// ErrDuplicate means a name was registered twice.
+	ErrDuplicate = errors.New("deletionpolicy: name already registered")
+	// ErrInvalidRegistration means an empty name or a nil policy was
+	// registered.
+	ErrInvalidRegistration = errors.New("deletionpolicy: invalid registration")
+)
+
+// UnknownPolicyError is returned by Registry.Lookup for a name that was never
+// registered.
+type UnknownPolicyError struct {
+	// Name is the name that was looked up.
+	Name string
+	// Known lists the registered names, sorted.
+	Known []string
+}
+
+// Error says which name is unknown and which are known.
+func (e *UnknownPolicyError) Error() string {
+	return fmt.Sprintf("deletionpolicy: unknown policy %q (known: %s)", e.Name, strings.Join(e.Known, ", "))
+}
+
+// Registry maps policy names, as users write them in a spec, to policies.
+// It is an explicit value: nothing registers itself, and there is no
+// package-level registry. The zero value is an empty registry ready to use.
+// A Registry is safe for concurrent use.
+type Registry struct {
+	mu       sync.RWMutex
+	policies map[string]Policy
+}
+
+// Register adds p under name. It returns an error wrapping ErrDuplicate when
+// name is taken, and one wrapping ErrInvalidRegistration when name is empty
+// or p is nil.
+func (r *Registry) Register(name string, p Policy) error {
+	if name == "" {
+		return fmt.Errorf("policy name is empty: %w", ErrInvalidRegistration)
+	}
+	if p == nil {
+		return fmt.Errorf("policy %q is nil: %w", name, ErrInvalidRegistration)
+	}
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if _, ok := r.policies[name]; ok {
+		return fmt.Errorf("policy %q: %w", name, ErrDuplicate)
+	}
+	if r.policies == nil {
+		r.policies = make(map[string]Policy)
+	}
+	r.policies[name] = p
+	return nil
+}
+
+// Lookup returns the policy registered under name. Names are matched
+// exactly. For an unknown name it returns a *UnknownPolicyError listing the
+// known names.
+func (r *Registry) Lookup(name string) (Policy, error) {
+	r.mu.RLock()
+	p, ok := r.policies[name]
+	r.mu.RUnlock()
+	if !ok {
+		return nil, &UnknownPolicyError{Name: name, Known: r.Names()}
+	}
+	return p, nil
+}
+
+// Names returns the registered names, sorted.
+func (r *Registry) Names() []string {
+	r.mu.RLock()
+	defer r.mu.RUnlock()
+	names := make([]string, 0, len(r.policies))
+	for n := range r.policies {
+		names = append(names, n)
+	}
+	slices.Sort(names)
+	return names
+}
+
+// The names under which Default registers the shipped policies.
+const (
+	NameRandom         = "Random"
+	NameOldest         = "Oldest"
+	NameNewest         = "Newest"
+	NameUnhealthyFirst = "UnhealthyFirst"
+	NameHighestOrdinal = "HighestOrdinal"
+)
+
+// Default returns a new registry holding every shipped policy under its
+// name: Random (with the given seed), Oldest, Newest, UnhealthyFirst and
+// HighestOrdinal. Callers may register their own policies beside them.
+func Default(seed uint64) *Registry {
+	r := &Registry{}
+	for name, p := range map[string]Policy{
+		NameRandom:         Random{Seed: seed},
+		NameOldest:         Oldest{},
+		NameNewest:         Newest{},
+		NameUnhealthyFirst: UnhealthyFirst{},
+		NameHighestOrdinal: HighestOrdinal{},
+	} {
+		if err := r.Register(name, p); err != nil {
+			panic(err) // unreachable: the names above are distinct and non-empty
+		}
+	}
+	return r
+}

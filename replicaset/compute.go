@@ -1,0 +1,188 @@
+package replicaset
+
+import (
+	"cmp"
+	"container/heap"
+	"fmt"
+	"slices"
+	"time"
+)
+
+// Compute decides one reconcile pass: how many replicas to create and which
+// to delete, given what the owner asks for (spec), the replicas observed now
+// (current, in any order), the deletion policy and the time of the pass.
+// It never modifies current.
+//
+// Counting: live replicas are those not being deleted. Scale-down always
+// deletes live − Desired replicas (capped), because replicas already being
+// deleted cover the excess first. Scale-up creates Desired − live − deleting
+// replicas by default, or Desired − live when spec.ReplaceDeleting is set.
+//
+// Deletion order is total and documented:
+//
+//  1. replicas already being deleted come first and are never chosen again
+//     (Plan.Deleting);
+//  2. then replicas marked for deletion;
+//  3. then the policy's order (Ranker.Rank, lowest first);
+//  4. then name, then UID, so that the order is total and reproducible.
+//
+// Protected replicas are never chosen; if protection leaves too few
+// candidates, Plan.Shortfall says how many short and why.
+//
+// Compute returns an error wrapping ErrInvalidSpec for a bad spec,
+// ErrInvalidReplica for an empty or repeated name or a repeated UID, and
+// ErrNoPolicy when policy is nil; all of them are terminal (retrying the
+// same input gives the same error).
+func Compute(spec Spec, current []Replica, policy Ranker, now time.Time) (Plan, error) {
+	if err := spec.Validate(); err != nil {
+		return Plan{}, err
+	}
+	if policy == nil {
+		return Plan{}, fmt.Errorf("compute needs a deletion policy such as deletionpolicy.Random: %w", ErrNoPolicy)
+	}
+	if err := validateReplicas(current); err != nil {
+		return Plan{}, err
+	}
+
+	var p Plan
+	live, candidates, protected := 0, 0, 0
+	for i := range current {
+		r := &current[i]
+		switch {
+		case r.Deleting:
+			p.Deleting = append(p.Deleting, *r)
+		case r.Protected:
+			live++
+			protected++
+		default:
+			live++
+			candidates++
+		}
+	}
+	slices.SortFunc(p.Deleting, compareIdentity)
+
+	limit := spec.maxPerPass()
+	counted := live
+	if !spec.ReplaceDeleting {
+		counted += len(p.Deleting)
+	}
+	switch {
+	case counted < spec.Desired:
+		want := spec.Desired - counted
+		p.Create = min(want, limit)
+		p.Deferred = want - p.Create
+	case live > spec.Desired:
+		want := live - spec.Desired
+		if want > candidates {
+			p.Shortfall = Shortfall{
+				Count: want - candidates,
+				Reason: fmt.Sprintf("%d of %d live replicas are protected from scale-in; "+
+					"remove the protection from %d of them to reach %d",
+					protected, live, want-candidates, spec.Desired),
+			}
+			want = candidates
+		}
+		n := min(want, limit)
+		p.Deferred = want - n
+		p.Delete = chooseVictims(current, n, candidates, policy, Env{Now: now, MinReady: spec.MinReady})
+	}
+	return p, nil
+}
+
+// victim is a deletion candidate with its sort key computed once.
+type victim struct {
+	marked bool
+	rank   Rank
+	r      *Replica
+}
+
+// compareVictims orders candidates: marked first, then by policy rank, then
+// by identity.
+func compareVictims(a, b victim) int {
+	if a.marked != b.marked {
+		if a.marked {
+			return -1
+		}
+		return 1
+	}
+	if c := a.rank.Compare(b.rank); c != 0 {
+		return c
+	}
+	return compareIdentity(*a.r, *b.r)
+}
+
+func compareIdentity(a, b Replica) int {
+	if c := cmp.Compare(a.Name, b.Name); c != 0 {
+		return c
+	}
+	return cmp.Compare(a.UID, b.UID)
+}
+
+// chooseVictims returns the first n deletion candidates (live, unprotected)
+// in deletion order. When n is small beside the number of candidates (the
+// usual scale-down, capped at 500 per pass) it keeps only the n best in a
+// bounded max-heap, costing O(N log n); otherwise it sorts all candidates.
+func chooseVictims(current []Replica, n, candidates int, policy Ranker, env Env) []Replica {
+	if n == 0 {
+		return nil
+	}
+	var vs []victim
+	if n*8 >= candidates {
+		vs = make([]victim, 0, candidates)
+		for i := range current {
+			if r := &current[i]; !r.Deleting && !r.Protected {
+				vs = append(vs, victim{marked: r.MarkedForDeletion, rank: policy.Rank(*r, env), r: r})
+			}
+		}
+		slices.SortFunc(vs, compareVictims)
+		vs = vs[:n]
+	} else {
+		vs = smallest(current, n, policy, env)
+	}
+	out := make([]Replica, len(vs))
+	for i := range vs {
+		out[i] = *vs[i].r
+	}
+	return out
+}
+
+// smallest returns the n first candidates in deletion order, sorted, using
+// a bounded max-heap.
+func smallest(current []Replica, n int, policy Ranker, env Env) []victim {
+	h := victimHeap(make([]victim, 0, n))
+	for i := range current {
+		r := &current[i]
+		if r.Deleting || r.Protected {
+			continue
+		}
+		v := victim{marked: r.MarkedForDeletion, rank: policy.Rank(*r, env), r: r}
+		if len(h) < n {
+			h = append(h, v)
+			if len(h) == n {
+				heap.Init(&h)
+			}
+			continue
+		}
+		if compareVictims(v, h[0]) < 0 {
+			h[0] = v
+			heap.Fix(&h, 0)
+		}
+	}
+	slices.SortFunc(h, compareVictims)
+	return h
+}
+
+// victimHeap is a max-heap in deletion order: its root is the candidate that
+// would be deleted last among those kept.
+type victimHeap []victim
+
+func (h victimHeap) Len() int           { return len(h) }
+func (h victimHeap) Less(i, j int) bool { return compareVictims(h[i], h[j]) > 0 }
+func (h victimHeap) Swap(i, j int)      { h[i], h[j] = h[j], h[i] }
+func (h *victimHeap) Push(x any)        { *h = append(*h, x.(victim)) }
+func (h *victimHeap) Pop() any {
+	old := *h
+	v := old[len(old)-1]
+	*h = old[:len(old)-1]
+	return v
+}

@@ -1,0 +1,52 @@
+// Package replicaset is the pure core of replicakit: it decides how to
+// converge a set of replicas on a desired count, and reports honest status.
+//
+// It imports only the standard library, takes no context, reads no clock,
+// uses no global randomness and does no logging: the time of a pass is an
+// argument, and randomness lives in the deletion policy's seed. Its functions
+// return values that describe work (a Plan, a Status); bindings such as the
+// controller-runtime reconciler or the VM provider's actuator carry them out.
+// This is the shape of etcd's raft, whose core returns a Ready value and lets
+// the application do the I/O.
+//
+// # Usage
+//
+// A binding observes the replicas it owns, describes each as a [Replica], and
+// asks for a plan:
+//
+//	plan, err := replicaset.Compute(
+//		replicaset.Spec{Desired: 3},
+//		replicas,                  // what was observed, in any order
+//		deletionpolicy.Random{Seed: seed},
+//		now,                       // the time of this pass
+//	)
+//	if err != nil {
+//		return err // terminal: bad spec, inconsistent replicas, no policy
+//	}
+//	// create plan.Create replicas, delete plan.Delete in order
+//
+// and reports status with [Summarize], requeueing after [NextAvailable] when
+// a replica is about to become available. Creates are issued in batches of
+// [SlowStart] sizes; the execute subpackage does this for any binding.
+//
+// # Invariants
+//
+// For every valid input, Compute guarantees:
+//
+//   - Counting: with no cap in the way, live + len(Delete) balances Desired:
+//     live − len(Delete) == Desired after a scale-down, and
+//     counted + Create == Desired after a scale-up, where counted includes
+//     replicas being deleted unless Spec.ReplaceDeleting is set.
+//   - Caps: Create and len(Delete) are each at most the per-pass cap.
+//   - Deleting first: a replica already being deleted is never in Delete; it
+//     is listed in Deleting and covers excess before anything else is chosen.
+//   - Marked before unmarked, under every policy.
+//   - Protected replicas are never in Delete; a Shortfall says how many short.
+//   - Determinism: the same spec, replicas (in any order), policy and time
+//     give the same plan.
+//   - Convergence: carrying out plans repeatedly reaches Desired (or the
+//     shortfall) in a bounded number of passes.
+//
+// The property tests in this package check each of these, and check Compute
+// against a deliberately naive reference implementation.
+package replicaset

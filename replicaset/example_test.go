@@ -1,0 +1,71 @@
+package replicaset_test
+
+import (
+	"fmt"
+	"time"
+
+	"github.com/replicakit/replicakit/deletionpolicy"
+	"github.com/replicakit/replicakit/replicaset"
+)
+
+// Scale a set of three down to one while one replica is already being
+// deleted: it goes first and is not deleted again, so only one more is
+// chosen.
+func ExampleCompute() {
+	now := time.Date(2026, 11, 30, 12, 0, 0, 0, time.UTC)
+	replicas := []replicaset.Replica{
+		{Name: "test-rs-r9slq", CreatedAt: now.Add(-time.Hour)},
+		{Name: "test-rs-zmdmm", CreatedAt: now.Add(-2 * time.Hour)},
+		{Name: "test-rs-x2bkp", CreatedAt: now.Add(-3 * time.Hour), Deleting: true},
+	}
+	plan, err := replicaset.Compute(replicaset.Spec{Desired: 1}, replicas, deletionpolicy.Oldest{}, now)
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	fmt.Println(plan)
+	// Output:
+	// create=0 delete=[test-rs-zmdmm] deleting=[test-rs-x2bkp] deferred=0
+}
+
+// Replicas protected from scale-in are never chosen; the plan says how far
+// short of the desired count it stays, and why.
+func ExampleCompute_shortfall() {
+	now := time.Date(2026, 11, 30, 12, 0, 0, 0, time.UTC)
+	replicas := []replicaset.Replica{
+		{Name: "db-0", Protected: true},
+		{Name: "db-1", Protected: true},
+	}
+	plan, _ := replicaset.Compute(replicaset.Spec{Desired: 1}, replicas, deletionpolicy.Random{Seed: 1}, now)
+	fmt.Println(plan.Shortfall.Count)
+	fmt.Println(plan.Shortfall.Reason)
+	// Output:
+	// 1
+	// 2 of 2 live replicas are protected from scale-in; remove the protection from 1 of them to reach 1
+}
+
+// Report status, and requeue exactly when the next replica becomes
+// available.
+func ExampleSummarize() {
+	now := time.Date(2026, 11, 30, 12, 0, 0, 0, time.UTC)
+	replicas := []replicaset.Replica{
+		{Name: "a", Ready: true, ReadySince: now.Add(-time.Minute)},
+		{Name: "b", Ready: true, ReadySince: now.Add(-5 * time.Second)},
+		{Name: "c"},
+		{Name: "d", Deleting: true},
+	}
+	minReady := 30 * time.Second
+	fmt.Printf("%+v\n", replicaset.Summarize(replicas, minReady, now))
+	if after, ok := replicaset.NextAvailable(replicas, minReady, now); ok {
+		fmt.Println("requeue after", after)
+	}
+	// Output:
+	// {Replicas:3 Ready:2 Available:1 Terminating:1}
+	// requeue after 25s
+}
+
+func ExampleSlowStart() {
+	fmt.Println(replicaset.SlowStart(20, 1))
+	// Output:
+	// [1 2 4 8 5]
+}

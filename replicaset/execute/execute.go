@@ -1,0 +1,163 @@
+package execute
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync"
+
+	"github.com/replicakit/replicakit/replicaset"
+)
+
+// Actuator performs single operations on the platform that holds one
+// replica set's replicas. Both methods must be idempotent: creating a name
+// that already exists as this set's replica, or deleting a replica that is
+// already gone, succeeds.
+type Actuator interface {
+	// Create creates a replica with the given name.
+	Create(ctx context.Context, name string) error
+	// Delete deletes the given replica.
+	Delete(ctx context.Context, r replicaset.Replica) error
+}
+
+// Operation names used in OpError.
+const (
+	OpCreate = "create"
+	OpDelete = "delete"
+)
+
+// ErrNameCount means the names given do not match the plan's Create count;
+// nothing was done.
+var ErrNameCount = errors.New("execute: names do not match the plan")
+
+// OpError records a failed operation on one replica, like os.PathError.
+type OpError struct {
+	// Op is OpCreate or OpDelete.
+	Op string
+	// Name is the replica's name.
+	Name string
+	// Err is what the actuator returned.
+	Err error
+}
+
+// Error returns "op name: err".
+func (e *OpError) Error() string { return e.Op + " " + e.Name + ": " + e.Err.Error() }
+
+// Unwrap returns the actuator's error.
+func (e *OpError) Unwrap() error { return e.Err }
+
+// Options tune how a plan is carried out. The zero value is ready to use.
+type Options struct {
+	// InitialBatch is the size of the first slow-start batch of creates;
+	// each later batch doubles. Zero means 1, as in Kubernetes.
+	InitialBatch int
+	// MaxInFlight bounds how many operations run at once. Zero means no
+	// bound beyond the batch size for creates and the plan's length for
+	// deletes.
+	MaxInFlight int
+}
+
+// Result is what carrying out a plan did.
+type Result struct {
+	// Created lists the names whose create succeeded, in the order given.
+	Created []string
+	// Deleted lists the names whose delete succeeded, in plan order.
+	Deleted []string
+	// Skipped lists the names of operations never attempted: creates after
+	// a batch with a failure, and anything left when the context ended.
+	Skipped []string
+	// Err joins every failure, each an *OpError (and the context's error if
+	// it ended before everything was started); it is nil when every
+	// operation succeeded.
+	Err error
+}
+
+// Plan carries out p against a: it creates len(names) replicas with the given
+// names (which must number p.Create) and deletes p.Delete.
+//
+// Creates run in slow-start batches (replicaset.SlowStart), the creates of
+// one batch concurrently; after a batch with any failure no further batch is
+// started, so a platform that refuses everything costs one call, not
+// p.Create calls. Deletes are started in plan order and all attempted, since
+// each removes excess on its own. When ctx ends, nothing more is started.
+// Every failure is reported in Result.Err.
+func Plan(ctx context.Context, a Actuator, p replicaset.Plan, names []string, opts Options) Result {
+	if len(names) != p.Create {
+		return Result{Err: fmt.Errorf("plan creates %d replicas, %d names given: %w", p.Create, len(names), ErrNameCount)}
+	}
+	var res Result
+	var errs []error
+	next := 0
+	for _, size := range replicaset.SlowStart(len(names), opts.InitialBatch) {
+		batch := names[next : next+size]
+		next += size
+		if !res.record(&errs, OpCreate, batch, run(ctx, batch, opts.MaxInFlight, a.Create)) {
+			break
+		}
+	}
+	res.Skipped = append(res.Skipped, names[next:]...)
+
+	victims := make([]string, len(p.Delete))
+	for i := range p.Delete {
+		victims[i] = p.Delete[i].Name
+	}
+	res.record(&errs, OpDelete, victims, run(ctx, p.Delete, opts.MaxInFlight, a.Delete))
+
+	if err := ctx.Err(); err != nil && len(res.Skipped) > 0 {
+		errs = append(errs, err)
+	}
+	res.Err = errors.Join(errs...)
+	return res
+}
+
+// errNotStarted marks an operation run did not start because ctx had ended.
+var errNotStarted = errors.New("not started")
+
+// record files the outcome of one operation per name, appending failures
+// to errs, and reports whether every one succeeded.
+func (r *Result) record(errs *[]error, op string, names []string, outcomes []error) bool {
+	ok := true
+	for i, err := range outcomes {
+		switch {
+		case err == nil && op == OpCreate:
+			r.Created = append(r.Created, names[i])
+		case err == nil:
+			r.Deleted = append(r.Deleted, names[i])
+		case err == errNotStarted:
+			r.Skipped = append(r.Skipped, names[i])
+			ok = false
+		default:
+			*errs = append(*errs, &OpError{Op: op, Name: names[i], Err: err})
+			ok = false
+		}
+	}
+	return ok
+}
+
+// run calls op for every item, at most limit at once (no limit when limit
+// is zero), starting them in order, and returns each call's error by index.
+// Items not started because ctx ended get errNotStarted.
+func run[T any](ctx context.Context, items []T, limit int, op func(context.Context, T) error) []error {
+	errs := make([]error, len(items))
+	if limit <= 0 || limit > len(items) {
+		limit = len(items)
+	}
+	sem := make(chan struct{}, limit)
+	var wg sync.WaitGroup
+	for i, it := range items {
+		select {
+		case sem <- struct{}{}:
+		case <-ctx.Done():
+		}
+		if ctx.Err() != nil {
+			errs[i] = errNotStarted
+			continue
+		}
+		wg.Go(func() {
+			defer func() { <-sem }()
+			errs[i] = op(ctx, it)
+		})
+	}
+	wg.Wait()
+	return errs
+}

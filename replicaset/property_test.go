@@ -1,0 +1,281 @@
+package replicaset_test
+
+import (
+	"cmp"
+	"errors"
+	"fmt"
+	"slices"
+	"testing"
+	"time"
+
+	gocmp "github.com/google/go-cmp/cmp"
+	"github.com/google/go-cmp/cmp/cmpopts"
+	"pgregory.net/rapid"
+
+	"github.com/replicakit/replicakit/internal/replicagen"
+	"github.com/replicakit/replicakit/replicaset"
+)
+
+// naiveCompute is the reference Compute is checked against: the semantics
+// written as plainly as possible, with a full sort instead of a heap.
+func naiveCompute(spec replicaset.Spec, rs []replicaset.Replica, policy replicaset.Ranker, now time.Time) replicaset.Plan {
+	var p replicaset.Plan
+	var live, candidates []replicaset.Replica
+	for _, r := range rs {
+		switch {
+		case r.Deleting:
+			p.Deleting = append(p.Deleting, r)
+		case r.Protected:
+			live = append(live, r)
+		default:
+			live = append(live, r)
+			candidates = append(candidates, r)
+		}
+	}
+	slices.SortFunc(p.Deleting, func(a, b replicaset.Replica) int { return cmp.Compare(a.Name, b.Name) })
+	limit := spec.MaxPerPass
+	if limit == 0 {
+		limit = 500
+	}
+	counted := len(live)
+	if !spec.ReplaceDeleting {
+		counted += len(p.Deleting)
+	}
+	if counted < spec.Desired {
+		p.Create = min(spec.Desired-counted, limit)
+		p.Deferred = spec.Desired - counted - p.Create
+		return p
+	}
+	if len(live) <= spec.Desired {
+		return p
+	}
+	env := replicaset.Env{Now: now, MinReady: spec.MinReady}
+	slices.SortFunc(candidates, func(a, b replicaset.Replica) int {
+		if a.MarkedForDeletion != b.MarkedForDeletion {
+			if a.MarkedForDeletion {
+				return -1
+			}
+			return 1
+		}
+		if c := policy.Rank(a, env).Compare(policy.Rank(b, env)); c != 0 {
+			return c
+		}
+		return cmp.Or(cmp.Compare(a.Name, b.Name), cmp.Compare(a.UID, b.UID))
+	})
+	want := len(live) - spec.Desired
+	p.Shortfall.Count = max(0, want-len(candidates))
+	want -= p.Shortfall.Count
+	n := min(want, limit)
+	p.Delete, p.Deferred = candidates[:n], want-n
+	return p
+}
+
+func TestCompute_Properties(t *testing.T) {
+	rapid.Check(t, func(t *rapid.T) {
+		spec := replicagen.Spec().Draw(t, "spec")
+		rs := replicagen.Replicas(40).Draw(t, "replicas")
+		name, policy := replicagen.Policy(t)
+		now := replicagen.Now()
+
+		p, err := replicaset.Compute(spec, rs, policy, now)
+		if err != nil {
+			t.Fatalf("Compute: %v", err)
+		}
+		limit := cmp.Or(spec.MaxPerPass, replicaset.DefaultMaxPerPass)
+
+		// Caps are never exceeded, and a pass never both creates and deletes.
+		if p.Create > limit || len(p.Delete) > limit {
+			t.Fatalf("plan %v exceeds the cap %d", p, limit)
+		}
+		if p.Create > 0 && len(p.Delete) > 0 {
+			t.Fatalf("plan %v both creates and deletes", p)
+		}
+
+		// Victims are distinct current replicas, never deleting or protected;
+		// Deleting is exactly the replicas already being deleted.
+		byName := map[string]replicaset.Replica{}
+		var wantDeleting []string
+		live := 0
+		for _, r := range rs {
+			byName[r.Name] = r
+			if r.Deleting {
+				wantDeleting = append(wantDeleting, r.Name)
+			} else {
+				live++
+			}
+		}
+		seen := map[string]bool{}
+		for _, v := range p.Delete {
+			r, ok := byName[v.Name]
+			switch {
+			case !ok:
+				t.Fatalf("victim %q is not a current replica", v.Name)
+			case seen[v.Name]:
+				t.Fatalf("victim %q chosen twice", v.Name)
+			case r.Deleting:
+				t.Fatalf("victim %q is already being deleted", v.Name)
+			case r.Protected:
+				t.Fatalf("victim %q is protected", v.Name)
+			}
+			seen[v.Name] = true
+		}
+		slices.Sort(wantDeleting)
+		if diff := gocmp.Diff(wantDeleting, names(p.Deleting), cmpopts.EquateEmpty()); diff != "" {
+			t.Fatalf("Deleting mismatch (-want +got):\n%s", diff)
+		}
+
+		// Marked replicas go before unmarked ones under policy name, and an
+		// unmarked replica is chosen only when every eligible marked one is.
+		firstUnmarked := slices.IndexFunc(p.Delete, func(r replicaset.Replica) bool { return !r.MarkedForDeletion })
+		if firstUnmarked >= 0 {
+			for _, r := range p.Delete[firstUnmarked:] {
+				if r.MarkedForDeletion {
+					t.Fatalf("policy %s: marked %q after unmarked %q", name, r.Name, p.Delete[firstUnmarked].Name)
+				}
+			}
+			for _, r := range rs {
+				if r.MarkedForDeletion && !r.Deleting && !r.Protected && !seen[r.Name] {
+					t.Fatalf("policy %s: unmarked %q chosen while marked %q was not", name, p.Delete[firstUnmarked].Name, r.Name)
+				}
+			}
+		}
+
+		// Counting: when nothing is deferred or short, the plan lands exactly
+		// on the desired count.
+		counted := live
+		if !spec.ReplaceDeleting {
+			counted += len(wantDeleting)
+		}
+		if p.Deferred == 0 && p.Shortfall.Count == 0 {
+			switch {
+			case p.Create > 0 && counted+p.Create != spec.Desired:
+				t.Fatalf("counted %d + create %d != desired %d", counted, p.Create, spec.Desired)
+			case len(p.Delete) > 0 && live-len(p.Delete) != spec.Desired:
+				t.Fatalf("live %d - delete %d != desired %d", live, len(p.Delete), spec.Desired)
+			}
+		}
+
+		// Same input in another order: same plan. And the naive reference
+		// agrees on everything.
+		shuffled := rapid.Permutation(rs).Draw(t, "shuffled")
+		again, err := replicaset.Compute(spec, shuffled, policy, now)
+		if err != nil {
+			t.Fatalf("Compute(shuffled): %v", err)
+		}
+		if diff := gocmp.Diff(p, again, cmpopts.EquateEmpty()); diff != "" {
+			t.Fatalf("plan depends on input order (-first +shuffled):\n%s", diff)
+		}
+		naive := naiveCompute(spec, rs, policy, now)
+		ignoreReason := cmpopts.IgnoreFields(replicaset.Shortfall{}, "Reason")
+		if diff := gocmp.Diff(naive, p, cmpopts.EquateEmpty(), ignoreReason); diff != "" {
+			t.Fatalf("Compute disagrees with the naive reference (-naive +Compute):\n%s", diff)
+		}
+	})
+}
+
+// TestCompute_Converges carries out plans repeatedly, with deletions that
+// sometimes take several passes to finish, and checks that the set reaches
+// the desired count (less any shortfall), never overshoots on the way, and
+// stays converged.
+func TestCompute_Converges(t *testing.T) {
+	rapid.Check(t, func(t *rapid.T) {
+		spec := replicagen.Spec().Draw(t, "spec")
+		set := replicagen.Replicas(40).Draw(t, "replicas")
+		_, policy := replicagen.Policy(t)
+		limit := cmp.Or(spec.MaxPerPass, replicaset.DefaultMaxPerPass)
+		// Each pass moves at least one step while deletions finish; allow
+		// the worst case of every replica plus every desired one, over the
+		// cap, plus the passes in which deletions lag.
+		const lagging = 5
+		bound := (len(set)+spec.Desired)/limit + 2 + lagging
+
+		counted := func(rs []replicaset.Replica) int {
+			n := 0
+			for _, r := range rs {
+				if !r.Deleting || !spec.ReplaceDeleting {
+					n++
+				}
+			}
+			return n
+		}
+		serial := 0
+		for pass := 0; ; pass++ {
+			p, err := replicaset.Compute(spec, set, policy, replicagen.Now())
+			if err != nil {
+				t.Fatalf("pass %d: Compute: %v", pass, err)
+			}
+			if p.IsZero() && len(p.Deleting) == 0 {
+				live := replicaset.Summarize(set, 0, replicagen.Now()).Replicas
+				if live != spec.Desired+p.Shortfall.Count {
+					t.Fatalf("pass %d: converged at %d live, want desired %d + shortfall %d", pass, live, spec.Desired, p.Shortfall.Count)
+				}
+				return
+			}
+			if pass > bound {
+				t.Fatalf("not converged after %d passes: %v", pass, p)
+			}
+			var created []string
+			for range p.Create {
+				serial++
+				created = append(created, fmt.Sprintf("new-%d", serial))
+			}
+			before := counted(set)
+			finish := pass >= lagging || rapid.Bool().Draw(t, "finish")
+			set = replicagen.Apply(set, p, created, finish)
+			if after := counted(set); after > max(before, spec.Desired) {
+				t.Fatalf("pass %d overshoots: %d counted replicas, was %d, desired %d", pass, after, before, spec.Desired)
+			}
+		}
+	})
+}
+
+// validInput is an independent statement of what Compute accepts.
+func validInput(spec replicaset.Spec, rs []replicaset.Replica) bool {
+	if spec.Desired < 0 || spec.MaxPerPass < 0 || spec.MinReady < 0 {
+		return false
+	}
+	names, uids := map[string]bool{}, map[string]bool{}
+	for _, r := range rs {
+		if r.Name == "" || names[r.Name] || r.UID != "" && uids[r.UID] {
+			return false
+		}
+		names[r.Name], uids[r.UID] = true, r.UID != ""
+	}
+	return true
+}
+
+// TestCompute_ArbitraryInput feeds Compute anything, valid or not: it must
+// return an error exactly for invalid input, and never panic.
+func TestCompute_ArbitraryInput(t *testing.T) {
+	rapid.Check(t, func(t *rapid.T) {
+		spec := replicaset.Spec{
+			Desired:         rapid.IntRange(-3, 10).Draw(t, "desired"),
+			MaxPerPass:      rapid.IntRange(-3, 10).Draw(t, "maxPerPass"),
+			ReplaceDeleting: rapid.Bool().Draw(t, "replaceDeleting"),
+			MinReady:        time.Duration(rapid.IntRange(-3, 3).Draw(t, "minReady")) * time.Second,
+		}
+		id := rapid.SampledFrom([]string{"", "a", "b", "c"})
+		rs := rapid.SliceOfN(rapid.Custom(func(t *rapid.T) replicaset.Replica {
+			r := replicagen.Replica().Draw(t, "replica")
+			r.Name, r.UID = id.Draw(t, "name"), id.Draw(t, "uid")
+			return r
+		}), 0, 5).Draw(t, "replicas")
+		_, policy := replicagen.Policy(t)
+
+		_, err := replicaset.Compute(spec, rs, policy, replicagen.Now())
+		if valid := validInput(spec, rs); valid != (err == nil) {
+			t.Fatalf("Compute(%+v, %d replicas): valid=%v but err=%v", spec, len(rs), valid, err)
+		}
+		if err != nil && !errors.Is(err, replicaset.ErrInvalidSpec) && !errors.Is(err, replicaset.ErrInvalidReplica) {
+			t.Fatalf("Compute error %v wraps no documented sentinel", err)
+		}
+	})
+}
+
+func names(rs []replicaset.Replica) []string {
+	out := make([]string, len(rs))
+	for i, r := range rs {
+		out[i] = r.Name
+	}
+	return out
+}

@@ -1,0 +1,149 @@
+package replicaset
+
+import (
+	"fmt"
+	"time"
+)
+
+// Phase is where a replica is in its life cycle, as far as the binding that
+// observed it can tell.
+type Phase int
+
+// The phases a replica can be in. The zero value is PhaseUnknown, so a
+// binding that cannot tell reports the truth by saying nothing.
+const (
+	// PhaseUnknown means the binding could not tell the replica's phase.
+	PhaseUnknown Phase = iota
+	// PhasePending means the replica exists but is not yet provisioned
+	// (for a VM: not yet cloned or not yet powered on).
+	PhasePending
+	// PhaseRunning means the replica is provisioned and running.
+	PhaseRunning
+	// PhaseFailed means the replica failed and will not run without help.
+	PhaseFailed
+)
+
+// String returns the phase's name, as used in Plan.String.
+func (p Phase) String() string {
+	switch p {
+	case PhaseUnknown:
+		return "Unknown"
+	case PhasePending:
+		return "Pending"
+	case PhaseRunning:
+		return "Running"
+	case PhaseFailed:
+		return "Failed"
+	}
+	return fmt.Sprintf("Phase(%d)", int(p))
+}
+
+// Replica is the planner's view of one replica: everything a scale decision
+// or a deletion policy may depend on, and nothing else. Bindings build it
+// from what they observed (a Kubernetes object, a vSphere VM); the planner
+// never modifies it.
+type Replica struct {
+	// Name identifies the replica within its set. It must be non-empty and
+	// unique among the replicas passed to Compute.
+	Name string
+	// UID is the replica's unique identifier, if the platform has one
+	// (a Kubernetes UID, a vSphere instance UUID). Non-empty UIDs must be
+	// unique among the replicas passed to Compute.
+	UID string
+	// CreatedAt is when the replica was created. The zero time means
+	// unknown, and sorts before every real time.
+	CreatedAt time.Time
+
+	// Deleting reports that the replica is already being deleted (a
+	// Kubernetes deletionTimestamp, a VM being destroyed). The planner never
+	// deletes it again.
+	Deleting bool
+	// MarkedForDeletion reports that someone asked for this replica to be
+	// removed first on the next scale-down (in the Kubernetes binding, an
+	// annotation). Marked replicas go before all others under every policy.
+	MarkedForDeletion bool
+	// Protected reports that the replica is protected from scale-in: the
+	// planner never chooses it, and reports a Shortfall when that prevents
+	// reaching the desired count.
+	Protected bool
+	// DeletionCost is a hint: among replicas the policy would otherwise rank
+	// alike, those with a lower cost are deleted first (as Kubernetes'
+	// controller.kubernetes.io/pod-deletion-cost). The default is 0.
+	DeletionCost int64
+
+	// Phase is the replica's life-cycle phase.
+	Phase Phase
+	// Ready reports that the replica is ready to serve.
+	Ready bool
+	// ReadySince is when the replica last became ready. It matters only when
+	// Ready is true and the spec has a non-zero MinReady.
+	ReadySince time.Time
+
+	// Ordinal is the replica's index in an ordinal naming scheme (web-0,
+	// web-1, …). It is meaningful only when HasOrdinal is true.
+	Ordinal int
+	// HasOrdinal reports whether Ordinal is set.
+	HasOrdinal bool
+}
+
+// Available reports whether r counts as available at now: it is ready, not
+// being deleted, and has been ready for at least minReady. A replica whose
+// ReadySince is unknown (zero) is available only when minReady is zero.
+//
+// The boundary is inclusive: a replica ready since t is available at exactly
+// t+minReady, so a caller that requeues after NextAvailable's duration sees it
+// available on that pass.
+func (r Replica) Available(minReady time.Duration, now time.Time) bool {
+	if !r.Ready || r.Deleting {
+		return false
+	}
+	if minReady <= 0 {
+		return true
+	}
+	if r.ReadySince.IsZero() {
+		return false
+	}
+	return !now.Before(r.ReadySince.Add(minReady))
+}
+
+// Env is what a deletion policy may know beside the replica itself: the
+// moment the pass is computed for and the availability window. Both come from
+// the caller, so ranking never reads a clock.
+type Env struct {
+	// Now is the time of the pass.
+	Now time.Time
+	// MinReady is how long a replica must have been ready to count as
+	// available (Spec.MinReady).
+	MinReady time.Duration
+}
+
+// Rank is a replica's place in a policy's deletion order. Ranks compare
+// element by element, first element first; a lower rank is deleted earlier.
+// Policies fill as many elements as they need and leave the rest zero.
+type Rank [4]int64
+
+// Compare returns -1, 0 or +1 as r sorts before, with, or after o.
+func (r Rank) Compare(o Rank) int {
+	for i := range r {
+		switch {
+		case r[i] < o[i]:
+			return -1
+		case r[i] > o[i]:
+			return 1
+		}
+	}
+	return 0
+}
+
+// Ranker is a deletion policy as Compute consults it. Compute calls Rank once
+// per candidate replica and orders candidates by it, after the universal tiers
+// (already deleting, then marked for deletion) and before the final
+// tie-break (name, then UID). The deletionpolicy package implements it.
+//
+// Rank must be a pure function of its arguments: the same replica and Env
+// must always give the same Rank, or a retried pass could choose a different
+// victim.
+type Ranker interface {
+	// Rank returns r's place in the deletion order.
+	Rank(r Replica, env Env) Rank
+}

@@ -1,0 +1,125 @@
+package replicaset
+
+import (
+	"errors"
+	"fmt"
+	"hash/maphash"
+	"time"
+)
+
+// DefaultMaxPerPass is the per-pass cap on creates and on deletes when
+// Spec.MaxPerPass is zero: the same burst limit as the Kubernetes ReplicaSet
+// controller.
+const DefaultMaxPerPass = 500
+
+// Errors returned by Compute. Each is wrapped with the detail a person needs
+// to act on it; match them with errors.Is.
+var (
+	// ErrInvalidSpec means the Spec cannot be planned for: a negative
+	// desired count, cap or availability window.
+	ErrInvalidSpec = errors.New("replicaset: invalid spec")
+	// ErrInvalidReplica means the current replicas are inconsistent: an
+	// empty name, or a name or UID that appears twice.
+	ErrInvalidReplica = errors.New("replicaset: invalid replica")
+	// ErrNoPolicy means Compute was given no deletion policy.
+	ErrNoPolicy = errors.New("replicaset: no deletion policy")
+)
+
+// Spec is what the owner of a replica set asks for.
+type Spec struct {
+	// Desired is the number of replicas wanted. It must not be negative.
+	Desired int
+	// MaxPerPass caps the creates and, separately, the deletes one plan may
+	// ask for; the rest waits for later passes (Plan.Deferred). Zero means
+	// DefaultMaxPerPass. It must not be negative.
+	MaxPerPass int
+	// ReplaceDeleting selects how replicas that are already being deleted
+	// count. When false (the default, as in Cluster API and the
+	// VirtualMachineReplicaSet this library grew from), they still count
+	// toward Desired, so a replica stuck behind a finalizer is not replaced
+	// until it is gone. When true, they do not count and are replaced at
+	// once, as the Kubernetes ReplicaSet controller does.
+	ReplaceDeleting bool
+	// MinReady is how long a replica must have been ready to count as
+	// available (minReadySeconds). It must not be negative.
+	MinReady time.Duration
+}
+
+// maxPerPass returns the effective per-pass cap.
+func (s Spec) maxPerPass() int {
+	if s.MaxPerPass == 0 {
+		return DefaultMaxPerPass
+	}
+	return s.MaxPerPass
+}
+
+// Validate reports whether s can be planned for. The error wraps
+// ErrInvalidSpec.
+func (s Spec) Validate() error {
+	var errs []error
+	if s.Desired < 0 {
+		errs = append(errs, fmt.Errorf("desired replicas %d is negative: %w", s.Desired, ErrInvalidSpec))
+	}
+	if s.MaxPerPass < 0 {
+		errs = append(errs, fmt.Errorf("max per pass %d is negative (use 0 for the default %d): %w",
+			s.MaxPerPass, DefaultMaxPerPass, ErrInvalidSpec))
+	}
+	if s.MinReady < 0 {
+		errs = append(errs, fmt.Errorf("min ready %v is negative: %w", s.MinReady, ErrInvalidSpec))
+	}
+	return errors.Join(errs...)
+}
+
+// validateReplicas checks that every replica has a name and that names and
+// non-empty UIDs are unique. The error wraps ErrInvalidReplica.
+func validateReplicas(rs []Replica) error {
+	var errs []error
+	for i := range rs {
+		if rs[i].Name == "" {
+			errs = append(errs, fmt.Errorf("replica %d has an empty name: %w", i, ErrInvalidReplica))
+		}
+	}
+	seed := maphash.MakeSeed()
+	findDuplicates(seed, rs, func(r *Replica) string { return r.Name }, func(first, dup *Replica) {
+		errs = append(errs, fmt.Errorf("replica name %q appears twice: %w", dup.Name, ErrInvalidReplica))
+	})
+	findDuplicates(seed, rs, func(r *Replica) string { return r.UID }, func(first, dup *Replica) {
+		errs = append(errs, fmt.Errorf("replicas %q and %q share UID %q: %w", first.Name, dup.Name, dup.UID, ErrInvalidReplica))
+	})
+	return errors.Join(errs...)
+}
+
+// findDuplicates calls report for every replica whose non-empty key equals
+// that of an earlier replica, in input order. It uses an open-addressing
+// table of hashes instead of a map: with 100,000 replicas it is several times
+// faster, and validation would otherwise dominate Compute.
+func findDuplicates(seed maphash.Seed, rs []Replica, key func(*Replica) string, report func(first, dup *Replica)) {
+	type slot struct {
+		hash uint64
+		idx  int // index into rs plus one; 0 marks an empty slot
+	}
+	size := 16
+	for size < 2*len(rs) {
+		size *= 2
+	}
+	table := make([]slot, size)
+	mask := uint64(size - 1)
+	for i := range rs {
+		k := key(&rs[i])
+		if k == "" {
+			continue
+		}
+		h := maphash.String(seed, k)
+		for p := h & mask; ; p = (p + 1) & mask {
+			s := &table[p]
+			if s.idx == 0 {
+				*s = slot{hash: h, idx: i + 1}
+				break
+			}
+			if s.hash == h && key(&rs[s.idx-1]) == k {
+				report(&rs[s.idx-1], &rs[i])
+				break
+			}
+		}
+	}
+}

@@ -1,0 +1,83 @@
+package replicaset
+
+import "time"
+
+// Status is what a replica set reports about its replicas, computed from what
+// was observed.
+type Status struct {
+	// Replicas counts the live replicas: observed and not being deleted.
+	Replicas int
+	// Ready counts live replicas that are ready.
+	Ready int
+	// Available counts live replicas that have been ready for at least the
+	// availability window (see Replica.Available).
+	Available int
+	// Terminating counts replicas that are being deleted. They are never
+	// included in Replicas, Ready or Available.
+	Terminating int
+}
+
+// Summarize computes the status of current at now, with minReady as the
+// availability window.
+func Summarize(current []Replica, minReady time.Duration, now time.Time) Status {
+	var s Status
+	for i := range current {
+		r := &current[i]
+		if r.Deleting {
+			s.Terminating++
+			continue
+		}
+		s.Replicas++
+		if r.Ready {
+			s.Ready++
+		}
+		if r.Available(minReady, now) {
+			s.Available++
+		}
+	}
+	return s
+}
+
+// NextAvailable returns how long after now the next live, ready but not yet
+// available replica becomes available, so a controller can requeue exactly
+// then. ok is false when no replica is waiting to become available (ready
+// replicas whose ReadySince is unknown never become available by waiting).
+func NextAvailable(current []Replica, minReady time.Duration, now time.Time) (after time.Duration, ok bool) {
+	if minReady <= 0 {
+		return 0, false
+	}
+	for i := range current {
+		r := &current[i]
+		if !r.Ready || r.Deleting || r.ReadySince.IsZero() || r.Available(minReady, now) {
+			continue
+		}
+		d := r.ReadySince.Add(minReady).Sub(now)
+		if !ok || d < after {
+			after, ok = d, true
+		}
+	}
+	return after, ok
+}
+
+// SlowStart splits total creates into batches of growing size, starting at
+// initial (1 when initial < 1) and doubling after each batch, the last batch
+// holding what remains: SlowStart(10, 1) is [1 2 4 3]. An executor issues a
+// batch only when every create of the previous batch succeeded, so a
+// platform that refuses every create costs one call, not total calls. It
+// returns nil when total < 1.
+func SlowStart(total, initial int) []int {
+	if total < 1 {
+		return nil
+	}
+	size := max(initial, 1)
+	var out []int
+	for total > 0 {
+		n := min(size, total)
+		out = append(out, n)
+		total -= n
+		if size <= total { // doubling cannot overflow past what is left
+			size *= 2
+		}
+	}
+	return out
+}
