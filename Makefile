@@ -1,0 +1,61 @@
+# replicakit: `make test` runs every test against real components, `make demo`
+# plays the example operator's story. Both build what they need into bin/.
+
+SHELL := /usr/bin/env bash
+.SHELLFLAGS := -euo pipefail -c
+
+BIN := $(CURDIR)/bin
+export KUBEBUILDER_ASSETS := $(BIN)
+
+GO_PACKAGES := ./...
+# Benchmarks run several times so benchratio can take medians.
+BENCH_COUNT ?= 5
+BENCH_TIME ?= 1s
+
+.PHONY: all
+all: test
+
+## tools: build etcd, kube-apiserver, kube-controller-manager, kubectl and
+## controller-gen from the Go module proxy into bin/ (skips what is built).
+.PHONY: tools
+tools:
+	@BIN=$(BIN) bash hack/tools/build.sh
+
+## fmt-check: fail when a Go file is not gofmt-formatted.
+.PHONY: fmt-check
+fmt-check:
+	@out=$$(gofmt -l $$(git ls-files '*.go' 2>/dev/null || find . -name '*.go' -not -path './bin/*')); \
+	if [[ -n "$$out" ]]; then echo "gofmt would change:"; echo "$$out"; exit 1; fi
+
+## vet: go vet every package.
+.PHONY: vet
+vet:
+	go vet $(GO_PACKAGES)
+
+## test: gofmt check, go vet, and every test with the race detector, against
+## the real control plane built by `make tools`.
+.PHONY: test
+test: tools fmt-check vet
+	go test -race -count=1 $(GO_PACKAGES)
+
+## bench: run the benchmarks and print each as a ratio against the baseline
+## measured in the same run.
+.PHONY: bench
+bench:
+	go test -run '^$$' -bench . -benchmem -count $(BENCH_COUNT) -benchtime $(BENCH_TIME) $(GO_PACKAGES) \
+		| go run ./internal/cmd/benchratio
+
+## demo: play the example operator's story end to end (arrives with the
+## example operator).
+.PHONY: demo
+demo: tools
+	@echo "make demo: the example operator is not built yet; see the README's status section." >&2; exit 1
+
+## clean: remove built tools.
+.PHONY: clean
+clean:
+	rm -rf $(BIN)
+
+.PHONY: help
+help:
+	@grep -E '^## ' Makefile | sed 's/^## //'
