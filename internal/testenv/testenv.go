@@ -23,6 +23,7 @@ import (
 	"bytes"
 	"context"
 	"errors"
+	"flag"
 	"fmt"
 	"os"
 	"os/exec"
@@ -43,7 +44,6 @@ import (
 // RequireVar names the environment variable that turns a missing or failed
 // control plane into a failure instead of a skip. CI sets it to 1.
 const RequireVar = "REPLICAKIT_REQUIRE_ENVTEST"
-
 
 // ErrMissingBinaries means the binary folder lacks a program; `make tools`
 // builds them.
@@ -272,6 +272,7 @@ func Main(m *testing.M, env **Env, opts Options) {
 }
 
 func run(m *testing.M, env **Env, opts Options) int {
+	flag.Parse() // for testing.Verbose; m.Run would parse them anyway
 	e, err := Start(opts)
 	if err != nil {
 		if os.Getenv(RequireVar) == "1" || !errors.Is(err, ErrMissingBinaries) {
@@ -282,6 +283,9 @@ func run(m *testing.M, env **Env, opts Options) int {
 		return m.Run()
 	}
 	*env = e
+	if testing.Verbose() {
+		fmt.Fprintf(os.Stderr, "testenv: control plane up in %v (etcd, kube-apiserver, kube-controller-manager with the garbage collector synced)\n", e.Started.Round(10*time.Millisecond))
+	}
 	code := m.Run()
 	if err := e.Stop(); err != nil {
 		fmt.Fprintf(os.Stderr, "testenv: stop: %v\n", err)
