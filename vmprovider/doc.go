@@ -1,0 +1,21 @@
+// Package vmprovider defines what a replica set needs from a VM platform,
+// and applies replica-set plans to VMs.
+//
+// A [Provider] creates, inspects, powers and destroys VMs. Every VM it
+// creates carries an ownership mark (the [Owner]'s UID); a provider never
+// modifies or destroys a VM without the caller's mark, and says so with a
+// [NotOwnedError]. Create and Delete are idempotent, so a create retried
+// after a lost response returns the VM instead of making a second one, and
+// deleting a VM that is gone succeeds. Errors callers match are
+// [ErrNotFound], [ErrNotOwned] and [ErrInvalidSpec].
+//
+// The vsphere subpackage implements Provider with govmomi; the
+// vmprovidertest subpackage has an in-memory Fake and Verify, a conformance
+// check any implementation can run in its own tests.
+//
+// # Without Kubernetes
+//
+// [Actuator] adapts a Provider to the executor, and [Set] runs one pass of
+// list, plan and act for the VMs of one owner, so a program can keep N VMs in
+// vCenter with no Kubernetes object at all.
+package vmprovider

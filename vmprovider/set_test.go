@@ -1,0 +1,112 @@
+package vmprovider_test
+
+import (
+	"context"
+	"errors"
+	"math/rand/v2"
+	"slices"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/replicakit/replicakit/deletionpolicy"
+	"github.com/replicakit/replicakit/naming"
+	"github.com/replicakit/replicakit/vmprovider"
+	"github.com/replicakit/replicakit/vmprovider/vmprovidertest"
+)
+
+var now = time.Date(2026, 11, 30, 12, 0, 0, 0, time.UTC)
+
+func names(t *testing.T, p vmprovider.Provider, owner string) []string {
+	t.Helper()
+	vms, err := p.List(context.Background(), owner)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var out []string
+	for _, vm := range vms {
+		out = append(out, vm.Name)
+	}
+	return out
+}
+
+// TestSet_Story scales one owner's VMs 0→3→1→2→0 with no Kubernetes object,
+// beside a foreign VM that must survive.
+func TestSet_Story(t *testing.T) {
+	fake := &vmprovidertest.Fake{Now: func() time.Time { return now }}
+	fake.Add(vmprovider.VM{Name: "test-rs-zzzzz", InstanceUUID: "foreign", Power: vmprovider.PoweredOn})
+	owner := vmprovider.Owner{UID: "uid-1", Name: "default/test-rs"}
+	set := &vmprovider.Set{
+		Provider: fake,
+		Template: vmprovider.Spec{Owner: owner, PowerOn: true},
+		Policy:   deletionpolicy.Random{Seed: 1},
+		Names:    naming.Random{Base: "test-rs", Source: rand.NewPCG(1, 2)},
+	}
+	var survivor string
+	for _, step := range []struct{ desired, create, delete int }{{3, 3, 0}, {1, 0, 2}, {2, 1, 0}, {0, 0, 2}} {
+		plan, res, err := set.Scale(context.Background(), step.desired, now)
+		if err != nil {
+			t.Fatalf("Scale(%d): %v", step.desired, err)
+		}
+		if len(res.Created) != step.create || len(res.Deleted) != step.delete {
+			t.Fatalf("Scale(%d): plan %v, result %+v; want %d created, %d deleted", step.desired, plan, res, step.create, step.delete)
+		}
+		got := names(t, fake, owner.UID)
+		if len(got) != step.desired {
+			t.Fatalf("after Scale(%d): VMs %v", step.desired, got)
+		}
+		switch step.desired {
+		case 1:
+			survivor = got[0]
+		case 2:
+			if !slices.Contains(got, survivor) {
+				t.Fatalf("after 1→2: VMs %v lost the survivor %s", got, survivor)
+			}
+		}
+	}
+	if _, err := fake.Get(context.Background(), "test-rs-zzzzz"); err != nil {
+		t.Errorf("the foreign VM is gone: %v", err)
+	}
+}
+
+// TestSet_ConvergesThroughFailures fails a third of all operations and
+// checks that repeated passes reach the desired count and never overshoot.
+func TestSet_ConvergesThroughFailures(t *testing.T) {
+	rng := rand.New(rand.NewPCG(7, 7))
+	var mu sync.Mutex // the executor calls Fail concurrently
+	boom := errors.New("injected")
+	fake := &vmprovidertest.Fake{Fail: func(op, _ string) error {
+		mu.Lock()
+		defer mu.Unlock()
+		if op != "list" && rng.IntN(3) == 0 {
+			return boom
+		}
+		return nil
+	}}
+	set := &vmprovider.Set{
+		Provider: fake,
+		Template: vmprovider.Spec{Owner: vmprovider.Owner{UID: "uid-2"}, PowerOn: true},
+		Policy:   deletionpolicy.Random{Seed: 2},
+		Names:    naming.Random{Base: "web", Source: rand.NewPCG(3, 4)},
+	}
+	for _, desired := range []int{7, 2, 9, 0} {
+		for pass := 0; ; pass++ {
+			if pass == 50 {
+				t.Fatalf("desired %d: not converged after 50 passes", desired)
+			}
+			plan, _, err := set.Scale(context.Background(), desired, now)
+			if err != nil && !errors.Is(err, boom) {
+				t.Fatalf("Scale(%d): unexpected error %v", desired, err)
+			}
+			if n := len(names(t, fake, "uid-2")); n > max(desired, 9) {
+				t.Fatalf("overshoot: %d VMs while scaling to %d", n, desired)
+			}
+			if plan.IsZero() && err == nil {
+				break
+			}
+		}
+		if n := len(names(t, fake, "uid-2")); n != desired {
+			t.Fatalf("converged at %d VMs, want %d", n, desired)
+		}
+	}
+}

@@ -1,0 +1,171 @@
+package vmprovidertest
+
+import (
+	"context"
+	"fmt"
+	"slices"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/replicakit/replicakit/vmprovider"
+)
+
+// Fake is an in-memory vmprovider.Provider that keeps the interface's
+// contract, for tests of code that uses a provider. The zero value is ready
+// to use. It is safe for concurrent use.
+type Fake struct {
+	// Fail, when set, is called before every operation with the operation
+	// ("create", "get", "list", "power", "delete") and the VM name (the
+	// owner for "list"); a non-nil error fails the operation without
+	// effect.
+	Fail func(op, name string) error
+	// Now is the clock for creation and boot times; nil means time.Now.
+	Now func() time.Time
+
+	mu     sync.Mutex
+	vms    map[string]vmprovider.VM
+	serial int
+}
+
+var _ vmprovider.Provider = (*Fake)(nil)
+
+func (f *Fake) fail(op, name string) error {
+	if f.Fail == nil {
+		return nil
+	}
+	return f.Fail(op, name)
+}
+
+func (f *Fake) now() time.Time {
+	if f.Now == nil {
+		return time.Now()
+	}
+	return f.Now()
+}
+
+// Create implements vmprovider.Provider.
+func (f *Fake) Create(_ context.Context, spec vmprovider.Spec) (vmprovider.VM, error) {
+	if err := spec.Validate(); err != nil {
+		return vmprovider.VM{}, err
+	}
+	if err := f.fail("create", spec.Name); err != nil {
+		return vmprovider.VM{}, err
+	}
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if vm, ok := f.vms[spec.Name]; ok {
+		if vm.Owner != spec.Owner.UID {
+			return vmprovider.VM{}, &vmprovider.NotOwnedError{Name: spec.Name, Want: spec.Owner.UID, Got: vm.Owner}
+		}
+		return vm, nil
+	}
+	if f.vms == nil {
+		f.vms = map[string]vmprovider.VM{}
+	}
+	f.serial++
+	vm := vmprovider.VM{
+		Name: spec.Name, InstanceUUID: fmt.Sprintf("fake-%08d", f.serial),
+		Power: vmprovider.PoweredOff, Owner: spec.Owner.UID, CreatedAt: f.now(),
+	}
+	if spec.PowerOn {
+		vm.Power, vm.BootedAt = vmprovider.PoweredOn, vm.CreatedAt
+	}
+	f.vms[spec.Name] = vm
+	return vm, nil
+}
+
+// Get implements vmprovider.Provider.
+func (f *Fake) Get(_ context.Context, name string) (vmprovider.VM, error) {
+	if err := f.fail("get", name); err != nil {
+		return vmprovider.VM{}, err
+	}
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	vm, ok := f.vms[name]
+	if !ok {
+		return vmprovider.VM{}, fmt.Errorf("VM %q: %w", name, vmprovider.ErrNotFound)
+	}
+	return vm, nil
+}
+
+// List implements vmprovider.Provider. VMs are sorted by name.
+func (f *Fake) List(_ context.Context, owner string) ([]vmprovider.VM, error) {
+	if err := f.fail("list", owner); err != nil {
+		return nil, err
+	}
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	var out []vmprovider.VM
+	for _, vm := range f.vms {
+		if vm.Owner == owner && owner != "" {
+			out = append(out, vm)
+		}
+	}
+	slices.SortFunc(out, func(a, b vmprovider.VM) int { return strings.Compare(a.Name, b.Name) })
+	return out, nil
+}
+
+// owned returns the VM called name if owner's mark is on it.
+func (f *Fake) owned(name, owner string) (vmprovider.VM, error) {
+	vm, ok := f.vms[name]
+	switch {
+	case !ok:
+		return vm, fmt.Errorf("VM %q: %w", name, vmprovider.ErrNotFound)
+	case vm.Owner != owner || owner == "":
+		return vm, &vmprovider.NotOwnedError{Name: name, Want: owner, Got: vm.Owner}
+	}
+	return vm, nil
+}
+
+// SetPower implements vmprovider.Provider.
+func (f *Fake) SetPower(_ context.Context, name, owner string, state vmprovider.PowerState) error {
+	if state != vmprovider.PoweredOn && state != vmprovider.PoweredOff {
+		return fmt.Errorf("power state %q: want PoweredOn or PoweredOff: %w", state, vmprovider.ErrInvalidSpec)
+	}
+	if err := f.fail("power", name); err != nil {
+		return err
+	}
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	vm, err := f.owned(name, owner)
+	if err != nil {
+		return err
+	}
+	if vm.Power != state {
+		vm.Power, vm.BootedAt = state, time.Time{}
+		if state == vmprovider.PoweredOn {
+			vm.BootedAt = f.now()
+		}
+		f.vms[name] = vm
+	}
+	return nil
+}
+
+// Delete implements vmprovider.Provider.
+func (f *Fake) Delete(_ context.Context, name, owner string) error {
+	if err := f.fail("delete", name); err != nil {
+		return err
+	}
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if _, ok := f.vms[name]; !ok {
+		return nil
+	}
+	if _, err := f.owned(name, owner); err != nil {
+		return err
+	}
+	delete(f.vms, name)
+	return nil
+}
+
+// Add puts a VM into the fake as it is, mark or no mark, as if someone else
+// had made it.
+func (f *Fake) Add(vm vmprovider.VM) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if f.vms == nil {
+		f.vms = map[string]vmprovider.VM{}
+	}
+	f.vms[vm.Name] = vm
+}
