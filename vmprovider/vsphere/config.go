@@ -1,0 +1,186 @@
+package vsphere
+
+import (
+	"context"
+	"crypto/x509"
+	"errors"
+	"fmt"
+	"net/url"
+	"os"
+	"reflect"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/vmware/govmomi/fault"
+	"github.com/vmware/govmomi/session"
+	"github.com/vmware/govmomi/session/keepalive"
+	"github.com/vmware/govmomi/vim25"
+	"github.com/vmware/govmomi/vim25/methods"
+	"github.com/vmware/govmomi/vim25/soap"
+	"github.com/vmware/govmomi/vim25/types"
+)
+
+// ErrConfig means a Config cannot be used: a missing URL or credentials, a
+// bad CA bundle, or placement that does not resolve.
+var ErrConfig = errors.New("vsphere: invalid configuration")
+
+// DefaultMaxTasks bounds the vCenter tasks one Provider runs at once when
+// Config.MaxTasks is zero.
+const DefaultMaxTasks = 8
+
+// Config says how to reach vCenter and where VMs go. Credentials are held
+// here only; they never appear in logs, errors or String output.
+type Config struct {
+	// URL is vCenter's SDK endpoint, such as https://vcenter.example.com/sdk.
+	// User information in the URL is ignored; use Username and Password.
+	URL string
+	// Username and Password log in to vCenter.
+	Username string
+	Password string
+
+	// Insecure skips TLS verification. Leave it false outside tests.
+	Insecure bool
+	// CABundle is PEM-encoded certificates of the authorities that may sign
+	// vCenter's certificate, in place of the system's.
+	CABundle []byte
+	// CAFile names a file holding such a bundle.
+	CAFile string
+	// Thumbprint is vCenter's certificate SHA-1 or SHA-256 thumbprint, for
+	// a self-signed certificate; verification otherwise stays on.
+	Thumbprint string
+
+	// Datacenter, Folder, ResourcePool, Datastore and Template are inventory
+	// paths or names. Empty means the single one that exists (an error when
+	// there are several); Folder defaults to the datacenter's VM folder.
+	// ResourcePool may also name a cluster, meaning its root pool.
+	Datacenter   string
+	Folder       string
+	ResourcePool string
+	Datastore    string
+	// Template is the VM or template cloned when a Spec names none.
+	Template string
+
+	// MaxTasks bounds the vCenter tasks (clone, power, destroy) in flight
+	// at once. Zero means DefaultMaxTasks.
+	MaxTasks int
+	// KeepAlive is how often an idle session is kept alive. Zero means
+	// five minutes.
+	KeepAlive time.Duration
+}
+
+// String describes the configuration without its password.
+func (c Config) String() string {
+	return fmt.Sprintf("vsphere.Config{URL: %q, Username: %q, Password: <redacted>, Insecure: %v, "+
+		"Datacenter: %q, Folder: %q, ResourcePool: %q, Datastore: %q, Template: %q, MaxTasks: %d}",
+		redactURL(c.URL), c.Username, c.Insecure, c.Datacenter, c.Folder, c.ResourcePool, c.Datastore, c.Template, c.MaxTasks)
+}
+
+// GoString is String, so that %#v does not print the password either.
+func (c Config) GoString() string { return c.String() }
+
+// redactURL drops user information from a URL for messages.
+func redactURL(raw string) string {
+	u, err := url.Parse(raw)
+	if err != nil {
+		return "<unparsable URL>"
+	}
+	u.User = nil
+	return u.String()
+}
+
+// connect logs in to vCenter and returns a client that keeps its session
+// alive and logs in again when the session has expired.
+func connect(ctx context.Context, cfg Config) (*vim25.Client, *session.Manager, error) {
+	if cfg.URL == "" || cfg.Username == "" {
+		return nil, nil, fmt.Errorf("URL and Username are required: %w", ErrConfig)
+	}
+	u, err := soap.ParseURL(cfg.URL)
+	if err != nil || u == nil {
+		return nil, nil, fmt.Errorf("URL %q does not parse: %w", redactURL(cfg.URL), ErrConfig)
+	}
+	u.User = nil
+	sc := soap.NewClient(u, cfg.Insecure)
+	if err := trust(sc, u, cfg); err != nil {
+		return nil, nil, err
+	}
+	vc, err := vim25.NewClient(ctx, sc)
+	if err != nil {
+		return nil, nil, fmt.Errorf("reach vCenter at %s: %w", u, err)
+	}
+	sm := session.NewManager(vc)
+	user := url.UserPassword(cfg.Username, cfg.Password)
+	login := func(ctx context.Context) error { return sm.Login(ctx, user) }
+	idle := cfg.KeepAlive
+	if idle == 0 {
+		idle = 5 * time.Minute
+	}
+	vc.RoundTripper = &relogin{
+		RoundTripper: keepalive.NewHandlerSOAP(vc.RoundTripper, idle, nil),
+		login:        login,
+	}
+	if err := login(ctx); err != nil {
+		return nil, nil, fmt.Errorf("log in to %s as %q: %w", u, cfg.Username, err)
+	}
+	return vc, sm, nil
+}
+
+// trust configures TLS verification of vCenter's certificate.
+func trust(sc *soap.Client, u *url.URL, cfg Config) error {
+	bundle := cfg.CABundle
+	if cfg.CAFile != "" {
+		b, err := os.ReadFile(cfg.CAFile)
+		if err != nil {
+			return fmt.Errorf("CA file: %w: %w", err, ErrConfig)
+		}
+		bundle = append(append([]byte{}, bundle...), b...)
+	}
+	if len(bundle) > 0 {
+		pool := x509.NewCertPool()
+		if !pool.AppendCertsFromPEM(bundle) {
+			return fmt.Errorf("CA bundle holds no PEM certificate: %w", ErrConfig)
+		}
+		sc.DefaultTransport().TLSClientConfig.RootCAs = pool
+	}
+	if cfg.Thumbprint != "" {
+		sc.SetThumbprint(u.Host, strings.ToUpper(cfg.Thumbprint))
+	}
+	return nil
+}
+
+// relogin logs in again when vCenter answers that the session is not
+// authenticated (it expired, or was terminated), and retries the call once.
+type relogin struct {
+	soap.RoundTripper
+	login func(context.Context) error
+
+	loginMu    sync.Mutex   // serializes logins; never held across other calls' RoundTrip
+	generation atomic.Int64 // counts logins made here
+}
+
+// RoundTrip implements soap.RoundTripper.
+func (r *relogin) RoundTrip(ctx context.Context, req, res soap.HasFault) error {
+	gen := r.generation.Load()
+	err := r.RoundTripper.RoundTrip(ctx, req, res)
+	if err == nil || !fault.Is(err, &types.NotAuthenticated{}) {
+		return err
+	}
+	if _, isLogin := req.(*methods.LoginBody); isLogin {
+		return err
+	}
+	r.loginMu.Lock()
+	if r.generation.Load() == gen { // nobody logged in again since this call began
+		if lerr := r.login(ctx); lerr != nil {
+			r.loginMu.Unlock()
+			return fmt.Errorf("session expired and logging in again failed: %w", lerr)
+		}
+		r.generation.Add(1)
+	}
+	r.loginMu.Unlock()
+	// Decode the retry into a fresh body: the first one holds the fault.
+	fresh := reflect.New(reflect.TypeOf(res).Elem())
+	err = r.RoundTripper.RoundTrip(ctx, req, fresh.Interface().(soap.HasFault))
+	reflect.ValueOf(res).Elem().Set(fresh.Elem())
+	return err
+}

@@ -1,0 +1,145 @@
+package vsphere
+
+import (
+	"context"
+	"errors"
+	"fmt"
+
+	"github.com/vmware/govmomi/fault"
+	"github.com/vmware/govmomi/object"
+	"github.com/vmware/govmomi/vim25/types"
+
+	"github.com/replicakit/replicakit/vmprovider"
+)
+
+// Create implements vmprovider.Provider: it clones the template into the
+// configured folder, pool and datastore with the spec's CPUs, memory and the
+// ownership mark, then powers the VM on if asked. A VM of that name that
+// carries the same mark is returned as it is, whether found before cloning
+// or reported by vCenter as a duplicate name (a concurrent or retried create).
+// When cloning or powering on fails, the half-made VM is destroyed.
+func (p *Provider) Create(ctx context.Context, spec vmprovider.Spec) (vmprovider.VM, error) {
+	if err := spec.Validate(); err != nil {
+		return vmprovider.VM{}, err
+	}
+	defer p.lockName(spec.Name)()
+	if vm, err := p.existing(ctx, spec); err == nil || !errors.Is(err, vmprovider.ErrNotFound) {
+		return vm, err
+	}
+	tmplPath := spec.Template
+	if tmplPath == "" {
+		tmplPath = p.template
+	}
+	if tmplPath == "" {
+		return vmprovider.VM{}, fmt.Errorf("VM %q names no template and the provider has no default: %w", spec.Name, vmprovider.ErrInvalidSpec)
+	}
+	tmpl, err := p.templateVM(ctx, tmplPath)
+	if err != nil {
+		return vmprovider.VM{}, err
+	}
+
+	poolRef, storeRef := p.pool.Reference(), p.store.Reference()
+	clone := types.VirtualMachineCloneSpec{
+		Location: types.VirtualMachineRelocateSpec{Pool: &poolRef, Datastore: &storeRef},
+		Config: &types.VirtualMachineConfigSpec{
+			NumCPUs:  spec.CPUs,
+			MemoryMB: spec.MemoryMiB,
+			ExtraConfig: []types.BaseOptionValue{
+				&types.OptionValue{Key: KeyOwnerUID, Value: spec.Owner.UID},
+				&types.OptionValue{Key: KeyOwnerName, Value: spec.Owner.Name},
+			},
+		},
+	}
+	_, err = p.task(ctx, func(ctx context.Context) (*object.Task, error) {
+		return tmpl.Clone(ctx, p.folder, spec.Name, clone)
+	})
+	if fault.Is(err, &types.DuplicateName{}) {
+		// Another create of this name won the race: it is ours or not.
+		return p.existing(ctx, spec)
+	}
+	if err != nil {
+		return vmprovider.VM{}, p.abandon(ctx, spec, fmt.Errorf("clone %q from %s: %w", spec.Name, tmplPath, err))
+	}
+	if spec.PowerOn {
+		if err := p.setPower(ctx, spec.Name, spec.Owner.UID, vmprovider.PoweredOn); err != nil {
+			return vmprovider.VM{}, p.abandon(ctx, spec, fmt.Errorf("power on %q: %w", spec.Name, err))
+		}
+	}
+	return p.Get(ctx, spec.Name)
+}
+
+// existing returns the VM spec names if it carries spec's owner's mark, a
+// *NotOwnedError if it carries another, or an error wrapping ErrNotFound.
+func (p *Provider) existing(ctx context.Context, spec vmprovider.Spec) (vmprovider.VM, error) {
+	_, m, err := p.owned(ctx, spec.Name, spec.Owner.UID)
+	if err != nil {
+		return vmprovider.VM{}, err
+	}
+	return toVM(m), nil
+}
+
+// abandon destroys what a failed create may have left under spec's name and
+// owner, and returns cause joined with any error doing so.
+func (p *Provider) abandon(ctx context.Context, spec vmprovider.Spec, cause error) error {
+	err := p.delete(context.WithoutCancel(ctx), spec.Name, spec.Owner.UID)
+	if err != nil && !errors.Is(err, vmprovider.ErrNotOwned) {
+		return errors.Join(cause, fmt.Errorf("remove the half-made VM: %w", err))
+	}
+	return cause
+}
+
+// SetPower implements vmprovider.Provider.
+func (p *Provider) SetPower(ctx context.Context, name, owner string, state vmprovider.PowerState) error {
+	if state != vmprovider.PoweredOn && state != vmprovider.PoweredOff {
+		return fmt.Errorf("power state %q: want PoweredOn or PoweredOff: %w", state, vmprovider.ErrInvalidSpec)
+	}
+	defer p.lockName(name)()
+	return p.setPower(ctx, name, owner, state)
+}
+
+// setPower is SetPower with name already locked.
+func (p *Provider) setPower(ctx context.Context, name, owner string, state vmprovider.PowerState) error {
+	vm, m, err := p.owned(ctx, name, owner)
+	if err != nil {
+		return err
+	}
+	switch {
+	case state == vmprovider.PoweredOn && m.Runtime.PowerState != types.VirtualMachinePowerStatePoweredOn:
+		_, err = p.task(ctx, vm.PowerOn)
+	case state == vmprovider.PoweredOff && m.Runtime.PowerState == types.VirtualMachinePowerStatePoweredOn:
+		_, err = p.task(ctx, vm.PowerOff)
+	}
+	if fault.Is(err, &types.InvalidPowerState{}) {
+		return nil // it reached the state meanwhile
+	}
+	return err
+}
+
+// Delete implements vmprovider.Provider: it powers the VM off if it is on
+// and destroys it. A VM already gone is success; a VM without owner's mark
+// is left untouched and reported with a *NotOwnedError.
+func (p *Provider) Delete(ctx context.Context, name, owner string) error {
+	defer p.lockName(name)()
+	return p.delete(ctx, name, owner)
+}
+
+// delete is Delete with name already locked.
+func (p *Provider) delete(ctx context.Context, name, owner string) error {
+	vm, m, err := p.owned(ctx, name, owner)
+	if notFound(err) {
+		return nil
+	}
+	if err != nil {
+		return err
+	}
+	if m.Runtime.PowerState != types.VirtualMachinePowerStatePoweredOff {
+		_, err := p.task(ctx, vm.PowerOff)
+		if err != nil && !fault.Is(err, &types.InvalidPowerState{}) && !notFound(err) {
+			return fmt.Errorf("power off %q before destroying it: %w", name, err)
+		}
+	}
+	if _, err := p.task(ctx, vm.Destroy); err != nil && !notFound(err) {
+		return fmt.Errorf("destroy %q: %w", name, err)
+	}
+	return nil
+}

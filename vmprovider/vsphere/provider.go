@@ -1,0 +1,310 @@
+package vsphere
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync"
+
+	"github.com/vmware/govmomi/fault"
+	"github.com/vmware/govmomi/find"
+	"github.com/vmware/govmomi/object"
+	"github.com/vmware/govmomi/session"
+	"github.com/vmware/govmomi/view"
+	"github.com/vmware/govmomi/vim25"
+	"github.com/vmware/govmomi/vim25/mo"
+	"github.com/vmware/govmomi/vim25/types"
+
+	"github.com/replicakit/replicakit/vmprovider"
+)
+
+// The ExtraConfig keys of the ownership mark written on every VM.
+const (
+	KeyOwnerUID  = "replicakit.owner.uid"
+	KeyOwnerName = "replicakit.owner.name"
+)
+
+// vmProps are the properties read for every VM, in one call.
+var vmProps = []string{"name", "config.instanceUuid", "config.extraConfig", "config.createDate",
+	"runtime.powerState", "runtime.bootTime"}
+
+// Provider implements vmprovider.Provider on vCenter with govmomi. It is
+// safe for concurrent use.
+type Provider struct {
+	client   *vim25.Client
+	sessions *session.Manager // nil when the caller brought the client
+	dc       *object.Datacenter
+	folder   *object.Folder
+	pool     *object.ResourcePool
+	store    *object.Datastore
+	finder   *find.Finder
+	template string
+	tasks    chan struct{}
+
+	mu        sync.Mutex
+	templates map[string]*object.VirtualMachine
+	names     map[string]*nameLock
+}
+
+// nameLock serializes operations on one VM name, so that concurrent creates
+// of a name wait for the first instead of seeing its clone half made.
+type nameLock struct {
+	sync.Mutex
+	refs int
+}
+
+// lockName locks name and returns the unlock function.
+func (p *Provider) lockName(name string) func() {
+	p.mu.Lock()
+	l, ok := p.names[name]
+	if !ok {
+		l = &nameLock{}
+		p.names[name] = l
+	}
+	l.refs++
+	p.mu.Unlock()
+	l.Lock()
+	return func() {
+		l.Unlock()
+		p.mu.Lock()
+		if l.refs--; l.refs == 0 {
+			delete(p.names, name)
+		}
+		p.mu.Unlock()
+	}
+}
+
+var _ vmprovider.Provider = (*Provider)(nil)
+
+// New logs in to vCenter as cfg says and resolves the placement once; an
+// ambiguous or missing inventory path is an error naming it. Call Close when
+// done.
+func New(ctx context.Context, cfg Config) (*Provider, error) {
+	c, sm, err := connect(ctx, cfg)
+	if err != nil {
+		return nil, err
+	}
+	p, err := NewWithClient(ctx, c, cfg)
+	if err != nil {
+		_ = sm.Logout(ctx)
+		return nil, err
+	}
+	p.sessions = sm
+	return p, nil
+}
+
+// NewWithClient uses an authenticated client the caller manages (for example
+// the one govmomi's simulator hands to its callbacks) and resolves cfg's
+// placement; cfg's URL and credentials are ignored.
+func NewWithClient(ctx context.Context, c *vim25.Client, cfg Config) (*Provider, error) {
+	p := &Provider{client: c, finder: find.NewFinder(c), template: cfg.Template,
+		templates: map[string]*object.VirtualMachine{}, names: map[string]*nameLock{}}
+	max := cfg.MaxTasks
+	if max <= 0 {
+		max = DefaultMaxTasks
+	}
+	p.tasks = make(chan struct{}, max)
+
+	var err error
+	if p.dc, err = p.finder.DatacenterOrDefault(ctx, cfg.Datacenter); err != nil {
+		return nil, placementError("datacenter", cfg.Datacenter, err)
+	}
+	p.finder.SetDatacenter(p.dc)
+	if cfg.Folder == "" {
+		folders, ferr := p.dc.Folders(ctx)
+		if ferr != nil {
+			return nil, placementError("folder", cfg.Folder, ferr)
+		}
+		p.folder = folders.VmFolder
+	} else if p.folder, err = p.finder.Folder(ctx, cfg.Folder); err != nil {
+		return nil, placementError("folder", cfg.Folder, err)
+	}
+	if p.pool, err = p.resourcePool(ctx, cfg.ResourcePool); err != nil {
+		return nil, placementError("resource pool", cfg.ResourcePool, err)
+	}
+	if p.store, err = p.finder.DatastoreOrDefault(ctx, cfg.Datastore); err != nil {
+		return nil, placementError("datastore", cfg.Datastore, err)
+	}
+	if cfg.Template != "" {
+		if _, err := p.templateVM(ctx, cfg.Template); err != nil {
+			return nil, err
+		}
+	}
+	return p, nil
+}
+
+// resourcePool resolves a pool path, a cluster path (its root pool), or the
+// default pool.
+func (p *Provider) resourcePool(ctx context.Context, path string) (*object.ResourcePool, error) {
+	if path == "" {
+		return p.finder.DefaultResourcePool(ctx)
+	}
+	pool, err := p.finder.ResourcePool(ctx, path)
+	var nf *find.NotFoundError
+	if errors.As(err, &nf) {
+		if cluster, cerr := p.finder.ClusterComputeResource(ctx, path); cerr == nil {
+			return cluster.ResourcePool(ctx)
+		}
+	}
+	return pool, err
+}
+
+func placementError(what, path string, err error) error {
+	if path == "" {
+		path = "(default)"
+	}
+	return fmt.Errorf("%s %s: %w: %w", what, path, err, ErrConfig)
+}
+
+// templateVM resolves and caches the VM or template to clone.
+func (p *Provider) templateVM(ctx context.Context, path string) (*object.VirtualMachine, error) {
+	p.mu.Lock()
+	vm, ok := p.templates[path]
+	p.mu.Unlock()
+	if ok {
+		return vm, nil
+	}
+	vm, err := p.finder.VirtualMachine(ctx, path)
+	if err != nil {
+		return nil, fmt.Errorf("template %s: %w: %w", path, err, vmprovider.ErrInvalidSpec)
+	}
+	p.mu.Lock()
+	p.templates[path] = vm
+	p.mu.Unlock()
+	return vm, nil
+}
+
+// Close logs out, if New logged in.
+func (p *Provider) Close(ctx context.Context) error {
+	if p.sessions == nil {
+		return nil
+	}
+	return p.sessions.Logout(ctx)
+}
+
+// task runs one vCenter task to completion, holding one of the provider's
+// task slots while it runs.
+func (p *Provider) task(ctx context.Context, start func(context.Context) (*object.Task, error)) (types.AnyType, error) {
+	select {
+	case p.tasks <- struct{}{}:
+	case <-ctx.Done():
+		return nil, ctx.Err()
+	}
+	defer func() { <-p.tasks }()
+	t, err := start(ctx)
+	if err != nil {
+		return nil, err
+	}
+	info, err := t.WaitForResult(ctx)
+	if err != nil {
+		return nil, err
+	}
+	return info.Result, nil
+}
+
+// lookup finds the VM called name in the provider's folder and reads its
+// properties; a missing VM gives an error wrapping ErrNotFound.
+func (p *Provider) lookup(ctx context.Context, name string) (*object.VirtualMachine, mo.VirtualMachine, error) {
+	var m mo.VirtualMachine
+	ref, err := object.NewSearchIndex(p.client).FindChild(ctx, p.folder, name)
+	if err != nil {
+		return nil, m, fmt.Errorf("find VM %q: %w", name, err)
+	}
+	if ref == nil {
+		return nil, m, fmt.Errorf("VM %q in folder %s: %w", name, p.folder.InventoryPath, vmprovider.ErrNotFound)
+	}
+	vm := object.NewVirtualMachine(p.client, ref.Reference())
+	if err := vm.Properties(ctx, vm.Reference(), vmProps, &m); err != nil {
+		if fault.Is(err, &types.ManagedObjectNotFound{}) {
+			return nil, m, fmt.Errorf("VM %q: %w", name, vmprovider.ErrNotFound)
+		}
+		return nil, m, fmt.Errorf("read VM %q: %w", name, err)
+	}
+	return vm, m, nil
+}
+
+// owned is lookup that also checks owner's mark.
+func (p *Provider) owned(ctx context.Context, name, owner string) (*object.VirtualMachine, mo.VirtualMachine, error) {
+	vm, m, err := p.lookup(ctx, name)
+	if err != nil {
+		return nil, m, err
+	}
+	if got := mark(m); got != owner || owner == "" {
+		return nil, m, &vmprovider.NotOwnedError{Name: name, Want: owner, Got: got}
+	}
+	return vm, m, nil
+}
+
+// mark returns the owner UID in a VM's ExtraConfig, or "".
+func mark(m mo.VirtualMachine) string {
+	if m.Config == nil {
+		return ""
+	}
+	for _, o := range m.Config.ExtraConfig {
+		if kv := o.GetOptionValue(); kv.Key == KeyOwnerUID {
+			s, _ := kv.Value.(string)
+			return s
+		}
+	}
+	return ""
+}
+
+// toVM converts properties read from vCenter.
+func toVM(m mo.VirtualMachine) vmprovider.VM {
+	vm := vmprovider.VM{Name: m.Name, Owner: mark(m), Power: vmprovider.PowerState(m.Runtime.PowerState)}
+	switch m.Runtime.PowerState {
+	case types.VirtualMachinePowerStatePoweredOn:
+		vm.Power = vmprovider.PoweredOn
+	case types.VirtualMachinePowerStatePoweredOff:
+		vm.Power = vmprovider.PoweredOff
+	case types.VirtualMachinePowerStateSuspended:
+		vm.Power = vmprovider.Suspended
+	}
+	if m.Config != nil {
+		vm.InstanceUUID = m.Config.InstanceUuid
+		if m.Config.CreateDate != nil {
+			vm.CreatedAt = *m.Config.CreateDate
+		}
+	}
+	if m.Runtime.BootTime != nil {
+		vm.BootedAt = *m.Runtime.BootTime
+	}
+	return vm
+}
+
+// Get implements vmprovider.Provider.
+func (p *Provider) Get(ctx context.Context, name string) (vmprovider.VM, error) {
+	_, m, err := p.lookup(ctx, name)
+	if err != nil {
+		return vmprovider.VM{}, err
+	}
+	return toVM(m), nil
+}
+
+// List implements vmprovider.Provider with one container view over the
+// provider's folder and one property retrieval.
+func (p *Provider) List(ctx context.Context, owner string) ([]vmprovider.VM, error) {
+	v, err := view.NewManager(p.client).CreateContainerView(ctx, p.folder.Reference(), []string{"VirtualMachine"}, true)
+	if err != nil {
+		return nil, fmt.Errorf("list VMs: %w", err)
+	}
+	defer func() { _ = v.Destroy(context.WithoutCancel(ctx)) }()
+	var all []mo.VirtualMachine
+	if err := v.Retrieve(ctx, []string{"VirtualMachine"}, vmProps, &all); err != nil {
+		return nil, fmt.Errorf("list VMs: %w", err)
+	}
+	var out []vmprovider.VM
+	for _, m := range all {
+		if owner != "" && mark(m) == owner {
+			out = append(out, toVM(m))
+		}
+	}
+	return out, nil
+}
+
+// notFound reports whether err means the object is gone.
+func notFound(err error) bool {
+	var nf *find.NotFoundError
+	return errors.Is(err, vmprovider.ErrNotFound) || errors.As(err, &nf) ||
+		fault.Is(err, &types.ManagedObjectNotFound{})
+}
