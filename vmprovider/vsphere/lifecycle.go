@@ -7,6 +7,7 @@ import (
 
 	"github.com/vmware/govmomi/fault"
 	"github.com/vmware/govmomi/object"
+	"github.com/vmware/govmomi/vim25/mo"
 	"github.com/vmware/govmomi/vim25/types"
 
 	"github.com/replicakit/replicakit/vmprovider"
@@ -14,17 +15,15 @@ import (
 
 // Create implements vmprovider.Provider: it clones the template into the
 // configured folder, pool and datastore with the spec's CPUs, memory and the
-// ownership mark, then powers the VM on if asked. A VM of that name that
-// carries the same mark is returned as it is, whether found before cloning
-// or reported by vCenter as a duplicate name (a concurrent or retried create).
-// When cloning or powering on fails, the half-made VM is destroyed.
+// ownership mark, then powers the VM on if asked. When vCenter reports the
+// name taken (a retried create after a lost response, or a concurrent one
+// elsewhere), the VM of that name is returned if it carries the same mark,
+// and refused with a *NotOwnedError otherwise; so the common path costs the
+// clone and one property read, and a retry never clones twice. When cloning
+// or powering on fails, the half-made VM is destroyed.
 func (p *Provider) Create(ctx context.Context, spec vmprovider.Spec) (vmprovider.VM, error) {
 	if err := spec.Validate(); err != nil {
 		return vmprovider.VM{}, err
-	}
-	defer p.lockName(spec.Name)()
-	if vm, err := p.existing(ctx, spec); err == nil || !errors.Is(err, vmprovider.ErrNotFound) {
-		return vm, err
 	}
 	tmplPath := spec.Template
 	if tmplPath == "" {
@@ -37,6 +36,7 @@ func (p *Provider) Create(ctx context.Context, spec vmprovider.Spec) (vmprovider
 	if err != nil {
 		return vmprovider.VM{}, err
 	}
+	defer p.lockName(spec.Name)()
 
 	poolRef, storeRef := p.pool.Reference(), p.store.Reference()
 	clone := types.VirtualMachineCloneSpec{
@@ -50,22 +50,30 @@ func (p *Provider) Create(ctx context.Context, spec vmprovider.Spec) (vmprovider
 			},
 		},
 	}
-	_, err = p.task(ctx, func(ctx context.Context) (*object.Task, error) {
+	result, err := p.task(ctx, func(ctx context.Context) (*object.Task, error) {
 		return tmpl.Clone(ctx, p.folder, spec.Name, clone)
 	})
 	if fault.Is(err, &types.DuplicateName{}) {
-		// Another create of this name won the race: it is ours or not.
 		return p.existing(ctx, spec)
 	}
 	if err != nil {
 		return vmprovider.VM{}, p.abandon(ctx, spec, fmt.Errorf("clone %q from %s: %w", spec.Name, tmplPath, err))
 	}
+	ref, ok := result.(types.ManagedObjectReference)
+	if !ok {
+		return vmprovider.VM{}, p.abandon(ctx, spec, fmt.Errorf("clone %q: task returned %T, not a VM reference", spec.Name, result))
+	}
+	vm := object.NewVirtualMachine(p.client, ref)
 	if spec.PowerOn {
-		if err := p.setPower(ctx, spec.Name, spec.Owner.UID, vmprovider.PoweredOn); err != nil {
+		if _, err := p.task(ctx, vm.PowerOn); err != nil {
 			return vmprovider.VM{}, p.abandon(ctx, spec, fmt.Errorf("power on %q: %w", spec.Name, err))
 		}
 	}
-	return p.Get(ctx, spec.Name)
+	var m mo.VirtualMachine
+	if err := vm.Properties(ctx, ref, vmProps, &m); err != nil {
+		return vmprovider.VM{}, fmt.Errorf("read created VM %q: %w", spec.Name, err)
+	}
+	return toVM(m), nil
 }
 
 // existing returns the VM spec names if it carries spec's owner's mark, a

@@ -3,15 +3,20 @@ package vsphere_test
 import (
 	"context"
 	"errors"
+	"math/rand/v2"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/vmware/govmomi/find"
 	"github.com/vmware/govmomi/simulator"
 	"github.com/vmware/govmomi/vim25/types"
 
+	"github.com/replicakit/replicakit/deletionpolicy"
 	"github.com/replicakit/replicakit/internal/vcsimtest"
+	"github.com/replicakit/replicakit/naming"
 	"github.com/replicakit/replicakit/vmprovider"
 	"github.com/replicakit/replicakit/vmprovider/vmprovidertest"
 	"github.com/replicakit/replicakit/vmprovider/vsphere"
@@ -313,5 +318,48 @@ func TestNew_Errors(t *testing.T) {
 	}
 	if s := sim.Config().String(); strings.Contains(s, vcsimtest.Password) || !strings.Contains(s, "<redacted>") {
 		t.Errorf("Config.String() = %s, want the password redacted", s)
+	}
+}
+
+// TestSet_Story keeps one owner's VMs in vcsim at 0→3→1→2→0 through
+// vmprovider.Set: the survivor of the scale-down is kept on the way back up,
+// every VM is powered on, and the template and other VMs are untouched.
+func TestSet_Story(t *testing.T) {
+	sim, p := start(t)
+	ctx := context.Background()
+	before := len(sim.Model.Map().All("VirtualMachine"))
+	set := &vmprovider.Set{
+		Provider: p,
+		Template: vmprovider.Spec{Owner: ownerA, PowerOn: true},
+		Policy:   deletionpolicy.Random{Seed: 3},
+		Names:    naming.Random{Base: "test-rs", Source: rand.NewPCG(5, 6)},
+	}
+	var survivor string
+	for _, desired := range []int{3, 1, 2, 0} {
+		if _, _, err := set.Scale(ctx, desired, time.Now()); err != nil {
+			t.Fatalf("Scale(%d): %v", desired, err)
+		}
+		vms, err := p.List(ctx, ownerA.UID)
+		if err != nil || len(vms) != desired {
+			t.Fatalf("after Scale(%d): List = %v, %v", desired, vms, err)
+		}
+		var names []string
+		for _, vm := range vms {
+			names = append(names, vm.Name)
+			if vm.Power != vmprovider.PoweredOn || count(t, sim, vm.Name) != 1 {
+				t.Errorf("after Scale(%d): %s is %s in %d copies; want one, powered on", desired, vm.Name, vm.Power, count(t, sim, vm.Name))
+			}
+		}
+		switch desired {
+		case 1:
+			survivor = names[0]
+		case 2:
+			if !slices.Contains(names, survivor) {
+				t.Errorf("after 1→2: %v lost the survivor %s", names, survivor)
+			}
+		}
+	}
+	if after := len(sim.Model.Map().All("VirtualMachine")); after != before {
+		t.Errorf("vcsim holds %d VMs after 0→3→1→2→0, had %d", after, before)
 	}
 }

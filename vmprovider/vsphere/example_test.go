@@ -1,0 +1,111 @@
+package vsphere_test
+
+import (
+	"context"
+	"crypto/tls"
+	"encoding/pem"
+	"fmt"
+	"math/rand/v2"
+	"net/url"
+	"time"
+
+	"github.com/vmware/govmomi/simulator"
+
+	"github.com/replicakit/replicakit/deletionpolicy"
+	"github.com/replicakit/replicakit/naming"
+	"github.com/replicakit/replicakit/vmprovider"
+	"github.com/replicakit/replicakit/vmprovider/vsphere"
+)
+
+// vcsim starts govmomi's in-process vCenter simulator with TLS and the given
+// credentials, and returns a Config for it that verifies its certificate.
+func vcsim(user, password string) (vsphere.Config, func()) {
+	model := simulator.VPX()
+	model.Cluster = 2
+	if err := model.Create(); err != nil {
+		panic(err)
+	}
+	model.Service.TLS = new(tls.Config)
+	model.Service.Listen = &url.URL{User: url.UserPassword(user, password)}
+	s := model.Service.NewServer()
+	endpoint := *s.URL
+	endpoint.User = nil
+	cfg := vsphere.Config{
+		URL:          endpoint.String(),
+		Username:     user,
+		Password:     password,
+		CABundle:     pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: s.Certificate().Raw}),
+		Datacenter:   "DC0",
+		Folder:       "/DC0/vm",
+		ResourcePool: "/DC0/host/DC0_C1", // a cluster: its root resource pool
+		Datastore:    "LocalDS_0",
+		Template:     "DC0_H0_VM0",
+	}
+	return cfg, func() { s.Close(); model.Remove() }
+}
+
+// Connect to vCenter, create a VM carrying its owner's mark, and destroy it.
+func ExampleNew() {
+	cfg, stop := vcsim("administrator@vsphere.local", "example-pw")
+	defer stop()
+	ctx := context.Background()
+
+	p, err := vsphere.New(ctx, cfg)
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	defer p.Close(ctx)
+
+	owner := vmprovider.Owner{UID: "6f1c1f4e-7d1a-4c36-9a0e-2f5d0b6f8a11", Name: "default/web"}
+	vm, err := p.Create(ctx, vmprovider.Spec{Name: "web-0", Owner: owner, CPUs: 2, MemoryMiB: 2048, PowerOn: true})
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	fmt.Println(vm.Name, vm.Power, vm.Owner == owner.UID)
+
+	// Another owner cannot touch it.
+	err = p.Delete(ctx, "web-0", "someone-else")
+	fmt.Println(err)
+
+	fmt.Println(p.Delete(ctx, "web-0", owner.UID))
+	// Output:
+	// web-0 PoweredOn true
+	// VM "web-0" belongs to owner "6f1c1f4e-7d1a-4c36-9a0e-2f5d0b6f8a11", not "someone-else", so it was left untouched
+	// <nil>
+}
+
+// Keep N VMs of one owner in vCenter without any Kubernetes object: each
+// Scale is one pass of list, plan and act.
+func ExampleProvider_set() {
+	cfg, stop := vcsim("administrator@vsphere.local", "example-pw")
+	defer stop()
+	ctx := context.Background()
+	p, err := vsphere.New(ctx, cfg)
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	defer p.Close(ctx)
+
+	set := &vmprovider.Set{
+		Provider: p,
+		Template: vmprovider.Spec{Owner: vmprovider.Owner{UID: "uid-web"}, PowerOn: true},
+		Policy:   deletionpolicy.Random{Seed: 1},
+		Names:    naming.Random{Base: "web", Source: rand.NewPCG(1, 2)},
+	}
+	for _, n := range []int{3, 1, 2, 0} {
+		if _, _, err := set.Scale(ctx, n, time.Now()); err != nil {
+			fmt.Println(err)
+			return
+		}
+		vms, _ := p.List(ctx, "uid-web")
+		fmt.Printf("scaled to %d: %d VMs\n", n, len(vms))
+	}
+	// Output:
+	// scaled to 3: 3 VMs
+	// scaled to 1: 1 VMs
+	// scaled to 2: 2 VMs
+	// scaled to 0: 0 VMs
+}
