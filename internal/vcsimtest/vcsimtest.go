@@ -35,13 +35,18 @@ type Sim struct {
 
 // Start runs a simulator for the test and stops it when the test ends.
 // The inventory has datacenter DC0 with clusters DC0_C0 and DC0_C1, a
-// standalone host, and VMs such as DC0_H0_VM0 to clone from.
-func Start(t testing.TB) *Sim {
+// standalone host, and VMs such as DC0_H0_VM0 to clone from. Each setup
+// function may change the model (its DelayConfig, say) before the server
+// starts.
+func Start(t testing.TB, setup ...func(*simulator.Model)) *Sim {
 	t.Helper()
 	m := simulator.VPX()
 	m.Cluster = 2
 	if err := m.Create(); err != nil {
 		t.Fatalf("vcsim: create model: %v", err)
+	}
+	for _, f := range setup {
+		f(m)
 	}
 	m.Service.TLS = new(tls.Config)
 	m.Service.Listen = &url.URL{User: url.UserPassword(Username, Password)}

@@ -3,15 +3,19 @@ package vsphere_test
 import (
 	"context"
 	"errors"
+	"fmt"
 	"math/rand/v2"
 	"slices"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
 	"github.com/vmware/govmomi/find"
 	"github.com/vmware/govmomi/simulator"
+	"github.com/vmware/govmomi/vim25/methods"
+	"github.com/vmware/govmomi/vim25/soap"
 	"github.com/vmware/govmomi/vim25/types"
 
 	"github.com/replicakit/replicakit/deletionpolicy"
@@ -288,7 +292,8 @@ func TestNew_Errors(t *testing.T) {
 		{"untrusted certificate", func(c *vsphere.Config) { c.CABundle = nil }, "certificate"},
 		{"missing datacenter", func(c *vsphere.Config) { c.Datacenter = "DC9" }, "datacenter DC9"},
 		{"missing folder", func(c *vsphere.Config) { c.Folder = "/DC0/vm/nope" }, "folder /DC0/vm/nope"},
-		{"ambiguous datastore", func(c *vsphere.Config) { c.Datastore = "" }, ""},
+		{"ambiguous resource pool", func(c *vsphere.Config) { c.ResourcePool = "" }, "resource pool (default): default resource pool resolves to multiple instances"},
+		{"single datastore is the default", func(c *vsphere.Config) { c.Datastore = "" }, ""},
 		{"missing template", func(c *vsphere.Config) { c.Template = "no-such-vm" }, "template no-such-vm"},
 	}
 	for _, tt := range tests {
@@ -315,6 +320,18 @@ func TestNew_Errors(t *testing.T) {
 				t.Errorf("New error %q reveals the password", err)
 			}
 		})
+	}
+	// A thumbprint instead of a CA bundle: verification stays on.
+	cfg := sim.Config()
+	cfg.CABundle, cfg.Thumbprint = nil, sim.Server.CertificateInfo().ThumbprintSHA256
+	if p, err := vsphere.New(ctx, cfg); err != nil {
+		t.Errorf("New with the server's thumbprint: %v", err)
+	} else {
+		_ = p.Close(ctx)
+	}
+	cfg.Thumbprint = strings.Repeat("AB:", 31) + "AB"
+	if _, err := vsphere.New(ctx, cfg); err == nil {
+		t.Error("New with a wrong thumbprint succeeded")
 	}
 	if s := sim.Config().String(); strings.Contains(s, vcsimtest.Password) || !strings.Contains(s, "<redacted>") {
 		t.Errorf("Config.String() = %s, want the password redacted", s)
@@ -361,5 +378,60 @@ func TestSet_Story(t *testing.T) {
 	}
 	if after := len(sim.Model.Map().All("VirtualMachine")); after != before {
 		t.Errorf("vcsim holds %d VMs after 0→3→1→2→0, had %d", after, before)
+	}
+}
+
+// countingClones counts CloneVM_Task requests in flight. The provider holds
+// a task slot from before it sends the request until the task is done, so
+// the peak is bounded by Config.MaxTasks.
+type countingClones struct {
+	soap.RoundTripper
+	inFlight, peak atomic.Int64
+}
+
+func (c *countingClones) RoundTrip(ctx context.Context, req, res soap.HasFault) error {
+	if _, ok := req.(*methods.CloneVM_TaskBody); ok {
+		n := c.inFlight.Add(1)
+		defer c.inFlight.Add(-1)
+		for p := c.peak.Load(); n > p && !c.peak.CompareAndSwap(p, n); p = c.peak.Load() {
+		}
+	}
+	return c.RoundTripper.RoundTrip(ctx, req, res)
+}
+
+// TestTaskBound: vcsim takes 100 ms to answer each clone request, so
+// unbounded concurrent creates would all be in flight at once; with
+// MaxTasks 2, at most two are.
+func TestTaskBound(t *testing.T) {
+	sim := vcsimtest.Start(t, func(m *simulator.Model) {
+		m.DelayConfig.MethodDelay = map[string]int{"CloneVM_Task": 100}
+	})
+	ctx := context.Background()
+	c, err := simulatorClient(ctx, sim)
+	if err != nil {
+		t.Fatal(err)
+	}
+	counter := &countingClones{RoundTripper: c.RoundTripper}
+	c.RoundTripper = counter
+	cfg := sim.Config()
+	cfg.MaxTasks = 2
+	p, err := vsphere.NewWithClient(ctx, c, cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var wg sync.WaitGroup
+	for i := range 6 {
+		wg.Go(func() {
+			if _, err := p.Create(ctx, vmprovider.Spec{Name: fmt.Sprintf("bound-%d", i), Owner: ownerA}); err != nil {
+				t.Error(err)
+			}
+		})
+	}
+	wg.Wait()
+	if vms, err := p.List(ctx, ownerA.UID); err != nil || len(vms) != 6 {
+		t.Fatalf("List = %d VMs, %v; want 6", len(vms), err)
+	}
+	if peak := counter.peak.Load(); peak != 2 {
+		t.Errorf("peak clone requests in flight = %d, want exactly MaxTasks (2)", peak)
 	}
 }
