@@ -1,0 +1,154 @@
+package kube
+
+import (
+	"sync"
+	"time"
+)
+
+// DefaultExpectationTTL is how long a pass's writes may stay unseen by the
+// cache before the reconciler stops waiting and reads the API server
+// directly, as the Kubernetes ReplicaSet controller's expectations do.
+const DefaultExpectationTTL = 5 * time.Minute
+
+// Expectations remembers, per owner, the children a pass created (by name)
+// and deleted (by UID), until the informer cache has seen those writes. A
+// reconciler acts for an owner only when its expectations are met, so a
+// stale cache can never make it create or delete twice. The zero value is
+// ready to use; it is safe for concurrent use.
+type Expectations struct {
+	// TTL is how long expectations may go unmet before Check reports them
+	// expired; zero means DefaultExpectationTTL.
+	TTL time.Duration
+
+	mu     sync.Mutex
+	owners map[string]*pending
+}
+
+type pending struct {
+	creates map[string]struct{} // child names not yet seen in the cache
+	deletes map[string]struct{} // child UIDs still seen live in the cache
+	since   time.Time           // when the oldest unmet expectation was set
+}
+
+// Seen is how the cache shows one child, for Check.
+type Seen struct {
+	// Name and UID identify the child.
+	Name string
+	UID  string
+	// Deleting reports that the child has a deletion timestamp.
+	Deleting bool
+}
+
+// State is the outcome of Check.
+type State int
+
+// The states Check reports.
+const (
+	// Met means the cache has seen every write: act on it.
+	Met State = iota
+	// Waiting means the cache has not yet seen some write: do nothing
+	// for this owner now, and look again soon.
+	Waiting
+	// Expired means the cache has not seen some write for longer than
+	// TTL: read the children from the API server instead of the cache,
+	// and act on that.
+	Expired
+)
+
+// Expect records that a pass for owner created the named children and
+// deleted the children with the given UIDs, at now. It adds to what is
+// already expected.
+func (e *Expectations) Expect(owner string, created, deletedUIDs []string, now time.Time) {
+	if len(created) == 0 && len(deletedUIDs) == 0 {
+		return
+	}
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	if e.owners == nil {
+		e.owners = map[string]*pending{}
+	}
+	p, ok := e.owners[owner]
+	if !ok {
+		p = &pending{creates: map[string]struct{}{}, deletes: map[string]struct{}{}, since: now}
+		e.owners[owner] = p
+	}
+	for _, n := range created {
+		p.creates[n] = struct{}{}
+	}
+	for _, u := range deletedUIDs {
+		p.deletes[u] = struct{}{}
+	}
+}
+
+// Check compares owner's expectations with the children the cache shows now
+// and forgets those that are met: a created name is met once the cache
+// lists a child of that name; a deleted UID once the cache no longer lists
+// it live (it is gone, or has a deletion timestamp).
+func (e *Expectations) Check(owner string, children []Seen, now time.Time) State {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	p, ok := e.owners[owner]
+	if !ok {
+		return Met
+	}
+	if len(p.creates) > 0 || len(p.deletes) > 0 {
+		live := make(map[string]struct{}, len(children))
+		names := make(map[string]struct{}, len(children))
+		for _, c := range children {
+			names[c.Name] = struct{}{}
+			if !c.Deleting {
+				live[c.UID] = struct{}{}
+			}
+		}
+		for n := range p.creates {
+			if _, ok := names[n]; ok {
+				delete(p.creates, n)
+			}
+		}
+		for u := range p.deletes {
+			if _, ok := live[u]; !ok {
+				delete(p.deletes, u)
+			}
+		}
+	}
+	switch {
+	case len(p.creates) == 0 && len(p.deletes) == 0:
+		delete(e.owners, owner)
+		return Met
+	case now.Sub(p.since) >= e.ttl():
+		return Expired
+	}
+	return Waiting
+}
+
+// Forget drops owner's expectations: after a live read from the API server,
+// or when the owner is gone.
+func (e *Expectations) Forget(owner string) {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	delete(e.owners, owner)
+}
+
+// Forgive drops the expectation of a create that failed, so the reconciler
+// does not wait for a child that will never appear.
+func (e *Expectations) Forgive(owner string, names ...string) {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	p, ok := e.owners[owner]
+	if !ok {
+		return
+	}
+	for _, n := range names {
+		delete(p.creates, n)
+	}
+	if len(p.creates) == 0 && len(p.deletes) == 0 {
+		delete(e.owners, owner)
+	}
+}
+
+func (e *Expectations) ttl() time.Duration {
+	if e.TTL <= 0 {
+		return DefaultExpectationTTL
+	}
+	return e.TTL
+}
