@@ -19,7 +19,6 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
-	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -34,42 +33,10 @@ func TestMain(m *testing.M) {
 		crashHelper()
 		return
 	}
-	testenv.Main(m, &env, testenv.Options{CRDs: []*apiextensionsv1.CustomResourceDefinition{widgetCRD()}})
+	testenv.Main(m, &env, testenv.Options{CRDs: []*apiextensionsv1.CustomResourceDefinition{testenv.WidgetCRD()}})
 }
 
-var widgetGVK = schema.GroupVersionKind{Group: "test.replicakit.io", Version: "v1", Kind: "Widget"}
-
-// widgetCRD is a namespaced CRD with status and scale subresources.
-func widgetCRD() *apiextensionsv1.CustomResourceDefinition {
-	integer := apiextensionsv1.JSONSchemaProps{Type: "integer"}
-	str := apiextensionsv1.JSONSchemaProps{Type: "string"}
-	return &apiextensionsv1.CustomResourceDefinition{
-		ObjectMeta: metav1.ObjectMeta{Name: "widgets.test.replicakit.io"},
-		Spec: apiextensionsv1.CustomResourceDefinitionSpec{
-			Group: widgetGVK.Group,
-			Names: apiextensionsv1.CustomResourceDefinitionNames{Plural: "widgets", Singular: "widget", Kind: "Widget", ListKind: "WidgetList"},
-			Scope: apiextensionsv1.NamespaceScoped,
-			Versions: []apiextensionsv1.CustomResourceDefinitionVersion{{
-				Name: "v1", Served: true, Storage: true,
-				Schema: &apiextensionsv1.CustomResourceValidation{OpenAPIV3Schema: &apiextensionsv1.JSONSchemaProps{
-					Type: "object",
-					Properties: map[string]apiextensionsv1.JSONSchemaProps{
-						"spec":   {Type: "object", Properties: map[string]apiextensionsv1.JSONSchemaProps{"replicas": integer}},
-						"status": {Type: "object", Properties: map[string]apiextensionsv1.JSONSchemaProps{"replicas": integer, "selector": str}},
-					},
-				}},
-				Subresources: &apiextensionsv1.CustomResourceSubresources{
-					Status: &apiextensionsv1.CustomResourceSubresourceStatus{},
-					Scale: &apiextensionsv1.CustomResourceSubresourceScale{
-						SpecReplicasPath:   ".spec.replicas",
-						StatusReplicasPath: ".status.replicas",
-						LabelSelectorPath:  ptr.To(".status.selector"),
-					},
-				},
-			}},
-		},
-	}
-}
+var widgetGVK = testenv.WidgetGVK
 
 // newWidget creates a Widget and a ConfigMap it controls.
 func newWidget(t *testing.T, c client.Client, ns, name string) (*unstructured.Unstructured, *corev1.ConfigMap) {

@@ -146,6 +146,22 @@ func (e *Expectations) Forgive(owner string, names ...string) {
 	}
 }
 
+// ForgiveDeletes drops the expectation of deletes that failed.
+func (e *Expectations) ForgiveDeletes(owner string, uids ...string) {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	p, ok := e.owners[owner]
+	if !ok {
+		return
+	}
+	for _, u := range uids {
+		delete(p.deletes, u)
+	}
+	if len(p.creates) == 0 && len(p.deletes) == 0 {
+		delete(e.owners, owner)
+	}
+}
+
 func (e *Expectations) ttl() time.Duration {
 	if e.TTL <= 0 {
 		return DefaultExpectationTTL

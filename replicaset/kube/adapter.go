@@ -1,0 +1,67 @@
+package kube
+
+import (
+	"time"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/replicakit/replicakit/replicaset"
+)
+
+// Spec is what an owner asks of its replica set, as its Adapter reads it.
+type Spec struct {
+	// Replicas is the desired number of children.
+	Replicas int
+	// Selector selects the owner's children. Required.
+	Selector *metav1.LabelSelector
+	// DeletePolicy names the deletion policy in the reconciler's Registry;
+	// empty means "Random".
+	DeletePolicy string
+	// MinReady is how long a child must be ready to count as available.
+	MinReady time.Duration
+	// Paused leaves the children alone: status is still reported.
+	Paused bool
+	// ReplaceDeleting replaces children being deleted at once instead of
+	// counting them until they are gone.
+	ReplaceDeleting bool
+}
+
+// Status is what the reconciler reports; the Adapter copies it into the
+// owner's status.
+type Status struct {
+	// Replicas counts live children (not being deleted).
+	Replicas int32
+	// FullyLabeledReplicas counts live children whose labels match the
+	// template's labels.
+	FullyLabeledReplicas int32
+	// ReadyReplicas counts live, ready children.
+	ReadyReplicas int32
+	// AvailableReplicas counts live children ready for at least MinReady.
+	AvailableReplicas int32
+	// TerminatingReplicas counts children being deleted.
+	TerminatingReplicas int32
+	// ObservedGeneration is the owner generation this status describes.
+	ObservedGeneration int64
+	// Selector is the selector in string form, for the scale subresource.
+	Selector string
+	// Conditions are ReplicaFailure, ScalingUp, ScalingDown and Ready.
+	Conditions []metav1.Condition
+}
+
+// Adapter tells the reconciler what only the owner's and the child's kinds
+// know.
+type Adapter[O, C client.Object] interface {
+	// Spec reads the owner's spec. An error is invalid user input: the
+	// reconciler reports it in a condition and does not retry.
+	Spec(owner O) (Spec, error)
+	// NewChild returns a child built from the owner's template: labels,
+	// annotations and spec. The reconciler sets its name, namespace and
+	// controller reference.
+	NewChild(owner O) (C, error)
+	// Observe fills in what the child's kind knows of its replica:
+	// Phase, Ready and ReadySince.
+	Observe(child C, r *replicaset.Replica)
+	// SetStatus copies s into the owner's status.
+	SetStatus(owner O, s Status)
+}

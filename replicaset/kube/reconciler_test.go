@@ -1,0 +1,145 @@
+package kube_test
+
+import (
+	"context"
+	"fmt"
+	"slices"
+	"testing"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/util/wait"
+	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
+	"k8s.io/utils/ptr"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/config"
+	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
+
+	"github.com/replicakit/replicakit/internal/testenv"
+)
+
+var env *testenv.Env
+
+func TestMain(m *testing.M) {
+	testenv.Main(m, &env, testenv.Options{CRDs: []*apiextensionsv1.CustomResourceDefinition{testenv.WidgetCRD()}})
+}
+
+// startManager runs a manager with the Widget reconciler until the test
+// ends, and returns a namespace of the test's own.
+func startManager(t *testing.T) (client.Client, string) {
+	t.Helper()
+	e := env.Require(t)
+	scheme := runtime.NewScheme()
+	if err := clientgoscheme.AddToScheme(scheme); err != nil {
+		t.Fatal(err)
+	}
+	mgr, err := ctrl.NewManager(e.Config, ctrl.Options{
+		Scheme:                 scheme,
+		Metrics:                metricsserver.Options{BindAddress: "0"},
+		HealthProbeBindAddress: "0",
+		Controller:             config.Controller{SkipNameValidation: ptr.To(true)},
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := newWidgetReconciler().SetupWithManager(mgr, "widget"); err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- mgr.Start(ctx) }()
+	t.Cleanup(func() {
+		cancel()
+		if err := <-done; err != nil {
+			t.Errorf("manager: %v", err)
+		}
+	})
+	ns := fmt.Sprintf("t-%d", time.Now().UnixNano())
+	if err := e.Client.Create(context.Background(), &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}); err != nil {
+		t.Fatal(err)
+	}
+	return e.Client, ns
+}
+
+// children returns the names of the live ConfigMaps w controls, read from
+// the API server.
+func children(t *testing.T, c client.Client, w *unstructured.Unstructured) (live []string, deleting int) {
+	t.Helper()
+	var l corev1.ConfigMapList
+	if err := c.List(context.Background(), &l, client.InNamespace(w.GetNamespace())); err != nil {
+		t.Fatal(err)
+	}
+	for _, cm := range l.Items {
+		ref := metav1.GetControllerOf(&cm)
+		if ref == nil || ref.UID != w.GetUID() {
+			continue
+		}
+		if cm.DeletionTimestamp != nil {
+			deleting++
+			continue
+		}
+		live = append(live, cm.Name)
+	}
+	slices.Sort(live)
+	return live, deleting
+}
+
+// converge waits until w has exactly n live children and its status says
+// so, and returns the children.
+func converge(t *testing.T, c client.Client, w *unstructured.Unstructured, n int) []string {
+	t.Helper()
+	var live []string
+	err := wait.PollUntilContextTimeout(context.Background(), 50*time.Millisecond, 30*time.Second, true, func(ctx context.Context) (bool, error) {
+		live, _ = children(t, c, w)
+		if len(live) != n {
+			return false, nil
+		}
+		got := emptyWidget()
+		if err := c.Get(ctx, client.ObjectKeyFromObject(w), got); err != nil {
+			return false, err
+		}
+		replicas, _, _ := unstructured.NestedInt64(got.Object, "status", "replicas")
+		ready, _, _ := unstructured.NestedInt64(got.Object, "status", "readyReplicas")
+		observed, _, _ := unstructured.NestedInt64(got.Object, "status", "observedGeneration")
+		return replicas == int64(n) && ready == int64(n) && observed == got.GetGeneration(), nil
+	})
+	if err != nil {
+		t.Fatalf("%s did not converge on %d children (have %v): %v", w.GetName(), n, live, err)
+	}
+	return live
+}
+
+func scale(t *testing.T, c client.Client, w *unstructured.Unstructured, n int64) {
+	t.Helper()
+	patch := []byte(fmt.Sprintf(`{"spec":{"replicas":%d}}`, n))
+	if err := c.Patch(context.Background(), w, client.RawPatch("application/merge-patch+json", patch)); err != nil {
+		t.Fatalf("scale %s to %d: %v", w.GetName(), n, err)
+	}
+}
+
+// TestReconciler_Story scales a Widget 0→3→1→2→0 on the real API server:
+// exact counts, status that says so, and the survivor of the scale-down
+// kept on the way back up.
+func TestReconciler_Story(t *testing.T) {
+	c, ns := startManager(t)
+	w := widget(ns, "test-rs", 0)
+	if err := c.Create(context.Background(), w); err != nil {
+		t.Fatal(err)
+	}
+	converge(t, c, w, 0)
+	scale(t, c, w, 3)
+	converge(t, c, w, 3)
+	scale(t, c, w, 1)
+	survivor := converge(t, c, w, 1)
+	scale(t, c, w, 2)
+	if live := converge(t, c, w, 2); !slices.Contains(live, survivor[0]) {
+		t.Errorf("after 1→2: children %v lost the survivor %s", live, survivor[0])
+	}
+	scale(t, c, w, 0)
+	converge(t, c, w, 0)
+}
