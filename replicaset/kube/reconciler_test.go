@@ -14,9 +14,11 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/util/wait"
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
+	"k8s.io/client-go/rest"
 	"k8s.io/utils/ptr"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/client/interceptor"
 	"sigs.k8s.io/controller-runtime/pkg/config"
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 
@@ -30,8 +32,9 @@ func TestMain(m *testing.M) {
 }
 
 // startManager runs a manager with the Widget reconciler until the test
-// ends, and returns a namespace of the test's own.
-func startManager(t *testing.T) (client.Client, string) {
+// ends, and returns a namespace of the test's own. With funcs, the
+// manager's client goes through controller-runtime's interceptor.
+func startManager(t *testing.T, funcs ...interceptor.Funcs) (client.Client, string) {
 	t.Helper()
 	e := env.Require(t)
 	scheme := runtime.NewScheme()
@@ -43,6 +46,13 @@ func startManager(t *testing.T) (client.Client, string) {
 		Metrics:                metricsserver.Options{BindAddress: "0"},
 		HealthProbeBindAddress: "0",
 		Controller:             config.Controller{SkipNameValidation: ptr.To(true)},
+		NewClient: func(cfg *rest.Config, opts client.Options) (client.Client, error) {
+			c, err := client.NewWithWatch(cfg, opts) // reads from the cache in opts
+			if err != nil || len(funcs) == 0 {
+				return c, err
+			}
+			return interceptor.NewClient(c, funcs[0]), nil
+		},
 	})
 	if err != nil {
 		t.Fatal(err)
