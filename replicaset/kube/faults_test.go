@@ -157,6 +157,7 @@ func TestReconciler_Faults(t *testing.T) {
 	if err := c.Create(context.Background(), w); err != nil {
 		t.Fatal(err)
 	}
+	uid := w.GetUID() // scale decodes into w, so the watcher must not read it
 	var bound atomic.Int64 // the most live children allowed right now
 	var worst atomic.Int64 // the most live children seen beyond the bound
 	stop := make(chan struct{})
@@ -175,7 +176,7 @@ func TestReconciler_Faults(t *testing.T) {
 			}
 			live := int64(0)
 			for _, cm := range l.Items {
-				if ref := metav1.GetControllerOf(&cm); ref != nil && ref.UID == w.GetUID() && cm.DeletionTimestamp == nil {
+				if ref := metav1.GetControllerOf(&cm); ref != nil && ref.UID == uid && cm.DeletionTimestamp == nil {
 					live++
 				}
 			}
