@@ -157,7 +157,7 @@ func TestReconciler_Faults(t *testing.T) {
 	if err := c.Create(context.Background(), w); err != nil {
 		t.Fatal(err)
 	}
-	uid := w.GetUID() // scale decodes into w, so the watcher must not read it
+	uid := w.GetUID()      // scale decodes into w, so the watcher must not read it
 	var bound atomic.Int64 // the most live children allowed right now
 	var worst atomic.Int64 // the most live children seen beyond the bound
 	stop := make(chan struct{})

@@ -17,6 +17,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/tools/events"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/client/apiutil"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	"github.com/replicakit/replicakit/deletionpolicy"
@@ -60,6 +61,10 @@ type Reconciler[O, C client.Object] struct {
 	// MaxPerPass caps creates and deletes per pass; zero means
 	// replicaset.DefaultMaxPerPass.
 	MaxPerPass int
+	// Metrics records creates, deletes, failures and planning time; nil
+	// records none. SetupWithManager registers them with controller-runtime's
+	// registry when nil.
+	Metrics *Metrics
 	// Now is the clock; nil means time.Now.
 	Now func() time.Time
 }
@@ -88,6 +93,7 @@ type pass struct {
 	replicas []replicaset.Replica
 	failure  error // user-facing failure for the ReplicaFailure condition
 	waiting  bool  // expectations unmet: report only
+	planTime time.Duration
 	acted    execute.Result
 }
 
@@ -233,7 +239,9 @@ func (r *Reconciler[O, C]) decide(p *pass) {
 	}
 	spec := replicaset.Spec{Desired: p.spec.Replicas, MaxPerPass: r.MaxPerPass,
 		ReplaceDeleting: p.spec.ReplaceDeleting, MinReady: p.spec.MinReady}
+	start := time.Now()
 	p.plan, p.failure = replicaset.Compute(spec, p.replicas, policy, p.now)
+	p.planTime = time.Since(start)
 }
 
 // act carries out the plan, unless the owner is paused or being deleted
@@ -262,6 +270,17 @@ func (r *Reconciler[O, C]) act(ctx context.Context, p *pass) {
 	p.acted = execute.Plan(ctx, a, p.plan, names, r.Execute)
 	r.forgiveFailures(ctx, p, names)
 	r.record(p)
+	r.Metrics.observe(r.kind(p.owner), p, p.planTime)
+}
+
+// kind names the owner's kind for metrics; typed objects from the cache
+// carry no TypeMeta, so it comes from the scheme.
+func (r *Reconciler[O, C]) kind(obj client.Object) string {
+	gvk, err := apiutil.GVKForObject(obj, r.Scheme)
+	if err != nil {
+		return "unknown"
+	}
+	return gvk.Kind
 }
 
 // forgiveFailures stops expecting creates that failed and did not happen,

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	eventsv1 "k8s.io/api/events/v1"
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
@@ -20,6 +21,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/client/interceptor"
 	"sigs.k8s.io/controller-runtime/pkg/config"
+	"sigs.k8s.io/controller-runtime/pkg/metrics"
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 
 	"github.com/replicakit/replicakit/internal/testenv"
@@ -152,4 +154,53 @@ func TestReconciler_Story(t *testing.T) {
 	}
 	scale(t, c, w, 0)
 	converge(t, c, w, 0)
+
+	// Events on the owner, from the new events API.
+	err := wait.PollUntilContextTimeout(context.Background(), 100*time.Millisecond, 10*time.Second, true, func(ctx context.Context) (bool, error) {
+		var l eventsv1.EventList
+		if err := c.List(ctx, &l, client.InNamespace(ns)); err != nil {
+			return false, err
+		}
+		reasons := map[string]bool{}
+		for _, e := range l.Items {
+			if e.Regarding.UID == w.GetUID() {
+				reasons[e.Reason] = true
+			}
+		}
+		return reasons["SuccessfulCreate"] && reasons["SuccessfulDelete"], nil
+	})
+	if err != nil {
+		t.Errorf("no SuccessfulCreate and SuccessfulDelete events on the owner: %v", err)
+	}
+
+	// Metrics in controller-runtime's registry (shared by every test here,
+	// so at least this test's 4 creates and 4 deletes).
+	created := counter(t, "replicakit_children_created_total", "Widget")
+	deleted := counter(t, "replicakit_children_deleted_total", "Widget")
+	if created < 4 || deleted < 4 {
+		t.Errorf("metrics: %v created, %v deleted; want at least 4 each", created, deleted)
+	}
+}
+
+// counter reads a counter with label kind from controller-runtime's
+// metrics registry.
+func counter(t *testing.T, name, kind string) float64 {
+	t.Helper()
+	families, err := metrics.Registry.Gather()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, f := range families {
+		if f.GetName() != name {
+			continue
+		}
+		for _, m := range f.GetMetric() {
+			for _, l := range m.GetLabel() {
+				if l.GetName() == "kind" && l.GetValue() == kind {
+					return m.GetCounter().GetValue()
+				}
+			}
+		}
+	}
+	return 0
 }

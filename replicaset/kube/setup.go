@@ -2,6 +2,7 @@ package kube
 
 import (
 	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/metrics"
 )
 
 // SetupWithManager fills in what the manager provides (Client, APIReader,
@@ -19,6 +20,13 @@ func (r *Reconciler[O, C]) SetupWithManager(mgr ctrl.Manager, name string) error
 	}
 	if r.Events == nil {
 		r.Events = mgr.GetEventRecorder(name)
+	}
+	if r.Metrics == nil {
+		m, err := NewMetrics(metrics.Registry)
+		if err != nil {
+			return err
+		}
+		r.Metrics = m
 	}
 	return ctrl.NewControllerManagedBy(mgr).
 		Named(name).

@@ -1,0 +1,93 @@
+package kube
+
+import (
+	"errors"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+)
+
+// Metrics are the reconciler's Prometheus metrics, labelled by owner kind:
+//
+//	replicakit_children_created_total{kind}
+//	replicakit_children_deleted_total{kind}
+//	replicakit_child_operation_failures_total{kind,operation}
+//	replicakit_plan_seconds{kind}           (histogram of Compute's time)
+type Metrics struct {
+	created  *prometheus.CounterVec
+	deleted  *prometheus.CounterVec
+	failures *prometheus.CounterVec
+	plan     *prometheus.HistogramVec
+}
+
+// NewMetrics registers the metrics with reg. Metrics already registered
+// there (by another reconciler) are shared, not duplicated.
+func NewMetrics(reg prometheus.Registerer) (*Metrics, error) {
+	m := &Metrics{
+		created: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "replicakit_children_created_total",
+			Help: "Children created by replicakit reconcilers."}, []string{"kind"}),
+		deleted: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "replicakit_children_deleted_total",
+			Help: "Children deleted by replicakit reconcilers."}, []string{"kind"}),
+		failures: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "replicakit_child_operation_failures_total",
+			Help: "Failed child creates and deletes."}, []string{"kind", "operation"}),
+		plan: prometheus.NewHistogramVec(prometheus.HistogramOpts{Name: "replicakit_plan_seconds",
+			Help: "Time to compute a scale plan.", Buckets: prometheus.ExponentialBuckets(1e-6, 4, 10)}, []string{"kind"}),
+	}
+	var err error
+	m.created, err = register(reg, m.created)
+	if err == nil {
+		m.deleted, err = register(reg, m.deleted)
+	}
+	if err == nil {
+		m.failures, err = register(reg, m.failures)
+	}
+	if err == nil {
+		m.plan, err = register(reg, m.plan)
+	}
+	return m, err
+}
+
+// register registers c, or returns the collector registered before it.
+func register[T prometheus.Collector](reg prometheus.Registerer, c T) (T, error) {
+	err := reg.Register(c)
+	var already prometheus.AlreadyRegisteredError
+	if errors.As(err, &already) {
+		if existing, ok := already.ExistingCollector.(T); ok {
+			return existing, nil
+		}
+	}
+	return c, err
+}
+
+// observe records one pass's outcome; m may be nil.
+func (m *Metrics) observe(kind string, p *pass, planTime time.Duration) {
+	if m == nil {
+		return
+	}
+	m.plan.WithLabelValues(kind).Observe(planTime.Seconds())
+	m.created.WithLabelValues(kind).Add(float64(len(p.acted.Created)))
+	m.deleted.WithLabelValues(kind).Add(float64(len(p.acted.Deleted)))
+	creates := p.plan.Create - len(p.acted.Created) - countSkipped(p, true)
+	deletes := len(p.plan.Delete) - len(p.acted.Deleted) - countSkipped(p, false)
+	if creates > 0 {
+		m.failures.WithLabelValues(kind, "create").Add(float64(creates))
+	}
+	if deletes > 0 {
+		m.failures.WithLabelValues(kind, "delete").Add(float64(deletes))
+	}
+}
+
+// countSkipped counts the skipped creates (or deletes) of a pass.
+func countSkipped(p *pass, creates bool) int {
+	victims := map[string]bool{}
+	for _, v := range p.plan.Delete {
+		victims[v.Name] = true
+	}
+	n := 0
+	for _, s := range p.acted.Skipped {
+		if victims[s] != creates {
+			n++
+		}
+	}
+	return n
+}
