@@ -47,6 +47,10 @@ type Reconciler[O, C client.Object] struct {
 	EmptyOwner     func() O
 	EmptyChild     func() C
 	EmptyChildList func() client.ObjectList
+	// EmptyOwnerList, when set, lets the reconciler find the owners of a
+	// new orphan, so that it is adopted at once; without it, orphans are
+	// adopted at their owner's next reconcile.
+	EmptyOwnerList func() client.ObjectList
 	// Policies returns the deletion policies for an owner, given a seed
 	// derived from the owner's UID (so Random is stable per owner). Nil
 	// means deletionpolicy.Default.

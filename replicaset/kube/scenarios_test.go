@@ -197,6 +197,33 @@ func TestReconciler_Ownership(t *testing.T) {
 	}
 }
 
+// TestReconciler_LateOrphan: an orphan that appears after its owner has
+// converged is adopted at once (through the orphan watch), and the excess
+// it makes is removed by the owner's policy (Oldest: not the orphan).
+func TestReconciler_LateOrphan(t *testing.T) {
+	c, ns := startManager(t)
+	ctx := context.Background()
+	w := widget(ns, "late", 2)
+	_ = unstructured.SetNestedField(w.Object, "Oldest", "spec", "deletePolicy")
+	if err := c.Create(ctx, w); err != nil {
+		t.Fatal(err)
+	}
+	converge(t, c, w, 2)
+	time.Sleep(1100 * time.Millisecond) // creation times have second precision
+	orphan := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "late-orphan", Labels: map[string]string{"app": "late"}}}
+	if err := c.Create(ctx, orphan); err != nil {
+		t.Fatal(err)
+	}
+	err := wait.PollUntilContextTimeout(ctx, 50*time.Millisecond, 10*time.Second, true, func(context.Context) (bool, error) {
+		live, _ := children(t, c, w)
+		return len(live) == 2 && slices.Contains(live, "late-orphan"), nil
+	})
+	if err != nil {
+		live, _ := children(t, c, w)
+		t.Fatalf("children %v: the late orphan was not adopted (and the oldest removed)", live)
+	}
+}
+
 // TestReconciler_UnknownPolicy sets a condition and changes nothing.
 func TestReconciler_UnknownPolicy(t *testing.T) {
 	c, ns := startManager(t)

@@ -95,6 +95,11 @@ func newWidgetReconciler() *kube.Reconciler[*unstructured.Unstructured, *corev1.
 		EmptyOwner:     emptyWidget,
 		EmptyChild:     func() *corev1.ConfigMap { return &corev1.ConfigMap{} },
 		EmptyChildList: func() client.ObjectList { return &corev1.ConfigMapList{} },
+		EmptyOwnerList: func() client.ObjectList {
+			l := &unstructured.UnstructuredList{}
+			l.SetGroupVersionKind(testenv.WidgetGVK.GroupVersion().WithKind("WidgetList"))
+			return l
+		},
 	}
 }
 
