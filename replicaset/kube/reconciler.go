@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"hash/fnv"
 	"math/rand/v2"
+	"sync"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
@@ -71,6 +72,8 @@ type Reconciler[O, C client.Object] struct {
 	Metrics *Metrics
 	// Now is the clock; nil means time.Now.
 	Now func() time.Time
+
+	initExpectations sync.Once
 }
 
 // Condition types the reconciler sets on owners.
@@ -119,10 +122,14 @@ func (r *Reconciler[O, C]) now() time.Time {
 	return time.Now()
 }
 
+// expectations returns the tracker, creating it once if none was given;
+// concurrent reconciles (MaxConcurrentReconciles > 1) share it.
 func (r *Reconciler[O, C]) expectations() *Expectations {
-	if r.Expectations == nil {
-		r.Expectations = &Expectations{}
-	}
+	r.initExpectations.Do(func() {
+		if r.Expectations == nil {
+			r.Expectations = &Expectations{}
+		}
+	})
 	return r.Expectations
 }
 
