@@ -1,0 +1,44 @@
+package vmprovider_test
+
+import (
+	"context"
+	"fmt"
+	"math/rand/v2"
+	"time"
+
+	"github.com/replicakit/replicakit/deletionpolicy"
+	"github.com/replicakit/replicakit/naming"
+	"github.com/replicakit/replicakit/vmprovider"
+	"github.com/replicakit/replicakit/vmprovider/vmprovidertest"
+)
+
+// Keep three VMs of one owner in any provider (here the in-memory Fake;
+// vsphere.Provider in production), with no Kubernetes object.
+func ExampleSet() {
+	p := &vmprovidertest.Fake{}
+	set := &vmprovider.Set{
+		Provider: p,
+		Template: vmprovider.Spec{Owner: vmprovider.Owner{UID: "uid-web"}, CPUs: 2, MemoryMiB: 2048, PowerOn: true},
+		Policy:   deletionpolicy.Random{Seed: 1},
+		Names:    naming.Random{Base: "web", Source: rand.NewPCG(1, 2)},
+	}
+	plan, res, err := set.Scale(context.Background(), 3, time.Now())
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	vms, _ := p.List(context.Background(), "uid-web")
+	fmt.Println(plan.Create, len(res.Created), len(vms), vms[0].Power)
+	// Output:
+	// 3 3 3 PoweredOn
+}
+
+// A VM without the caller's mark is never touched, and the error says why.
+func ExampleNotOwnedError() {
+	p := &vmprovidertest.Fake{}
+	p.Add(vmprovider.VM{Name: "db-0", Power: vmprovider.PoweredOn}) // made by someone else
+	err := p.Delete(context.Background(), "db-0", "uid-web")
+	fmt.Println(err)
+	// Output:
+	// VM "db-0" exists without an ownership mark, so it was left untouched (owner "uid-web" wanted it)
+}
