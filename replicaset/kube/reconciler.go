@@ -153,16 +153,24 @@ func (r *Reconciler[O, C]) read(ctx context.Context, req reconcile.Request) (*pa
 			err = errors.New("selector is empty: it would select every object in the namespace")
 		}
 	}
+	children, lerr := r.list(ctx, r.Client, owner.GetNamespace())
+	if lerr != nil {
+		return nil, lerr
+	}
 	if err != nil {
+		// Nothing is planned, but status still counts what the owner
+		// controls, so it does not claim zero replicas that exist.
 		p.failure = fmt.Errorf("invalid spec: %w", err)
+		for _, c := range children {
+			if ref := metav1.GetControllerOfNoCopy(c); ref != nil && ref.UID == owner.GetUID() {
+				p.children = append(p.children, c)
+			}
+		}
+		p.replicas = r.observe(p.children)
 		return p, nil
 	}
 	p.spec = spec
 
-	children, err := r.list(ctx, r.Client, owner.GetNamespace())
-	if err != nil {
-		return nil, err
-	}
 	switch r.expectations().Check(key, seen(children, owner.GetUID()), p.now) {
 	case Waiting:
 		p.waiting = true // the cache lags our writes: report, act next time
@@ -176,13 +184,19 @@ func (r *Reconciler[O, C]) read(ctx context.Context, req reconcile.Request) (*pa
 	if err != nil {
 		return nil, err
 	}
-	p.replicas = make([]replicaset.Replica, 0, len(p.children))
-	for _, c := range p.children {
+	p.replicas = r.observe(p.children)
+	return p, nil
+}
+
+// observe describes children as replicas.
+func (r *Reconciler[O, C]) observe(children []client.Object) []replicaset.Replica {
+	out := make([]replicaset.Replica, 0, len(children))
+	for _, c := range children {
 		rep, _ := Replica(c) // a malformed cost is ignored (cost 0)
 		r.Adapter.Observe(c.(C), &rep)
-		p.replicas = append(p.replicas, rep)
+		out = append(out, rep)
 	}
-	return p, nil
+	return out
 }
 
 // list returns every child object in the namespace.

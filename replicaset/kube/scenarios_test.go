@@ -271,3 +271,41 @@ func TestReconciler_Cascade(t *testing.T) {
 		t.Fatalf("children %v survived their owner", live)
 	}
 }
+
+// TestReconciler_InvalidSpec: a selector the API server accepts but that
+// does not parse is reported in the ReplicaFailure condition, nothing
+// changes, and status still counts the children that exist. (A negative
+// replica count never gets this far: the scale subresource's schema
+// rejects it.)
+func TestReconciler_InvalidSpec(t *testing.T) {
+	c, ns := startManager(t)
+	w := widget(ns, "invalid", 2)
+	if err := c.Create(context.Background(), w); err != nil {
+		t.Fatal(err)
+	}
+	two := converge(t, c, w, 2)
+	patch := []byte(`{"spec":{"selector":{"matchLabels":null,"matchExpressions":[{"key":"app","operator":"Bogus"}]}}}`)
+	if err := c.Patch(context.Background(), w, client.RawPatch("application/merge-patch+json", patch)); err != nil {
+		t.Fatal(err)
+	}
+	err := wait.PollUntilContextTimeout(context.Background(), 50*time.Millisecond, 10*time.Second, true, func(context.Context) (bool, error) {
+		s, reason, _ := condition(t, c, w, kube.ConditionReplicaFailure)
+		return s == "True" && reason == "InvalidSpec", nil
+	})
+	if err != nil {
+		t.Fatal("no InvalidSpec condition for an invalid selector")
+	}
+	if _, _, msg := condition(t, c, w, kube.ConditionReplicaFailure); !strings.Contains(msg, `"Bogus" is not a valid label selector operator`) {
+		t.Errorf("condition message %q does not say what is wrong", msg)
+	}
+	got := emptyWidget()
+	if err := c.Get(context.Background(), client.ObjectKeyFromObject(w), got); err != nil {
+		t.Fatal(err)
+	}
+	if n, _, _ := unstructured.NestedInt64(got.Object, "status", "replicas"); n != 2 {
+		t.Errorf("status.replicas = %d with an invalid spec, want the 2 that exist", n)
+	}
+	if live, _ := children(t, c, w); !slices.Equal(live, two) {
+		t.Errorf("children changed with an invalid spec: %v, was %v", live, two)
+	}
+}
