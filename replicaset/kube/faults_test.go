@@ -78,15 +78,17 @@ func TestReconciler_SteadyStateWritesNothing(t *testing.T) {
 // faulty fails creates, deletes and status patches with the given
 // probability (409s, 500s and timeouts), and serves lists from a stale
 // snapshot some of the time, as a lagging cache would.
-// It counts the faults it injected and the stale lists it served.
-func faulty(rate float64, seed uint64, injected, staleLists *atomic.Int64) interceptor.Funcs {
+// It counts what it injected.
+type faultCounts struct{ create, delete, status, stale atomic.Int64 }
+
+func faulty(rate float64, seed uint64, n *faultCounts) interceptor.Funcs {
 	var mu sync.Mutex
 	rng := rand.New(rand.NewPCG(seed, seed))
-	roll := func() bool {
+	roll := func(count *atomic.Int64) bool {
 		mu.Lock()
 		defer mu.Unlock()
 		if rng.Float64() < rate {
-			injected.Add(1)
+			count.Add(1)
 			return true
 		}
 		return false
@@ -106,19 +108,19 @@ func faulty(rate float64, seed uint64, injected, staleLists *atomic.Int64) inter
 	stale := map[string]*corev1.ConfigMapList{}
 	return interceptor.Funcs{
 		Create: func(ctx context.Context, c client.WithWatch, obj client.Object, opts ...client.CreateOption) error {
-			if roll() {
+			if roll(&n.create) {
 				return fault(obj.GetName())
 			}
 			return c.Create(ctx, obj, opts...)
 		},
 		Delete: func(ctx context.Context, c client.WithWatch, obj client.Object, opts ...client.DeleteOption) error {
-			if roll() {
+			if roll(&n.delete) {
 				return fault(obj.GetName())
 			}
 			return c.Delete(ctx, obj, opts...)
 		},
 		SubResourcePatch: func(ctx context.Context, c client.Client, sub string, obj client.Object, p client.Patch, opts ...client.SubResourcePatchOption) error {
-			if roll() {
+			if roll(&n.status) {
 				return fault(obj.GetName())
 			}
 			return c.SubResource(sub).Patch(ctx, obj, p, opts...)
@@ -137,7 +139,7 @@ func faulty(rate float64, seed uint64, injected, staleLists *atomic.Int64) inter
 			defer mu.Unlock()
 			if old, ok := stale[o.Namespace]; ok && rng.Float64() < 0.3 {
 				old.DeepCopyInto(l) // lag: what the cache showed a little earlier
-				staleLists.Add(1)
+				n.stale.Add(1)
 				return nil
 			}
 			stale[o.Namespace] = l.DeepCopy()
@@ -151,8 +153,8 @@ func faulty(rate float64, seed uint64, injected, staleLists *atomic.Int64) inter
 // exactly, and a watcher reading the API server never sees more live
 // children than the larger of the previous and the new desired count.
 func TestReconciler_Faults(t *testing.T) {
-	var injected, staleLists atomic.Int64
-	c, ns := startManager(t, faulty(0.2, 42, &injected, &staleLists))
+	var n faultCounts
+	c, ns := startManager(t, faulty(0.2, 42, &n))
 	w := widget(ns, "chaos", 0)
 	if err := c.Create(context.Background(), w); err != nil {
 		t.Fatal(err)
@@ -186,19 +188,29 @@ func TestReconciler_Faults(t *testing.T) {
 		}
 	}()
 	prev := int64(0)
-	for _, n := range []int64{5, 2, 6, 0, 8, 1, 0} {
-		bound.Store(max(prev, n))
-		scale(t, c, w, n)
-		converge(t, c, w, int(n))
-		prev = n
+	for _, desired := range []int64{5, 2, 6, 0, 8, 1, 0} {
+		bound.Store(max(prev, desired))
+		scale(t, c, w, desired)
+		converge(t, c, w, int(desired))
+		prev = desired
 	}
 	close(stop)
 	<-watched
 	if over := worst.Load(); over > 0 {
 		t.Errorf("overshoot: the watcher saw %d more live children than desired", over)
 	}
-	if injected.Load() == 0 || staleLists.Load() == 0 {
-		t.Errorf("injected %d faults and %d stale lists; the test exercised nothing", injected.Load(), staleLists.Load())
+	faults := n.create.Load() + n.delete.Load() + n.status.Load()
+	if faults == 0 || n.stale.Load() == 0 {
+		t.Errorf("injected %d faults and %d stale lists; the test exercised nothing", faults, n.stale.Load())
 	}
-	t.Logf("injected %d API faults and served %d stale lists", injected.Load(), staleLists.Load())
+	t.Logf("injected %d create, %d delete and %d status faults; served %d stale lists",
+		n.create.Load(), n.delete.Load(), n.status.Load(), n.stale.Load())
+	want := []string{"SuccessfulCreate", "SuccessfulDelete"}
+	if n.create.Load() > 0 {
+		want = append(want, "FailedCreate")
+	}
+	if n.delete.Load() > 0 {
+		want = append(want, "FailedDelete")
+	}
+	waitEvents(t, c, w, want...)
 }

@@ -155,23 +155,7 @@ func TestReconciler_Story(t *testing.T) {
 	scale(t, c, w, 0)
 	converge(t, c, w, 0)
 
-	// Events on the owner, from the new events API.
-	err := wait.PollUntilContextTimeout(context.Background(), 100*time.Millisecond, 10*time.Second, true, func(ctx context.Context) (bool, error) {
-		var l eventsv1.EventList
-		if err := c.List(ctx, &l, client.InNamespace(ns)); err != nil {
-			return false, err
-		}
-		reasons := map[string]bool{}
-		for _, e := range l.Items {
-			if e.Regarding.UID == w.GetUID() {
-				reasons[e.Reason] = true
-			}
-		}
-		return reasons["SuccessfulCreate"] && reasons["SuccessfulDelete"], nil
-	})
-	if err != nil {
-		t.Errorf("no SuccessfulCreate and SuccessfulDelete events on the owner: %v", err)
-	}
+	waitEvents(t, c, w, "SuccessfulCreate", "SuccessfulDelete")
 
 	// Metrics in controller-runtime's registry (shared by every test here,
 	// so at least this test's 4 creates and 4 deletes).
@@ -179,6 +163,35 @@ func TestReconciler_Story(t *testing.T) {
 	deleted := counter(t, "replicakit_children_deleted_total", "Widget")
 	if created < 4 || deleted < 4 {
 		t.Errorf("metrics: %v created, %v deleted; want at least 4 each", created, deleted)
+	}
+}
+
+// waitEvents waits until the owner has events with every reason given
+// (events.k8s.io/v1, as controller-runtime's recorder writes them).
+func waitEvents(t *testing.T, c client.Client, w *unstructured.Unstructured, reasons ...string) {
+	t.Helper()
+	uid := w.GetUID()
+	var seen map[string]bool
+	err := wait.PollUntilContextTimeout(context.Background(), 100*time.Millisecond, 10*time.Second, true, func(ctx context.Context) (bool, error) {
+		var l eventsv1.EventList
+		if err := c.List(ctx, &l, client.InNamespace(w.GetNamespace())); err != nil {
+			return false, err
+		}
+		seen = map[string]bool{}
+		for _, e := range l.Items {
+			if e.Regarding.UID == uid {
+				seen[e.Reason] = true
+			}
+		}
+		for _, r := range reasons {
+			if !seen[r] {
+				return false, nil
+			}
+		}
+		return true, nil
+	})
+	if err != nil {
+		t.Errorf("owner %s has events %v, want %v", w.GetName(), seen, reasons)
 	}
 }
 

@@ -195,6 +195,7 @@ func TestReconciler_Ownership(t *testing.T) {
 	if live = converge(t, c, w, 2); slices.Contains(live, "orphan") {
 		t.Errorf("children %v still include the released child", live)
 	}
+	waitEvents(t, c, w, "SuccessfulAdopt", "SuccessfulRelease")
 }
 
 // TestReconciler_LateOrphan: an orphan that appears after its owner has
