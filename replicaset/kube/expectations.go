@@ -129,33 +129,27 @@ func (e *Expectations) Forget(owner string) {
 	delete(e.owners, owner)
 }
 
-// Forgive drops the expectation of a create that failed, so the reconciler
-// does not wait for a child that will never appear.
+// Forgive drops the expectation of creates that failed, so the reconciler
+// does not wait for children that will never appear.
 func (e *Expectations) Forgive(owner string, names ...string) {
-	e.mu.Lock()
-	defer e.mu.Unlock()
-	p, ok := e.owners[owner]
-	if !ok {
-		return
-	}
-	for _, n := range names {
-		delete(p.creates, n)
-	}
-	if len(p.creates) == 0 && len(p.deletes) == 0 {
-		delete(e.owners, owner)
-	}
+	e.drop(owner, func(p *pending) map[string]struct{} { return p.creates }, names)
 }
 
 // ForgiveDeletes drops the expectation of deletes that failed.
 func (e *Expectations) ForgiveDeletes(owner string, uids ...string) {
+	e.drop(owner, func(p *pending) map[string]struct{} { return p.deletes }, uids)
+}
+
+// drop removes keys from one of owner's expectation sets.
+func (e *Expectations) drop(owner string, set func(*pending) map[string]struct{}, keys []string) {
 	e.mu.Lock()
 	defer e.mu.Unlock()
 	p, ok := e.owners[owner]
 	if !ok {
 		return
 	}
-	for _, u := range uids {
-		delete(p.deletes, u)
+	for _, k := range keys {
+		delete(set(p), k)
 	}
 	if len(p.creates) == 0 && len(p.deletes) == 0 {
 		delete(e.owners, owner)
