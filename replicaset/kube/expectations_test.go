@@ -45,6 +45,14 @@ func TestExpectations(t *testing.T) {
 	if got := e.Check(owner, nil, t0); got != kube.Met {
 		t.Errorf("after Forgive: Check = %v, want Met", got)
 	}
+	e.Expect(owner, nil, []string{"uid-x"}, t0)
+	if got := e.Check(owner, []kube.Seen{{Name: "x", UID: "uid-x"}}, t0); got != kube.Waiting {
+		t.Errorf("a delete not yet seen: Check = %v, want Waiting", got)
+	}
+	e.ForgiveDeletes(owner, "uid-x")
+	if got := e.Check(owner, []kube.Seen{{Name: "x", UID: "uid-x"}}, t0); got != kube.Met {
+		t.Errorf("after ForgiveDeletes: Check = %v, want Met", got)
+	}
 	e.Expect(owner, []string{"d"}, nil, t0)
 	e.Forget(owner)
 	if got := e.Check(owner, nil, t0); got != kube.Met {
