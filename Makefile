@@ -32,11 +32,24 @@ fmt-check:
 vet:
 	go vet $(GO_PACKAGES)
 
-## test: gofmt check, go vet, and every test with the race detector, against
-## the real control plane built by `make tools`.
+## test: gofmt check, go vet, generated code up to date, and every test with
+## the race detector, against the real control plane built by `make tools`.
 .PHONY: test
-test: tools fmt-check vet
+test: tools fmt-check vet generate-check
 	go test -race -count=1 $(GO_PACKAGES)
+
+## generate: regenerate the example operator's deepcopy code and CRDs from
+## the kubebuilder markers (both are committed).
+.PHONY: generate
+generate: tools
+	$(BIN)/controller-gen object paths=./examples/...
+	$(BIN)/controller-gen crd paths=./examples/... output:crd:artifacts:config=examples/vmset/config/crd/bases
+
+## generate-check: fail when the committed generated code is stale.
+.PHONY: generate-check
+generate-check: generate
+	@git diff --exit-code --stat -- examples/vmset/api examples/vmset/config/crd || \
+		{ echo "generated code was stale: run 'make generate' and commit the result" >&2; exit 1; }
 
 ## bench: run the benchmarks and print each as a ratio against the baseline
 ## measured in the same run.

@@ -1,0 +1,136 @@
+package v1alpha1_test
+
+import (
+	"context"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
+	"k8s.io/utils/ptr"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	vmv1 "github.com/replicakit/replicakit/examples/vmset/api/v1alpha1"
+	"github.com/replicakit/replicakit/internal/testenv"
+)
+
+var env *testenv.Env
+
+func TestMain(m *testing.M) {
+	scheme := runtime.NewScheme()
+	_ = clientgoscheme.AddToScheme(scheme)
+	_ = vmv1.AddToScheme(scheme)
+	testenv.Main(m, &env, testenv.Options{
+		CRDDirectoryPaths: []string{filepath.Join("..", "..", "config", "crd", "bases")},
+		Scheme:            scheme,
+	})
+}
+
+func set(name string) *vmv1.VirtualMachineReplicaSet {
+	return &vmv1.VirtualMachineReplicaSet{
+		ObjectMeta: metav1.ObjectMeta{Namespace: "api", Name: name},
+		Spec: vmv1.VirtualMachineReplicaSetSpec{
+			Selector: &vmv1.LabelSelector{MatchLabels: map[string]string{"app": name}},
+			Template: vmv1.VirtualMachineTemplate{
+				Metadata: vmv1.TemplateMetadata{Labels: map[string]string{"app": name}},
+				Spec:     vmv1.VirtualMachineSpec{CPUs: 2, MemoryMiB: 2048},
+			},
+		},
+	}
+}
+
+func TestCRDs_DefaultsAndValidation(t *testing.T) {
+	e := env.Require(t)
+	ctx := context.Background()
+	if err := e.Client.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "api"}}); err != nil {
+		t.Fatal(err)
+	}
+
+	ok := set("test-rs")
+	if err := e.Client.Create(ctx, ok); err != nil {
+		t.Fatalf("a valid set was refused: %v", err)
+	}
+	if ok.Spec.Replicas == nil || *ok.Spec.Replicas != 1 || ok.Spec.DeletePolicy != "Random" || ok.Spec.Template.Spec.PowerState != vmv1.PoweredOn {
+		t.Errorf("defaults: replicas %v, deletePolicy %q, powerState %q; want 1, Random, PoweredOn",
+			ok.Spec.Replicas, ok.Spec.DeletePolicy, ok.Spec.Template.Spec.PowerState)
+	}
+
+	tests := []struct {
+		desc string
+		edit func(*vmv1.VirtualMachineReplicaSet)
+		want string
+	}{
+		{"negative replicas", func(s *vmv1.VirtualMachineReplicaSet) { s.Spec.Replicas = ptr.To[int32](-1) },
+			"spec.replicas: Invalid value: -1: spec.replicas in body should be greater than or equal to 0"},
+		{"no selector", func(s *vmv1.VirtualMachineReplicaSet) { s.Spec.Selector = nil }, "spec.selector: Required value"},
+		{"empty selector", func(s *vmv1.VirtualMachineReplicaSet) { s.Spec.Selector = &vmv1.LabelSelector{} }, "spec.selector must not be empty"},
+		{"selector not matching the template", func(s *vmv1.VirtualMachineReplicaSet) {
+			s.Spec.Template.Metadata.Labels = map[string]string{"app": "other"}
+		},
+			"spec.selector.matchLabels must match spec.template.metadata.labels"},
+		{"bad power state", func(s *vmv1.VirtualMachineReplicaSet) { s.Spec.Template.Spec.PowerState = "Suspended" },
+			`spec.template.spec.powerState: Unsupported value: "Suspended": supported values: "PoweredOn", "PoweredOff"`},
+		{"negative memory", func(s *vmv1.VirtualMachineReplicaSet) { s.Spec.Template.Spec.MemoryMiB = -1 },
+			"spec.template.spec.memoryMiB: Invalid value: -1"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.desc, func(t *testing.T) {
+			s := set("bad")
+			tt.edit(s)
+			err := e.Client.Create(ctx, s)
+			if err == nil {
+				_ = e.Client.Delete(ctx, s)
+				t.Fatalf("accepted; want %q", tt.want)
+			}
+			if !strings.Contains(err.Error(), tt.want) {
+				t.Errorf("error %q\nwant it to contain %q", err, tt.want)
+			}
+		})
+	}
+
+	// The selector cannot change.
+	changed := ok.DeepCopy()
+	changed.Spec.Selector.MatchLabels["tier"] = "web"
+	changed.Spec.Template.Metadata.Labels["tier"] = "web"
+	if err := e.Client.Update(ctx, changed); err == nil || !strings.Contains(err.Error(), "spec.selector is immutable") {
+		t.Errorf("changing the selector: %v, want spec.selector is immutable", err)
+	}
+}
+
+func TestCRDs_KubectlColumnsAndScale(t *testing.T) {
+	e := env.Require(t)
+	ctx := context.Background()
+	if err := e.Client.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "cols"}}); err != nil {
+		t.Fatal(err)
+	}
+	s := set("web")
+	s.Namespace = "cols"
+	if err := e.Client.Create(ctx, s); err != nil {
+		t.Fatal(err)
+	}
+	out, err := e.Kubectl(ctx, "get", "vmreplicaset", "-n", "cols")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if header := strings.Fields(strings.SplitN(out, "\n", 2)[0]); strings.Join(header, " ") != "NAME REPLICAS READY AGE" {
+		t.Errorf("kubectl get vmreplicaset header %v, want NAME REPLICAS READY AGE", header)
+	}
+	if _, err := e.Kubectl(ctx, "scale", "vmrs/web", "-n", "cols", "--replicas=3"); err != nil {
+		t.Fatal(err)
+	}
+	if err := e.Client.Get(ctx, client.ObjectKeyFromObject(s), s); err != nil {
+		t.Fatal(err)
+	}
+	if *s.Spec.Replicas != 3 {
+		t.Errorf("after kubectl scale: spec.replicas = %d, want 3", *s.Spec.Replicas)
+	}
+	// The short names resolve (no VirtualMachines exist yet).
+	for _, name := range []string{"vm", "vmrs"} {
+		if _, err := e.Kubectl(ctx, "get", name, "-n", "cols"); err != nil {
+			t.Errorf("kubectl get %s: %v", name, err)
+		}
+	}
+}

@@ -1,0 +1,120 @@
+package v1alpha1
+
+import (
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+)
+
+// TemplateMetadata is the metadata every replica gets.
+type TemplateMetadata struct {
+	// Labels of every replica; the selector must select them.
+	// +kubebuilder:validation:MaxProperties=64
+	// +optional
+	Labels map[string]string `json:"labels,omitempty"`
+	// Annotations of every replica.
+	// +kubebuilder:validation:MaxProperties=64
+	// +optional
+	Annotations map[string]string `json:"annotations,omitempty"`
+}
+
+// VirtualMachineTemplate describes the VirtualMachines a set creates.
+type VirtualMachineTemplate struct {
+	// Metadata is the replicas' labels and annotations.
+	// +optional
+	Metadata TemplateMetadata `json:"metadata,omitempty"`
+	// Spec is every replica's VirtualMachine spec.
+	Spec VirtualMachineSpec `json:"spec"`
+}
+
+// VirtualMachineReplicaSetSpec is what a set asks for.
+//
+// +kubebuilder:validation:XValidation:rule="!has(self.selector.matchLabels) || self.selector.matchLabels.all(k, has(self.template.metadata.labels) && k in self.template.metadata.labels && self.template.metadata.labels[k] == self.selector.matchLabels[k])",message="spec.selector.matchLabels must match spec.template.metadata.labels"
+type VirtualMachineReplicaSetSpec struct {
+	// Replicas is the desired number of VirtualMachines.
+	// +kubebuilder:default=1
+	// +kubebuilder:validation:Minimum=0
+	// +optional
+	Replicas *int32 `json:"replicas,omitempty"`
+	// Selector selects the set's VirtualMachines. It must select the
+	// template's labels, and cannot change.
+	// +kubebuilder:validation:XValidation:rule="self == oldSelf",message="spec.selector is immutable"
+	// +kubebuilder:validation:XValidation:rule="has(self.matchLabels) || has(self.matchExpressions)",message="spec.selector must not be empty"
+	Selector *LabelSelector `json:"selector"`
+	// Template is the VirtualMachine every replica is made from.
+	Template VirtualMachineTemplate `json:"template"`
+	// DeletePolicy chooses which replicas a scale-down removes: Random
+	// (default), Oldest, Newest, UnhealthyFirst or HighestOrdinal.
+	// +kubebuilder:default=Random
+	// +kubebuilder:validation:MaxLength=63
+	// +optional
+	DeletePolicy string `json:"deletePolicy,omitempty"`
+	// MinReadySeconds is how long a replica must be ready to count as
+	// available.
+	// +kubebuilder:validation:Minimum=0
+	// +optional
+	MinReadySeconds int32 `json:"minReadySeconds,omitempty"`
+	// Paused stops the set from creating or deleting replicas.
+	// +optional
+	Paused bool `json:"paused,omitempty"`
+}
+
+// VirtualMachineReplicaSetStatus is what the set observed.
+type VirtualMachineReplicaSetStatus struct {
+	// Replicas counts live replicas (not being deleted).
+	Replicas int32 `json:"replicas"`
+	// FullyLabeledReplicas counts live replicas with the template's labels.
+	// +optional
+	FullyLabeledReplicas int32 `json:"fullyLabeledReplicas,omitempty"`
+	// ReadyReplicas counts live, ready replicas.
+	// +optional
+	ReadyReplicas int32 `json:"readyReplicas,omitempty"`
+	// AvailableReplicas counts replicas ready for at least minReadySeconds.
+	// +optional
+	AvailableReplicas int32 `json:"availableReplicas,omitempty"`
+	// TerminatingReplicas counts replicas being deleted.
+	// +optional
+	TerminatingReplicas int32 `json:"terminatingReplicas,omitempty"`
+	// ObservedGeneration is the generation this status describes.
+	// +optional
+	ObservedGeneration int64 `json:"observedGeneration,omitempty"`
+	// Selector is spec.selector in string form, for the scale subresource.
+	// +optional
+	Selector string `json:"selector,omitempty"`
+	// Conditions: ReplicaFailure, ScalingUp, ScalingDown, Ready.
+	// +listType=map
+	// +listMapKey=type
+	// +optional
+	Conditions []metav1.Condition `json:"conditions,omitempty"`
+}
+
+// VirtualMachineReplicaSet keeps spec.replicas VirtualMachines made from
+// spec.template.
+//
+// +kubebuilder:object:root=true
+// +kubebuilder:subresource:status
+// +kubebuilder:subresource:scale:specpath=.spec.replicas,statuspath=.status.replicas,selectorpath=.status.selector
+// +kubebuilder:resource:shortName=vmrs;vmreplicaset
+// +kubebuilder:printcolumn:name="REPLICAS",type=integer,JSONPath=`.status.replicas`
+// +kubebuilder:printcolumn:name="READY",type=integer,JSONPath=`.status.readyReplicas`
+// +kubebuilder:printcolumn:name="AGE",type=date,JSONPath=`.metadata.creationTimestamp`
+// +kubebuilder:printcolumn:name="DESIRED",type=integer,JSONPath=`.spec.replicas`,priority=1
+// +kubebuilder:printcolumn:name="AVAILABLE",type=integer,JSONPath=`.status.availableReplicas`,priority=1
+// +kubebuilder:printcolumn:name="POLICY",type=string,JSONPath=`.spec.deletePolicy`,priority=1
+type VirtualMachineReplicaSet struct {
+	metav1.TypeMeta   `json:",inline"`
+	metav1.ObjectMeta `json:"metadata,omitempty"`
+
+	// Spec is what the set asks for.
+	Spec VirtualMachineReplicaSetSpec `json:"spec"`
+	// Status is what the set observed.
+	Status VirtualMachineReplicaSetStatus `json:"status,omitempty"`
+}
+
+// VirtualMachineReplicaSetList is a list of VirtualMachineReplicaSets.
+//
+// +kubebuilder:object:root=true
+type VirtualMachineReplicaSetList struct {
+	metav1.TypeMeta `json:",inline"`
+	metav1.ListMeta `json:"metadata,omitempty"`
+	// Items are the sets.
+	Items []VirtualMachineReplicaSet `json:"items"`
+}
