@@ -30,8 +30,11 @@ stamp() { printf '%s' "$2" >"$bin/.$1.stamp"; }
 log() { printf 'tools: %s\n' "$*" >&2; }
 
 # Kubernetes: one go build for whichever of the three binaries is missing, so
-# the packages they share are compiled once.
-kube_stamp="$kube_version $gover $(hash_of "$root/hack/tools/kube/go.mod" "$root/hack/tools/kube/go.sum")"
+# the packages they share are compiled once. -s -w drops the symbol table and
+# DWARF, which shortens the (single-threaded) links of these large binaries;
+# tests never debug them.
+kube_linkflags="-s -w"
+kube_stamp="$kube_version $gover $kube_linkflags $(hash_of "$root/hack/tools/kube/go.mod" "$root/hack/tools/kube/go.sum")"
 kube_pkgs=()
 for t in kube-apiserver kube-controller-manager kubectl; do
 	needs "$t" "$kube_stamp" && kube_pkgs+=("k8s.io/kubernetes/cmd/$t")
@@ -39,7 +42,7 @@ done
 if ((${#kube_pkgs[@]})); then
 	major=${kube_version#v}; major=${major%%.*}
 	minor=${kube_version#v*.}; minor=${minor%%.*}
-	ldflags=""
+	ldflags="$kube_linkflags"
 	for p in k8s.io/component-base/version k8s.io/client-go/pkg/version; do
 		ldflags+=" -X $p.gitVersion=$kube_version -X $p.gitMajor=$major -X $p.gitMinor=$minor"
 		ldflags+=" -X $p.gitTreeState=clean -X $p.buildDate=1970-01-01T00:00:00Z"
