@@ -13,6 +13,7 @@ import (
 
 	"github.com/replicakit/replicakit/deletionpolicy"
 	"github.com/replicakit/replicakit/naming"
+	"github.com/replicakit/replicakit/replicaset/execute"
 	"github.com/replicakit/replicakit/vmprovider"
 	"github.com/replicakit/replicakit/vmprovider/vsphere"
 )
@@ -94,6 +95,9 @@ func ExampleProvider_set() {
 		Template: vmprovider.Spec{Owner: vmprovider.Owner{UID: "uid-web"}, PowerOn: true},
 		Policy:   deletionpolicy.Random{Seed: 1},
 		Names:    naming.Random{Base: "web", Source: rand.NewPCG(1, 2)},
+		// One operation at a time only because the simulator races on
+		// concurrent destroys; leave it out against a real vCenter.
+		Options: execute.Options{MaxInFlight: 1},
 	}
 	for _, n := range []int{3, 1, 2, 0} {
 		if _, _, err := set.Scale(ctx, n, time.Now()); err != nil {
