@@ -16,13 +16,10 @@ import (
 	"k8s.io/apimachinery/pkg/util/wait"
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
 	"k8s.io/client-go/rest"
-	"k8s.io/utils/ptr"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/client/interceptor"
-	"sigs.k8s.io/controller-runtime/pkg/config"
 	"sigs.k8s.io/controller-runtime/pkg/metrics"
-	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 
 	"github.com/replicakit/replicakit/internal/testenv"
 )
@@ -43,32 +40,18 @@ func startManager(t *testing.T, funcs ...interceptor.Funcs) (client.Client, stri
 	if err := clientgoscheme.AddToScheme(scheme); err != nil {
 		t.Fatal(err)
 	}
-	mgr, err := ctrl.NewManager(e.Config, ctrl.Options{
-		Scheme:                 scheme,
-		Metrics:                metricsserver.Options{BindAddress: "0"},
-		HealthProbeBindAddress: "0",
-		Controller:             config.Controller{SkipNameValidation: ptr.To(true)},
-		NewClient: func(cfg *rest.Config, opts client.Options) (client.Client, error) {
+	e.StartManager(t, scheme, func(mgr ctrl.Manager) error {
+		return newWidgetReconciler().SetupWithManager(mgr, "widget")
+	}, func(o *ctrl.Options) {
+		if len(funcs) == 0 {
+			return
+		}
+		o.NewClient = func(cfg *rest.Config, opts client.Options) (client.Client, error) {
 			c, err := client.NewWithWatch(cfg, opts) // reads from the cache in opts
-			if err != nil || len(funcs) == 0 {
-				return c, err
+			if err != nil {
+				return nil, err
 			}
 			return interceptor.NewClient(c, funcs[0]), nil
-		},
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := newWidgetReconciler().SetupWithManager(mgr, "widget"); err != nil {
-		t.Fatal(err)
-	}
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan error, 1)
-	go func() { done <- mgr.Start(ctx) }()
-	t.Cleanup(func() {
-		cancel()
-		if err := <-done; err != nil {
-			t.Errorf("manager: %v", err)
 		}
 	})
 	ns := fmt.Sprintf("t-%d", time.Now().UnixNano())

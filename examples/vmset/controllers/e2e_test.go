@@ -17,8 +17,6 @@ import (
 	"k8s.io/utils/ptr"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
-	"sigs.k8s.io/controller-runtime/pkg/config"
-	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 
 	vmv1 "github.com/replicakit/replicakit/examples/vmset/api/v1alpha1"
 	"github.com/replicakit/replicakit/examples/vmset/controllers"
@@ -52,27 +50,9 @@ func start(t *testing.T) (*testenv.Env, *vcsimtest.Sim) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	mgr, err := ctrl.NewManager(e.Config, ctrl.Options{
-		Scheme:                 newScheme(),
-		Metrics:                metricsserver.Options{BindAddress: "0"},
-		HealthProbeBindAddress: "0",
-		Controller:             config.Controller{SkipNameValidation: ptr.To(true)},
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := controllers.Setup(mgr, &controllers.VirtualMachineReconciler{Provider: p}); err != nil {
-		t.Fatal(err)
-	}
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan error, 1)
-	go func() { done <- mgr.Start(ctx) }()
-	t.Cleanup(func() {
-		cancel()
-		if err := <-done; err != nil {
-			t.Errorf("manager: %v", err)
-		}
-		_ = p.Close(context.Background())
+	t.Cleanup(func() { _ = p.Close(context.Background()) }) // runs after the manager stops
+	e.StartManager(t, newScheme(), func(mgr ctrl.Manager) error {
+		return controllers.Setup(mgr, &controllers.VirtualMachineReconciler{Provider: p})
 	})
 	return e, sim
 }

@@ -1,0 +1,45 @@
+package testenv
+
+import (
+	"context"
+	"testing"
+
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/utils/ptr"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/config"
+	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
+)
+
+// StartManager runs a controller-runtime manager against the environment
+// until the test ends, with setup registering its controllers. Metrics and
+// probes are off and controller names may repeat across tests; edit may
+// change further options (a NewClient with an interceptor, say).
+func (e *Env) StartManager(t testing.TB, scheme *runtime.Scheme, setup func(ctrl.Manager) error, edit ...func(*ctrl.Options)) {
+	t.Helper()
+	opts := ctrl.Options{
+		Scheme:                 scheme,
+		Metrics:                metricsserver.Options{BindAddress: "0"},
+		HealthProbeBindAddress: "0",
+		Controller:             config.Controller{SkipNameValidation: ptr.To(true)},
+	}
+	for _, f := range edit {
+		f(&opts)
+	}
+	mgr, err := ctrl.NewManager(e.Config, opts)
+	if err != nil {
+		t.Fatalf("new manager: %v", err)
+	}
+	if err := setup(mgr); err != nil {
+		t.Fatalf("set up controllers: %v", err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- mgr.Start(ctx) }()
+	t.Cleanup(func() {
+		cancel()
+		if err := <-done; err != nil {
+			t.Errorf("manager: %v", err)
+		}
+	})
+}
