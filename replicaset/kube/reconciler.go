@@ -98,8 +98,9 @@ type pass struct {
 	now      time.Time
 	plan     replicaset.Plan
 	replicas []replicaset.Replica
-	failure  error // user-facing failure for the ReplicaFailure condition
-	waiting  bool  // expectations unmet: report only
+	failure  error      // user-facing failure for the ReplicaFailure condition
+	waiting  bool       // expectations unmet: report only
+	template labels.Set // the labels the template gives children; nil when unknown
 	planTime time.Duration
 	acted    execute.Result
 }
@@ -170,6 +171,12 @@ func (r *Reconciler[O, C]) read(ctx context.Context, req reconcile.Request) (*pa
 		return p, nil
 	}
 	p.spec = spec
+	probe, err := r.Adapter.NewChild(owner)
+	if err != nil {
+		p.failure = fmt.Errorf("template: %w", err)
+	} else {
+		p.template = labels.Set(probe.GetLabels())
+	}
 
 	switch r.expectations().Check(key, seen(children, owner.GetUID()), p.now) {
 	case Waiting:
@@ -241,12 +248,8 @@ func (r *Reconciler[O, C]) decide(p *pass) {
 	if p.failure != nil || p.waiting {
 		return
 	}
-	probe, err := r.Adapter.NewChild(p.owner.(O))
-	if err == nil && !p.selector.Matches(labels.Set(probe.GetLabels())) {
-		err = fmt.Errorf("selector %s does not select template labels %v: %w", p.selector, probe.GetLabels(), ErrSelectorMismatch)
-	}
-	if err != nil {
-		p.failure = err
+	if !p.selector.Matches(p.template) {
+		p.failure = fmt.Errorf("selector %s does not select template labels %v: %w", p.selector, map[string]string(p.template), ErrSelectorMismatch)
 		return
 	}
 	policies := deletionpolicy.Default

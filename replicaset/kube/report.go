@@ -31,8 +31,8 @@ func (r *Reconciler[O, C]) report(ctx context.Context, p *pass) (reconcile.Resul
 	sum := replicaset.Summarize(p.replicas, p.spec.MinReady, p.now)
 	st.Replicas, st.ReadyReplicas = int32(sum.Replicas), int32(sum.Ready)
 	st.AvailableReplicas, st.TerminatingReplicas = int32(sum.Available), int32(sum.Terminating)
-	if probe, err := r.Adapter.NewChild(p.owner.(O)); err == nil {
-		template := labels.SelectorFromSet(probe.GetLabels())
+	if p.template != nil {
+		template := labels.SelectorFromSet(p.template)
 		for _, c := range p.children {
 			if c.GetDeletionTimestamp() == nil && template.Matches(labels.Set(c.GetLabels())) {
 				st.FullyLabeledReplicas++

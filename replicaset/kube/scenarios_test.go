@@ -310,3 +310,31 @@ func TestReconciler_InvalidSpec(t *testing.T) {
 		t.Errorf("children changed with an invalid spec: %v, was %v", live, two)
 	}
 }
+
+// TestReconciler_SelectorMismatch: a selector that does not select the
+// template's labels would create children forever; it is reported and
+// nothing is created.
+func TestReconciler_SelectorMismatch(t *testing.T) {
+	c, ns := startManager(t)
+	w := widget(ns, "mismatch", 2)
+	_ = unstructured.SetNestedField(w.Object, map[string]any{"app": "other"}, "spec", "template", "metadata", "labels")
+	if err := c.Create(context.Background(), w); err != nil {
+		t.Fatal(err)
+	}
+	err := wait.PollUntilContextTimeout(context.Background(), 50*time.Millisecond, 10*time.Second, true, func(context.Context) (bool, error) {
+		s, reason, _ := condition(t, c, w, kube.ConditionReplicaFailure)
+		return s == "True" && reason == "SelectorMismatch", nil
+	})
+	if err != nil {
+		t.Fatal("no SelectorMismatch condition")
+	}
+	var l corev1.ConfigMapList
+	if err := c.List(context.Background(), &l, client.InNamespace(ns)); err != nil {
+		t.Fatal(err)
+	}
+	for _, cm := range l.Items {
+		if ref := metav1.GetControllerOf(&cm); ref != nil && ref.UID == w.GetUID() {
+			t.Errorf("child %s created despite the mismatch", cm.Name)
+		}
+	}
+}
