@@ -1,83 +1,32 @@
-// Package vcsimtest starts govmomi's in-process vCenter simulator (vcsim)
-// for tests: a VPX model with two clusters, served over TLS with its own
-// certificate and real credentials, so tests exercise placement, TLS
-// verification and login as against a real vCenter.
+// Package vcsimtest starts govmomi's in-process vCenter simulator for a test
+// (see package vcsim) and stops it when the test ends.
 package vcsimtest
 
 import (
-	"crypto/tls"
-	"encoding/pem"
-	"net/url"
 	"testing"
 
 	"github.com/vmware/govmomi/simulator"
 
-	"github.com/replicakit/replicakit/vmprovider/vsphere"
+	"github.com/replicakit/replicakit/internal/vcsim"
 )
 
-// Credentials the simulator accepts; any other login is refused.
+// Credentials the simulator accepts.
 const (
-	Username = "administrator@vsphere.local"
-	Password = "vcsim-Secr3t-pw"
+	Username = vcsim.Username
+	Password = vcsim.Password
 )
 
 // Sim is a running simulator.
-type Sim struct {
-	// Model is the simulated inventory.
-	Model *simulator.Model
-	// Server serves it.
-	Server *simulator.Server
-	// URL is the SDK endpoint, without credentials.
-	URL string
-	// CA is the PEM of the server's certificate, to verify TLS with.
-	CA []byte
-}
+type Sim = vcsim.Sim
 
-// Start runs a simulator for the test and stops it when the test ends.
-// The inventory has datacenter DC0 with clusters DC0_C0 and DC0_C1, a
-// standalone host, and VMs such as DC0_H0_VM0 to clone from. Each setup
-// function may change the model (its DelayConfig, say) before the server
-// starts.
+// Start runs a simulator for the test and stops it when the test ends. Each
+// setup function may change the model before the server starts.
 func Start(t testing.TB, setup ...func(*simulator.Model)) *Sim {
 	t.Helper()
-	m := simulator.VPX()
-	m.Cluster = 2
-	if err := m.Create(); err != nil {
-		t.Fatalf("vcsim: create model: %v", err)
+	s, err := vcsim.New(setup...)
+	if err != nil {
+		t.Fatal(err)
 	}
-	for _, f := range setup {
-		f(m)
-	}
-	m.Service.TLS = new(tls.Config)
-	m.Service.Listen = &url.URL{User: url.UserPassword(Username, Password)}
-	s := m.Service.NewServer()
-	t.Cleanup(func() {
-		s.Close()
-		m.Remove()
-	})
-	u := *s.URL
-	u.User = nil
-	return &Sim{
-		Model:  m,
-		Server: s,
-		URL:    u.String(),
-		CA:     pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: s.Certificate().Raw}),
-	}
-}
-
-// Config returns a provider configuration for the simulator that verifies
-// TLS against its certificate and places VMs in cluster DC0_C1 on LocalDS_0,
-// cloned from DC0_H0_VM0.
-func (s *Sim) Config() vsphere.Config {
-	return vsphere.Config{
-		URL:          s.URL,
-		Username:     Username,
-		Password:     Password,
-		CABundle:     s.CA,
-		Datacenter:   "DC0",
-		Folder:       "/DC0/vm",
-		ResourcePool: "/DC0/host/DC0_C1",
-		Datastore:    "LocalDS_0",
-		Template:     "DC0_H0_VM0",
-	}
+	t.Cleanup(s.Close)
+	return s
 }

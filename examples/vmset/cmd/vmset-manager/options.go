@@ -1,0 +1,125 @@
+package main
+
+import (
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"log/slog"
+	"os"
+	"strings"
+
+	"github.com/replicakit/replicakit/vmprovider/vsphere"
+)
+
+// errUsage marks a bad command line; main exits 2 on it.
+var errUsage = errors.New("usage")
+
+// options are the manager's settings after flags and environment.
+type options struct {
+	kubeconfig              string
+	metricsAddr             string
+	probeAddr               string
+	leaderElect             bool
+	leaderElectionID        string
+	leaderElectionNamespace string
+	concurrency             int
+	logFormat               string
+	logLevel                slog.Level
+
+	// vsphere is the vCenter to use; an empty URL means the embedded
+	// simulator.
+	vsphere vsphere.Config
+	// vcsimEnvFile receives govc's settings for the embedded simulator.
+	vcsimEnvFile string
+}
+
+// envFlags maps each vCenter flag to the environment variable that supplies
+// its default.
+var envFlags = []struct{ flag, env, usage string }{
+	{"vsphere-url", "VSPHERE_URL", "vCenter SDK URL, such as https://vcenter.example.com/sdk; empty runs the embedded simulator"},
+	{"vsphere-username", "VSPHERE_USERNAME", "vCenter user name"},
+	{"vsphere-password-file", "VSPHERE_PASSWORD_FILE", "file holding the vCenter password (else $VSPHERE_PASSWORD)"},
+	{"vsphere-ca-file", "VSPHERE_CA_FILE", "PEM bundle of the authorities that sign vCenter's certificate (else the system's)"},
+	{"vsphere-thumbprint", "VSPHERE_THUMBPRINT", "vCenter certificate thumbprint (SHA-1 or SHA-256), for a self-signed certificate"},
+	{"vsphere-datacenter", "VSPHERE_DATACENTER", "datacenter (empty: the only one)"},
+	{"vsphere-folder", "VSPHERE_FOLDER", "VM folder (empty: the datacenter's VM folder)"},
+	{"vsphere-resource-pool", "VSPHERE_RESOURCE_POOL", "resource pool or cluster (empty: the only one)"},
+	{"vsphere-datastore", "VSPHERE_DATASTORE", "datastore (empty: the only one)"},
+	{"vsphere-template", "VSPHERE_TEMPLATE", "VM or template cloned when a VirtualMachine names none"},
+}
+
+// parse reads args, with getenv supplying the vCenter defaults. A bad
+// command line returns an error wrapping errUsage; -help returns
+// flag.ErrHelp after printing the usage to stderr.
+func parse(args []string, getenv func(string) string, stderr io.Writer) (options, error) {
+	var o options
+	fs := flag.NewFlagSet("vmset-manager", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	fs.StringVar(&o.kubeconfig, "kubeconfig", "", "kubeconfig file (else $KUBECONFIG, in-cluster, ~/.kube/config)")
+	fs.StringVar(&o.metricsAddr, "metrics-bind-address", ":8080", `metrics address; "0" turns metrics off`)
+	fs.StringVar(&o.probeAddr, "health-probe-bind-address", ":8081", `address of /healthz and /readyz; "0" turns them off`)
+	fs.BoolVar(&o.leaderElect, "leader-elect", false, "elect a leader so that only one replica of the operator reconciles")
+	fs.StringVar(&o.leaderElectionID, "leader-election-id", "vmset.replicakit.io", "name of the leader election Lease")
+	fs.StringVar(&o.leaderElectionNamespace, "leader-election-namespace", "", "namespace of the Lease (default: the pod's namespace)")
+	fs.IntVar(&o.concurrency, "max-concurrent-reconciles", 4, "reconciles each controller runs at once")
+	fs.StringVar(&o.logFormat, "log-format", "json", "log format: json or text")
+	level := fs.String("log-level", "info", "log level: debug, info, warn or error")
+	fs.StringVar(&o.vcsimEnvFile, "vcsim-env-file", "", "with the embedded simulator, write govc's settings for it to this file")
+	vals := make(map[string]*string, len(envFlags))
+	for _, f := range envFlags {
+		vals[f.flag] = fs.String(f.flag, getenv(f.env), f.usage+" [$"+f.env+"]")
+	}
+	fs.BoolVar(&o.vsphere.Insecure, "vsphere-insecure", getenv("VSPHERE_INSECURE") == "true", "skip vCenter TLS verification (tests only) [$VSPHERE_INSECURE]")
+	fs.IntVar(&o.vsphere.MaxTasks, "vsphere-max-tasks", vsphere.DefaultMaxTasks, "vCenter tasks in flight at once")
+
+	if err := fs.Parse(args); err != nil {
+		if errors.Is(err, flag.ErrHelp) {
+			return o, err
+		}
+		return o, fmt.Errorf("%w: %v", errUsage, err)
+	}
+	if fs.NArg() > 0 {
+		return o, fmt.Errorf("%w: unexpected arguments %q", errUsage, fs.Args())
+	}
+	if err := o.logLevel.UnmarshalText([]byte(*level)); err != nil {
+		return o, fmt.Errorf("%w: -log-level %q: want debug, info, warn or error", errUsage, *level)
+	}
+	if o.logFormat != "json" && o.logFormat != "text" {
+		return o, fmt.Errorf("%w: -log-format %q: want json or text", errUsage, o.logFormat)
+	}
+	if o.concurrency < 1 {
+		return o, fmt.Errorf("%w: -max-concurrent-reconciles %d: want at least 1", errUsage, o.concurrency)
+	}
+	if o.vsphere.MaxTasks < 1 {
+		return o, fmt.Errorf("%w: -vsphere-max-tasks %d: want at least 1", errUsage, o.vsphere.MaxTasks)
+	}
+
+	v := &o.vsphere
+	v.URL, v.Username = *vals["vsphere-url"], *vals["vsphere-username"]
+	v.CAFile, v.Thumbprint = *vals["vsphere-ca-file"], *vals["vsphere-thumbprint"]
+	v.Datacenter, v.Folder = *vals["vsphere-datacenter"], *vals["vsphere-folder"]
+	v.ResourcePool, v.Datastore = *vals["vsphere-resource-pool"], *vals["vsphere-datastore"]
+	v.Template = *vals["vsphere-template"]
+	v.Password = getenv("VSPHERE_PASSWORD")
+	if f := *vals["vsphere-password-file"]; f != "" {
+		b, err := os.ReadFile(f)
+		if err != nil {
+			return o, fmt.Errorf("%w: vCenter password: %v", errUsage, err)
+		}
+		v.Password = strings.TrimRight(string(b), "\r\n")
+	}
+	if v.URL == "" {
+		if v.Username != "" || v.Password != "" {
+			return o, fmt.Errorf("%w: vCenter credentials given without -vsphere-url ($VSPHERE_URL)", errUsage)
+		}
+		return o, nil
+	}
+	if v.Username == "" || v.Password == "" {
+		return o, fmt.Errorf("%w: -vsphere-url needs a user name (-vsphere-username, $VSPHERE_USERNAME) and a password ($VSPHERE_PASSWORD, -vsphere-password-file)", errUsage)
+	}
+	if o.vcsimEnvFile != "" {
+		return o, fmt.Errorf("%w: -vcsim-env-file applies only to the embedded simulator, and -vsphere-url is set", errUsage)
+	}
+	return o, nil
+}

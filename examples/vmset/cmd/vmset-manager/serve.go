@@ -1,0 +1,134 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"log/slog"
+	"os"
+	"path/filepath"
+
+	"github.com/go-logr/logr"
+	"k8s.io/apimachinery/pkg/runtime"
+	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
+	"k8s.io/client-go/rest"
+	"k8s.io/client-go/tools/clientcmd"
+	"k8s.io/klog/v2"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client/config"
+	ctrlconfig "sigs.k8s.io/controller-runtime/pkg/config"
+	"sigs.k8s.io/controller-runtime/pkg/healthz"
+	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
+
+	vmv1 "github.com/replicakit/replicakit/examples/vmset/api/v1alpha1"
+	"github.com/replicakit/replicakit/examples/vmset/controllers"
+	"github.com/replicakit/replicakit/internal/vcsim"
+	"github.com/replicakit/replicakit/vmprovider/vsphere"
+)
+
+// serve runs the manager with opts until ctx ends, logging to stderr.
+func serve(ctx context.Context, opts options, stderr io.Writer) error {
+	log := newLogger(opts, stderr)
+	ctrl.SetLogger(log)
+	klog.SetLogger(log.WithName("client-go"))
+
+	restConfig, err := kubeconfig(opts.kubeconfig)
+	if err != nil {
+		return fmt.Errorf("kubeconfig: %w", err)
+	}
+
+	vc := opts.vsphere
+	if vc.URL == "" {
+		sim, err := vcsim.New()
+		if err != nil {
+			return err
+		}
+		defer sim.Close()
+		vc = sim.Config()
+		log.Info("no vCenter URL given: running the embedded vCenter simulator", "url", vc.URL, "username", vc.Username)
+		if opts.vcsimEnvFile != "" {
+			if err := writeGovcEnv(opts.vcsimEnvFile, sim); err != nil {
+				return err
+			}
+			log.Info("wrote govc settings for the simulator", "file", opts.vcsimEnvFile)
+		}
+	}
+	vc.MaxTasks = opts.vsphere.MaxTasks
+	provider, err := vsphere.New(ctx, vc)
+	if err != nil {
+		return err
+	}
+	defer func() { _ = provider.Close(context.WithoutCancel(ctx)) }()
+	log.Info("connected to vCenter", "config", vc.String())
+
+	scheme := runtime.NewScheme()
+	if err := clientgoscheme.AddToScheme(scheme); err != nil {
+		return err
+	}
+	if err := vmv1.AddToScheme(scheme); err != nil {
+		return err
+	}
+	mgr, err := ctrl.NewManager(restConfig, ctrl.Options{
+		Scheme:                        scheme,
+		Metrics:                       metricsserver.Options{BindAddress: opts.metricsAddr},
+		HealthProbeBindAddress:        opts.probeAddr,
+		LeaderElection:                opts.leaderElect,
+		LeaderElectionID:              opts.leaderElectionID,
+		LeaderElectionNamespace:       opts.leaderElectionNamespace,
+		LeaderElectionReleaseOnCancel: true,
+		Controller:                    ctrlconfig.Controller{MaxConcurrentReconciles: opts.concurrency},
+	})
+	if err != nil {
+		return fmt.Errorf("manager: %w", err)
+	}
+	if err := mgr.AddHealthzCheck("ping", healthz.Ping); err != nil {
+		return err
+	}
+	if err := mgr.AddReadyzCheck("ping", healthz.Ping); err != nil {
+		return err
+	}
+	if err := controllers.Setup(mgr, &controllers.VirtualMachineReconciler{Provider: provider}); err != nil {
+		return fmt.Errorf("controllers: %w", err)
+	}
+	log.Info("starting the manager", "leaderElection", opts.leaderElect, "metrics", opts.metricsAddr, "probes", opts.probeAddr)
+	return mgr.Start(ctx)
+}
+
+// newLogger returns a structured logger writing JSON or text to w.
+func newLogger(opts options, w io.Writer) logr.Logger {
+	ho := &slog.HandlerOptions{Level: opts.logLevel}
+	var h slog.Handler = slog.NewJSONHandler(w, ho)
+	if opts.logFormat == "text" {
+		h = slog.NewTextHandler(w, ho)
+	}
+	return logr.FromSlogHandler(h)
+}
+
+// kubeconfig loads path if set, else the usual places.
+func kubeconfig(path string) (*rest.Config, error) {
+	if path != "" {
+		return clientcmd.BuildConfigFromFlags("", path)
+	}
+	return config.GetConfig()
+}
+
+// writeGovcEnv writes govc's environment for sim to path (mode 0600) and its
+// certificate beside it, so that `. path; govc ls` inspects the simulator.
+func writeGovcEnv(path string, sim *vcsim.Sim) error {
+	ca := path + ".ca.pem"
+	if err := os.WriteFile(ca, sim.CA, 0o600); err != nil {
+		return err
+	}
+	abs, err := filepath.Abs(ca)
+	if err != nil {
+		return err
+	}
+	c := sim.Config()
+	env := fmt.Sprintf("GOVC_URL=%s\nGOVC_USERNAME=%s\nGOVC_PASSWORD=%s\nGOVC_TLS_CA_CERTS=%s\nGOVC_DATACENTER=%s\n",
+		c.URL, c.Username, c.Password, abs, c.Datacenter)
+	tmp := path + ".tmp"
+	if err := os.WriteFile(tmp, []byte(env), 0o600); err != nil {
+		return err
+	}
+	return os.Rename(tmp, path) // readers never see half a file
+}
