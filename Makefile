@@ -38,17 +38,18 @@ vet:
 test: tools fmt-check vet generate-check
 	go test -race -count=1 $(GO_PACKAGES)
 
-## generate: regenerate the example operator's deepcopy code and CRDs from
+## generate: regenerate the example operator's deepcopy code, CRDs and RBAC from
 ## the kubebuilder markers (both are committed).
 .PHONY: generate
 generate: tools
 	$(BIN)/controller-gen object paths=./examples/...
 	$(BIN)/controller-gen crd paths=./examples/... output:crd:artifacts:config=examples/vmset/config/crd/bases
+	$(BIN)/controller-gen rbac:roleName=vmset-manager paths=./examples/... output:rbac:artifacts:config=examples/vmset/config/rbac
 
 ## generate-check: fail when the committed generated code is stale.
 .PHONY: generate-check
 generate-check: generate
-	@git diff --exit-code --stat -- examples/vmset/api examples/vmset/config/crd || \
+	@git diff --exit-code --stat -- examples/vmset/api examples/vmset/config/crd examples/vmset/config/rbac || \
 		{ echo "generated code was stale: run 'make generate' and commit the result" >&2; exit 1; }
 
 ## bench: run the benchmarks and print each as a ratio against the baseline

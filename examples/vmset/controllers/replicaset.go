@@ -83,6 +83,17 @@ func copyMap(m map[string]string) map[string]string {
 	return out
 }
 
+// The replica-set controller's permissions: it reads sets and writes their
+// status, and creates, adopts, releases and deletes their VirtualMachines.
+// Setting blockOwnerDeletion on a VirtualMachine needs update on its owner's
+// finalizers.
+//
+// +kubebuilder:rbac:groups=vm.replicakit.io,resources=virtualmachinereplicasets,verbs=get;list;watch
+// +kubebuilder:rbac:groups=vm.replicakit.io,resources=virtualmachinereplicasets/status,verbs=patch
+// +kubebuilder:rbac:groups=vm.replicakit.io,resources=virtualmachinereplicasets/finalizers,verbs=update
+// +kubebuilder:rbac:groups=vm.replicakit.io,resources=virtualmachines,verbs=get;list;watch;create;patch;delete
+// +kubebuilder:rbac:groups=events.k8s.io,resources=events,verbs=create;patch
+
 // NewReplicaSetReconciler returns the VirtualMachineReplicaSet reconciler.
 func NewReplicaSetReconciler() *kube.Reconciler[*vmv1.VirtualMachineReplicaSet, *vmv1.VirtualMachine] {
 	return &kube.Reconciler[*vmv1.VirtualMachineReplicaSet, *vmv1.VirtualMachine]{

@@ -48,6 +48,14 @@ func VSphereName(vm *vmv1.VirtualMachine) string {
 	return name[:naming.MaxVSphereName-11] + "-" + hex.EncodeToString(sum[:5])
 }
 
+// The VirtualMachine controller's permissions, from which `make generate`
+// writes config/rbac/role.yaml:
+//
+// +kubebuilder:rbac:groups=vm.replicakit.io,resources=virtualmachines,verbs=get;list;watch;patch
+// +kubebuilder:rbac:groups=vm.replicakit.io,resources=virtualmachines/status,verbs=patch
+// +kubebuilder:rbac:groups=vm.replicakit.io,resources=virtualmachines/finalizers,verbs=update
+// +kubebuilder:rbac:groups=events.k8s.io,resources=events,verbs=create;patch
+
 // Reconcile implements reconcile.Reconciler.
 func (r *VirtualMachineReconciler) Reconcile(ctx context.Context, req reconcile.Request) (reconcile.Result, error) {
 	var vm vmv1.VirtualMachine

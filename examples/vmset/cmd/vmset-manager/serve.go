@@ -5,8 +5,6 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
-	"os"
-	"path/filepath"
 
 	"github.com/go-logr/logr"
 	"k8s.io/apimachinery/pkg/runtime"
@@ -47,7 +45,7 @@ func serve(ctx context.Context, opts options, stderr io.Writer) error {
 		vc = sim.Config()
 		log.Info("no vCenter URL given: running the embedded vCenter simulator", "url", vc.URL, "username", vc.Username)
 		if opts.vcsimEnvFile != "" {
-			if err := writeGovcEnv(opts.vcsimEnvFile, sim); err != nil {
+			if err := sim.WriteEnvFile(opts.vcsimEnvFile); err != nil {
 				return err
 			}
 			log.Info("wrote govc settings for the simulator", "file", opts.vcsimEnvFile)
@@ -110,25 +108,4 @@ func kubeconfig(path string) (*rest.Config, error) {
 		return clientcmd.BuildConfigFromFlags("", path)
 	}
 	return config.GetConfig()
-}
-
-// writeGovcEnv writes govc's environment for sim to path (mode 0600) and its
-// certificate beside it, so that `. path; govc ls` inspects the simulator.
-func writeGovcEnv(path string, sim *vcsim.Sim) error {
-	ca := path + ".ca.pem"
-	if err := os.WriteFile(ca, sim.CA, 0o600); err != nil {
-		return err
-	}
-	abs, err := filepath.Abs(ca)
-	if err != nil {
-		return err
-	}
-	c := sim.Config()
-	env := fmt.Sprintf("GOVC_URL=%s\nGOVC_USERNAME=%s\nGOVC_PASSWORD=%s\nGOVC_TLS_CA_CERTS=%s\nGOVC_DATACENTER=%s\n",
-		c.URL, c.Username, c.Password, abs, c.Datacenter)
-	tmp := path + ".tmp"
-	if err := os.WriteFile(tmp, []byte(env), 0o600); err != nil {
-		return err
-	}
-	return os.Rename(tmp, path) // readers never see half a file
 }

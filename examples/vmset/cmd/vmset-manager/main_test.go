@@ -1,0 +1,370 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"path/filepath"
+	"slices"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	coordinationv1 "k8s.io/api/coordination/v1"
+	corev1 "k8s.io/api/core/v1"
+	eventsv1 "k8s.io/api/events/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/util/wait"
+	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
+	"k8s.io/client-go/rest"
+	"k8s.io/client-go/tools/clientcmd"
+	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
+	"k8s.io/utils/ptr"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	vmv1 "github.com/replicakit/replicakit/examples/vmset/api/v1alpha1"
+	"github.com/replicakit/replicakit/internal/testenv"
+	"github.com/replicakit/replicakit/internal/vcsim"
+	"github.com/replicakit/replicakit/vmprovider/vsphere"
+)
+
+var env *testenv.Env
+
+func newScheme() *runtime.Scheme {
+	s := runtime.NewScheme()
+	_ = clientgoscheme.AddToScheme(s)
+	_ = vmv1.AddToScheme(s)
+	return s
+}
+
+func TestMain(m *testing.M) {
+	testenv.Main(m, &env, testenv.Options{
+		CRDDirectoryPaths: []string{filepath.Join("..", "..", "config", "crd", "bases")},
+		Scheme:            newScheme(),
+	})
+}
+
+const (
+	systemNS = "vmset-system"
+	account  = "vmset-manager"
+)
+
+// TestDeployment applies the deployment config, runs the manager as its
+// service account (leader election on, probes, metrics, the embedded
+// vCenter), and checks that the account can do what both controllers need
+// and that requests outside its role are refused.
+func TestDeployment(t *testing.T) {
+	e := env.Require(t)
+	ctx := context.Background()
+	config := filepath.Join("..", "..", "config", "default")
+
+	// The namespace first: a server-side dry run creates nothing, so the
+	// namespaced objects would otherwise find no namespace.
+	if err := e.Client.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: systemNS}}); err != nil {
+		t.Fatal(err)
+	}
+	if out, err := e.Kubectl(ctx, "apply", "--dry-run=server", "-k", config); err != nil {
+		t.Fatalf("dry run: %v\n%s", err, out)
+	}
+	var sa corev1.ServiceAccount
+	if err := e.Client.Get(ctx, client.ObjectKey{Namespace: systemNS, Name: account}, &sa); !apierrors.IsNotFound(err) {
+		t.Fatalf("the dry run created the service account (get: %v)", err)
+	}
+	if out, err := e.Kubectl(ctx, "apply", "-k", config); err != nil {
+		t.Fatalf("apply: %v\n%s", err, out)
+	}
+	token, err := e.Kubectl(ctx, "create", "token", account, "-n", systemNS, "--duration=1h")
+	if err != nil {
+		t.Fatal(err)
+	}
+	token = strings.TrimSpace(token)
+	dir := t.TempDir()
+	kubeconfig := filepath.Join(dir, "kubeconfig")
+	writeKubeconfig(t, kubeconfig, e.Config, token)
+
+	metricsAddr, probeAddr := freeAddr(t), freeAddr(t)
+	govcEnv := filepath.Join(dir, "govc.env")
+	logs := &lockedBuffer{}
+	runCtx, stop := context.WithCancel(ctx)
+	done := make(chan error, 1)
+	go func() {
+		done <- run(runCtx, []string{
+			"--kubeconfig=" + kubeconfig,
+			"--leader-elect", "--leader-election-namespace=" + systemNS,
+			"--metrics-bind-address=" + metricsAddr,
+			"--health-probe-bind-address=" + probeAddr,
+			"--vcsim-env-file=" + govcEnv,
+			// vcsim v0.56.0 races with itself on concurrent tasks under
+			// the race detector; one task at a time keeps the test clean.
+			"--vsphere-max-tasks=1",
+		}, logs)
+	}()
+	t.Cleanup(func() {
+		if t.Failed() {
+			t.Logf("the manager's last logs:\n%s", logs.tail(4000))
+		}
+	})
+	stopped := false
+	defer func() {
+		if !stopped {
+			stop()
+			<-done
+		}
+	}()
+
+	for _, path := range []string{"/healthz", "/readyz"} {
+		if body := poll(t, "http://"+probeAddr+path, "ok"); body == "" {
+			t.Fatalf("%s never answered ok; logs:\n%s", path, logs.tail(3000))
+		}
+	}
+	var lease coordinationv1.Lease
+	waitFor(t, "the leader election lease held", func(ctx context.Context) (bool, error) {
+		err := e.Client.Get(ctx, client.ObjectKey{Namespace: systemNS, Name: "vmset.replicakit.io"}, &lease)
+		return err == nil && ptr.Deref(lease.Spec.HolderIdentity, "") != "", client.IgnoreNotFound(err)
+	})
+	vc, err := vcsim.ReadEnvFile(govcEnv)
+	if err != nil {
+		t.Fatal(err)
+	}
+
+	// What the controllers need: a set of 2, scaled to 1, then deleted.
+	const ns = "apps"
+	if err := e.Client.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}); err != nil {
+		t.Fatal(err)
+	}
+	set := newSet(ns, "web", 2)
+	if err := e.Client.Create(ctx, set); err != nil {
+		t.Fatal(err)
+	}
+	settle(t, e, vc, ns, 2)
+	if _, err := e.Kubectl(ctx, "scale", "vmreplicaset", "web", "-n", ns, "--replicas=1"); err != nil {
+		t.Fatal(err)
+	}
+	settle(t, e, vc, ns, 1)
+	var events eventsv1.EventList
+	if err := e.Client.List(ctx, &events, client.InNamespace(ns)); err != nil {
+		t.Fatal(err)
+	}
+	reasons := map[string]bool{}
+	for _, ev := range events.Items {
+		reasons[ev.Reason] = true
+	}
+	for _, want := range []string{"SuccessfulCreate", "SuccessfulDelete", "Created"} {
+		if !reasons[want] {
+			t.Errorf("no %s event recorded by the service account; reasons: %v", want, reasons)
+		}
+	}
+	if body := poll(t, "http://"+metricsAddr+"/metrics", `replicakit_children_created_total{kind="VirtualMachineReplicaSet"} 2`); body == "" {
+		t.Errorf("metrics lack the binding's counters")
+	}
+	if err := e.Client.Delete(ctx, set); err != nil {
+		t.Fatal(err)
+	}
+	settle(t, e, vc, ns, 0)
+
+	refused(t, e, token, ns)
+
+	stop()
+	stopped = true
+	if err := <-done; err != nil {
+		t.Errorf("run returned %v after cancel", err)
+	}
+	if err := e.Client.Get(ctx, client.ObjectKeyFromObject(&lease), &lease); err != nil || ptr.Deref(lease.Spec.HolderIdentity, "") != "" {
+		t.Errorf("lease not released on shutdown: holder %q, %v", ptr.Deref(lease.Spec.HolderIdentity, ""), err)
+	}
+	checkLogs(t, logs.String())
+}
+
+// refused checks that requests outside the manager's role fail as the
+// service account.
+func refused(t *testing.T, e *testenv.Env, token, ns string) {
+	t.Helper()
+	cfg := rest.AnonymousClientConfig(e.Config)
+	cfg.BearerToken = token
+	c, err := client.New(cfg, client.Options{Scheme: newScheme()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx := context.Background()
+	for _, tt := range []struct {
+		what string
+		do   func() error
+	}{
+		{"list secrets", func() error { return c.List(ctx, &corev1.SecretList{}) }},
+		{"create a pod", func() error {
+			return c.Create(ctx, &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "p"},
+				Spec: corev1.PodSpec{Containers: []corev1.Container{{Name: "c", Image: "x"}}}})
+		}},
+		{"delete a namespace", func() error {
+			return c.Delete(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}})
+		}},
+		{"create a set (the controllers only read sets)", func() error { return c.Create(ctx, newSet(ns, "mine", 1)) }},
+		{"update a VirtualMachine (the controllers patch)", func() error {
+			return c.Update(ctx, &vmv1.VirtualMachine{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "x"}})
+		}},
+		{"take a lease outside its namespace", func() error {
+			return c.Create(ctx, &coordinationv1.Lease{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "l"}})
+		}},
+	} {
+		if err := tt.do(); !apierrors.IsForbidden(err) {
+			t.Errorf("as %s, %s: %v; want Forbidden", account, tt.what, err)
+		}
+	}
+	// And one it may do, so the refusals above are not a broken client.
+	if err := c.List(ctx, &vmv1.VirtualMachineList{}); err != nil {
+		t.Errorf("as %s, list VirtualMachines: %v", account, err)
+	}
+}
+
+// checkLogs requires JSON log lines, the simulator announced, and no
+// permission refused to the manager.
+func checkLogs(t *testing.T, logs string) {
+	t.Helper()
+	var sawSim bool
+	for line := range strings.Lines(logs) {
+		var rec map[string]any
+		if err := json.Unmarshal([]byte(line), &rec); err != nil {
+			t.Errorf("log line is not JSON: %q", line)
+			continue
+		}
+		if rec["msg"] == "no vCenter URL given: running the embedded vCenter simulator" {
+			sawSim = true
+		}
+		if strings.Contains(strings.ToLower(line), "forbidden") {
+			t.Errorf("the manager was refused a request: %s", line)
+		}
+	}
+	if !sawSim {
+		t.Errorf("the logs do not announce the embedded simulator")
+	}
+}
+
+func newSet(ns, name string, n int32) *vmv1.VirtualMachineReplicaSet {
+	return &vmv1.VirtualMachineReplicaSet{
+		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name},
+		Spec: vmv1.VirtualMachineReplicaSetSpec{
+			Replicas: ptr.To(n),
+			Selector: &vmv1.LabelSelector{MatchLabels: map[string]string{"app": name}},
+			Template: vmv1.VirtualMachineTemplate{
+				Metadata: vmv1.TemplateMetadata{Labels: map[string]string{"app": name}},
+				Spec:     vmv1.VirtualMachineSpec{CPUs: 1, MemoryMiB: 256},
+			},
+		},
+	}
+}
+
+// settle waits until ns holds n live, powered-on VirtualMachines and vCenter
+// holds exactly their VMs, read over the vSphere API.
+func settle(t *testing.T, e *testenv.Env, vc vsphere.Config, ns string, n int) {
+	t.Helper()
+	var have, inVC []string
+	defer func() {
+		if t.Failed() {
+			t.Logf("in %s: Kubernetes has %v, vCenter %v", ns, have, inVC)
+		}
+	}()
+	waitFor(t, fmt.Sprintf("%d VMs in %s", n, ns), func(ctx context.Context) (bool, error) {
+		var l vmv1.VirtualMachineList
+		if err := e.Client.List(ctx, &l, client.InNamespace(ns)); err != nil {
+			return false, err
+		}
+		have = nil
+		for _, vm := range l.Items {
+			if vm.DeletionTimestamp != nil || vm.Status.PowerState != "PoweredOn" {
+				return false, nil
+			}
+			have = append(have, ns+"-"+vm.Name)
+		}
+		all, err := vcsim.VMNames(ctx, vc)
+		if err != nil {
+			return false, err
+		}
+		inVC = slices.DeleteFunc(all, func(s string) bool { return !strings.HasPrefix(s, ns+"-") })
+		slices.Sort(have)
+		return len(have) == n && slices.Equal(have, inVC), nil
+	})
+}
+
+func waitFor(t *testing.T, what string, cond func(context.Context) (bool, error)) {
+	t.Helper()
+	if err := wait.PollUntilContextTimeout(context.Background(), 100*time.Millisecond, 60*time.Second, true, cond); err != nil {
+		t.Fatalf("waiting for %s: %v", what, err)
+	}
+}
+
+// poll GETs url until the body holds want, for up to a minute; it returns
+// the body, or "" when it never did.
+func poll(t *testing.T, url, want string) string {
+	t.Helper()
+	var body string
+	_ = wait.PollUntilContextTimeout(context.Background(), 100*time.Millisecond, 60*time.Second, true, func(ctx context.Context) (bool, error) {
+		res, err := http.Get(url)
+		if err != nil {
+			return false, nil
+		}
+		defer res.Body.Close()
+		b, _ := io.ReadAll(res.Body)
+		body = string(b)
+		return res.StatusCode == http.StatusOK && strings.Contains(body, want), nil
+	})
+	if !strings.Contains(body, want) {
+		t.Errorf("GET %s: never held %q; last body %.300q", url, want, body)
+		return ""
+	}
+	return body
+}
+
+// freeAddr returns a loopback address with a port free a moment ago.
+func freeAddr(t *testing.T) string {
+	t.Helper()
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Close()
+	return l.Addr().String()
+}
+
+// writeKubeconfig writes a kubeconfig for the API server in cfg that
+// authenticates with token.
+func writeKubeconfig(t *testing.T, path string, cfg *rest.Config, token string) {
+	t.Helper()
+	kc := clientcmdapi.NewConfig()
+	kc.Clusters["envtest"] = &clientcmdapi.Cluster{Server: cfg.Host, CertificateAuthorityData: cfg.CAData}
+	kc.AuthInfos[account] = &clientcmdapi.AuthInfo{Token: token}
+	kc.Contexts[account] = &clientcmdapi.Context{Cluster: "envtest", AuthInfo: account}
+	kc.CurrentContext = account
+	if err := clientcmd.WriteToFile(*kc, path); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// lockedBuffer collects the manager's logs while the test reads them.
+type lockedBuffer struct {
+	mu  sync.Mutex
+	buf bytes.Buffer
+}
+
+func (b *lockedBuffer) Write(p []byte) (int, error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.Write(p)
+}
+
+func (b *lockedBuffer) String() string {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.String()
+}
+
+func (b *lockedBuffer) tail(n int) string {
+	s := b.String()
+	return s[max(len(s)-n, 0):]
+}

@@ -1,0 +1,109 @@
+package vcsim
+
+import (
+	"context"
+	"fmt"
+	"net/url"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+
+	"github.com/vmware/govmomi/session"
+	"github.com/vmware/govmomi/view"
+	"github.com/vmware/govmomi/vim25"
+	"github.com/vmware/govmomi/vim25/mo"
+	"github.com/vmware/govmomi/vim25/soap"
+
+	"github.com/replicakit/replicakit/vmprovider/vsphere"
+)
+
+// WriteEnvFile writes govc's environment for the simulator to path (mode
+// 0600) and its certificate to path+".ca.pem", so that `. path; govc ls`
+// inspects it from another process. Readers never see half a file.
+func (s *Sim) WriteEnvFile(path string) error {
+	ca, err := filepath.Abs(path + ".ca.pem")
+	if err != nil {
+		return err
+	}
+	if err := os.WriteFile(ca, s.CA, 0o600); err != nil {
+		return err
+	}
+	c := s.Config()
+	env := fmt.Sprintf("GOVC_URL=%s\nGOVC_USERNAME=%s\nGOVC_PASSWORD=%s\nGOVC_TLS_CA_CERTS=%s\nGOVC_DATACENTER=%s\n",
+		c.URL, c.Username, c.Password, ca, c.Datacenter)
+	tmp := path + ".tmp"
+	if err := os.WriteFile(tmp, []byte(env), 0o600); err != nil {
+		return err
+	}
+	return os.Rename(tmp, path)
+}
+
+// ReadEnvFile reads a file written by WriteEnvFile back into a provider
+// configuration (URL, credentials, CA file and datacenter).
+func ReadEnvFile(path string) (vsphere.Config, error) {
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return vsphere.Config{}, err
+	}
+	var c vsphere.Config
+	for line := range strings.Lines(string(b)) {
+		k, v, _ := strings.Cut(strings.TrimSpace(line), "=")
+		switch k {
+		case "GOVC_URL":
+			c.URL = v
+		case "GOVC_USERNAME":
+			c.Username = v
+		case "GOVC_PASSWORD":
+			c.Password = v
+		case "GOVC_TLS_CA_CERTS":
+			c.CAFile = v
+		case "GOVC_DATACENTER":
+			c.Datacenter = v
+		}
+	}
+	if c.URL == "" || c.Username == "" {
+		return c, fmt.Errorf("vcsim: %s holds no GOVC_URL or GOVC_USERNAME", path)
+	}
+	return c, nil
+}
+
+// VMNames logs in to the vCenter that cfg reaches (the simulator or any
+// other) and returns the sorted names of every VM in its inventory, to check
+// what an operator did through the real protocol.
+func VMNames(ctx context.Context, cfg vsphere.Config) ([]string, error) {
+	u, err := soap.ParseURL(cfg.URL)
+	if err != nil {
+		return nil, err
+	}
+	sc := soap.NewClient(u, cfg.Insecure)
+	if cfg.CAFile != "" {
+		if err := sc.SetRootCAs(cfg.CAFile); err != nil {
+			return nil, err
+		}
+	}
+	vc, err := vim25.NewClient(ctx, sc)
+	if err != nil {
+		return nil, err
+	}
+	sm := session.NewManager(vc)
+	if err := sm.Login(ctx, url.UserPassword(cfg.Username, cfg.Password)); err != nil {
+		return nil, err
+	}
+	defer func() { _ = sm.Logout(context.WithoutCancel(ctx)) }()
+	v, err := view.NewManager(vc).CreateContainerView(ctx, vc.ServiceContent.RootFolder, []string{"VirtualMachine"}, true)
+	if err != nil {
+		return nil, err
+	}
+	defer func() { _ = v.Destroy(context.WithoutCancel(ctx)) }()
+	var vms []mo.VirtualMachine
+	if err := v.Retrieve(ctx, []string{"VirtualMachine"}, []string{"name"}, &vms); err != nil {
+		return nil, err
+	}
+	names := make([]string, 0, len(vms))
+	for _, vm := range vms {
+		names = append(names, vm.Name)
+	}
+	slices.Sort(names)
+	return names, nil
+}
