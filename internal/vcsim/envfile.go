@@ -2,6 +2,7 @@ package vcsim
 
 import (
 	"context"
+	"crypto/x509"
 	"fmt"
 	"net/url"
 	"os"
@@ -69,7 +70,7 @@ func ReadEnvFile(path string) (vsphere.Config, error) {
 }
 
 // VMNames logs in to the vCenter that cfg reaches (the simulator or any
-// other) and returns the sorted names of every VM in its inventory, to check
+// other; URL, credentials and CAFile or CABundle are used) and returns the sorted names of every VM in its inventory, to check
 // what an operator did through the real protocol.
 func VMNames(ctx context.Context, cfg vsphere.Config) ([]string, error) {
 	u, err := soap.ParseURL(cfg.URL)
@@ -81,6 +82,10 @@ func VMNames(ctx context.Context, cfg vsphere.Config) ([]string, error) {
 		if err := sc.SetRootCAs(cfg.CAFile); err != nil {
 			return nil, err
 		}
+	} else if len(cfg.CABundle) > 0 {
+		pool := x509.NewCertPool()
+		pool.AppendCertsFromPEM(cfg.CABundle)
+		sc.DefaultTransport().TLSClientConfig.RootCAs = pool
 	}
 	vc, err := vim25.NewClient(ctx, sc)
 	if err != nil {

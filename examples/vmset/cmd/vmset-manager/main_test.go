@@ -9,7 +9,6 @@ import (
 	"net"
 	"net/http"
 	"path/filepath"
-	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -32,6 +31,7 @@ import (
 	vmv1 "github.com/replicakit/replicakit/examples/vmset/api/v1alpha1"
 	"github.com/replicakit/replicakit/internal/testenv"
 	"github.com/replicakit/replicakit/internal/vcsim"
+	"github.com/replicakit/replicakit/internal/vmcheck"
 	"github.com/replicakit/replicakit/vmprovider/vsphere"
 )
 
@@ -264,31 +264,16 @@ func newSet(ns, name string, n int32) *vmv1.VirtualMachineReplicaSet {
 // holds exactly their VMs, read over the vSphere API.
 func settle(t *testing.T, e *testenv.Env, vc vsphere.Config, ns string, n int) {
 	t.Helper()
-	var have, inVC []string
+	var st vmcheck.State
 	defer func() {
 		if t.Failed() {
-			t.Logf("in %s: Kubernetes has %v, vCenter %v", ns, have, inVC)
+			t.Logf("in %s: %v", ns, st)
 		}
 	}()
 	waitFor(t, fmt.Sprintf("%d VMs in %s", n, ns), func(ctx context.Context) (bool, error) {
-		var l vmv1.VirtualMachineList
-		if err := e.Client.List(ctx, &l, client.InNamespace(ns)); err != nil {
-			return false, err
-		}
-		have = nil
-		for _, vm := range l.Items {
-			if vm.DeletionTimestamp != nil || vm.Status.PowerState != "PoweredOn" {
-				return false, nil
-			}
-			have = append(have, ns+"-"+vm.Name)
-		}
-		all, err := vcsim.VMNames(ctx, vc)
-		if err != nil {
-			return false, err
-		}
-		inVC = slices.DeleteFunc(all, func(s string) bool { return !strings.HasPrefix(s, ns+"-") })
-		slices.Sort(have)
-		return len(have) == n && slices.Equal(have, inVC), nil
+		var err error
+		st, err = vmcheck.Observe(ctx, e.Client, vc, ns, "")
+		return err == nil && st.Settled(n), err
 	})
 }
 

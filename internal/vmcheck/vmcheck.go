@@ -1,0 +1,99 @@
+// Package vmcheck observes the example operator's work from both sides, the
+// VirtualMachine objects in Kubernetes and the VMs in vCenter read over the
+// vSphere API, for its tests and for `make demo`.
+package vmcheck
+
+import (
+	"context"
+	"fmt"
+	"slices"
+	"strings"
+
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	vmv1 "github.com/replicakit/replicakit/examples/vmset/api/v1alpha1"
+	"github.com/replicakit/replicakit/examples/vmset/controllers"
+	"github.com/replicakit/replicakit/internal/vcsim"
+	"github.com/replicakit/replicakit/vmprovider/vsphere"
+)
+
+// State is what one namespace holds at a moment.
+type State struct {
+	// Live are the names of the VirtualMachines not being deleted, sorted;
+	// LiveOn those of them powered on.
+	Live, LiveOn []string
+	// Deleting are the names of the VirtualMachines being deleted, sorted.
+	Deleting []string
+	// Want are the vSphere names of all the VirtualMachines, sorted.
+	Want []string
+	// VCenter are the names of the namespace's VMs in vCenter, sorted.
+	VCenter []string
+	// Set is the replica set asked for, nil when it does not exist.
+	Set *vmv1.VirtualMachineReplicaSet
+}
+
+// Observe reads the VirtualMachines of ns, the set named set (if not
+// empty) and the VMs in vCenter whose names start with ns and '-'.
+func Observe(ctx context.Context, c client.Client, vc vsphere.Config, ns, set string) (State, error) {
+	var s State
+	var l vmv1.VirtualMachineList
+	if err := c.List(ctx, &l, client.InNamespace(ns)); err != nil {
+		return s, err
+	}
+	for _, vm := range l.Items {
+		s.Want = append(s.Want, controllers.VSphereName(&vm))
+		switch {
+		case vm.DeletionTimestamp != nil:
+			s.Deleting = append(s.Deleting, vm.Name)
+		case vm.Status.PowerState == string(vmv1.PoweredOn):
+			s.LiveOn = append(s.LiveOn, vm.Name)
+			fallthrough
+		default:
+			s.Live = append(s.Live, vm.Name)
+		}
+	}
+	if set != "" {
+		s.Set = &vmv1.VirtualMachineReplicaSet{}
+		err := c.Get(ctx, client.ObjectKey{Namespace: ns, Name: set}, s.Set)
+		if apierrors.IsNotFound(err) {
+			s.Set = nil
+		} else if err != nil {
+			return s, err
+		}
+	}
+	all, err := vcsim.VMNames(ctx, vc)
+	if err != nil {
+		return s, fmt.Errorf("list vCenter VMs: %w", err)
+	}
+	s.VCenter = slices.DeleteFunc(all, func(n string) bool { return !strings.HasPrefix(n, ns+"-") })
+	for _, l := range [][]string{s.Live, s.LiveOn, s.Deleting, s.Want} {
+		slices.Sort(l)
+	}
+	return s, nil
+}
+
+// Settled reports whether the namespace holds exactly n VirtualMachines, all
+// powered on and none being deleted, vCenter holds exactly their VMs, and
+// the set (when observed) reports n replicas, all ready.
+func (s State) Settled(n int) bool {
+	if len(s.Deleting) > 0 || len(s.LiveOn) != n || len(s.Live) != n || !slices.Equal(s.Want, s.VCenter) {
+		return false
+	}
+	if s.Set == nil {
+		return true
+	}
+	st := s.Set.Status
+	return st.ObservedGeneration == s.Set.Generation && st.Replicas == int32(n) && st.ReadyReplicas == int32(n)
+}
+
+// String describes the state for a failure message.
+func (s State) String() string {
+	out := fmt.Sprintf("Kubernetes: live %v (powered on %v), deleting %v; vCenter: %v (want %v)", s.Live, s.LiveOn, s.Deleting, s.VCenter, s.Want)
+	if s.Set != nil {
+		st := s.Set.Status
+		out += fmt.Sprintf("; set: replicas %d, ready %d, terminating %d, observed generation %d of %d",
+			st.Replicas, st.ReadyReplicas, st.TerminatingReplicas, st.ObservedGeneration, s.Set.Generation)
+	}
+	return out
+}
