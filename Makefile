@@ -59,11 +59,23 @@ bench:
 	go test -run '^$$' -bench . -benchmem -count $(BENCH_COUNT) -benchtime $(BENCH_TIME) $(GO_PACKAGES) \
 		| go run ./internal/cmd/benchratio
 
-## demo: play the example operator's story end to end (arrives with the
-## example operator).
+## manager: build the example operator into bin/vmset-manager.
+.PHONY: manager
+manager:
+	go build -o $(BIN)/vmset-manager ./examples/vmset/cmd/vmset-manager
+
+## demo: start etcd, kube-apiserver, kube-controller-manager and the example
+## operator on its embedded vCenter simulator, play the seed's story with
+## kubectl, check Kubernetes and vCenter at each step, and stop everything.
 .PHONY: demo
-demo: tools
-	@echo "make demo: the example operator is not built yet; see the README's status section." >&2; exit 1
+demo: tools manager
+	go run ./examples/vmset/cmd/vmset-demo -manager $(BIN)/vmset-manager
+
+## run: start the same environment and keep it running until Ctrl-C,
+## printing the kubeconfig and commands to try.
+.PHONY: run
+run: tools manager
+	go run ./examples/vmset/cmd/vmset-demo -manager $(BIN)/vmset-manager -keep
 
 ## clean: remove built tools.
 .PHONY: clean

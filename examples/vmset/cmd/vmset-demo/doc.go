@@ -1,0 +1,12 @@
+// Command vmset-demo plays the example operator's story on real components:
+// it starts etcd, kube-apiserver and kube-controller-manager (the garbage
+// collector) from bin/, starts vmset-manager on its embedded vCenter
+// simulator, and then, with the real kubectl, creates a set of three VMs,
+// scales it to one and to two and deletes it. After every step it checks the
+// VirtualMachines in Kubernetes and the VMs in vCenter (over the vSphere API)
+// and exits 1 on any mismatch. It stops every process it started, also on
+// Ctrl-C.
+//
+// With -keep it starts the same environment, prints how to reach it, and
+// keeps it running until Ctrl-C. `make demo` and `make run` call it.
+package main

@@ -1,0 +1,111 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"os"
+	"os/signal"
+	"path/filepath"
+	"syscall"
+
+	"k8s.io/apimachinery/pkg/runtime"
+	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
+
+	vmv1 "github.com/replicakit/replicakit/examples/vmset/api/v1alpha1"
+	"github.com/replicakit/replicakit/internal/testenv"
+)
+
+func main() {
+	var o options
+	flag.StringVar(&o.manager, "manager", "bin/vmset-manager", "the vmset-manager binary")
+	flag.StringVar(&o.config, "config", "examples/vmset/config", "the example operator's config folder (CRDs, samples)")
+	flag.BoolVar(&o.keep, "keep", false, "start everything and keep it running until Ctrl-C instead of playing the story")
+	flag.Parse()
+
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	err := run(ctx, o)
+	switch {
+	case err == nil:
+	case errors.Is(err, context.Canceled):
+		fmt.Fprintln(os.Stderr, "vmset-demo: interrupted; everything it started is stopped")
+		os.Exit(130)
+	default:
+		fmt.Fprintln(os.Stderr, "vmset-demo: FAILED:", err)
+		os.Exit(1)
+	}
+}
+
+type options struct {
+	manager string
+	config  string
+	keep    bool
+}
+
+// run starts the control plane and the operator, plays the story or waits,
+// and stops everything.
+func run(ctx context.Context, o options) (err error) {
+	scheme := runtime.NewScheme()
+	if err := clientgoscheme.AddToScheme(scheme); err != nil {
+		return err
+	}
+	if err := vmv1.AddToScheme(scheme); err != nil {
+		return err
+	}
+	fmt.Println("Starting etcd, kube-apiserver and kube-controller-manager (garbage collector) from bin/ ...")
+	env, err := testenv.Start(testenv.Options{
+		CRDDirectoryPaths: []string{filepath.Join(o.config, "crd", "bases")},
+		Scheme:            scheme,
+	})
+	if err != nil {
+		return err
+	}
+	defer func() { err = errors.Join(err, env.Stop()) }()
+	fmt.Printf("Control plane up in %v; CRDs installed.\n", env.Started.Round(100_000_000))
+
+	dir, err := os.MkdirTemp("", "vmset-demo-")
+	if err != nil {
+		return err
+	}
+	defer os.RemoveAll(dir)
+	m, err := startManager(ctx, o.manager, env.Kubeconfig, dir)
+	if err != nil {
+		return err
+	}
+	defer func() { err = errors.Join(err, m.stop()) }()
+	fmt.Printf("vmset-manager running on the embedded vCenter simulator at %s (logs: %s).\n\n", m.vcenter.URL, m.log)
+
+	if o.keep {
+		printHowTo(env, m, o)
+		<-ctx.Done()
+		fmt.Println("\nStopping ...")
+		return nil
+	}
+	s := &story{env: env, vc: m.vcenter, ns: "demo", sample: filepath.Join(o.config, "samples", "vmreplicaset.yaml"), dead: m.exited}
+	if err := s.play(ctx); err != nil {
+		return fmt.Errorf("%w\n(the manager's logs were in %s; its last lines:)\n%s", err, m.log, m.tail(3000))
+	}
+	fmt.Println("\nThe demo passed: at every step Kubernetes and vCenter held what the story asked for.")
+	return nil
+}
+
+func printHowTo(env *testenv.Env, m *manager, o options) {
+	kubectl := filepath.Join(env.BinDir, "kubectl")
+	fmt.Printf(`The example operator is running. In another shell:
+
+  export KUBECONFIG=%s
+  alias kubectl=%s
+  kubectl create namespace demo
+  kubectl apply -n demo -f %s
+  kubectl get vmreplicaset,vm -n demo -o wide
+  kubectl scale vmreplicaset test-rs -n demo --replicas=5
+  kubectl delete vmreplicaset test-rs -n demo
+
+vCenter (the simulator) for govc, if you have it: set -a; . %s; set +a; govc ls /DC0/vm
+The manager's logs: %s
+
+Press Ctrl-C to stop everything.
+`, env.Kubeconfig, kubectl, filepath.Join(o.config, "samples", "vmreplicaset.yaml"), m.govcEnv, m.log)
+}

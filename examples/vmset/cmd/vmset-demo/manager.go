@@ -1,0 +1,108 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"syscall"
+	"time"
+
+	"github.com/replicakit/replicakit/internal/vcsim"
+	"github.com/replicakit/replicakit/vmprovider/vsphere"
+)
+
+// manager is a running vmset-manager process.
+type manager struct {
+	cmd     *exec.Cmd
+	log     string // its log file
+	govcEnv string // govc's settings for its simulator
+	vcenter vsphere.Config
+	exited  chan struct{}
+}
+
+// startManager starts the binary on its embedded simulator, in its own
+// process group (killed should this program die), and waits until it is
+// ready.
+func startManager(ctx context.Context, bin, kubeconfig, dir string) (*manager, error) {
+	probes, err := freeAddr()
+	if err != nil {
+		return nil, err
+	}
+	m := &manager{log: filepath.Join(dir, "manager.log"), govcEnv: filepath.Join(dir, "govc.env"), exited: make(chan struct{})}
+	logf, err := os.Create(m.log)
+	if err != nil {
+		return nil, err
+	}
+	defer logf.Close()
+	m.cmd = exec.Command(bin,
+		"--kubeconfig="+kubeconfig,
+		"--vcsim-env-file="+m.govcEnv,
+		"--health-probe-bind-address="+probes,
+		"--metrics-bind-address=0",
+		"--log-format=text",
+	)
+	m.cmd.Stdout, m.cmd.Stderr = logf, logf
+	m.cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
+	if err := m.cmd.Start(); err != nil {
+		return nil, fmt.Errorf("start %s: %w (make demo builds it)", bin, err)
+	}
+	go func() { _ = m.cmd.Wait(); close(m.exited) }()
+
+	deadline := time.After(60 * time.Second)
+	for {
+		select {
+		case <-ctx.Done():
+			return nil, errors.Join(ctx.Err(), m.stop())
+		case <-m.exited:
+			return nil, fmt.Errorf("vmset-manager exited at start: %s", m.tail(3000))
+		case <-deadline:
+			return nil, errors.Join(fmt.Errorf("vmset-manager not ready after 60s: %s", m.tail(3000)), m.stop())
+		case <-time.After(100 * time.Millisecond):
+		}
+		res, err := http.Get("http://" + probes + "/readyz")
+		if err != nil {
+			continue
+		}
+		res.Body.Close()
+		if res.StatusCode != http.StatusOK {
+			continue
+		}
+		if m.vcenter, err = vcsim.ReadEnvFile(m.govcEnv); err != nil {
+			return nil, errors.Join(err, m.stop())
+		}
+		return m, nil
+	}
+}
+
+// stop ends the process: SIGTERM, then SIGKILL after ten seconds.
+func (m *manager) stop() error {
+	_ = syscall.Kill(-m.cmd.Process.Pid, syscall.SIGTERM)
+	select {
+	case <-m.exited:
+		return nil
+	case <-time.After(10 * time.Second):
+		_ = syscall.Kill(-m.cmd.Process.Pid, syscall.SIGKILL)
+		<-m.exited
+		return errors.New("vmset-manager did not stop within 10s of SIGTERM; killed")
+	}
+}
+
+// tail returns the last n bytes of the log.
+func (m *manager) tail(n int) string {
+	b, _ := os.ReadFile(m.log)
+	return string(b[max(len(b)-n, 0):])
+}
+
+func freeAddr() (string, error) {
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return "", err
+	}
+	defer l.Close()
+	return l.Addr().String(), nil
+}
