@@ -59,6 +59,13 @@ bench:
 	go test -run '^$$' -bench . -benchmem -count $(BENCH_COUNT) -benchtime $(BENCH_TIME) $(GO_PACKAGES) \
 		| go run ./internal/cmd/benchratio
 
+## chaos: the example operator's chaos suite at full size (API faults, a
+## lagging cache, vCenter faults, restarts, foreign objects), printing its
+## table; `make test` runs it small.
+.PHONY: chaos
+chaos: tools
+	REPLICAKIT_CHAOS=large go test -race -count=1 -v -run TestChaos -timeout 30m ./examples/vmset/chaos
+
 ## manager: build the example operator into bin/vmset-manager.
 .PHONY: manager
 manager:

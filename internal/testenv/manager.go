@@ -2,6 +2,7 @@ package testenv
 
 import (
 	"context"
+	"sync"
 	"testing"
 
 	"k8s.io/apimachinery/pkg/runtime"
@@ -14,8 +15,10 @@ import (
 // StartManager runs a controller-runtime manager against the environment
 // until the test ends, with setup registering its controllers. Metrics and
 // probes are off and controller names may repeat across tests; edit may
-// change further options (a NewClient with an interceptor, say).
-func (e *Env) StartManager(t testing.TB, scheme *runtime.Scheme, setup func(ctrl.Manager) error, edit ...func(*ctrl.Options)) {
+// change further options (a NewClient with an interceptor, say). The
+// returned function stops the manager and waits for it, as the test's end
+// does; calling it again does nothing.
+func (e *Env) StartManager(t testing.TB, scheme *runtime.Scheme, setup func(ctrl.Manager) error, edit ...func(*ctrl.Options)) (stop func()) {
 	t.Helper()
 	opts := ctrl.Options{
 		Scheme:                 scheme,
@@ -36,10 +39,15 @@ func (e *Env) StartManager(t testing.TB, scheme *runtime.Scheme, setup func(ctrl
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)
 	go func() { done <- mgr.Start(ctx) }()
-	t.Cleanup(func() {
-		cancel()
-		if err := <-done; err != nil {
-			t.Errorf("manager: %v", err)
-		}
-	})
+	var once sync.Once
+	stop = func() {
+		once.Do(func() {
+			cancel()
+			if err := <-done; err != nil {
+				t.Errorf("manager: %v", err)
+			}
+		})
+	}
+	t.Cleanup(stop)
+	return stop
 }

@@ -7,6 +7,7 @@ import (
 	"strings"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	vmv1 "github.com/replicakit/replicakit/examples/vmset/api/v1alpha1"
@@ -22,6 +23,9 @@ type State struct {
 	Live, LiveOn []string
 	// Deleting are the names of the VirtualMachines being deleted, sorted.
 	Deleting []string
+	// Foreign are the names of the VirtualMachines that the set, when it
+	// exists, does not control; they count in none of the lists above.
+	Foreign []string
 	// Want are the vSphere names of all the VirtualMachines, sorted.
 	Want []string
 	// VCenter are the names of the namespace's VMs in vCenter, sorted.
@@ -38,18 +42,6 @@ func Observe(ctx context.Context, c client.Client, vc vsphere.Config, ns, set st
 	if err := c.List(ctx, &l, client.InNamespace(ns)); err != nil {
 		return s, err
 	}
-	for _, vm := range l.Items {
-		s.Want = append(s.Want, controllers.VSphereName(&vm))
-		switch {
-		case vm.DeletionTimestamp != nil:
-			s.Deleting = append(s.Deleting, vm.Name)
-		case vm.Status.PowerState == string(vmv1.PoweredOn):
-			s.LiveOn = append(s.LiveOn, vm.Name)
-			fallthrough
-		default:
-			s.Live = append(s.Live, vm.Name)
-		}
-	}
 	if set != "" {
 		s.Set = &vmv1.VirtualMachineReplicaSet{}
 		err := c.Get(ctx, client.ObjectKey{Namespace: ns, Name: set}, s.Set)
@@ -59,20 +51,36 @@ func Observe(ctx context.Context, c client.Client, vc vsphere.Config, ns, set st
 			return s, err
 		}
 	}
+	for _, vm := range l.Items {
+		s.Want = append(s.Want, controllers.VSphereName(&vm))
+		ref := metav1.GetControllerOfNoCopy(&vm)
+		switch {
+		case s.Set != nil && (ref == nil || ref.UID != s.Set.UID):
+			s.Foreign = append(s.Foreign, vm.Name)
+		case vm.DeletionTimestamp != nil:
+			s.Deleting = append(s.Deleting, vm.Name)
+		case vm.Status.PowerState == string(vmv1.PoweredOn):
+			s.LiveOn = append(s.LiveOn, vm.Name)
+			fallthrough
+		default:
+			s.Live = append(s.Live, vm.Name)
+		}
+	}
 	all, err := vcsim.VMNames(ctx, vc)
 	if err != nil {
 		return s, fmt.Errorf("list vCenter VMs: %w", err)
 	}
 	s.VCenter = slices.DeleteFunc(all, func(n string) bool { return !strings.HasPrefix(n, ns+"-") })
-	for _, l := range [][]string{s.Live, s.LiveOn, s.Deleting, s.Want} {
+	for _, l := range [][]string{s.Live, s.LiveOn, s.Deleting, s.Foreign, s.Want} {
 		slices.Sort(l)
 	}
 	return s, nil
 }
 
-// Settled reports whether the namespace holds exactly n VirtualMachines, all
-// powered on and none being deleted, vCenter holds exactly their VMs, and
-// the set (when observed) reports n replicas, all ready.
+// Settled reports whether the set (or, without one, the namespace) has
+// exactly n VirtualMachines, all powered on and none being deleted, vCenter
+// holds exactly the VMs of the namespace's VirtualMachines, and the set
+// (when observed) reports n replicas, all ready.
 func (s State) Settled(n int) bool {
 	if len(s.Deleting) > 0 || len(s.LiveOn) != n || len(s.Live) != n || !slices.Equal(s.Want, s.VCenter) {
 		return false
@@ -86,7 +94,7 @@ func (s State) Settled(n int) bool {
 
 // String describes the state for a failure message.
 func (s State) String() string {
-	out := fmt.Sprintf("Kubernetes: live %v (powered on %v), deleting %v; vCenter: %v (want %v)", s.Live, s.LiveOn, s.Deleting, s.VCenter, s.Want)
+	out := fmt.Sprintf("Kubernetes: live %v (powered on %v), deleting %v, foreign %v; vCenter: %v (want %v)", s.Live, s.LiveOn, s.Deleting, s.Foreign, s.VCenter, s.Want)
 	if s.Set != nil {
 		st := s.Set.Status
 		out += fmt.Sprintf("; set: replicas %d, ready %d, terminating %d, observed generation %d of %d",

@@ -2,19 +2,17 @@ package kube_test
 
 import (
 	"context"
-	"errors"
-	"math/rand/v2"
-	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/runtime/schema"
+	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/client/interceptor"
+
+	"github.com/replicakit/replicakit/internal/faults"
 )
 
 // writeCounter counts every write the manager's client sends.
@@ -53,7 +51,7 @@ func (w *writeCounter) funcs() interceptor.Funcs {
 // reconcile again with nothing to change: no write at all.
 func TestReconciler_SteadyStateWritesNothing(t *testing.T) {
 	var writes writeCounter
-	c, ns := startManager(t, writes.funcs())
+	c, ns := startManager(t, func(o *ctrl.Options) { o.NewClient = faults.NewClient(writes.funcs()) })
 	w := widget(ns, "steady", 3)
 	if err := c.Create(context.Background(), w); err != nil {
 		t.Fatal(err)
@@ -75,86 +73,16 @@ func TestReconciler_SteadyStateWritesNothing(t *testing.T) {
 	}
 }
 
-// faulty fails creates, deletes and status patches with the given
-// probability (409s, 500s and timeouts), and serves lists from a stale
-// snapshot some of the time, as a lagging cache would.
-// It counts what it injected.
-type faultCounts struct{ create, delete, status, stale atomic.Int64 }
-
-func faulty(rate float64, seed uint64, n *faultCounts) interceptor.Funcs {
-	var mu sync.Mutex
-	rng := rand.New(rand.NewPCG(seed, seed))
-	roll := func(count *atomic.Int64) bool {
-		mu.Lock()
-		defer mu.Unlock()
-		if rng.Float64() < rate {
-			count.Add(1)
-			return true
-		}
-		return false
-	}
-	gr := schema.GroupResource{Resource: "configmaps"}
-	fault := func(name string) error {
-		mu.Lock()
-		defer mu.Unlock()
-		switch rng.IntN(3) {
-		case 0:
-			return apierrors.NewConflict(gr, name, errors.New("injected conflict"))
-		case 1:
-			return apierrors.NewInternalError(errors.New("injected"))
-		}
-		return apierrors.NewTimeoutError("injected timeout", 1)
-	}
-	stale := map[string]*corev1.ConfigMapList{}
-	return interceptor.Funcs{
-		Create: func(ctx context.Context, c client.WithWatch, obj client.Object, opts ...client.CreateOption) error {
-			if roll(&n.create) {
-				return fault(obj.GetName())
-			}
-			return c.Create(ctx, obj, opts...)
-		},
-		Delete: func(ctx context.Context, c client.WithWatch, obj client.Object, opts ...client.DeleteOption) error {
-			if roll(&n.delete) {
-				return fault(obj.GetName())
-			}
-			return c.Delete(ctx, obj, opts...)
-		},
-		SubResourcePatch: func(ctx context.Context, c client.Client, sub string, obj client.Object, p client.Patch, opts ...client.SubResourcePatchOption) error {
-			if roll(&n.status) {
-				return fault(obj.GetName())
-			}
-			return c.SubResource(sub).Patch(ctx, obj, p, opts...)
-		},
-		List: func(ctx context.Context, c client.WithWatch, list client.ObjectList, opts ...client.ListOption) error {
-			if err := c.List(ctx, list, opts...); err != nil {
-				return err
-			}
-			l, ok := list.(*corev1.ConfigMapList)
-			if !ok {
-				return nil
-			}
-			var o client.ListOptions
-			o.ApplyOptions(opts)
-			mu.Lock()
-			defer mu.Unlock()
-			if old, ok := stale[o.Namespace]; ok && rng.Float64() < 0.3 {
-				old.DeepCopyInto(l) // lag: what the cache showed a little earlier
-				n.stale.Add(1)
-				return nil
-			}
-			stale[o.Namespace] = l.DeepCopy()
-			return nil
-		},
-	}
-}
-
 // TestReconciler_Faults scales through 0→5→2→6→0→8→1→0 while 20% of creates,
 // deletes and status patches fail and lists lag. Every step converges
 // exactly, and a watcher reading the API server never sees more live
 // children than the larger of the previous and the new desired count.
 func TestReconciler_Faults(t *testing.T) {
-	var n faultCounts
-	c, ns := startManager(t, faulty(0.2, 42, &n))
+	n, lag := faults.New(0.2, 42), faults.NewLag(200*time.Millisecond, 42)
+	c, ns := startManager(t, func(o *ctrl.Options) {
+		o.NewClient = faults.NewClient(n.Funcs())
+		o.NewCache = lag.NewCache()
+	})
 	w := widget(ns, "chaos", 0)
 	if err := c.Create(context.Background(), w); err != nil {
 		t.Fatal(err)
@@ -199,17 +127,15 @@ func TestReconciler_Faults(t *testing.T) {
 	if over := worst.Load(); over > 0 {
 		t.Errorf("overshoot: the watcher saw %d more live children than desired", over)
 	}
-	faults := n.create.Load() + n.delete.Load() + n.status.Load()
-	if faults == 0 || n.stale.Load() == 0 {
-		t.Errorf("injected %d faults and %d stale lists; the test exercised nothing", faults, n.stale.Load())
+	if n.Injected() == 0 || lag.Reads.Load() == 0 {
+		t.Errorf("injected %v and %d lagging watch reads; the test exercised nothing", n, lag.Reads.Load())
 	}
-	t.Logf("injected %d create, %d delete and %d status faults; served %d stale lists",
-		n.create.Load(), n.delete.Load(), n.status.Load(), n.stale.Load())
+	t.Logf("injected %v; %d watch reads lagged", n, lag.Reads.Load())
 	want := []string{"SuccessfulCreate", "SuccessfulDelete"}
-	if n.create.Load() > 0 {
+	if n.Create.Load() > 0 {
 		want = append(want, "FailedCreate")
 	}
-	if n.delete.Load() > 0 {
+	if n.Delete.Load() > 0 {
 		want = append(want, "FailedDelete")
 	}
 	waitEvents(t, c, w, want...)

@@ -15,10 +15,8 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/util/wait"
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
-	"k8s.io/client-go/rest"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
-	"sigs.k8s.io/controller-runtime/pkg/client/interceptor"
 	"sigs.k8s.io/controller-runtime/pkg/metrics"
 
 	"github.com/replicakit/replicakit/internal/testenv"
@@ -33,7 +31,7 @@ func TestMain(m *testing.M) {
 // startManager runs a manager with the Widget reconciler until the test
 // ends, and returns a namespace of the test's own. With funcs, the
 // manager's client goes through controller-runtime's interceptor.
-func startManager(t *testing.T, funcs ...interceptor.Funcs) (client.Client, string) {
+func startManager(t *testing.T, edit ...func(*ctrl.Options)) (client.Client, string) {
 	t.Helper()
 	e := env.Require(t)
 	scheme := runtime.NewScheme()
@@ -42,18 +40,7 @@ func startManager(t *testing.T, funcs ...interceptor.Funcs) (client.Client, stri
 	}
 	e.StartManager(t, scheme, func(mgr ctrl.Manager) error {
 		return newWidgetReconciler().SetupWithManager(mgr, "widget")
-	}, func(o *ctrl.Options) {
-		if len(funcs) == 0 {
-			return
-		}
-		o.NewClient = func(cfg *rest.Config, opts client.Options) (client.Client, error) {
-			c, err := client.NewWithWatch(cfg, opts) // reads from the cache in opts
-			if err != nil {
-				return nil, err
-			}
-			return interceptor.NewClient(c, funcs[0]), nil
-		}
-	})
+	}, edit...)
 	ns := fmt.Sprintf("t-%d", time.Now().UnixNano())
 	if err := e.Client.Create(context.Background(), &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}); err != nil {
 		t.Fatal(err)

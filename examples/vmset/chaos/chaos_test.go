@@ -1,0 +1,74 @@
+package chaos_test
+
+import (
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"text/tabwriter"
+	"time"
+
+	"github.com/go-logr/logr"
+	"k8s.io/apimachinery/pkg/runtime"
+	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
+	"sigs.k8s.io/controller-runtime/pkg/log"
+
+	vmv1 "github.com/replicakit/replicakit/examples/vmset/api/v1alpha1"
+	"github.com/replicakit/replicakit/internal/faults"
+	"github.com/replicakit/replicakit/internal/testenv"
+)
+
+var env *testenv.Env
+
+func newScheme() *runtime.Scheme {
+	s := runtime.NewScheme()
+	_ = clientgoscheme.AddToScheme(s)
+	_ = vmv1.AddToScheme(s)
+	return s
+}
+
+func TestMain(m *testing.M) {
+	log.SetLogger(logr.Discard()) // the operator's logs are not the suite's output
+	testenv.Main(m, &env, testenv.Options{
+		CRDDirectoryPaths: []string{filepath.Join("..", "config", "crd", "bases")},
+		Scheme:            newScheme(),
+	})
+}
+
+// size is how hard the suite pushes: replicas per cycle and cycles.
+func size() (n, cycles int) {
+	if os.Getenv("REPLICAKIT_CHAOS") == "large" {
+		return 10, 5
+	}
+	return 4, 2
+}
+
+// TestChaos runs every scenario and prints the table of runs.
+func TestChaos(t *testing.T) {
+	e := env.Require(t)
+	n, cycles := size()
+	vcFaults := []string{"CloneVM_Task", "PowerOnVM_Task", "Destroy_Task"}
+	scenarios := []scenario{
+		{name: "api-faults", api: faults.New(0.2, 1)},
+		{name: "stale-cache", lag: faults.NewLag(300*time.Millisecond, 2)},
+		{name: "vcenter-faults", vcenter: vcFaults},
+		{name: "restart", restart: true},
+		{name: "foreign", foreign: true},
+		{name: "everything", api: faults.New(0.2, 3), lag: faults.NewLag(300*time.Millisecond, 3), vcenter: vcFaults, restart: true, foreign: true},
+	}
+	var rows []row
+	for _, sc := range scenarios {
+		t.Run(sc.name, func(t *testing.T) {
+			rows = append(rows, sc.run(t, e, n, cycles))
+		})
+	}
+	var b strings.Builder
+	w := tabwriter.NewWriter(&b, 0, 0, 2, ' ', 0)
+	fmt.Fprintln(w, "scenario\tcycles\tN\tfaults injected\tmax children\tfinal\tleaked VMs\tduplicate VMs\tforeign changed\ttime")
+	for _, r := range rows {
+		fmt.Fprintf(w, "%s\t%d\t%d\t%s\t%d\t%s\t%d\t%d\t%d\t%v\n", r.name, cycles, n, r.injected, r.maxChildren, r.final, r.leaked, r.duplicates, r.foreignChanged, r.took.Round(100*time.Millisecond))
+	}
+	w.Flush()
+	fmt.Print("\n" + b.String())
+}

@@ -1,0 +1,16 @@
+// Package chaos is the example operator's chaos suite; it holds only tests.
+//
+// Each scenario runs the operator (both controllers, in process) against
+// the real API server with the garbage collector and an in-process vCenter
+// simulator, and scales a VirtualMachineReplicaSet through repeated 0→N→0
+// cycles while something goes wrong: API writes failing (409, 500,
+// timeouts) and lists lagging, vCenter clone, power-on and destroy tasks
+// failing, the operator restarted in the middle of a scale-up and a
+// scale-down, or foreign objects and VMs with colliding names and labels.
+// After every step it requires exact convergence on both sides, and at the
+// end 0 duplicate and 0 leaked vSphere VMs, 0 foreign objects changed, and
+// never more children than desired. It prints a table of the runs.
+//
+// `make test` runs it small; `make chaos` runs it large
+// (REPLICAKIT_CHAOS=large).
+package chaos

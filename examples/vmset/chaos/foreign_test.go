@@ -1,0 +1,99 @@
+package chaos_test
+
+import (
+	"context"
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/utils/ptr"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	vmv1 "github.com/replicakit/replicakit/examples/vmset/api/v1alpha1"
+	"github.com/replicakit/replicakit/internal/testenv"
+	"github.com/replicakit/replicakit/internal/vcsimtest"
+	"github.com/replicakit/replicakit/vmprovider"
+	"github.com/replicakit/replicakit/vmprovider/vsphere"
+)
+
+// foreignObjects are what someone else owns in the namespace: a
+// VirtualMachine with the set's labels controlled by another owner, one with
+// other labels and no owner, and a VirtualMachine whose vSphere name is taken
+// by a VM that another owner marked.
+type foreignObjects struct {
+	vms     []*vmv1.VirtualMachine // as planted
+	taken   *vmv1.VirtualMachine
+	other   *vsphere.Provider
+	vmName  string
+	vmOwner string
+}
+
+func plantForeign(t *testing.T, e *testenv.Env, sim *vcsimtest.Sim, ns string) *foreignObjects {
+	t.Helper()
+	ctx := context.Background()
+	cm := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "other-owner"}}
+	if err := e.Client.Create(ctx, cm); err != nil {
+		t.Fatal(err)
+	}
+	owned := &vmv1.VirtualMachine{ObjectMeta: metav1.ObjectMeta{
+		Namespace: ns, Name: "foreign-owned", Labels: map[string]string{"app": setName},
+		OwnerReferences: []metav1.OwnerReference{{APIVersion: "v1", Kind: "ConfigMap", Name: cm.Name, UID: cm.UID, Controller: ptr.To(true)}},
+	}, Spec: vmv1.VirtualMachineSpec{CPUs: 2}}
+	bystander := &vmv1.VirtualMachine{ObjectMeta: metav1.ObjectMeta{
+		Namespace: ns, Name: "bystander", Labels: map[string]string{"app": "other"},
+	}}
+	f := &foreignObjects{vmName: ns + "-taken", vmOwner: "someone-else"}
+	cfg := sim.Config()
+	cfg.MaxTasks = 1
+	var err error
+	if f.other, err = vsphere.New(ctx, cfg); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = f.other.Close(context.Background()) })
+	if _, err := f.other.Create(ctx, vmprovider.Spec{Name: f.vmName, Owner: vmprovider.Owner{UID: f.vmOwner, Name: "elsewhere"}, PowerOn: true}); err != nil {
+		t.Fatal(err)
+	}
+	f.taken = &vmv1.VirtualMachine{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "taken"}}
+	for _, vm := range []*vmv1.VirtualMachine{owned, bystander, f.taken} {
+		if err := e.Client.Create(ctx, vm); err != nil {
+			t.Fatal(err)
+		}
+		f.vms = append(f.vms, vm.DeepCopy())
+	}
+	return f
+}
+
+// changed counts the foreign objects that the operator changed beyond what
+// the VirtualMachine controller owns (status and its finalizer), and checks
+// that the taken name was reported and its VM left alone.
+func (f *foreignObjects) changed(t *testing.T, e *testenv.Env) int {
+	t.Helper()
+	ctx := context.Background()
+	n := 0
+	for _, want := range f.vms {
+		var got vmv1.VirtualMachine
+		if err := e.Client.Get(ctx, client.ObjectKeyFromObject(want), &got); err != nil {
+			t.Errorf("foreign %s: %v", want.Name, err)
+			n++
+			continue
+		}
+		diff := cmp.Diff(want.Labels, got.Labels) + cmp.Diff(want.OwnerReferences, got.OwnerReferences) + cmp.Diff(want.Spec, got.Spec)
+		if got.DeletionTimestamp != nil || diff != "" {
+			t.Errorf("foreign %s changed (deleting: %v):\n%s", want.Name, got.DeletionTimestamp != nil, diff)
+			n++
+		}
+		if want.Name == f.taken.Name {
+			if c := meta.FindStatusCondition(got.Status.Conditions, "Ready"); c == nil || c.Reason != "NameTaken" {
+				t.Errorf("VirtualMachine %s with a taken vSphere name: Ready %+v, want reason NameTaken", got.Name, c)
+			}
+		}
+	}
+	vm, err := f.other.Get(ctx, f.vmName)
+	if err != nil || vm.Owner != f.vmOwner || vm.Power != vmprovider.PoweredOn {
+		t.Errorf("the foreign vSphere VM %s: %+v, %v; want it untouched, owned by %s and powered on", f.vmName, vm, err, f.vmOwner)
+		n++
+	}
+	return n
+}

@@ -1,0 +1,293 @@
+package chaos_test
+
+import (
+	"context"
+	"fmt"
+	"slices"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/vmware/govmomi/simulator"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/apimachinery/pkg/util/wait"
+	"k8s.io/utils/ptr"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	vmv1 "github.com/replicakit/replicakit/examples/vmset/api/v1alpha1"
+	"github.com/replicakit/replicakit/examples/vmset/controllers"
+	"github.com/replicakit/replicakit/internal/faults"
+	"github.com/replicakit/replicakit/internal/testenv"
+	"github.com/replicakit/replicakit/internal/vcsimtest"
+	"github.com/replicakit/replicakit/internal/vmcheck"
+	"github.com/replicakit/replicakit/vmprovider/vsphere"
+)
+
+// scenario is one kind of trouble.
+type scenario struct {
+	name    string
+	api     *faults.Injector // API write faults, nil for none
+	lag     *faults.Lag      // a lagging cache, nil for none
+	vcenter []string         // vSphere methods failing 20% of the time
+	restart bool             // restart the operator mid-scale
+	foreign bool             // plant foreign objects and VMs first
+}
+
+// row is one line of the printed table.
+type row struct {
+	name, injected, final           string
+	maxChildren, leaked, duplicates int
+	foreignChanged                  int
+	took                            time.Duration
+}
+
+const setName = "chaos-rs"
+
+func (sc scenario) run(t *testing.T, e *testenv.Env, n, cycles int) row {
+	begin := time.Now()
+	ctx := context.Background()
+	ns := "chaos-" + sc.name
+	if err := e.Client.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}); err != nil {
+		t.Fatal(err)
+	}
+	sim := vcsimtest.Start(t)
+	var planted *foreignObjects
+	if sc.foreign {
+		planted = plantForeign(t, e, sim, ns)
+	}
+	for _, m := range sc.vcenter {
+		sim.Model.Service.AddFaultRule(&simulator.FaultInjectionRule{
+			MethodName: m, ObjectType: "*", ObjectName: "*", Probability: 0.2,
+			FaultType: simulator.FaultTypeInvalidState, Message: "injected by the chaos suite", Enabled: true,
+		})
+	}
+	op := &operator{t: t, e: e, sim: sim, api: sc.api, lag: sc.lag}
+	op.start()
+
+	set := &vmv1.VirtualMachineReplicaSet{
+		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: setName},
+		Spec: vmv1.VirtualMachineReplicaSetSpec{
+			Replicas: ptr.To[int32](0),
+			Selector: &vmv1.LabelSelector{MatchLabels: map[string]string{"app": setName}},
+			Template: vmv1.VirtualMachineTemplate{
+				Metadata: vmv1.TemplateMetadata{Labels: map[string]string{"app": setName}},
+				Spec:     vmv1.VirtualMachineSpec{CPUs: 1, MemoryMiB: 256},
+			},
+		},
+	}
+	if err := e.Client.Create(ctx, set); err != nil {
+		t.Fatal(err)
+	}
+	w := watchChildren(e, ns, set.UID)
+	prev := 0
+	var restarts []string
+	for range cycles {
+		for _, desired := range []int{n, 0} {
+			w.bound.Store(int64(max(prev, desired)))
+			patch := client.MergeFrom(set.DeepCopy())
+			set.Spec.Replicas = ptr.To(int32(desired))
+			if err := e.Client.Patch(ctx, set, patch); err != nil {
+				t.Fatal(err)
+			}
+			if sc.restart {
+				restarts = append(restarts, op.restartMidway(ns, set.UID, prev, desired))
+			}
+			converge(t, e, sim, ns, desired)
+			prev = desired
+		}
+	}
+	w.stop()
+
+	r := row{name: sc.name, maxChildren: int(w.max.Load()), final: "converged"}
+	r.leaked, r.duplicates = leaksAndDuplicates(t, e, sim, ns)
+	if planted != nil {
+		r.foreignChanged = planted.changed(t, e)
+	}
+	var inj []string
+	if sc.api != nil {
+		inj = append(inj, sc.api.String())
+		if sc.api.Injected() == 0 {
+			t.Errorf("no API fault was injected: the scenario exercised nothing")
+		}
+	}
+	if sc.lag != nil {
+		inj = append(inj, fmt.Sprintf("%d lagging watch reads", sc.lag.Reads.Load()))
+		if sc.lag.Reads.Load() == 0 {
+			t.Errorf("the cache never lagged: the scenario exercised nothing")
+		}
+	}
+	if len(sc.vcenter) > 0 {
+		got := sim.Model.Service.FaultInjector().GetStats()["total_injections"].(int64)
+		inj = append(inj, fmt.Sprintf("%d vCenter task failures", got))
+		if got == 0 {
+			t.Errorf("no vCenter fault was injected: the scenario exercised nothing")
+		}
+	}
+	if sc.restart {
+		inj = append(inj, fmt.Sprintf("%d restarts (%v)", len(restarts), restarts))
+	}
+	if planted != nil {
+		inj = append(inj, "3 foreign objects")
+	}
+	if len(inj) == 0 {
+		inj = []string{"none"}
+	}
+	r.injected = fmt.Sprint(inj)
+	if over := w.over.Load(); over > 0 {
+		t.Errorf("a watcher saw %d more live children than desired", over)
+	}
+	if r.leaked+r.duplicates+r.foreignChanged > 0 {
+		t.Errorf("%d leaked vSphere VMs, %d duplicates, %d foreign objects changed", r.leaked, r.duplicates, r.foreignChanged)
+	}
+	if t.Failed() {
+		r.final = "FAILED"
+	}
+	r.took = time.Since(begin)
+	return r
+}
+
+// operator is the example operator's manager, in process, restartable.
+type operator struct {
+	t    *testing.T
+	e    *testenv.Env
+	sim  *vcsimtest.Sim
+	api  *faults.Injector
+	lag  *faults.Lag
+	stop func()
+}
+
+// start runs a fresh manager: new caches, expectations and vCenter session.
+func (o *operator) start() {
+	cfg := o.sim.Config()
+	// vcsim v0.56.0 races with itself on concurrent tasks (and on its fault
+	// counters) under the race detector: one task at a time.
+	cfg.MaxTasks = 1
+	p, err := vsphere.New(context.Background(), cfg)
+	if err != nil {
+		o.t.Fatal(err)
+	}
+	var edit []func(*ctrl.Options)
+	if o.api != nil {
+		edit = append(edit, func(opts *ctrl.Options) { opts.NewClient = faults.NewClient(o.api.Funcs()) })
+	}
+	if o.lag != nil {
+		edit = append(edit, func(opts *ctrl.Options) { opts.NewCache = o.lag.NewCache() })
+	}
+	stopMgr := o.e.StartManager(o.t, newScheme(), func(mgr ctrl.Manager) error {
+		return controllers.Setup(mgr, &controllers.VirtualMachineReconciler{Provider: p})
+	}, edit...)
+	o.stop = func() {
+		stopMgr()
+		_ = p.Close(context.Background())
+	}
+	o.t.Cleanup(o.stop)
+}
+
+// restartMidway waits until the set's children have moved away from prev
+// toward desired, stops the operator, and starts a new one. It says where
+// it stopped.
+func (o *operator) restartMidway(ns string, uid types.UID, prev, desired int) string {
+	live, deleting := -1, -1
+	_ = wait.PollUntilContextTimeout(context.Background(), 2*time.Millisecond, 30*time.Second, true, func(ctx context.Context) (bool, error) {
+		var err error
+		live, deleting, err = children(ctx, o.e.Client, ns, uid)
+		return err == nil && live != prev, nil
+	})
+	o.stop()
+	o.start()
+	return fmt.Sprintf("%d→%d at %d live, %d deleting", prev, desired, live, deleting)
+}
+
+// converge waits until both sides hold exactly desired VMs.
+func converge(t *testing.T, e *testenv.Env, sim *vcsimtest.Sim, ns string, desired int) {
+	t.Helper()
+	var st vmcheck.State
+	var last error
+	err := wait.PollUntilContextTimeout(context.Background(), 100*time.Millisecond, 3*time.Minute, true, func(ctx context.Context) (bool, error) {
+		st, last = vmcheck.Observe(ctx, e.Client, sim.Config(), ns, setName)
+		return last == nil && st.Settled(desired), nil
+	})
+	if err != nil {
+		t.Fatalf("not converged on %d: %v (last read error: %v)", desired, st, last)
+	}
+}
+
+// children counts the VirtualMachines controlled by uid, live and being
+// deleted, read from the API server.
+func children(ctx context.Context, c client.Client, ns string, uid types.UID) (live, deleting int, err error) {
+	var l vmv1.VirtualMachineList
+	if err := c.List(ctx, &l, client.InNamespace(ns)); err != nil {
+		return 0, 0, err
+	}
+	for _, vm := range l.Items {
+		switch ref := metav1.GetControllerOfNoCopy(&vm); {
+		case ref == nil || ref.UID != uid:
+		case vm.DeletionTimestamp != nil:
+			deleting++
+		default:
+			live++
+		}
+	}
+	return live, deleting, nil
+}
+
+// watcher polls the API server for the set's live children and records the
+// most it saw and the most beyond the bound in force.
+type watcher struct {
+	bound, max, over atomic.Int64
+	done             chan struct{}
+	stopped          chan struct{}
+}
+
+func watchChildren(e *testenv.Env, ns string, uid types.UID) *watcher {
+	w := &watcher{done: make(chan struct{}), stopped: make(chan struct{})}
+	go func() {
+		defer close(w.stopped)
+		for {
+			select {
+			case <-w.done:
+				return
+			case <-time.After(10 * time.Millisecond):
+			}
+			live, _, err := children(context.Background(), e.Client, ns, uid)
+			if err != nil {
+				continue
+			}
+			if int64(live) > w.max.Load() {
+				w.max.Store(int64(live))
+			}
+			if over := int64(live) - w.bound.Load(); over > w.over.Load() {
+				w.over.Store(over)
+			}
+		}
+	}()
+	return w
+}
+
+func (w *watcher) stop() {
+	close(w.done)
+	<-w.stopped
+}
+
+// leaksAndDuplicates counts the namespace's vSphere VMs that no
+// VirtualMachine accounts for, and names held by more than one VM.
+func leaksAndDuplicates(t *testing.T, e *testenv.Env, sim *vcsimtest.Sim, ns string) (leaked, dups int) {
+	t.Helper()
+	st, err := vmcheck.Observe(context.Background(), e.Client, sim.Config(), ns, setName)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i, name := range st.VCenter {
+		if i > 0 && st.VCenter[i-1] == name {
+			dups++
+		}
+		if !slices.Contains(st.Want, name) {
+			leaked++
+			t.Errorf("leaked vSphere VM %s", name)
+		}
+	}
+	return leaked, dups
+}
