@@ -351,26 +351,26 @@ func (r *Reconciler[O, C]) record(p *pass) {
 	}
 	res := p.acted
 	if len(res.Created) > 0 {
-		r.Events.Eventf(p.owner, nil, corev1.EventTypeNormal, "SuccessfulCreate", "Create", "Created %d children: %v", len(res.Created), res.Created)
+		r.Events.Eventf(p.owner, nil, corev1.EventTypeNormal, "SuccessfulCreate", "Create", "Created %d children: %s", len(res.Created), listNote(res.Created, ", ", maxNote))
 	}
 	if len(res.Deleted) > 0 {
-		r.Events.Eventf(p.owner, nil, corev1.EventTypeNormal, "SuccessfulDelete", "Delete", "Deleted %d children: %v", len(res.Deleted), res.Deleted)
+		r.Events.Eventf(p.owner, nil, corev1.EventTypeNormal, "SuccessfulDelete", "Delete", "Deleted %d children: %s", len(res.Deleted), listNote(res.Deleted, ", ", maxNote))
 	}
-	var failedCreate, failedDelete []error
+	var failedCreate, failedDelete []string
 	for _, e := range unjoin(res.Err) {
 		var op *execute.OpError
 		switch {
 		case errors.As(e, &op) && op.Op == execute.OpCreate:
-			failedCreate = append(failedCreate, e)
+			failedCreate = append(failedCreate, e.Error())
 		case errors.As(e, &op):
-			failedDelete = append(failedDelete, e)
+			failedDelete = append(failedDelete, e.Error())
 		}
 	}
 	if len(failedCreate) > 0 {
-		r.Events.Eventf(p.owner, nil, corev1.EventTypeWarning, "FailedCreate", "Create", "%v", errors.Join(failedCreate...))
+		r.Events.Eventf(p.owner, nil, corev1.EventTypeWarning, "FailedCreate", "Create", "%s", listNote(failedCreate, "; ", maxNote))
 	}
 	if len(failedDelete) > 0 {
-		r.Events.Eventf(p.owner, nil, corev1.EventTypeWarning, "FailedDelete", "Delete", "%v", errors.Join(failedDelete...))
+		r.Events.Eventf(p.owner, nil, corev1.EventTypeWarning, "FailedDelete", "Delete", "%s", listNote(failedDelete, "; ", maxNote))
 	}
 }
 
