@@ -146,3 +146,19 @@ func TestStory(t *testing.T) {
 		t.Errorf("kubectl get vm after the delete: %q, %v; want nothing", out, err)
 	}
 }
+
+// TestZeroReplicas: a set created with no replicas still gets its status
+// (the first status patch holds nothing but zeros left out), and kubectl
+// shows 0.
+func TestZeroReplicas(t *testing.T) {
+	e, sim := start(t)
+	const ns = "zero"
+	createSet(t, e, ns, 0)
+	waitState(t, e, sim, ns, "reporting 0 replicas", func(st vmcheck.State) bool {
+		return st.Settled(0) && st.Set.Status.ObservedGeneration == 1 && st.Set.Status.Selector != ""
+	})
+	out, err := e.Kubectl(context.Background(), "get", "vmreplicaset", "test-rs", "-n", ns, "--no-headers")
+	if f := strings.Fields(out); err != nil || len(f) < 3 || f[1] != "0" || f[2] != "0" {
+		t.Errorf("kubectl get vmreplicaset: %q, %v; want REPLICAS 0 READY 0", out, err)
+	}
+}

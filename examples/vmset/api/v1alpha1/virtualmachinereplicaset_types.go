@@ -59,15 +59,20 @@ type VirtualMachineReplicaSetSpec struct {
 
 // VirtualMachineReplicaSetStatus is what the set observed.
 type VirtualMachineReplicaSetStatus struct {
-	// Replicas counts live replicas (not being deleted).
+	// Replicas counts live replicas (not being deleted). The counters
+	// shown by kubectl default to 0, so that a status patch may leave a
+	// zero out and kubectl still prints it.
+	// +kubebuilder:default=0
 	Replicas int32 `json:"replicas"`
 	// FullyLabeledReplicas counts live replicas with the template's labels.
 	// +optional
 	FullyLabeledReplicas int32 `json:"fullyLabeledReplicas,omitempty"`
 	// ReadyReplicas counts live, ready replicas.
+	// +kubebuilder:default=0
 	// +optional
 	ReadyReplicas int32 `json:"readyReplicas,omitempty"`
 	// AvailableReplicas counts replicas ready for at least minReadySeconds.
+	// +kubebuilder:default=0
 	// +optional
 	AvailableReplicas int32 `json:"availableReplicas,omitempty"`
 	// TerminatingReplicas counts replicas being deleted.
