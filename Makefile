@@ -59,6 +59,14 @@ bench:
 	go test -run '^$$' -bench . -benchmem -count $(BENCH_COUNT) -benchtime $(BENCH_TIME) $(GO_PACKAGES) \
 		| go run ./internal/cmd/benchratio
 
+## bench-e2e: the binding beside kube-controller-manager's ReplicaSet
+## controller on one API server (0→500, 500→0, cascade, at 20/30 and
+## 1000/1000), a raw create loop, a steady-state pass and 0→100 VMs through
+## the example operator; prints the table of ratios and writes per replica.
+.PHONY: bench-e2e
+bench-e2e: tools
+	go run ./internal/cmd/benche2e
+
 ## chaos: the example operator's chaos suite at full size (API faults, a
 ## lagging cache, vCenter faults, restarts, foreign objects), printing its
 ## table; `make test` runs it small.

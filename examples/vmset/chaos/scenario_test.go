@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"slices"
+	"strings"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -127,7 +128,7 @@ func (sc scenario) run(t *testing.T, e *testenv.Env, n, cycles int) row {
 		}
 	}
 	if sc.restart {
-		inj = append(inj, fmt.Sprintf("%d restarts (%v)", len(restarts), restarts))
+		inj = append(inj, fmt.Sprintf("%d restarts at (live,deleting) %s", len(restarts), strings.Join(restarts, " ")))
 	}
 	if planted != nil {
 		inj = append(inj, "3 foreign objects")
@@ -135,7 +136,7 @@ func (sc scenario) run(t *testing.T, e *testenv.Env, n, cycles int) row {
 	if len(inj) == 0 {
 		inj = []string{"none"}
 	}
-	r.injected = fmt.Sprint(inj)
+	r.injected = strings.Join(inj, "; ")
 	if over := w.over.Load(); over > 0 {
 		t.Errorf("a watcher saw %d more live children than desired", over)
 	}
@@ -198,7 +199,7 @@ func (o *operator) restartMidway(ns string, uid types.UID, prev, desired int) st
 	})
 	o.stop()
 	o.start()
-	return fmt.Sprintf("%d→%d at %d live, %d deleting", prev, desired, live, deleting)
+	return fmt.Sprintf("(%d,%d)", live, deleting)
 }
 
 // converge waits until both sides hold exactly desired VMs.

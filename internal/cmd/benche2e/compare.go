@@ -1,0 +1,227 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"slices"
+	"strings"
+	"syscall"
+	"time"
+
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/rest"
+	"k8s.io/utils/ptr"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/config"
+	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
+)
+
+// owner is one side of the comparison: it makes an owner of n Pods in a
+// namespace, scales it, and deletes it.
+type owner interface {
+	create(ctx context.Context, ns string, n int) error
+	scale(ctx context.Context, ns string, n int) error
+	delete(ctx context.Context, ns string) error
+}
+
+// compare measures 0→n, n→0 and (when cascade) the garbage collector's
+// cascade for the ReplicaSet controller and the binding at limit l.
+//
+// It measures runs times, alternating which side goes first, and reports
+// medians; the writes are the last run's.
+func (b *bench) compare(ctx context.Context, l limit, runs int, cascade bool) ([]line, error) {
+	stopKCM, err := b.startReplicaSetController(l)
+	if err != nil {
+		return nil, err
+	}
+	defer stopKCM()
+	stopMgr, err := b.startBinding(l)
+	if err != nil {
+		return nil, err
+	}
+	defer stopMgr()
+
+	type side struct {
+		o                 owner
+		up, down          []time.Duration
+		casc              time.Duration
+		upW, downW, cascW writes
+	}
+	rs := &side{o: rsOwner{b}}
+	kit := &side{o: widgetOwner{b}}
+	for run := range runs {
+		order := []*side{rs, kit}
+		if run%2 == 1 {
+			order = []*side{kit, rs} // neither always goes first
+		}
+		for _, s := range order {
+			ns, err := b.namespace(ctx, "bench")
+			if err != nil {
+				return nil, err
+			}
+			pods, err := countPods(b.cs, ns)
+			if err != nil {
+				return nil, err
+			}
+			defer pods.close()
+			if err := s.o.create(ctx, ns, 0); err != nil {
+				return nil, err
+			}
+			time.Sleep(time.Second) // the controller has seen the owner
+			up, upW, err := b.timed(ctx, pods, b.n, func() error { return s.o.scale(ctx, ns, b.n) })
+			if err != nil {
+				return nil, fmt.Errorf("0→%d: %w", b.n, err)
+			}
+			down, downW, err := b.timed(ctx, pods, 0, func() error { return s.o.scale(ctx, ns, 0) })
+			if err != nil {
+				return nil, fmt.Errorf("%d→0: %w", b.n, err)
+			}
+			s.up, s.down, s.upW, s.downW = append(s.up, up), append(s.down, down), upW, downW
+			if !cascade || run != runs-1 {
+				continue
+			}
+			if err := s.o.scale(ctx, ns, b.n); err != nil {
+				return nil, err
+			}
+			if err := pods.await(ctx, b.n, 5*time.Minute); err != nil {
+				return nil, err
+			}
+			time.Sleep(2 * time.Second)
+			if s.casc, s.cascW, err = b.timed(ctx, pods, 0, func() error { return s.o.delete(ctx, ns) }); err != nil {
+				return nil, fmt.Errorf("cascade: %w", err)
+			}
+		}
+	}
+	ref := "ReplicaSet controller"
+	lines := []line{
+		{what: fmt.Sprintf("0→%d Pods, %s", b.n, l.name), kit: median(kit.up), ref: median(rs.up), kitWrites: kit.upW, refW: rs.upW, perReplica: b.n, refName: ref, goal: "≤ 1.0"},
+		{what: fmt.Sprintf("%d→0 Pods, %s", b.n, l.name), kit: median(kit.down), ref: median(rs.down), kitWrites: kit.downW, refW: rs.downW, perReplica: b.n, refName: ref, goal: "≤ 1.0"},
+	}
+	if l.qps == 1000 {
+		fast = &lines[0]
+	}
+	if cascade {
+		lines = append(lines, line{what: fmt.Sprintf("owner deleted, %d Pods cascaded by the garbage collector", b.n), kit: kit.casc, ref: rs.casc,
+			kitWrites: kit.cascW, refW: rs.cascW, perReplica: b.n, refName: "the same for a ReplicaSet", goal: "≈ 1"})
+	}
+	return lines, nil
+}
+
+// startReplicaSetController runs kube-controller-manager with only the
+// ReplicaSet controller, at limit l.
+func (b *bench) startReplicaSetController(l limit) (stop func(), err error) {
+	logf, err := os.CreateTemp("", "benche2e-kcm-*.log")
+	if err != nil {
+		return nil, err
+	}
+	cmd := exec.Command(filepath.Join(b.env.BinDir, "kube-controller-manager"),
+		"--kubeconfig="+b.env.Kubeconfig,
+		"--controllers=replicaset",
+		"--leader-elect=false",
+		"--use-service-account-credentials=false",
+		"--secure-port=0",
+		fmt.Sprintf("--kube-api-qps=%g", l.qps),
+		fmt.Sprintf("--kube-api-burst=%d", l.burst),
+	)
+	cmd.Stdout, cmd.Stderr = logf, logf
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
+	if err := cmd.Start(); err != nil {
+		return nil, err
+	}
+	stop = func() {
+		_ = syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL)
+		_ = cmd.Wait()
+		logf.Close()
+		os.Remove(logf.Name())
+	}
+	// Ready when its informers have synced.
+	deadline := time.Now().Add(60 * time.Second)
+	for time.Now().Before(deadline) {
+		time.Sleep(100 * time.Millisecond)
+		log, _ := os.ReadFile(logf.Name())
+		if strings.Contains(string(log), "Caches are synced") && strings.Contains(string(log), "replicaset") {
+			return stop, nil
+		}
+	}
+	stop()
+	return nil, fmt.Errorf("kube-controller-manager's ReplicaSet controller did not sync in 60s")
+}
+
+// startBinding runs a manager with the binding's reconciler for Widgets
+// owning Pods, at limit l.
+func (b *bench) startBinding(l limit) (stop func(), err error) {
+	cfg := rest.CopyConfig(b.env.Config)
+	cfg.QPS, cfg.Burst = l.qps, l.burst
+	mgr, err := ctrl.NewManager(cfg, ctrl.Options{
+		Scheme:                 b.env.Client.Scheme(),
+		Metrics:                metricsserver.Options{BindAddress: "0"},
+		HealthProbeBindAddress: "0",
+		Controller:             config.Controller{SkipNameValidation: ptr.To(true)},
+	})
+	if err != nil {
+		return nil, err
+	}
+	if err := newWidgetReconciler().SetupWithManager(mgr, "widget"); err != nil {
+		return nil, err
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- mgr.Start(ctx) }()
+	if !mgr.GetCache().WaitForCacheSync(ctx) {
+		cancel()
+		return nil, fmt.Errorf("binding: cache did not sync: %v", <-done)
+	}
+	return func() { cancel(); <-done }, nil
+}
+
+type rsOwner struct{ b *bench }
+
+func (r rsOwner) create(ctx context.Context, ns string, n int) error {
+	sel := map[string]string{"app": "rs"}
+	_, err := r.b.cs.AppsV1().ReplicaSets(ns).Create(ctx, &appsv1.ReplicaSet{
+		ObjectMeta: metav1.ObjectMeta{Name: "rs"},
+		Spec: appsv1.ReplicaSetSpec{
+			Replicas: ptr.To(int32(n)),
+			Selector: &metav1.LabelSelector{MatchLabels: sel},
+			Template: corev1.PodTemplateSpec{ObjectMeta: metav1.ObjectMeta{Labels: sel}, Spec: podSpec()},
+		},
+	}, metav1.CreateOptions{})
+	return err
+}
+
+func (r rsOwner) scale(ctx context.Context, ns string, n int) error {
+	_, err := r.b.cs.AppsV1().ReplicaSets(ns).Patch(ctx, "rs", types.MergePatchType, fmt.Appendf(nil, `{"spec":{"replicas":%d}}`, n), metav1.PatchOptions{})
+	return err
+}
+
+func (r rsOwner) delete(ctx context.Context, ns string) error {
+	return r.b.cs.AppsV1().ReplicaSets(ns).Delete(ctx, "rs", metav1.DeleteOptions{PropagationPolicy: ptr.To(metav1.DeletePropagationBackground)})
+}
+
+type widgetOwner struct{ b *bench }
+
+func (w widgetOwner) create(ctx context.Context, ns string, n int) error {
+	return w.b.env.Client.Create(ctx, widget(ns, "kit", int64(n)))
+}
+
+func (w widgetOwner) scale(ctx context.Context, ns string, n int) error {
+	return w.b.env.Client.Patch(ctx, widget(ns, "kit", 0), client.RawPatch(types.MergePatchType, fmt.Appendf(nil, `{"spec":{"replicas":%d}}`, n)))
+}
+
+func (w widgetOwner) delete(ctx context.Context, ns string) error {
+	return w.b.env.Client.Delete(ctx, widget(ns, "kit", 0), client.PropagationPolicy(metav1.DeletePropagationBackground))
+}
+
+// median returns the middle of ds (the upper one of an even count).
+func median(ds []time.Duration) time.Duration {
+	s := slices.Clone(ds)
+	slices.Sort(s)
+	return s[len(s)/2]
+}

@@ -1,0 +1,242 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"log/slog"
+	"os"
+	"sync"
+	"text/tabwriter"
+	"time"
+
+	"github.com/go-logr/logr"
+	corev1 "k8s.io/api/core/v1"
+	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/client-go/kubernetes"
+	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
+	"k8s.io/client-go/rest"
+	ctrl "sigs.k8s.io/controller-runtime"
+
+	vmv1 "github.com/replicakit/replicakit/examples/vmset/api/v1alpha1"
+	"github.com/replicakit/replicakit/internal/testenv"
+)
+
+func main() {
+	n := flag.Int("n", 500, "Pods per scale-up")
+	vms := flag.Int("vms", 100, "VMs through the example operator")
+	crds := flag.String("crds", "examples/vmset/config/crd/bases", "the example operator's CRDs")
+	fastOnly := flag.Bool("fast-only", false, "measure only at 1000/1000")
+	fastRuns = flag.Int("runs", 5, "runs at 1000/1000 (medians are reported)")
+	flag.Parse()
+	if *fastOnly {
+		limits = limits[1:]
+	}
+	// Only the controllers' errors, to standard error.
+	ctrl.SetLogger(logr.FromSlogHandler(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelError})))
+	if err := run(context.Background(), *n, *vms, *crds); err != nil {
+		fmt.Fprintln(os.Stderr, "benche2e:", err)
+		os.Exit(1)
+	}
+}
+
+// limit is a client rate limit both controllers get.
+type limit struct {
+	name  string
+	qps   float32
+	burst int
+}
+
+// line is one row of the printed table.
+type line struct {
+	what            string
+	kit, ref        time.Duration
+	kitWrites, refW writes
+	perReplica      int
+	refName, goal   string
+}
+
+var fastRuns *int
+
+var limits = []limit{{"20 QPS / burst 30 (defaults)", 20, 30}, {"1000 QPS / burst 1000", 1000, 1000}}
+
+func run(ctx context.Context, n, vms int, crds string) error {
+	scheme := runtime.NewScheme()
+	for _, add := range []func(*runtime.Scheme) error{clientgoscheme.AddToScheme, apiextensionsv1.AddToScheme, vmv1.AddToScheme} {
+		if err := add(scheme); err != nil {
+			return err
+		}
+	}
+	fmt.Println("Starting etcd, kube-apiserver and kube-controller-manager (garbage collector) ...")
+	env, err := testenv.Start(testenv.Options{CRDs: []*apiextensionsv1.CustomResourceDefinition{testenv.WidgetCRD()}, CRDDirectoryPaths: []string{crds}, Scheme: scheme})
+	if err != nil {
+		return err
+	}
+	defer env.Stop()
+	admin := rest.CopyConfig(env.Config)
+	admin.QPS, admin.Burst = -1, 0 // the harness itself is never the bottleneck
+	cs, err := kubernetes.NewForConfig(admin)
+	if err != nil {
+		return err
+	}
+	b := &bench{env: env, cs: cs, n: n}
+
+	var lines []line
+	for _, l := range limits {
+		fmt.Printf("Client limits %s: ReplicaSet controller and binding, 0→%d→0 ...\n", l.name, n)
+		runs := *fastRuns
+		if l.qps < 1000 {
+			runs = 1 // the rate limiter sets the pace: repeats agree
+		}
+		ls, err := b.compare(ctx, l, runs, l.qps == 1000)
+		if err != nil {
+			return err
+		}
+		lines = append(lines, ls...)
+	}
+	fmt.Printf("Raw loop: %d Pod creates from 16 goroutines, no client limit ...\n", n)
+	raw, err := b.rawLoop(ctx, *fastRuns)
+	if err != nil {
+		return err
+	}
+	lines = append(lines, raw)
+	fmt.Println("Steady state ...")
+	steady, err := b.steady(ctx)
+	if err != nil {
+		return err
+	}
+	fmt.Printf("0→%d VMs through the example operator on vcsim ...\n", vms)
+	vm, err := b.vms(ctx, vms)
+	if err != nil {
+		return err
+	}
+	lines = append(lines, vm)
+	print(lines, steady, n)
+	return nil
+}
+
+func print(lines []line, steady writes, n int) {
+	w := tabwriter.NewWriter(os.Stdout, 0, 0, 2, ' ', 0)
+	fmt.Fprintln(w, "\nmeasurement\treplicakit\tbaseline\tbaseline is\tratio\tgoal\treplicakit writes/replica\tbaseline writes/replica\treplicakit writes")
+	for _, l := range lines {
+		ratio := float64(l.kit) / float64(l.ref)
+		kw, rw := "-", "-"
+		if l.perReplica > 0 {
+			kw = fmt.Sprintf("%.3f", l.kitWrites.total()/float64(l.perReplica))
+			if l.refW != nil {
+				rw = fmt.Sprintf("%.3f", l.refW.total()/float64(l.perReplica))
+			}
+		}
+		fmt.Fprintf(w, "%s\t%v\t%v\t%s\t%.2f\t%s\t%s\t%s\t%v\n", l.what, l.kit.Round(time.Millisecond), l.ref.Round(time.Millisecond), l.refName, ratio, l.goal, kw, rw, l.kitWrites)
+	}
+	fmt.Fprintf(w, "steady-state pass (5 reconciles of a settled %d-Pod Widget)\t\t\t\t\t0 writes\t\t\t%.0f writes: %v\n", n, steady.total(), steady)
+	w.Flush()
+}
+
+// bench holds what every measurement shares.
+type bench struct {
+	env *testenv.Env
+	cs  kubernetes.Interface
+	n   int
+	seq int
+}
+
+// namespace creates a fresh namespace with its default service account.
+func (b *bench) namespace(ctx context.Context, prefix string) (string, error) {
+	b.seq++
+	ns := fmt.Sprintf("%s-%d", prefix, b.seq)
+	if _, err := b.cs.CoreV1().Namespaces().Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}, metav1.CreateOptions{}); err != nil {
+		return "", err
+	}
+	_, err := b.cs.CoreV1().ServiceAccounts(ns).Create(ctx, &corev1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Name: "default"}}, metav1.CreateOptions{})
+	return ns, err
+}
+
+// timed runs do, waits until the namespace holds want Pods, then lets
+// trailing writes (status, events) land before counting the writes.
+func (b *bench) timed(ctx context.Context, pods *podCount, want int, do func() error) (time.Duration, writes, error) {
+	before, err := scrapeWrites(ctx, b.cs)
+	if err != nil {
+		return 0, nil, err
+	}
+	start := time.Now()
+	if err := do(); err != nil {
+		return 0, nil, err
+	}
+	if err := pods.await(ctx, want, 5*time.Minute); err != nil {
+		return 0, nil, err
+	}
+	took := time.Since(start)
+	time.Sleep(3 * time.Second)
+	after, err := scrapeWrites(ctx, b.cs)
+	if err != nil {
+		return 0, nil, err
+	}
+	w := after.minus(before)
+	delete(w, "widgets") // the harness's own spec writes
+	delete(w, "replicasets")
+	delete(w, "namespaces")
+	return took, w, nil
+}
+
+// rawLoop creates n Pods from 16 goroutines with no client limit, runs
+// times, and reports the median.
+func (b *bench) rawLoop(ctx context.Context, runs int) (line, error) {
+	var tooks []time.Duration
+	var w writes
+	for range runs {
+		took, ww, err := b.rawOnce(ctx)
+		if err != nil {
+			return line{}, err
+		}
+		tooks, w = append(tooks, took), ww
+	}
+	kit, ok := b.kitUpFast()
+	if !ok {
+		return line{}, errors.New("no binding figure at 1000/1000 to compare with the raw loop")
+	}
+	return line{what: fmt.Sprintf("0→%d Pods, 1000/1000, against a raw loop", b.n), kit: kit.kit, kitWrites: kit.kitWrites, ref: median(tooks), refW: w,
+		perReplica: b.n, refName: "16 goroutines, no limit", goal: "≤ 1.3"}, nil
+}
+
+func (b *bench) rawOnce(ctx context.Context) (time.Duration, writes, error) {
+	ns, err := b.namespace(ctx, "raw")
+	if err != nil {
+		return 0, nil, err
+	}
+	pods, err := countPods(b.cs, ns)
+	if err != nil {
+		return 0, nil, err
+	}
+	defer pods.close()
+	return b.timed(ctx, pods, b.n, func() error {
+		var wg sync.WaitGroup
+		errs := make([]error, 16)
+		for g := range 16 {
+			wg.Go(func() {
+				for i := g; i < b.n; i += 16 {
+					p := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: fmt.Sprintf("raw-%d", i), Labels: map[string]string{"app": "raw"}}, Spec: podSpec()}
+					if _, err := b.cs.CoreV1().Pods(ns).Create(ctx, p, metav1.CreateOptions{}); err != nil {
+						errs[g] = err
+						return
+					}
+				}
+			})
+		}
+		wg.Wait()
+		return errors.Join(errs...)
+	})
+}
+
+// fast remembers the binding's 0→n at 1000/1000 for the raw-loop row.
+var fast *line
+
+func (b *bench) kitUpFast() (line, bool) {
+	if fast == nil {
+		return line{}, false
+	}
+	return *fast, true
+}
