@@ -58,26 +58,29 @@ func childGroups(pid int) ([]string, error) {
 	return groups, nil
 }
 
-// lockedBuffer collects a process's output while others read it.
-type lockedBuffer struct {
+// LockedBuffer collects a process's output (or a logger's) while others
+// read it.
+type LockedBuffer struct {
 	mu  sync.Mutex
 	buf bytes.Buffer
 }
 
-func (b *lockedBuffer) Write(p []byte) (int, error) {
+// Write appends p.
+func (b *LockedBuffer) Write(p []byte) (int, error) {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	return b.buf.Write(p)
 }
 
-func (b *lockedBuffer) String() string {
+// String returns everything written so far.
+func (b *LockedBuffer) String() string {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	return b.buf.String()
 }
 
-// tail returns the last n bytes written.
-func (b *lockedBuffer) tail(n int) string {
+// Tail returns the last n bytes written.
+func (b *LockedBuffer) Tail(n int) string {
 	s := b.String()
 	return s[max(len(s)-n, 0):]
 }

@@ -60,7 +60,7 @@ type Env struct {
 	te       *envtest.Environment
 	dir      string
 	kcm      *exec.Cmd
-	kcmLog   *lockedBuffer
+	kcmLog   *LockedBuffer
 	kcmDone  chan struct{}
 	watchdog *exec.Cmd
 	startErr error // set by Main when the environment could not start
@@ -124,7 +124,7 @@ func Start(opts Options) (_ *Env, err error) {
 			return nil, err
 		}
 	}
-	e := &Env{BinDir: bin, kcmLog: &lockedBuffer{}}
+	e := &Env{BinDir: bin, kcmLog: &LockedBuffer{}}
 	if e.dir, err = os.MkdirTemp("", "replicakit-testenv-"); err != nil {
 		return nil, err
 	}
@@ -189,9 +189,9 @@ func (e *Env) startControllerManager() error {
 	for {
 		select {
 		case <-e.kcmDone:
-			return fmt.Errorf("kube-controller-manager exited: %s", e.kcmLog.tail(2000))
+			return fmt.Errorf("kube-controller-manager exited: %s", e.kcmLog.Tail(2000))
 		case <-deadline:
-			return fmt.Errorf("kube-controller-manager: garbage collector not synced after 90s: %s", e.kcmLog.tail(2000))
+			return fmt.Errorf("kube-controller-manager: garbage collector not synced after 90s: %s", e.kcmLog.Tail(2000))
 		case <-tick.C:
 			if strings.Contains(e.kcmLog.String(), synced) {
 				return nil

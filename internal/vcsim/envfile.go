@@ -10,11 +10,13 @@ import (
 	"slices"
 	"strings"
 
+	"github.com/vmware/govmomi/find"
+	"github.com/vmware/govmomi/property"
 	"github.com/vmware/govmomi/session"
-	"github.com/vmware/govmomi/view"
 	"github.com/vmware/govmomi/vim25"
 	"github.com/vmware/govmomi/vim25/mo"
 	"github.com/vmware/govmomi/vim25/soap"
+	"github.com/vmware/govmomi/vim25/types"
 
 	"github.com/replicakit/replicakit/vmprovider/vsphere"
 )
@@ -70,8 +72,12 @@ func ReadEnvFile(path string) (vsphere.Config, error) {
 }
 
 // VMNames logs in to the vCenter that cfg reaches (the simulator or any
-// other; URL, credentials and CAFile or CABundle are used) and returns the sorted names of every VM in its inventory, to check
-// what an operator did through the real protocol.
+// other; URL, credentials and CAFile or CABundle are used) and returns the
+// sorted names of the VMs in the VM folder of cfg's datacenter (the only one
+// when empty), to check what an operator did through the real protocol. It
+// reads through the property collector, which vcsim serves under its object
+// locks (its container views walk the inventory unlocked and race with
+// concurrent destroys).
 func VMNames(ctx context.Context, cfg vsphere.Config) ([]string, error) {
 	u, err := soap.ParseURL(cfg.URL)
 	if err != nil {
@@ -96,14 +102,25 @@ func VMNames(ctx context.Context, cfg vsphere.Config) ([]string, error) {
 		return nil, err
 	}
 	defer func() { _ = sm.Logout(context.WithoutCancel(ctx)) }()
-	v, err := view.NewManager(vc).CreateContainerView(ctx, vc.ServiceContent.RootFolder, []string{"VirtualMachine"}, true)
+	dc, err := find.NewFinder(vc, false).DatacenterOrDefault(ctx, cfg.Datacenter)
 	if err != nil {
 		return nil, err
 	}
-	defer func() { _ = v.Destroy(context.WithoutCancel(ctx)) }()
-	var vms []mo.VirtualMachine
-	if err := v.Retrieve(ctx, []string{"VirtualMachine"}, []string{"name"}, &vms); err != nil {
+	folders, err := dc.Folders(ctx)
+	if err != nil {
 		return nil, err
+	}
+	pc := property.DefaultCollector(vc)
+	var folder mo.Folder
+	if err := pc.RetrieveOne(ctx, folders.VmFolder.Reference(), []string{"childEntity"}, &folder); err != nil {
+		return nil, err
+	}
+	refs := slices.DeleteFunc(folder.ChildEntity, func(r types.ManagedObjectReference) bool { return r.Type != "VirtualMachine" })
+	var vms []mo.VirtualMachine
+	if len(refs) > 0 {
+		if err := pc.Retrieve(ctx, refs, []string{"name"}, &vms); err != nil {
+			return nil, err // a VM destroyed meanwhile: the caller reads again
+		}
 	}
 	names := make([]string, 0, len(vms))
 	for _, vm := range vms {

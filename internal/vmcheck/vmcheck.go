@@ -8,6 +8,9 @@ import (
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	utilruntime "k8s.io/apimachinery/pkg/util/runtime"
+	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	vmv1 "github.com/replicakit/replicakit/examples/vmset/api/v1alpha1"
@@ -101,4 +104,13 @@ func (s State) String() string {
 			st.Replicas, st.ReadyReplicas, st.TerminatingReplicas, st.ObservedGeneration, s.Set.Generation)
 	}
 	return out
+}
+
+// Scheme returns a scheme with client-go's types and the example operator's
+// API, for clients and managers in its tests and tools.
+func Scheme() *runtime.Scheme {
+	s := runtime.NewScheme()
+	utilruntime.Must(clientgoscheme.AddToScheme(s))
+	utilruntime.Must(vmv1.AddToScheme(s))
+	return s
 }

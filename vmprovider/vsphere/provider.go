@@ -199,6 +199,11 @@ func (p *Provider) task(ctx context.Context, start func(context.Context) (*objec
 	if err != nil {
 		return nil, err
 	}
+	if info == nil {
+		// govmomi reports no error and no info when the wait for the task
+		// ends without an update (a connection cut mid-answer, say).
+		return nil, fmt.Errorf("vCenter task %s ended without a result", t.Reference().Value)
+	}
 	return info.Result, nil
 }
 

@@ -10,29 +10,20 @@ import (
 	"time"
 
 	"github.com/go-logr/logr"
-	"k8s.io/apimachinery/pkg/runtime"
-	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
 	"sigs.k8s.io/controller-runtime/pkg/log"
 
-	vmv1 "github.com/replicakit/replicakit/examples/vmset/api/v1alpha1"
 	"github.com/replicakit/replicakit/internal/faults"
 	"github.com/replicakit/replicakit/internal/testenv"
+	"github.com/replicakit/replicakit/internal/vmcheck"
 )
 
 var env *testenv.Env
-
-func newScheme() *runtime.Scheme {
-	s := runtime.NewScheme()
-	_ = clientgoscheme.AddToScheme(s)
-	_ = vmv1.AddToScheme(s)
-	return s
-}
 
 func TestMain(m *testing.M) {
 	log.SetLogger(logr.Discard()) // the operator's logs are not the suite's output
 	testenv.Main(m, &env, testenv.Options{
 		CRDDirectoryPaths: []string{filepath.Join("..", "config", "crd", "bases")},
-		Scheme:            newScheme(),
+		Scheme:            vmcheck.Scheme(),
 	})
 }
 

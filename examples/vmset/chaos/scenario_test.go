@@ -177,7 +177,7 @@ func (o *operator) start() {
 	if o.lag != nil {
 		edit = append(edit, func(opts *ctrl.Options) { opts.NewCache = o.lag.NewCache() })
 	}
-	stopMgr := o.e.StartManager(o.t, newScheme(), func(mgr ctrl.Manager) error {
+	stopMgr := o.e.StartManager(o.t, vmcheck.Scheme(), func(mgr ctrl.Manager) error {
 		return controllers.Setup(mgr, &controllers.VirtualMachineReconciler{Provider: p})
 	}, edit...)
 	o.stop = func() {

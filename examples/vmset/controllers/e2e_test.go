@@ -11,9 +11,7 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/util/wait"
-	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
 	"k8s.io/utils/ptr"
 	ctrl "sigs.k8s.io/controller-runtime"
 
@@ -27,17 +25,10 @@ import (
 
 var env *testenv.Env
 
-func newScheme() *runtime.Scheme {
-	s := runtime.NewScheme()
-	_ = clientgoscheme.AddToScheme(s)
-	_ = vmv1.AddToScheme(s)
-	return s
-}
-
 func TestMain(m *testing.M) {
 	testenv.Main(m, &env, testenv.Options{
 		CRDDirectoryPaths: []string{filepath.Join("..", "config", "crd", "bases")},
-		Scheme:            newScheme(),
+		Scheme:            vmcheck.Scheme(),
 	})
 }
 
@@ -51,7 +42,7 @@ func start(t *testing.T) (*testenv.Env, *vcsimtest.Sim) {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { _ = p.Close(context.Background()) }) // runs after the manager stops
-	e.StartManager(t, newScheme(), func(mgr ctrl.Manager) error {
+	e.StartManager(t, vmcheck.Scheme(), func(mgr ctrl.Manager) error {
 		return controllers.Setup(mgr, &controllers.VirtualMachineReconciler{Provider: p})
 	})
 	return e, sim
@@ -71,13 +62,13 @@ func settle(t *testing.T, e *testenv.Env, sim *vcsimtest.Sim, ns string, n int) 
 func waitState(t *testing.T, e *testenv.Env, sim *vcsimtest.Sim, ns, what string, ok func(vmcheck.State) bool) vmcheck.State {
 	t.Helper()
 	var st vmcheck.State
+	var last error
 	err := wait.PollUntilContextTimeout(context.Background(), 100*time.Millisecond, 60*time.Second, true, func(ctx context.Context) (bool, error) {
-		var err error
-		st, err = vmcheck.Observe(ctx, e.Client, sim.Config(), ns, "test-rs")
-		return err == nil && ok(st), err
+		st, last = vmcheck.Observe(ctx, e.Client, sim.Config(), ns, "test-rs")
+		return last == nil && ok(st), nil // a VM destroyed mid-read: read again
 	})
 	if err != nil {
-		t.Fatalf("%s: not %s: %v", ns, what, st)
+		t.Fatalf("%s: not %s: %v (last read error: %v)", ns, what, st, last)
 	}
 	return st
 }

@@ -62,11 +62,7 @@ func (b *bench) compare(ctx context.Context, l limit, runs int, cascade bool) ([
 			order = []*side{kit, rs} // neither always goes first
 		}
 		for _, s := range order {
-			ns, err := b.namespace(ctx, "bench")
-			if err != nil {
-				return nil, err
-			}
-			pods, err := countPods(b.cs, ns)
+			ns, pods, err := b.podNamespace(ctx, "bench")
 			if err != nil {
 				return nil, err
 			}
@@ -159,16 +155,24 @@ func (b *bench) startReplicaSetController(l limit) (stop func(), err error) {
 func (b *bench) startBinding(l limit) (stop func(), err error) {
 	cfg := rest.CopyConfig(b.env.Config)
 	cfg.QPS, cfg.Burst = l.qps, l.burst
+	return b.runManager(cfg, 0, func(mgr ctrl.Manager) error {
+		return newWidgetReconciler().SetupWithManager(mgr, "widget")
+	})
+}
+
+// runManager starts a manager on cfg with the controllers setup registers
+// (concurrency reconciles each, 0 for the default) and waits for its cache.
+func (b *bench) runManager(cfg *rest.Config, concurrency int, setup func(ctrl.Manager) error) (stop func(), err error) {
 	mgr, err := ctrl.NewManager(cfg, ctrl.Options{
 		Scheme:                 b.env.Client.Scheme(),
 		Metrics:                metricsserver.Options{BindAddress: "0"},
 		HealthProbeBindAddress: "0",
-		Controller:             config.Controller{SkipNameValidation: ptr.To(true)},
+		Controller:             config.Controller{SkipNameValidation: ptr.To(true), MaxConcurrentReconciles: concurrency},
 	})
 	if err != nil {
 		return nil, err
 	}
-	if err := newWidgetReconciler().SetupWithManager(mgr, "widget"); err != nil {
+	if err := setup(mgr); err != nil {
 		return nil, err
 	}
 	ctx, cancel := context.WithCancel(context.Background())
@@ -176,7 +180,7 @@ func (b *bench) startBinding(l limit) (stop func(), err error) {
 	go func() { done <- mgr.Start(ctx) }()
 	if !mgr.GetCache().WaitForCacheSync(ctx) {
 		cancel()
-		return nil, fmt.Errorf("binding: cache did not sync: %v", <-done)
+		return nil, fmt.Errorf("manager: cache did not sync: %v", <-done)
 	}
 	return func() { cancel(); <-done }, nil
 }

@@ -15,14 +15,12 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/client-go/kubernetes"
-	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
 	"k8s.io/client-go/rest"
 	ctrl "sigs.k8s.io/controller-runtime"
 
-	vmv1 "github.com/replicakit/replicakit/examples/vmset/api/v1alpha1"
 	"github.com/replicakit/replicakit/internal/testenv"
+	"github.com/replicakit/replicakit/internal/vmcheck"
 )
 
 func main() {
@@ -64,11 +62,9 @@ var fastRuns *int
 var limits = []limit{{"20 QPS / burst 30 (defaults)", 20, 30}, {"1000 QPS / burst 1000", 1000, 1000}}
 
 func run(ctx context.Context, n, vms int, crds string) error {
-	scheme := runtime.NewScheme()
-	for _, add := range []func(*runtime.Scheme) error{clientgoscheme.AddToScheme, apiextensionsv1.AddToScheme, vmv1.AddToScheme} {
-		if err := add(scheme); err != nil {
-			return err
-		}
+	scheme := vmcheck.Scheme()
+	if err := apiextensionsv1.AddToScheme(scheme); err != nil {
+		return err
 	}
 	fmt.Println("Starting etcd, kube-apiserver and kube-controller-manager (garbage collector) ...")
 	env, err := testenv.Start(testenv.Options{CRDs: []*apiextensionsv1.CustomResourceDefinition{testenv.WidgetCRD()}, CRDDirectoryPaths: []string{crds}, Scheme: scheme})
@@ -155,6 +151,16 @@ func (b *bench) namespace(ctx context.Context, prefix string) (string, error) {
 	return ns, err
 }
 
+// podNamespace creates a namespace and follows its Pods.
+func (b *bench) podNamespace(ctx context.Context, prefix string) (string, *podCount, error) {
+	ns, err := b.namespace(ctx, prefix)
+	if err != nil {
+		return "", nil, err
+	}
+	pods, err := countPods(b.cs, ns)
+	return ns, pods, err
+}
+
 // timed runs do, waits until the namespace holds want Pods, then lets
 // trailing writes (status, events) land before counting the writes.
 func (b *bench) timed(ctx context.Context, pods *podCount, want int, do func() error) (time.Duration, writes, error) {
@@ -203,11 +209,7 @@ func (b *bench) rawLoop(ctx context.Context, runs int) (line, error) {
 }
 
 func (b *bench) rawOnce(ctx context.Context) (time.Duration, writes, error) {
-	ns, err := b.namespace(ctx, "raw")
-	if err != nil {
-		return 0, nil, err
-	}
-	pods, err := countPods(b.cs, ns)
+	ns, pods, err := b.podNamespace(ctx, "raw")
 	if err != nil {
 		return 0, nil, err
 	}

@@ -10,7 +10,6 @@ import (
 	"sync/atomic"
 	"time"
 
-	corev1 "k8s.io/api/core/v1"
 	"k8s.io/client-go/informers"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/tools/cache"
@@ -144,5 +143,3 @@ func (w writes) String() string {
 	}
 	return strings.Join(parts, ", ")
 }
-
-var _ = corev1.Pod{}

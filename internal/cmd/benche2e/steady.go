@@ -6,15 +6,12 @@ import (
 	"sync"
 	"time"
 
-	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/utils/ptr"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
-	"sigs.k8s.io/controller-runtime/pkg/config"
-	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 
 	vmv1 "github.com/replicakit/replicakit/examples/vmset/api/v1alpha1"
 	"github.com/replicakit/replicakit/examples/vmset/controllers"
@@ -32,11 +29,7 @@ func (b *bench) steady(ctx context.Context) (writes, error) {
 		return nil, err
 	}
 	defer stop()
-	ns, err := b.namespace(ctx, "steady")
-	if err != nil {
-		return nil, err
-	}
-	pods, err := countPods(b.cs, ns)
+	ns, pods, err := b.podNamespace(ctx, "steady")
 	if err != nil {
 		return nil, err
 	}
@@ -82,22 +75,13 @@ func (b *bench) vms(ctx context.Context, n int) (line, error) {
 		return line{}, err
 	}
 	defer p.Close(context.Background())
-	mgr, err := ctrl.NewManager(b.env.Config, ctrl.Options{
-		Scheme:                 b.env.Client.Scheme(),
-		Metrics:                metricsserver.Options{BindAddress: "0"},
-		HealthProbeBindAddress: "0",
-		Controller:             config.Controller{SkipNameValidation: ptr.To(true), MaxConcurrentReconciles: vsphere.DefaultMaxTasks},
+	stop, err := b.runManager(b.env.Config, vsphere.DefaultMaxTasks, func(mgr ctrl.Manager) error {
+		return controllers.Setup(mgr, &controllers.VirtualMachineReconciler{Provider: p})
 	})
 	if err != nil {
 		return line{}, err
 	}
-	if err := controllers.Setup(mgr, &controllers.VirtualMachineReconciler{Provider: p}); err != nil {
-		return line{}, err
-	}
-	mctx, cancel := context.WithCancel(ctx)
-	done := make(chan error, 1)
-	go func() { done <- mgr.Start(mctx) }()
-	defer func() { cancel(); <-done }()
+	defer stop()
 
 	ns, err := b.namespace(ctx, "vms")
 	if err != nil {
@@ -165,5 +149,3 @@ func rawClones(ctx context.Context, n int) (time.Duration, error) {
 	wg.Wait()
 	return time.Since(start), first
 }
-
-var _ = corev1.Pod{}

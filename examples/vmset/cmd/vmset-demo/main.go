@@ -10,11 +10,8 @@ import (
 	"path/filepath"
 	"syscall"
 
-	"k8s.io/apimachinery/pkg/runtime"
-	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
-
-	vmv1 "github.com/replicakit/replicakit/examples/vmset/api/v1alpha1"
 	"github.com/replicakit/replicakit/internal/testenv"
+	"github.com/replicakit/replicakit/internal/vmcheck"
 )
 
 func main() {
@@ -47,17 +44,10 @@ type options struct {
 // run starts the control plane and the operator, plays the story or waits,
 // and stops everything.
 func run(ctx context.Context, o options) (err error) {
-	scheme := runtime.NewScheme()
-	if err := clientgoscheme.AddToScheme(scheme); err != nil {
-		return err
-	}
-	if err := vmv1.AddToScheme(scheme); err != nil {
-		return err
-	}
 	fmt.Println("Starting etcd, kube-apiserver and kube-controller-manager (garbage collector) from bin/ ...")
 	env, err := testenv.Start(testenv.Options{
 		CRDDirectoryPaths: []string{filepath.Join(o.config, "crd", "bases")},
-		Scheme:            scheme,
+		Scheme:            vmcheck.Scheme(),
 	})
 	if err != nil {
 		return err

@@ -1,7 +1,6 @@
 package main
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -10,7 +9,6 @@ import (
 	"net/http"
 	"path/filepath"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -19,9 +17,7 @@ import (
 	eventsv1 "k8s.io/api/events/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/util/wait"
-	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
 	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
@@ -37,17 +33,10 @@ import (
 
 var env *testenv.Env
 
-func newScheme() *runtime.Scheme {
-	s := runtime.NewScheme()
-	_ = clientgoscheme.AddToScheme(s)
-	_ = vmv1.AddToScheme(s)
-	return s
-}
-
 func TestMain(m *testing.M) {
 	testenv.Main(m, &env, testenv.Options{
 		CRDDirectoryPaths: []string{filepath.Join("..", "..", "config", "crd", "bases")},
-		Scheme:            newScheme(),
+		Scheme:            vmcheck.Scheme(),
 	})
 }
 
@@ -91,7 +80,7 @@ func TestDeployment(t *testing.T) {
 
 	metricsAddr, probeAddr := freeAddr(t), freeAddr(t)
 	govcEnv := filepath.Join(dir, "govc.env")
-	logs := &lockedBuffer{}
+	logs := &testenv.LockedBuffer{}
 	runCtx, stop := context.WithCancel(ctx)
 	done := make(chan error, 1)
 	go func() {
@@ -108,7 +97,7 @@ func TestDeployment(t *testing.T) {
 	}()
 	t.Cleanup(func() {
 		if t.Failed() {
-			t.Logf("the manager's last logs:\n%s", logs.tail(4000))
+			t.Logf("the manager's last logs:\n%s", logs.Tail(4000))
 		}
 	})
 	stopped := false
@@ -121,7 +110,7 @@ func TestDeployment(t *testing.T) {
 
 	for _, path := range []string{"/healthz", "/readyz"} {
 		if body := poll(t, "http://"+probeAddr+path, "ok"); body == "" {
-			t.Fatalf("%s never answered ok; logs:\n%s", path, logs.tail(3000))
+			t.Fatalf("%s never answered ok; logs:\n%s", path, logs.Tail(3000))
 		}
 	}
 	var lease coordinationv1.Lease
@@ -188,7 +177,7 @@ func refused(t *testing.T, e *testenv.Env, token, ns string) {
 	t.Helper()
 	cfg := rest.AnonymousClientConfig(e.Config)
 	cfg.BearerToken = token
-	c, err := client.New(cfg, client.Options{Scheme: newScheme()})
+	c, err := client.New(cfg, client.Options{Scheme: vmcheck.Scheme()})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -273,7 +262,7 @@ func settle(t *testing.T, e *testenv.Env, vc vsphere.Config, ns string, n int) {
 	waitFor(t, fmt.Sprintf("%d VMs in %s", n, ns), func(ctx context.Context) (bool, error) {
 		var err error
 		st, err = vmcheck.Observe(ctx, e.Client, vc, ns, "")
-		return err == nil && st.Settled(n), err
+		return err == nil && st.Settled(n), nil // a VM destroyed mid-read: read again
 	})
 }
 
@@ -329,27 +318,4 @@ func writeKubeconfig(t *testing.T, path string, cfg *rest.Config, token string) 
 	if err := clientcmd.WriteToFile(*kc, path); err != nil {
 		t.Fatal(err)
 	}
-}
-
-// lockedBuffer collects the manager's logs while the test reads them.
-type lockedBuffer struct {
-	mu  sync.Mutex
-	buf bytes.Buffer
-}
-
-func (b *lockedBuffer) Write(p []byte) (int, error) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.Write(p)
-}
-
-func (b *lockedBuffer) String() string {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.String()
-}
-
-func (b *lockedBuffer) tail(n int) string {
-	s := b.String()
-	return s[max(len(s)-n, 0):]
 }
