@@ -47,7 +47,7 @@ func (b *bench) steady(ctx context.Context) (writes, error) {
 	}
 	for i := range 5 {
 		patch := fmt.Appendf(nil, `{"metadata":{"annotations":{"bench/nudge":"%d"}}}`, i)
-		if err := b.env.Client.Patch(ctx, widget(ns, "kit", 0), client.RawPatch(types.MergePatchType, patch)); err != nil {
+		if err := b.c.Patch(ctx, widget(ns, "kit", 0), client.RawPatch(types.MergePatchType, patch)); err != nil {
 			return nil, err
 		}
 		time.Sleep(300 * time.Millisecond)
@@ -96,12 +96,12 @@ func (b *bench) vms(ctx context.Context, n int) (line, error) {
 		},
 	}
 	start := time.Now()
-	if err := b.env.Client.Create(ctx, set); err != nil {
+	if err := b.c.Create(ctx, set); err != nil {
 		return line{}, err
 	}
 	var st vmcheck.State
 	if err := wait.PollUntilContextTimeout(ctx, 100*time.Millisecond, 10*time.Minute, true, func(ctx context.Context) (bool, error) {
-		st, err = vmcheck.Observe(ctx, b.env.Client, sim.Config(), ns, "bench")
+		st, err = vmcheck.Observe(ctx, b.c, sim.Config(), ns, "bench")
 		return err == nil && st.Settled(n), nil
 	}); err != nil {
 		return line{}, fmt.Errorf("%d VMs: %v", n, st)
