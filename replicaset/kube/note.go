@@ -14,28 +14,33 @@ const maxNote = 900
 // ("and 37 more"). Items are never cut in the middle, except a first item
 // longer than the budget, which is cut and marked with "...".
 func listNote(items []string, sep string, budget int) string {
+	if all := strings.Join(items, sep); len(all) <= budget {
+		return all
+	}
 	var b strings.Builder
+	more := func(n int) string {
+		if n == 0 {
+			return ""
+		}
+		return fmt.Sprintf("%sand %d more", sep, n)
+	}
 	for i, it := range items {
-		more := fmt.Sprintf("%sand %d more", sep, len(items)-i)
 		add := it
 		if i > 0 {
 			add = sep + it
 		}
-		last := i == len(items)-1
-		switch {
-		case b.Len()+len(add) <= budget && (last || b.Len()+len(add)+len(more) <= budget):
+		// Keep the item if the count of those after it still fits.
+		if b.Len()+len(add)+len(more(len(items)-i-1)) <= budget {
 			b.WriteString(add)
-		case i == 0:
-			cut := max(budget-len(more)-3, 0)
-			b.WriteString(it[:min(cut, len(it))] + "...")
-			if !last {
-				b.WriteString(fmt.Sprintf("%sand %d more", sep, len(items)-1))
-			}
-			return b.String()
-		default:
-			b.WriteString(more)
-			return b.String()
+			continue
 		}
+		if i == 0 {
+			tail := more(len(items) - 1)
+			cut := max(budget-len(tail)-3, 0)
+			return it[:min(cut, len(it))] + "..." + tail
+		}
+		// The previous item reserved room for this count.
+		return b.String() + more(len(items)-i)
 	}
 	return b.String()
 }

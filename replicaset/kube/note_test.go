@@ -33,6 +33,17 @@ func TestListNote_Properties(t *testing.T) {
 			t.Fatalf("%d shown + %d counted != %d items: %q", len(got), left, len(items), note)
 		}
 		for i, g := range got {
+			if i == 0 && g != items[0] && strings.HasSuffix(g, "...") {
+				// Cut only when the whole first item and the count do not fit.
+				whole := len(items[0])
+				if left > 0 {
+					whole += len(fmt.Sprintf(", and %d more", left))
+				}
+				if !strings.HasPrefix(items[0], strings.TrimSuffix(g, "...")) || whole <= budget {
+					t.Fatalf("first item %q cut to %q within budget %d", items[0], g, budget)
+				}
+				continue
+			}
 			if g != items[i] {
 				t.Fatalf("item %d shown as %q, is %q", i, g, items[i])
 			}
