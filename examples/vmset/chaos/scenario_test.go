@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"slices"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -180,9 +181,12 @@ func (o *operator) start() {
 	stopMgr := o.e.StartManager(o.t, vmcheck.Scheme(), func(mgr ctrl.Manager) error {
 		return controllers.Setup(mgr, &controllers.VirtualMachineReconciler{Provider: p})
 	}, edit...)
+	var once sync.Once
 	o.stop = func() {
-		stopMgr()
-		_ = p.Close(context.Background())
+		once.Do(func() {
+			stopMgr()
+			_ = p.Close(context.Background())
+		})
 	}
 	o.t.Cleanup(o.stop)
 }

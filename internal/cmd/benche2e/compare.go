@@ -22,6 +22,8 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/config"
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
+
+	"github.com/replicakit/replicakit/internal/widgetkind"
 )
 
 // owner is one side of the comparison: it makes an owner of n Pods in a
@@ -227,15 +229,15 @@ func (r rsOwner) delete(ctx context.Context, ns string) error {
 type widgetOwner struct{ b *bench }
 
 func (w widgetOwner) create(ctx context.Context, ns string, n int) error {
-	return w.b.c.Create(ctx, widget(ns, "kit", int64(n)))
+	return w.b.c.Create(ctx, widgetkind.New(ns, "kit", int64(n)))
 }
 
 func (w widgetOwner) scale(ctx context.Context, ns string, n int) error {
-	return w.b.c.Patch(ctx, widget(ns, "kit", 0), client.RawPatch(types.MergePatchType, fmt.Appendf(nil, `{"spec":{"replicas":%d}}`, n)))
+	return w.b.c.Patch(ctx, widgetkind.New(ns, "kit", 0), client.RawPatch(types.MergePatchType, fmt.Appendf(nil, `{"spec":{"replicas":%d}}`, n)))
 }
 
 func (w widgetOwner) delete(ctx context.Context, ns string) error {
-	return w.b.c.Delete(ctx, widget(ns, "kit", 0), client.PropagationPolicy(metav1.DeletePropagationBackground))
+	return w.b.c.Delete(ctx, widgetkind.New(ns, "kit", 0), client.PropagationPolicy(metav1.DeletePropagationBackground))
 }
 
 // median returns the middle of ds (the upper one of an even count).

@@ -17,6 +17,7 @@ import (
 	"github.com/replicakit/replicakit/examples/vmset/controllers"
 	"github.com/replicakit/replicakit/internal/vcsim"
 	"github.com/replicakit/replicakit/internal/vmcheck"
+	"github.com/replicakit/replicakit/internal/widgetkind"
 	"github.com/replicakit/replicakit/vmprovider"
 	"github.com/replicakit/replicakit/vmprovider/vsphere"
 )
@@ -47,7 +48,7 @@ func (b *bench) steady(ctx context.Context) (writes, error) {
 	}
 	for i := range 5 {
 		patch := fmt.Appendf(nil, `{"metadata":{"annotations":{"bench/nudge":"%d"}}}`, i)
-		if err := b.c.Patch(ctx, widget(ns, "kit", 0), client.RawPatch(types.MergePatchType, patch)); err != nil {
+		if err := b.c.Patch(ctx, widgetkind.New(ns, "kit", 0), client.RawPatch(types.MergePatchType, patch)); err != nil {
 			return nil, err
 		}
 		time.Sleep(300 * time.Millisecond)

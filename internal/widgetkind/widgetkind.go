@@ -1,0 +1,100 @@
+package widgetkind
+
+import (
+	"fmt"
+	"time"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/replicakit/replicakit/internal/testenv"
+	"github.com/replicakit/replicakit/replicaset/kube"
+)
+
+// Empty returns a Widget with only its kind set.
+func Empty() *unstructured.Unstructured {
+	w := &unstructured.Unstructured{}
+	w.SetGroupVersionKind(testenv.WidgetGVK)
+	return w
+}
+
+// EmptyList returns an empty WidgetList.
+func EmptyList() client.ObjectList {
+	l := &unstructured.UnstructuredList{}
+	l.SetGroupVersionKind(testenv.WidgetGVK.GroupVersion().WithKind("WidgetList"))
+	return l
+}
+
+// New returns a Widget of the given replicas selecting, and labelling its
+// children, app=name.
+func New(ns, name string, replicas int64) *unstructured.Unstructured {
+	w := Empty()
+	w.SetNamespace(ns)
+	w.SetName(name)
+	w.Object["spec"] = map[string]any{
+		"replicas": replicas,
+		"selector": map[string]any{"matchLabels": map[string]any{"app": name}},
+		"template": map[string]any{"metadata": map[string]any{"labels": map[string]any{"app": name}}},
+	}
+	return w
+}
+
+// Spec reads a Widget's spec: replicas, selector, deletePolicy, paused,
+// replaceDeleting and minReadySeconds.
+func Spec(w *unstructured.Unstructured) (kube.Spec, error) {
+	var s kube.Spec
+	replicas, _, err := unstructured.NestedInt64(w.Object, "spec", "replicas")
+	if err != nil {
+		return s, err
+	}
+	if replicas < 0 {
+		return s, fmt.Errorf("spec.replicas %d is negative", replicas)
+	}
+	s.Replicas = int(replicas)
+	if sel, ok, _ := unstructured.NestedMap(w.Object, "spec", "selector"); ok {
+		s.Selector = &metav1.LabelSelector{}
+		if err := runtime.DefaultUnstructuredConverter.FromUnstructured(sel, s.Selector); err != nil {
+			return s, fmt.Errorf("spec.selector: %w", err)
+		}
+	}
+	s.DeletePolicy, _, _ = unstructured.NestedString(w.Object, "spec", "deletePolicy")
+	s.Paused, _, _ = unstructured.NestedBool(w.Object, "spec", "paused")
+	s.ReplaceDeleting, _, _ = unstructured.NestedBool(w.Object, "spec", "replaceDeleting")
+	minReady, _, _ := unstructured.NestedInt64(w.Object, "spec", "minReadySeconds")
+	s.MinReady = time.Duration(minReady) * time.Second
+	return s, nil
+}
+
+// TemplateLabels returns spec.template.metadata.labels, for new children.
+func TemplateLabels(w *unstructured.Unstructured) (map[string]string, error) {
+	l, _, err := unstructured.NestedStringMap(w.Object, "spec", "template", "metadata", "labels")
+	return l, err
+}
+
+// SetStatus writes the binding's status into the Widget, merging its
+// conditions with those already there.
+func SetStatus(w *unstructured.Unstructured, s kube.Status) {
+	var conds []metav1.Condition
+	if raw, ok, _ := unstructured.NestedSlice(w.Object, "status", "conditions"); ok {
+		for _, c := range raw {
+			var cond metav1.Condition
+			if m, ok := c.(map[string]any); ok && runtime.DefaultUnstructuredConverter.FromUnstructured(m, &cond) == nil {
+				conds = append(conds, cond)
+			}
+		}
+	}
+	s.MergeConditions(&conds)
+	raw := make([]any, len(conds))
+	for i := range conds {
+		raw[i], _ = runtime.DefaultUnstructuredConverter.ToUnstructured(&conds[i])
+	}
+	status := map[string]any{
+		"replicas": int64(s.Replicas), "fullyLabeledReplicas": int64(s.FullyLabeledReplicas),
+		"readyReplicas": int64(s.ReadyReplicas), "availableReplicas": int64(s.AvailableReplicas),
+		"terminatingReplicas": int64(s.TerminatingReplicas), "observedGeneration": s.ObservedGeneration,
+		"selector": s.Selector, "conditions": raw,
+	}
+	_ = unstructured.SetNestedField(w.Object, status, "status")
+}
