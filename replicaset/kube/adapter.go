@@ -62,6 +62,11 @@ type Adapter[O, C client.Object] interface {
 	// Observe fills in what the child's kind knows of its replica:
 	// Phase, Ready and ReadySince.
 	Observe(child C, r *replicaset.Replica)
-	// SetStatus copies s into the owner's status.
+	// SetStatus copies s into the owner's status. The binding writes it as
+	// a merge patch against the status it read, which leaves out fields
+	// that did not change: a zero on an owner that has no status yet is not
+	// sent, so give required status fields a default in the CRD
+	// (+kubebuilder:default=0), as the example's VirtualMachineReplicaSet
+	// does.
 	SetStatus(owner O, s Status)
 }
