@@ -26,8 +26,9 @@
 //	// create plan.Create replicas, delete plan.Delete in order
 //
 // and reports status with [Summarize], requeueing after [NextAvailable] when
-// a replica is about to become available. Creates are issued in batches of
-// [SlowStart] sizes; the execute subpackage does this for any binding.
+// a replica is about to become available. Creates are issued with slow
+// start, never more than [SlowStart]'s batches would have started for as
+// many successes; the execute subpackage does this for any binding.
 //
 // # Invariants
 //

@@ -63,8 +63,10 @@ func NextAvailable(current []Replica, minReady time.Duration, now time.Time) (af
 // initial (1 when initial < 1) and doubling after each batch, the last batch
 // holding what remains: SlowStart(10, 1) is [1 2 4 3]. An executor issues a
 // batch only when every create of the previous batch succeeded, so a
-// platform that refuses every create costs one call, not total calls. It
-// returns nil when total < 1.
+// platform that refuses every create costs one call, not total calls. (The
+// execute subpackage keeps the same bound, initial+2k started after k
+// successes, without waiting for a whole batch.) It returns nil when
+// total < 1.
 func SlowStart(total, initial int) []int {
 	if total < 1 {
 		return nil

@@ -3,8 +3,12 @@
 // replica). It is written once and used by every binding: the
 // controller-runtime reconciler and the VM provider's actuator.
 //
-// It issues creates in slow-start batches (1, 2, 4, …) and stops after the
-// first batch with a failure, as the Kubernetes ReplicaSet controller does;
+// It issues creates with slow start, as the Kubernetes ReplicaSet
+// controller does: one create first, and two more for each success, so the
+// creates in flight double per round trip (1, 2, 4, …) and never exceed what
+// the controller's batches would have started for as many successes; unlike
+// batches, a slow create does not hold back the next ones. It starts no
+// create after one has failed;
 // it starts deletes in plan order; it stops starting work when the context
 // ends; and it reports what succeeded, what was skipped, and every error,
 // each as an *OpError naming the replica.

@@ -48,12 +48,14 @@ func (e *OpError) Unwrap() error { return e.Err }
 
 // Options tune how a plan is carried out. The zero value is ready to use.
 type Options struct {
-	// InitialBatch is the size of the first slow-start batch of creates;
-	// each later batch doubles. Zero means 1, as in Kubernetes.
+	// InitialBatch is how many creates may start before any has
+	// succeeded; each success lets two more start, so the allowance
+	// doubles per round trip like the batches of replicaset.SlowStart.
+	// Zero means 1, as in Kubernetes.
 	InitialBatch int
 	// MaxInFlight bounds how many operations run at once. Zero means no
-	// bound beyond the batch size for creates and the plan's length for
-	// deletes.
+	// bound beyond the slow-start allowance for creates and the plan's
+	// length for deletes.
 	MaxInFlight int
 }
 
@@ -63,8 +65,9 @@ type Result struct {
 	Created []string
 	// Deleted lists the names whose delete succeeded, in plan order.
 	Deleted []string
-	// Skipped lists the names of operations never attempted: creates after
-	// a batch with a failure, and anything left when the context ended.
+	// Skipped lists the names of operations never attempted: creates not
+	// started once a create had failed, and anything left when the
+	// context ended.
 	Skipped []string
 	// Err joins every failure, each an *OpError (and the context's error if
 	// it ended before everything was started); it is nil when every
@@ -75,27 +78,23 @@ type Result struct {
 // Plan carries out p against a: it creates len(names) replicas with the given
 // names (which must number p.Create) and deletes p.Delete.
 //
-// Creates run in slow-start batches (replicaset.SlowStart), the creates of
-// one batch concurrently; after a batch with any failure no further batch is
-// started, so a platform that refuses everything costs one call, not
-// p.Create calls. Deletes are started in plan order and all attempted, since
-// each removes excess on its own. When ctx ends, nothing more is started.
-// Every failure is reported in Result.Err.
+// Creates start in order under a slow-start allowance: InitialBatch may
+// start at once, and each success lets two more start, so that by the time
+// k creates have succeeded at most InitialBatch+2k have started: the bound
+// of the Kubernetes ReplicaSet controller's batches (replicaset.SlowStart),
+// without their barrier, since a slow create does not hold back the next
+// ones. After the first failure no further create starts, so a platform
+// that refuses everything costs one call, not p.Create calls. Deletes are
+// started in plan order and all attempted, since each removes excess on its
+// own. When ctx ends, nothing more is started. Every failure is reported in
+// Result.Err.
 func Plan(ctx context.Context, a Actuator, p replicaset.Plan, names []string, opts Options) Result {
 	if len(names) != p.Create {
 		return Result{Err: fmt.Errorf("plan creates %d replicas, %d names given: %w", p.Create, len(names), ErrNameCount)}
 	}
 	var res Result
 	var errs []error
-	next := 0
-	for _, size := range replicaset.SlowStart(len(names), opts.InitialBatch) {
-		batch := names[next : next+size]
-		next += size
-		if !res.record(&errs, OpCreate, batch, run(ctx, batch, opts.MaxInFlight, a.Create)) {
-			break
-		}
-	}
-	res.Skipped = append(res.Skipped, names[next:]...)
+	res.record(&errs, OpCreate, names, slowStart(ctx, names, max(opts.InitialBatch, 1), opts.MaxInFlight, a.Create))
 
 	victims := make([]string, len(p.Delete))
 	for i := range p.Delete {
@@ -160,4 +159,43 @@ func run[T any](ctx context.Context, items []T, limit int, op func(context.Conte
 	}
 	wg.Wait()
 	return errs
+}
+
+// slowStart calls op for names in order, starting one only while fewer
+// than initial+2*(successes so far) have started; after the first failure,
+// or once ctx has ended, it starts nothing more, and those names get
+// errNotStarted. At most limit calls are in flight at once (no bound when
+// limit is zero). It returns each name's outcome by index once every call
+// it started has returned.
+func slowStart(ctx context.Context, names []string, initial, limit int, op func(context.Context, string) error) []error {
+	errs := make([]error, len(names))
+	for i := range errs {
+		errs[i] = errNotStarted
+	}
+	type outcome struct {
+		i   int
+		err error
+	}
+	done := make(chan outcome)
+	started, inFlight, succeeded, failed := 0, 0, 0, false
+	for {
+		for !failed && started < len(names) && started < initial+2*succeeded &&
+			(limit <= 0 || inFlight < limit) && ctx.Err() == nil {
+			i := started
+			started++
+			inFlight++
+			go func() { done <- outcome{i, op(ctx, names[i])} }()
+		}
+		if inFlight == 0 {
+			return errs
+		}
+		o := <-done
+		inFlight--
+		errs[o.i] = o.err
+		if o.err != nil {
+			failed = true
+		} else {
+			succeeded++
+		}
+	}
 }

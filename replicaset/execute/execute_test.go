@@ -7,6 +7,7 @@ import (
 	"slices"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/google/go-cmp/cmp"
 	"github.com/google/go-cmp/cmp/cmpopts"
@@ -98,7 +99,7 @@ func replicas(names ...string) []replicaset.Replica {
 	return out
 }
 
-func TestPlan_CreatesAllInSlowStartBatches(t *testing.T) {
+func TestPlan_CreatesAll(t *testing.T) {
 	m := newMemory()
 	names := seq("n", 10)
 	res := execute.Plan(context.Background(), m, replicaset.Plan{Create: 10}, names, execute.Options{})
@@ -111,32 +112,171 @@ func TestPlan_CreatesAllInSlowStartBatches(t *testing.T) {
 	if diff := cmp.Diff(names, m.names()); diff != "" {
 		t.Errorf("platform holds (-want +got):\n%s", diff)
 	}
-	if m.peak > 4 {
-		t.Errorf("peak in flight %d, want at most the largest batch, 4", m.peak)
+}
+
+// gate is a platform whose creates wait for the test: each announces its
+// name on started, then returns what the test answers for that name.
+type gate struct {
+	started chan string
+	mu      sync.Mutex
+	replies map[string]chan error
+}
+
+func newGate() *gate {
+	return &gate{started: make(chan string, 100), replies: map[string]chan error{}}
+}
+
+func (g *gate) reply(name string) chan error {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	if g.replies[name] == nil {
+		g.replies[name] = make(chan error, 1)
+	}
+	return g.replies[name]
+}
+
+func (g *gate) Create(_ context.Context, name string) error {
+	ch := g.reply(name)
+	g.started <- name
+	return <-ch
+}
+
+func (g *gate) Delete(context.Context, replicaset.Replica) error { return nil }
+
+// answer makes name's create return err.
+func (g *gate) answer(name string, err error) { g.reply(name) <- err }
+
+// expect waits for exactly the given creates to start next, in any order.
+func (g *gate) expect(t *testing.T, names ...string) {
+	t.Helper()
+	var got []string
+	for range names {
+		select {
+		case n := <-g.started:
+			got = append(got, n)
+		case <-time.After(10 * time.Second):
+			t.Fatalf("started %v, still waiting for the rest of %v", got, names)
+		}
+	}
+	slices.Sort(got)
+	if diff := cmp.Diff(names, got); diff != "" {
+		t.Fatalf("started (-want +got):\n%s", diff)
 	}
 }
 
-func TestPlan_StopsAfterFailedBatch(t *testing.T) {
-	m := newMemory()
-	names := seq("n", 10) // batches: [n00] [n01 n02] [n03 .. n06] [n07 n08 n09]
-	m.fail["n04"] = true
-	res := execute.Plan(context.Background(), m, replicaset.Plan{Create: 10}, names, execute.Options{})
+// plan runs execute.Plan for names in the background.
+func (g *gate) plan(names []string) <-chan execute.Result {
+	done := make(chan execute.Result, 1)
+	go func() {
+		done <- execute.Plan(context.Background(), g, replicaset.Plan{Create: len(names)}, names, execute.Options{})
+	}()
+	return done
+}
 
-	want := execute.Result{
-		Created: []string{"n00", "n01", "n02", "n03", "n05", "n06"},
-		Skipped: []string{"n07", "n08", "n09"},
+// A slow create does not hold back the next ones: each success lets two
+// more start while the slow one is still in flight.
+func TestPlan_SlowStartDoesNotWaitForTheSlowest(t *testing.T) {
+	g := newGate()
+	done := g.plan(seq("n", 7))
+	g.expect(t, "n00") // one before anything has succeeded
+	g.answer("n00", nil)
+	g.expect(t, "n01", "n02") // 1 + 2·1 = 3 started
+	g.answer("n02", nil)      // n01 is still in flight
+	g.expect(t, "n03", "n04") // 1 + 2·2 = 5 started
+	for _, n := range []string{"n03", "n04", "n01"} {
+		g.answer(n, nil)
 	}
+	g.expect(t, "n05", "n06")
+	g.answer("n05", nil)
+	g.answer("n06", nil)
+	res := <-done
+	if res.Err != nil || !cmp.Equal(res.Created, seq("n", 7)) || len(g.started) != 0 {
+		t.Errorf("result %+v, %d more started; want all 7 created, no more started", res, len(g.started))
+	}
+}
+
+// After a failure nothing more starts. (One at a time, so that which creates
+// started is certain; TestPlan_SlowStartBound covers concurrent ones.)
+func TestPlan_StopsStartingAfterAFailure(t *testing.T) {
+	m := newMemory()
+	m.fail["n02"] = true
+	res := execute.Plan(context.Background(), m, replicaset.Plan{Create: 10}, seq("n", 10), execute.Options{MaxInFlight: 1})
+
+	want := execute.Result{Created: []string{"n00", "n01"}, Skipped: seq("n", 10)[3:]}
 	if diff := cmp.Diff(want, res, cmpopts.IgnoreFields(execute.Result{}, "Err")); diff != "" {
 		t.Errorf("Result mismatch (-want +got):\n%s", diff)
 	}
 	var op *execute.OpError
-	if !errors.As(res.Err, &op) || op.Op != execute.OpCreate || op.Name != "n04" || !errors.Is(res.Err, errBoom) {
-		t.Errorf("Err = %v, want an *OpError for create n04 wrapping errBoom", res.Err)
+	if !errors.As(res.Err, &op) || op.Op != execute.OpCreate || op.Name != "n02" || !errors.Is(res.Err, errBoom) {
+		t.Errorf("Err = %v, want an *OpError for create n02 wrapping errBoom", res.Err)
 	}
-	if diff := cmp.Diff(want.Created, m.names()); diff != "" {
-		t.Errorf("platform holds (-want +got):\n%s", diff)
+	if diff := cmp.Diff([]string{"create n00", "create n01", "create n02"}, m.calls); diff != "" {
+		t.Errorf("calls (-want +got):\n%s", diff)
 	}
 }
+
+// TestPlan_SlowStartBound checks, on a platform with random latencies and
+// failures, that a create starts only while fewer than
+// InitialBatch + 2·(creates returned successfully) have started (the
+// executor counts a success only after the call returns, so its own bound
+// implies this one), that MaxInFlight holds, that every started create is
+// reported created or failed and every other one skipped, and that a
+// platform refusing the first create sees exactly one call.
+func TestPlan_SlowStartBound(t *testing.T) {
+	rapid.Check(t, func(t *rapid.T) {
+		n := rapid.IntRange(0, 60).Draw(t, "n")
+		initial := rapid.IntRange(0, 5).Draw(t, "initial")
+		limit := rapid.IntRange(0, 8).Draw(t, "inflight")
+		fail := map[string]bool{}
+		sleep := map[string]time.Duration{}
+		for _, name := range seq("n", n) {
+			fail[name] = rapid.IntRange(0, 9).Draw(t, "fail") == 0
+			sleep[name] = time.Duration(rapid.IntRange(0, 200).Draw(t, "sleep")) * time.Microsecond
+		}
+		var mu sync.Mutex
+		started, succeeded, inFlight := 0, 0, 0
+		var violation string
+		a := funcActuator(func(name string) error {
+			mu.Lock()
+			started++
+			inFlight++
+			if started > max(initial, 1)+2*succeeded && violation == "" {
+				violation = fmt.Sprintf("create %d (%s) started after %d successes, initial %d", started, name, succeeded, initial)
+			}
+			if limit > 0 && inFlight > limit && violation == "" {
+				violation = fmt.Sprintf("%d in flight, limit %d", inFlight, limit)
+			}
+			mu.Unlock()
+			time.Sleep(sleep[name])
+			mu.Lock()
+			defer mu.Unlock()
+			inFlight--
+			if fail[name] {
+				return errBoom
+			}
+			succeeded++
+			return nil
+		})
+		res := execute.Plan(context.Background(), a, replicaset.Plan{Create: n}, seq("n", n), execute.Options{InitialBatch: initial, MaxInFlight: limit})
+		if violation != "" {
+			t.Fatal(violation)
+		}
+		failed := len(joined(res.Err))
+		if len(res.Created)+failed != started || len(res.Skipped) != n-started {
+			t.Fatalf("started %d of %d: created %d, failed %d, skipped %d", started, n, len(res.Created), failed, len(res.Skipped))
+		}
+		if n > 0 && initial <= 1 && fail["n00"] && started != 1 {
+			t.Fatalf("the first create failed, yet %d were started", started)
+		}
+	})
+}
+
+// funcActuator creates by calling itself; it never deletes.
+type funcActuator func(name string) error
+
+func (f funcActuator) Create(_ context.Context, name string) error { return f(name) }
+
+func (funcActuator) Delete(context.Context, replicaset.Replica) error { return nil }
 
 // A platform that refuses everything costs one call, not one per replica.
 func TestPlan_RefusingPlatformCostsOneCall(t *testing.T) {
@@ -205,7 +345,7 @@ func TestPlan_ContextEnds(t *testing.T) {
 			cancel()
 		}
 	}
-	res := execute.Plan(ctx, m, replicaset.Plan{Create: 10}, seq("n", 10), execute.Options{})
+	res := execute.Plan(ctx, m, replicaset.Plan{Create: 10}, seq("n", 10), execute.Options{MaxInFlight: 1}) // one at a time: n02 is the last started
 	if diff := cmp.Diff(seq("n", 3), res.Created); diff != "" {
 		t.Errorf("Created mismatch (-want +got):\n%s", diff)
 	}

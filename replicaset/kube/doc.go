@@ -12,7 +12,7 @@
 // Decide: replicaset.Compute, with the owner's deletion policy looked up in
 // a deletionpolicy.Registry. Act: execute.Plan creates children with names
 // from the naming package and a controller reference with
-// blockOwnerDeletion, in slow-start batches, and deletes the planned
+// blockOwnerDeletion, with slow start, and deletes the planned
 // victims with a UID precondition. Report: status and conditions
 // (ReplicaFailure, ScalingUp, ScalingDown, Ready), patched only when they
 // changed, an exact requeue for availability, events and metrics.

@@ -61,7 +61,7 @@ type Reconciler[O, C client.Object] struct {
 	// Expectations remembers this reconciler's writes until the cache sees
 	// them. Nil means a private tracker with the default TTL.
 	Expectations *Expectations
-	// Execute tunes the executor (slow-start batches, concurrency).
+	// Execute tunes the executor (slow start, concurrency).
 	Execute execute.Options
 	// MaxPerPass caps creates and deletes per pass; zero means
 	// replicaset.DefaultMaxPerPass.
