@@ -14,7 +14,6 @@ import (
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/rest"
 	"k8s.io/utils/ptr"
@@ -164,24 +163,11 @@ func (b *bench) startReplicaSetController(l limit) (stop func(), err error) {
 	return nil, fmt.Errorf("kube-controller-manager's ReplicaSet controller did not sync in 60s")
 }
 
-// startBinding runs a manager with the binding's reconciler for Widgets
-// owning Pods, at limit l.
-func (b *bench) startBinding(l limit) (stop func(), err error) {
-	cfg := rest.CopyConfig(b.env.Config)
-	cfg.QPS, cfg.Burst = l.qps, l.burst
-	// Protobuf for built-in kinds, as kube-controller-manager speaks by
-	// default (--kube-api-content-type); custom resources stay JSON.
-	cfg.ContentType = runtime.ContentTypeProtobuf
-	return b.runManager(cfg, 0, func(mgr ctrl.Manager) error {
-		return newWidgetReconciler().SetupWithManager(mgr, "widget")
-	})
-}
-
 // runManager starts a manager on cfg with the controllers setup registers
 // (concurrency reconciles each, 0 for the default) and waits for its cache.
 func (b *bench) runManager(cfg *rest.Config, concurrency int, setup func(ctrl.Manager) error) (stop func(), err error) {
 	mgr, err := ctrl.NewManager(cfg, ctrl.Options{
-		Scheme:                 b.env.Client.Scheme(),
+		Scheme:                 b.scheme,
 		Metrics:                metricsserver.Options{BindAddress: "0"},
 		HealthProbeBindAddress: "0",
 		Controller:             config.Controller{SkipNameValidation: ptr.To(true), MaxConcurrentReconciles: concurrency},

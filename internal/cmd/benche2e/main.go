@@ -15,6 +15,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
 	ctrl "sigs.k8s.io/controller-runtime"
@@ -30,12 +31,23 @@ func main() {
 	crds := flag.String("crds", "examples/vmset/config/crd/bases", "the example operator's CRDs")
 	fastOnly := flag.Bool("fast-only", false, "measure only at 1000/1000")
 	fastRuns = flag.Int("runs", 7, "runs at 1000/1000 (medians are reported)")
+	serve := flag.Bool("serve-binding", false, "run only the binding's manager (started by the harness itself)")
+	kubeconfig := flag.String("api-kubeconfig", "", "with -serve-binding: the API server")
+	qps := flag.Float64("qps", 1000, "with -serve-binding: client QPS")
+	burst := flag.Int("burst", 1000, "with -serve-binding: client burst")
 	flag.Parse()
 	if *fastOnly {
 		limits = limits[1:]
 	}
 	// Only the controllers' errors, to standard error.
 	ctrl.SetLogger(logr.FromSlogHandler(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelError})))
+	if *serve {
+		if err := serveBinding(*kubeconfig, float32(*qps), *burst); err != nil {
+			fmt.Fprintln(os.Stderr, "benche2e -serve-binding:", err)
+			os.Exit(1)
+		}
+		return
+	}
 	if err := run(context.Background(), *n, *vms, *crds); err != nil {
 		fmt.Fprintln(os.Stderr, "benche2e:", err)
 		os.Exit(1)
@@ -87,7 +99,7 @@ func run(ctx context.Context, n, vms int, crds string) error {
 	if err != nil {
 		return err
 	}
-	b := &bench{env: env, cs: cs, c: c, n: n}
+	b := &bench{env: env, cs: cs, c: c, n: n, scheme: scheme}
 
 	var lines []line
 	for _, l := range limits {
@@ -151,6 +163,8 @@ type bench struct {
 	c   client.Client // the harness's own writes, unthrottled like cs
 	n   int
 	seq int
+	// scheme knows the built-in kinds and the example operator's.
+	scheme *runtime.Scheme
 }
 
 // namespace creates a fresh namespace with its default service account.

@@ -1,0 +1,98 @@
+package main
+
+import (
+	"bufio"
+	"context"
+	"fmt"
+	"os"
+	"os/exec"
+	"os/signal"
+	"syscall"
+	"time"
+
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/client-go/tools/clientcmd"
+	ctrl "sigs.k8s.io/controller-runtime"
+
+	"github.com/replicakit/replicakit/internal/vmcheck"
+)
+
+// The binding runs in a process of its own, as kube-controller-manager
+// does: sharing the harness's process would make the harness's own Pod
+// informer, which times both sides, wait on the binding's goroutines.
+const bindingReady = "binding ready"
+
+// startBinding starts this program again as the binding's manager for
+// Widgets owning Pods, at limit l, and waits until its cache has synced.
+func (b *bench) startBinding(l limit) (stop func(), err error) {
+	self, err := os.Executable()
+	if err != nil {
+		return nil, err
+	}
+	cmd := exec.Command(self, "-serve-binding", "-api-kubeconfig="+b.env.Kubeconfig,
+		fmt.Sprintf("-qps=%g", l.qps), fmt.Sprintf("-burst=%d", l.burst))
+	cmd.Stderr = os.Stderr
+	out, err := cmd.StdoutPipe()
+	if err != nil {
+		return nil, err
+	}
+	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
+	if err := cmd.Start(); err != nil {
+		return nil, err
+	}
+	stop = func() {
+		_ = cmd.Process.Signal(syscall.SIGTERM)
+		_ = cmd.Wait()
+	}
+	ready := make(chan bool, 1)
+	go func() {
+		sc := bufio.NewScanner(out)
+		ok := false
+		for sc.Scan() {
+			if !ok && sc.Text() == bindingReady {
+				ok = true
+				ready <- true
+			}
+		}
+		if !ok {
+			ready <- false
+		}
+	}()
+	select {
+	case ok := <-ready:
+		if ok {
+			return stop, nil
+		}
+		stop()
+		return nil, fmt.Errorf("the binding's process exited before its cache synced")
+	case <-time.After(60 * time.Second):
+		stop()
+		return nil, fmt.Errorf("the binding's cache did not sync in 60s")
+	}
+}
+
+// serveBinding is the binding's process: a manager at the given limits on
+// the API server of kubeconfig, until SIGTERM or SIGINT.
+func serveBinding(kubeconfig string, qps float32, burst int) error {
+	cfg, err := clientcmd.BuildConfigFromFlags("", kubeconfig)
+	if err != nil {
+		return err
+	}
+	cfg.QPS, cfg.Burst = qps, burst
+	// Protobuf for built-in kinds, as kube-controller-manager speaks by
+	// default (--kube-api-content-type); custom resources stay JSON.
+	cfg.ContentType = runtime.ContentTypeProtobuf
+	ctx, cancel := signal.NotifyContext(context.Background(), syscall.SIGTERM, os.Interrupt)
+	defer cancel()
+	b := &bench{scheme: vmcheck.Scheme()}
+	stop, err := b.runManager(cfg, 0, func(mgr ctrl.Manager) error {
+		return newWidgetReconciler().SetupWithManager(mgr, "widget")
+	})
+	if err != nil {
+		return err
+	}
+	fmt.Println(bindingReady)
+	<-ctx.Done()
+	stop()
+	return nil
+}
