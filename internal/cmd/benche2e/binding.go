@@ -7,6 +7,7 @@ import (
 	"os"
 	"os/exec"
 	"os/signal"
+	"runtime/pprof"
 	"syscall"
 	"time"
 
@@ -31,6 +32,11 @@ func (b *bench) startBinding(l limit) (stop func(), err error) {
 	}
 	cmd := exec.Command(self, "-serve-binding", "-api-kubeconfig="+b.env.Kubeconfig,
 		fmt.Sprintf("-qps=%g", l.qps), fmt.Sprintf("-burst=%d", l.burst))
+	if bindingProfile != "" {
+		// One file per process: the first limits' run, then the next.
+		bindingRuns++
+		cmd.Args = append(cmd.Args, fmt.Sprintf("-binding-cpuprofile=%s.%d", bindingProfile, bindingRuns))
+	}
 	cmd.Stderr = os.Stderr
 	out, err := cmd.StdoutPipe()
 	if err != nil {
@@ -71,9 +77,17 @@ func (b *bench) startBinding(l limit) (stop func(), err error) {
 	}
 }
 
+// bindingProfile is where binding processes write CPU profiles, if set;
+// bindingRuns numbers them.
+var (
+	bindingProfile string
+	bindingRuns    int
+)
+
 // serveBinding is the binding's process: a manager at the given limits on
-// the API server of kubeconfig, until SIGTERM or SIGINT.
-func serveBinding(kubeconfig string, qps float32, burst int) error {
+// the API server of kubeconfig, until SIGTERM or SIGINT, writing a CPU
+// profile to profile if it is set.
+func serveBinding(kubeconfig string, qps float32, burst int, profile string) error {
 	cfg, err := clientcmd.BuildConfigFromFlags("", kubeconfig)
 	if err != nil {
 		return err
@@ -90,6 +104,17 @@ func serveBinding(kubeconfig string, qps float32, burst int) error {
 	})
 	if err != nil {
 		return err
+	}
+	if profile != "" {
+		f, err := os.Create(profile)
+		if err != nil {
+			return err
+		}
+		defer f.Close()
+		if err := pprof.StartCPUProfile(f); err != nil {
+			return err
+		}
+		defer pprof.StopCPUProfile()
 	}
 	fmt.Println(bindingReady)
 	<-ctx.Done()

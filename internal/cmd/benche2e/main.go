@@ -30,11 +30,12 @@ func main() {
 	vms := flag.Int("vms", 100, "VMs through the example operator")
 	crds := flag.String("crds", "examples/vmset/config/crd/bases", "the example operator's CRDs")
 	fastOnly := flag.Bool("fast-only", false, "measure only at 1000/1000")
-	fastRuns = flag.Int("runs", 7, "runs at 1000/1000 (medians are reported)")
+	fastRuns = flag.Int("runs", 11, "runs at 1000/1000 (medians are reported)")
 	serve := flag.Bool("serve-binding", false, "run only the binding's manager (started by the harness itself)")
 	kubeconfig := flag.String("api-kubeconfig", "", "with -serve-binding: the API server")
 	qps := flag.Float64("qps", 1000, "with -serve-binding: client QPS")
 	burst := flag.Int("burst", 1000, "with -serve-binding: client burst")
+	flag.StringVar(&bindingProfile, "binding-cpuprofile", "", "write the binding process's CPU profile to this file")
 	flag.Parse()
 	if *fastOnly {
 		limits = limits[1:]
@@ -42,7 +43,7 @@ func main() {
 	// Only the controllers' errors, to standard error.
 	ctrl.SetLogger(logr.FromSlogHandler(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelError})))
 	if *serve {
-		if err := serveBinding(*kubeconfig, float32(*qps), *burst); err != nil {
+		if err := serveBinding(*kubeconfig, float32(*qps), *burst, bindingProfile); err != nil {
 			fmt.Fprintln(os.Stderr, "benche2e -serve-binding:", err)
 			os.Exit(1)
 		}
