@@ -27,8 +27,9 @@
 //
 // and reports status with [Summarize], requeueing after [NextAvailable] when
 // a replica is about to become available. Creates are issued with slow
-// start, never more than [SlowStart]'s batches would have started for as
-// many successes; the execute subpackage does this for any binding.
+// start: never more started than [SlowStartAllowance] for as many
+// successes, the bound of [SlowStart]'s batches. The execute subpackage does
+// this for any binding.
 //
 // # Invariants
 //

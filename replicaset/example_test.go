@@ -64,6 +64,15 @@ func ExampleSummarize() {
 	// requeue after 25s
 }
 
+// After three successes, at most seven creates may have been started: the
+// first batch of one and the second of two succeeded, and the third, of
+// four, may be in flight.
+func ExampleSlowStartAllowance() {
+	fmt.Println(replicaset.SlowStartAllowance(1, 3))
+	// Output:
+	// 7
+}
+
 func ExampleSlowStart() {
 	fmt.Println(replicaset.SlowStart(20, 1))
 	// Output:

@@ -59,14 +59,22 @@ func NextAvailable(current []Replica, minReady time.Duration, now time.Time) (af
 	return after, ok
 }
 
+// SlowStartAllowance is how many creates may have been started once
+// succeeded of them have succeeded: initial (1 when initial < 1) plus two
+// per success. It is the bound SlowStart's batches keep, since each batch
+// starts when every create before it has succeeded, and it lets an executor
+// start creates one by one as successes arrive rather than batch by batch.
+func SlowStartAllowance(initial, succeeded int) int {
+	return max(initial, 1) + 2*succeeded
+}
+
 // SlowStart splits total creates into batches of growing size, starting at
 // initial (1 when initial < 1) and doubling after each batch, the last batch
 // holding what remains: SlowStart(10, 1) is [1 2 4 3]. An executor issues a
 // batch only when every create of the previous batch succeeded, so a
 // platform that refuses every create costs one call, not total calls. (The
-// execute subpackage keeps the same bound, initial+2k started after k
-// successes, without waiting for a whole batch.) It returns nil when
-// total < 1.
+// execute subpackage keeps the same bound, SlowStartAllowance, without
+// waiting for a whole batch.) It returns nil when total < 1.
 func SlowStart(total, initial int) []int {
 	if total < 1 {
 		return nil

@@ -133,3 +133,21 @@ func TestSlowStart_Properties(t *testing.T) {
 		}
 	})
 }
+
+// The allowance is the batches' bound: when a batch starts, every create
+// before it has succeeded, and the creates started so far (that batch
+// included) are exactly the allowance, unless the last batch is short.
+func TestSlowStartAllowance_MatchesBatches(t *testing.T) {
+	rapid.Check(t, func(t *rapid.T) {
+		total := rapid.IntRange(1, 1<<20).Draw(t, "total")
+		initial := rapid.IntRange(-2, 1<<10).Draw(t, "initial")
+		done := 0
+		for i, b := range replicaset.SlowStart(total, initial) {
+			allowed := replicaset.SlowStartAllowance(initial, done)
+			if done+b > allowed || (done+b < allowed && done+b != total) {
+				t.Fatalf("batch %d of %d after %d successes: allowance %d", i, b, done, allowed)
+			}
+			done += b
+		}
+	})
+}

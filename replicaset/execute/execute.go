@@ -49,8 +49,9 @@ func (e *OpError) Unwrap() error { return e.Err }
 // Options tune how a plan is carried out. The zero value is ready to use.
 type Options struct {
 	// InitialBatch is how many creates may start before any has
-	// succeeded; each success lets two more start, so the allowance
-	// doubles per round trip like the batches of replicaset.SlowStart.
+	// succeeded; each success lets two more start
+	// (replicaset.SlowStartAllowance), so the allowance doubles per round
+	// trip like the batches of replicaset.SlowStart.
 	// Zero means 1, as in Kubernetes.
 	InitialBatch int
 	// MaxInFlight bounds how many operations run at once. Zero means no
@@ -94,7 +95,7 @@ func Plan(ctx context.Context, a Actuator, p replicaset.Plan, names []string, op
 	}
 	var res Result
 	var errs []error
-	res.record(&errs, OpCreate, names, slowStart(ctx, names, max(opts.InitialBatch, 1), opts.MaxInFlight, a.Create))
+	res.record(&errs, OpCreate, names, slowStart(ctx, names, opts.InitialBatch, opts.MaxInFlight, a.Create))
 
 	victims := make([]string, len(p.Delete))
 	for i := range p.Delete {
@@ -109,13 +110,13 @@ func Plan(ctx context.Context, a Actuator, p replicaset.Plan, names []string, op
 	return res
 }
 
-// errNotStarted marks an operation run did not start because ctx had ended.
+// errNotStarted marks an operation not started: ctx had ended, or (for
+// creates) one had failed.
 var errNotStarted = errors.New("not started")
 
 // record files the outcome of one operation per name, appending failures
-// to errs, and reports whether every one succeeded.
-func (r *Result) record(errs *[]error, op string, names []string, outcomes []error) bool {
-	ok := true
+// to errs.
+func (r *Result) record(errs *[]error, op string, names []string, outcomes []error) {
 	for i, err := range outcomes {
 		switch {
 		case err == nil && op == OpCreate:
@@ -124,13 +125,10 @@ func (r *Result) record(errs *[]error, op string, names []string, outcomes []err
 			r.Deleted = append(r.Deleted, names[i])
 		case err == errNotStarted:
 			r.Skipped = append(r.Skipped, names[i])
-			ok = false
 		default:
 			*errs = append(*errs, &OpError{Op: op, Name: names[i], Err: err})
-			ok = false
 		}
 	}
-	return ok
 }
 
 // run calls op for every item, at most limit at once (no limit when limit
@@ -162,7 +160,7 @@ func run[T any](ctx context.Context, items []T, limit int, op func(context.Conte
 }
 
 // slowStart calls op for names in order, starting one only while fewer
-// than initial+2*(successes so far) have started; after the first failure,
+// than replicaset.SlowStartAllowance(initial, successes so far) have started; after the first failure,
 // or once ctx has ended, it starts nothing more, and those names get
 // errNotStarted. At most limit calls are in flight at once (no bound when
 // limit is zero). It returns each name's outcome by index once every call
@@ -179,7 +177,7 @@ func slowStart(ctx context.Context, names []string, initial, limit int, op func(
 	done := make(chan outcome)
 	started, inFlight, succeeded, failed := 0, 0, 0, false
 	for {
-		for !failed && started < len(names) && started < initial+2*succeeded &&
+		for !failed && started < len(names) && started < replicaset.SlowStartAllowance(initial, succeeded) &&
 			(limit <= 0 || inFlight < limit) && ctx.Err() == nil {
 			i := started
 			started++
