@@ -32,10 +32,10 @@ func (b *bench) startBinding(l limit) (stop func(), err error) {
 	}
 	cmd := exec.Command(self, "-serve-binding", "-api-kubeconfig="+b.env.Kubeconfig,
 		fmt.Sprintf("-qps=%g", l.qps), fmt.Sprintf("-burst=%d", l.burst))
-	if bindingProfile != "" {
+	if b.profile != "" {
 		// One file per process: the first limits' run, then the next.
-		bindingRuns++
-		cmd.Args = append(cmd.Args, fmt.Sprintf("-binding-cpuprofile=%s.%d", bindingProfile, bindingRuns))
+		b.profiles++
+		cmd.Args = append(cmd.Args, fmt.Sprintf("-binding-cpuprofile=%s.%d", b.profile, b.profiles))
 	}
 	cmd.Stderr = os.Stderr
 	out, err := cmd.StdoutPipe()
@@ -76,13 +76,6 @@ func (b *bench) startBinding(l limit) (stop func(), err error) {
 		return nil, fmt.Errorf("the binding's cache did not sync in 60s")
 	}
 }
-
-// bindingProfile is where binding processes write CPU profiles, if set;
-// bindingRuns numbers them.
-var (
-	bindingProfile string
-	bindingRuns    int
-)
 
 // serveBinding is the binding's process: a manager at the given limits on
 // the API server of kubeconfig, until SIGTERM or SIGINT, writing a CPU

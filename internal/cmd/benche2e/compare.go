@@ -111,9 +111,6 @@ func (b *bench) compare(ctx context.Context, l limit, runs int, cascade bool) ([
 		{what: fmt.Sprintf("0→%d Pods, %s", b.n, l.name), kit: median(kit.up), ref: median(rs.up), kitWrites: kit.upW, refW: rs.upW, perReplica: b.n, refName: ref, goal: "≤ 1.0", runs: ratios(kit.up, rs.up), ratio: medianRatio(kit.up, rs.up)},
 		{what: fmt.Sprintf("%d→0 Pods, %s", b.n, l.name), kit: median(kit.down), ref: median(rs.down), kitWrites: kit.downW, refW: rs.downW, perReplica: b.n, refName: ref, goal: "≤ 1.0", runs: ratios(kit.down, rs.down), ratio: medianRatio(kit.down, rs.down)},
 	}
-	if l.qps == 1000 {
-		fast = &lines[0]
-	}
 	fmt.Printf("  scale writes accepted by the API server in (median): Widget %v, ReplicaSet %v\n",
 		median(kit.accepted).Round(time.Millisecond), median(rs.accepted).Round(time.Millisecond))
 	if cascade {

@@ -30,26 +30,27 @@ func main() {
 	vms := flag.Int("vms", 100, "VMs through the example operator")
 	crds := flag.String("crds", "examples/vmset/config/crd/bases", "the example operator's CRDs")
 	fastOnly := flag.Bool("fast-only", false, "measure only at 1000/1000")
-	fastRuns = flag.Int("runs", 11, "runs at 1000/1000 (medians are reported)")
+	runs := flag.Int("runs", 11, "runs at 1000/1000 (medians are reported)")
 	serve := flag.Bool("serve-binding", false, "run only the binding's manager (started by the harness itself)")
 	kubeconfig := flag.String("api-kubeconfig", "", "with -serve-binding: the API server")
 	qps := flag.Float64("qps", 1000, "with -serve-binding: client QPS")
 	burst := flag.Int("burst", 1000, "with -serve-binding: client burst")
-	flag.StringVar(&bindingProfile, "binding-cpuprofile", "", "write the binding process's CPU profile to this file")
+	profile := flag.String("binding-cpuprofile", "", "write the binding process's CPU profile to this file (.1, .2, … per process)")
 	flag.Parse()
+	limits := []limit{{"20 QPS / burst 30 (defaults)", 20, 30}, {"1000 QPS / burst 1000", 1000, 1000}}
 	if *fastOnly {
 		limits = limits[1:]
 	}
 	// Only the controllers' errors, to standard error.
 	ctrl.SetLogger(logr.FromSlogHandler(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelError})))
 	if *serve {
-		if err := serveBinding(*kubeconfig, float32(*qps), *burst, bindingProfile); err != nil {
+		if err := serveBinding(*kubeconfig, float32(*qps), *burst, *profile); err != nil {
 			fmt.Fprintln(os.Stderr, "benche2e -serve-binding:", err)
 			os.Exit(1)
 		}
 		return
 	}
-	if err := run(context.Background(), *n, *vms, *crds); err != nil {
+	if err := run(context.Background(), limits, *runs, *n, *vms, *crds, *profile); err != nil {
 		fmt.Fprintln(os.Stderr, "benche2e:", err)
 		os.Exit(1)
 	}
@@ -73,11 +74,9 @@ type line struct {
 	ratio           float64 // the median per-run ratio; 0: kit/ref
 }
 
-var fastRuns *int
-
-var limits = []limit{{"20 QPS / burst 30 (defaults)", 20, 30}, {"1000 QPS / burst 1000", 1000, 1000}}
-
-func run(ctx context.Context, n, vms int, crds string) error {
+// run measures at each of limits (runs times at 1000/1000, medians
+// reported), then the raw loop, the steady state and the VMs.
+func run(ctx context.Context, limits []limit, fastRuns, n, vms int, crds, profile string) error {
 	scheme := vmcheck.Scheme()
 	if err := apiextensionsv1.AddToScheme(scheme); err != nil {
 		return err
@@ -100,12 +99,13 @@ func run(ctx context.Context, n, vms int, crds string) error {
 	if err != nil {
 		return err
 	}
-	b := &bench{env: env, cs: cs, c: c, n: n, scheme: scheme}
+	b := &bench{env: env, cs: cs, c: c, n: n, scheme: scheme, profile: profile}
 
 	var lines []line
+	var fastUp line // the binding's 0→n at 1000/1000, beside the raw loop
 	for _, l := range limits {
 		fmt.Printf("Client limits %s: ReplicaSet controller and binding, 0→%d→0 ...\n", l.name, n)
-		runs := *fastRuns
+		runs := fastRuns
 		if l.qps < 1000 {
 			runs = 1 // the rate limiter sets the pace: repeats agree
 		}
@@ -113,10 +113,16 @@ func run(ctx context.Context, n, vms int, crds string) error {
 		if err != nil {
 			return err
 		}
+		if l.qps == 1000 {
+			fastUp = ls[0]
+		}
 		lines = append(lines, ls...)
 	}
+	if fastUp.kit == 0 {
+		return errors.New("no binding figure at 1000/1000 to compare with the raw loop")
+	}
 	fmt.Printf("Raw loop: %d Pod creates from 16 goroutines, no client limit ...\n", n)
-	raw, err := b.rawLoop(ctx, *fastRuns)
+	raw, err := b.rawLoop(ctx, fastRuns, fastUp)
 	if err != nil {
 		return err
 	}
@@ -166,6 +172,10 @@ type bench struct {
 	seq int
 	// scheme knows the built-in kinds and the example operator's.
 	scheme *runtime.Scheme
+	// profile, when set, is where binding processes write CPU profiles,
+	// numbered by profiles.
+	profile  string
+	profiles int
 }
 
 // namespace creates a fresh namespace with its default service account.
@@ -224,8 +234,8 @@ func (b *bench) timed(ctx context.Context, pods *podCount, want int, fromAccepte
 }
 
 // rawLoop creates n Pods from 16 goroutines with no client limit, runs
-// times, and reports the median.
-func (b *bench) rawLoop(ctx context.Context, runs int) (line, error) {
+// times, and reports the median beside kit, the binding's 0→n.
+func (b *bench) rawLoop(ctx context.Context, runs int, kit line) (line, error) {
 	var tooks []time.Duration
 	var w writes
 	for range runs {
@@ -234,10 +244,6 @@ func (b *bench) rawLoop(ctx context.Context, runs int) (line, error) {
 			return line{}, err
 		}
 		tooks, w = append(tooks, took), ww
-	}
-	kit, ok := b.kitUpFast()
-	if !ok {
-		return line{}, errors.New("no binding figure at 1000/1000 to compare with the raw loop")
 	}
 	return line{what: fmt.Sprintf("0→%d Pods, 1000/1000, against a raw loop", b.n), kit: kit.kit, kitWrites: kit.kitWrites, ref: median(tooks), refW: w,
 		perReplica: b.n, refName: "16 goroutines, no limit", goal: "≤ 1.3"}, nil
@@ -266,14 +272,4 @@ func (b *bench) rawOnce(ctx context.Context) (time.Duration, writes, error) {
 		wg.Wait()
 		return errors.Join(errs...)
 	})
-}
-
-// fast remembers the binding's 0→n at 1000/1000 for the raw-loop row.
-var fast *line
-
-func (b *bench) kitUpFast() (line, bool) {
-	if fast == nil {
-		return line{}, false
-	}
-	return *fast, true
 }
