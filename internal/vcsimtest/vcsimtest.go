@@ -17,11 +17,13 @@ const (
 // Sim is a running simulator.
 type Sim = vcsim.Sim
 
-// Start runs a simulator for the test and stops it when the test ends. Each
-// setup function may change the model before the server starts.
+// Start runs a simulator for the test and stops it when the test ends. It
+// serves one call at a time (vcsim.Serialized), so that the race detector
+// reports the code under test, not the simulator's own races. Each setup
+// function may change the model before the server starts.
 func Start(t testing.TB, setup ...func(*simulator.Model)) *Sim {
 	t.Helper()
-	s, err := vcsim.New(setup...)
+	s, err := vcsim.New(append([]func(*simulator.Model){vcsim.Serialized}, setup...)...)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -45,10 +45,8 @@ func plantForeign(t *testing.T, e *testenv.Env, sim *vcsimtest.Sim, ns string) *
 		Namespace: ns, Name: "bystander", Labels: map[string]string{"app": "other"},
 	}}
 	f := &foreignObjects{vmName: ns + "-taken", vmOwner: "someone-else"}
-	cfg := sim.Config()
-	cfg.MaxTasks = 1
 	var err error
-	if f.other, err = vsphere.New(ctx, cfg); err != nil {
+	if f.other, err = vsphere.New(ctx, sim.Config()); err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { _ = f.other.Close(context.Background()) })
