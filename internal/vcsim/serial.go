@@ -23,8 +23,9 @@ import (
 // test does. Serialized takes the simulator's own concurrency out of the
 // picture; clients still send requests concurrently, and their bounds (the
 // provider's MaxTasks, say) still hold, since a request waits at the gate
-// in flight. Tests use it through vcsimtest; the example operator's embedded
-// simulator and the benchmarks serve calls concurrently.
+// in flight. Tests use it through vcsimtest, and the example operator's
+// embedded simulator uses it; the end-to-end benchmarks serve calls
+// concurrently.
 func Serialized(m *simulator.Model) {
 	svc := m.Service
 	if svc.ServeMux == nil {

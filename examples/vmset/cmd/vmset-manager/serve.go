@@ -37,7 +37,8 @@ func serve(ctx context.Context, opts options, stderr io.Writer) error {
 
 	vc := opts.vsphere
 	if vc.URL == "" {
-		sim, err := vcsim.New()
+		// One call at a time: the simulator races with itself otherwise.
+		sim, err := vcsim.New(vcsim.Serialized)
 		if err != nil {
 			return err
 		}
