@@ -30,3 +30,16 @@ func Start(t testing.TB, setup ...func(*simulator.Model)) *Sim {
 	t.Cleanup(s.Close)
 	return s
 }
+
+// StartConcurrent runs a simulator that serves calls concurrently, for
+// benchmarks that measure a client's concurrency (they run without the race
+// detector); it stops when the benchmark ends.
+func StartConcurrent(b *testing.B) *Sim {
+	b.Helper()
+	s, err := vcsim.New()
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.Cleanup(s.Close)
+	return s
+}
