@@ -12,9 +12,10 @@
 // [Random] makes generateName-style names (test-rs-zmdmm) from an injected
 // random source; [Indexed] makes ordinal names (web-0, web-1) and parses them
 // back. Both cut the base so the whole name fits the [Target]'s limit
-// (Kubernetes object name 253, label value 63, vSphere VM name 80; the
-// default, [Portable], is valid as all of them) and never return a name that
-// is already taken.
+// (Kubernetes object name 253, label value 63, vSphere VM name 80) and never
+// return a name that is already taken. A name made for the default target,
+// [Portable], is valid as all of them; one made for a longer limit is valid
+// wherever it fits.
 //
 // # Validation and labels
 //

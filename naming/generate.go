@@ -29,8 +29,12 @@ const maxAttempts = 64
 
 // Random makes names the way Kubernetes' generateName does: the base, a '-'
 // and SuffixLen random characters, such as test-rs-zmdmm. The randomness
-// comes from Source, so tests are reproducible. Names are valid for every
-// target (they are DNS-1123 labels) and no longer than Target.MaxLen().
+// comes from Source, so tests are reproducible. Names are made of lowercase
+// letters, digits and '-', start and end with a letter or digit, and are no
+// longer than Target.MaxLen(): with the default target, Portable, they are
+// valid for every target; with a longer one they are valid for every target
+// whose limit they fit (a 100-character name made for ObjectName is a valid
+// object name and vSphere name, but not a label value).
 //
 // The base is made fit first: lowercased, every character that a DNS-1123
 // label does not allow replaced by '-', leading and trailing '-' trimmed, and
@@ -80,8 +84,8 @@ func (g Random) Names(n int, existing []string) ([]string, error) {
 }
 
 // Indexed makes ordinal names: the base, a '-' and a decimal index, such as
-// web-0, web-1. Names are valid for every target and no longer than
-// Target.MaxLen(); the base is made fit as for Random.
+// web-0, web-1. Names have the same form as Random's, so the same targets
+// accept them; the base is made fit as for Random.
 type Indexed struct {
 	// Base is the name's prefix, usually the owner's name.
 	Base string

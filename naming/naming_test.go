@@ -7,6 +7,7 @@ import (
 	"strings"
 	"testing"
 
+	"k8s.io/apimachinery/pkg/util/validation"
 	"pgregory.net/rapid"
 
 	"github.com/replicakit/replicakit/naming"
@@ -26,7 +27,10 @@ func TestValidate(t *testing.T) {
 		{strings.Repeat("a", 64), naming.Portable, `"` + strings.Repeat("a", 64) + `" is not a valid portable name (DNS-1123 label): it is 64 characters long, at most 63 are allowed: naming: invalid name`},
 		{"web.v2-0", naming.ObjectName, ""},
 		{"web..0", naming.ObjectName, `"web..0" is not a valid Kubernetes object name (DNS-1123 subdomain): dot-separated part "": it is empty: naming: invalid name`},
-		{strings.Repeat("a", 253), naming.ObjectName, `"` + strings.Repeat("a", 253) + `" is not a valid Kubernetes object name (DNS-1123 subdomain): dot-separated part "` + strings.Repeat("a", 253) + `": it is 253 characters long, at most 63 are allowed: naming: invalid name`},
+		{strings.Repeat("a", 253), naming.ObjectName, ""},
+		{strings.Repeat("a", 100) + ".v2", naming.ObjectName, ""},
+		{strings.Repeat("a", 254), naming.ObjectName, `"` + strings.Repeat("a", 254) + `" is not a valid Kubernetes object name (DNS-1123 subdomain): it is 254 characters long, at most 253 are allowed: naming: invalid name`},
+		{"web.-0", naming.ObjectName, `"web.-0" is not a valid Kubernetes object name (DNS-1123 subdomain): dot-separated part "-0": it must start and end with a lowercase letter or digit: naming: invalid name`},
 		{"My_VM.1", naming.LabelValue, ""},
 		{"", naming.LabelValue, ""},
 		{"vm_", naming.LabelValue, `"vm_" is not a valid Kubernetes label value: it must start and end with a letter or digit: naming: invalid name`},
@@ -49,22 +53,79 @@ func TestValidate(t *testing.T) {
 
 var targets = []naming.Target{naming.Portable, naming.ObjectName, naming.LabelValue, naming.VSphereName}
 
-// validEverywhere checks that name is valid for every target.
-func validEverywhere(t *rapid.T, name string) {
+// validWhereItFits checks a generated name made for target: it is valid for
+// that target, and for every other target whose length limit it fits (so a
+// name made for Portable is valid everywhere).
+func validWhereItFits(t *rapid.T, name string, target naming.Target) {
+	if err := naming.Validate(name, target); err != nil {
+		t.Fatalf("generated name for %v: %v", target, err)
+	}
 	for _, tg := range targets {
+		if len(name) > tg.MaxLen() {
+			continue
+		}
 		if err := naming.Validate(name, tg); err != nil {
-			t.Fatalf("generated name: %v", err)
+			t.Fatalf("generated name fits %v but: %v", tg, err)
 		}
 	}
 }
 
 // base draws owner names from anything: long, short, upper case, unicode,
-// punctuation.
+// punctuation; long ones often enough that every target's limit is reached.
 var base = rapid.OneOf(
 	rapid.StringMatching(`[a-z0-9]([-a-z0-9]{0,250}[a-z0-9])?`),
 	rapid.String(),
 	rapid.StringN(0, 300, -1),
+	rapid.StringMatching(`[A-Za-z0-9._ é-]{60,300}`),
 )
+
+// part draws a DNS-1123 label of 1 to 130 characters, lengths spread evenly
+// so that parts longer than 63 are common.
+var part = rapid.Custom(func(t *rapid.T) string {
+	n := rapid.IntRange(1, 130).Draw(t, "len")
+	b := rapid.SliceOfN(rapid.SampledFrom([]byte("abz09-")), n, n).Draw(t, "chars")
+	b[0], b[n-1] = 'a', '9'
+	return string(b)
+})
+
+// TestValidate_AgreesWithAPIMachinery checks Validate against the checks the
+// API server runs, on names near the rules' edges.
+func TestValidate_AgreesWithAPIMachinery(t *testing.T) {
+	// Mostly well-formed names of every length, some with one character
+	// changed, so both sides of each rule are reached.
+	wellFormed := rapid.Custom(func(t *rapid.T) string {
+		parts := rapid.SliceOfN(part, 1, 4).Draw(t, "parts")
+		s := []byte(strings.Join(parts, "."))
+		if rapid.Bool().Draw(t, "change") {
+			i := rapid.IntRange(0, len(s)-1).Draw(t, "at")
+			s[i] = rapid.SampledFrom([]byte("-._Az9 /")).Draw(t, "to")
+		}
+		return string(s)
+	})
+	name := rapid.OneOf(
+		wellFormed,
+		rapid.StringMatching(`[-a-zA-Z0-9._]{0,80}`),
+		rapid.String(),
+	)
+	oracles := []struct {
+		target naming.Target
+		errs   func(string) []string
+	}{
+		{naming.Portable, validation.IsDNS1123Label},
+		{naming.ObjectName, validation.IsDNS1123Subdomain},
+		{naming.LabelValue, validation.IsValidLabelValue},
+	}
+	rapid.Check(t, func(t *rapid.T) {
+		s := name.Draw(t, "name")
+		for _, o := range oracles {
+			err := naming.Validate(s, o.target)
+			want := o.errs(s)
+			if (err == nil) != (len(want) == 0) {
+				t.Fatalf("Validate(%q, %v) = %v; apimachinery says %q", s, o.target, err, want)
+			}
+		}
+	})
+}
 
 func TestRandom_Properties(t *testing.T) {
 	rapid.Check(t, func(t *rapid.T) {
@@ -87,7 +148,7 @@ func TestRandom_Properties(t *testing.T) {
 			seen[e] = true
 		}
 		for _, name := range got {
-			validEverywhere(t, name)
+			validWhereItFits(t, name, g.Target)
 			if len(name) > g.Target.MaxLen() {
 				t.Fatalf("%q is longer than %v allows", name, g.Target)
 			}
@@ -114,7 +175,7 @@ func TestIndexed_Properties(t *testing.T) {
 		}
 		next := 0
 		for _, name := range got {
-			validEverywhere(t, name)
+			validWhereItFits(t, name, g.Target)
 			i, ok := g.Ordinal(name)
 			if !ok || g.Name(i) != name {
 				t.Fatalf("Ordinal(%q) = %d, %v; does not round-trip", name, i, ok)
@@ -180,6 +241,7 @@ func TestFit(t *testing.T) {
 		{naming.Indexed{Base: ""}, 7, "7"},
 		{naming.Indexed{Base: long}, 12, long[:60] + "-12"},
 		{naming.Indexed{Base: long, Target: naming.VSphereName}, 12, long[:77] + "-12"},
+		{naming.Indexed{Base: long, Target: naming.ObjectName}, 12, long + "-12"},
 	}
 	for _, tt := range tests {
 		if got := tt.g.Name(tt.i); got != tt.want {

@@ -20,7 +20,10 @@ const (
 	// object name, a label value, a vSphere VM name and a host name.
 	Portable Target = iota
 	// ObjectName is a Kubernetes object name: a DNS-1123 subdomain of at
-	// most 253 characters (dot-separated labels).
+	// most 253 characters, as the API server checks it: dot-separated parts
+	// of lowercase letters, digits and '-', each starting and ending with a
+	// letter or digit. Like the API server, it does not limit a part to 63
+	// characters.
 	ObjectName
 	// LabelValue is a Kubernetes label value: at most 63 characters of
 	// letters, digits, '-', '_' and '.', starting and ending with a letter
@@ -94,7 +97,7 @@ func validate(name string, t Target) string {
 			if i < len(name) && name[i] != '.' {
 				continue
 			}
-			if msg := dnsLabel(name[start:i]); msg != "" {
+			if msg := labelChars(name[start:i]); msg != "" {
 				return fmt.Sprintf("dot-separated part %q: %s", name[start:i], msg)
 			}
 			start = i + 1
@@ -130,11 +133,19 @@ func validate(name string, t Target) string {
 
 // dnsLabel returns what keeps s from being a DNS-1123 label, or "".
 func dnsLabel(s string) string {
+	if len(s) > MaxPortable {
+		return fmt.Sprintf("it is %d characters long, at most %d are allowed", len(s), MaxPortable)
+	}
+	return labelChars(s)
+}
+
+// labelChars returns what keeps s from having the form of a DNS-1123 label,
+// whatever its length, or "". Kubernetes checks each dot-separated part of an
+// object name this way: a part may be longer than 63 characters as long as
+// the whole name fits in 253.
+func labelChars(s string) string {
 	if s == "" {
 		return "it is empty"
-	}
-	if len(s) > 63 {
-		return fmt.Sprintf("it is %d characters long, at most 63 are allowed", len(s))
 	}
 	for i := 0; i < len(s); i++ {
 		c := s[i]
