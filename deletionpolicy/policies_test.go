@@ -192,3 +192,25 @@ func ExampleRandom() {
 	// Output:
 	// true 2
 }
+
+// Scale three replicas down to one: the replica that never came up goes
+// first, then the one that is not ready, whatever their age.
+func ExampleUnhealthyFirst() {
+	now := time.Date(2026, 11, 30, 12, 0, 0, 0, time.UTC)
+	replicas := []replicaset.Replica{
+		{Name: "vm-ready", Phase: replicaset.PhaseRunning, Ready: true, CreatedAt: now.Add(-time.Minute)},
+		{Name: "vm-pending", Phase: replicaset.PhasePending, CreatedAt: now.Add(-time.Hour)},
+		{Name: "vm-not-ready", Phase: replicaset.PhaseRunning, CreatedAt: now.Add(-2 * time.Hour)},
+	}
+	plan, err := replicaset.Compute(replicaset.Spec{Desired: 1}, replicas, deletionpolicy.UnhealthyFirst{}, now)
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	for _, r := range plan.Delete {
+		fmt.Println(r.Name)
+	}
+	// Output:
+	// vm-pending
+	// vm-not-ready
+}

@@ -114,3 +114,11 @@ func ExampleRegistry_Register() {
 	// Output:
 	// [HighestOrdinal Newest Oldest OldestFirst Random UnhealthyFirst]
 }
+
+// The shipped policies, under the names a spec uses.
+func ExampleDefault() {
+	reg := deletionpolicy.Default(42)
+	fmt.Println(reg.Names())
+	// Output:
+	// [HighestOrdinal Newest Oldest Random UnhealthyFirst]
+}

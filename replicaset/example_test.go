@@ -78,3 +78,17 @@ func ExampleSlowStart() {
 	// Output:
 	// [1 2 4 8 5]
 }
+
+// A replica ready for 10 of the 30 seconds a spec asks before it counts as
+// available: look again in 20 seconds, not on a fixed period.
+func ExampleNextAvailable() {
+	now := time.Date(2026, 11, 30, 12, 0, 0, 0, time.UTC)
+	replicas := []replicaset.Replica{
+		{Name: "web-0", Ready: true, ReadySince: now.Add(-time.Hour)},
+		{Name: "web-1", Ready: true, ReadySince: now.Add(-10 * time.Second)},
+	}
+	after, ok := replicaset.NextAvailable(replicas, 30*time.Second, now)
+	fmt.Println(after, ok)
+	// Output:
+	// 20s true
+}

@@ -42,3 +42,19 @@ func ExampleNotOwnedError() {
 	// Output:
 	// VM "db-0" exists without an ownership mark, so it was left untouched (owner "uid-web" wanted it)
 }
+
+// VMs as the planner sees them, when the set wants its VMs powered on: the
+// VM that is off is not yet what was asked for.
+func ExampleReplicas() {
+	booted := time.Date(2026, 11, 30, 12, 0, 0, 0, time.UTC)
+	vms := []vmprovider.VM{
+		{Name: "web-zmdmm", Power: vmprovider.PoweredOn, BootedAt: booted},
+		{Name: "web-r9slq", Power: vmprovider.PoweredOff},
+	}
+	for _, r := range vmprovider.Replicas(vms, true) {
+		fmt.Println(r.Name, r.Phase, r.Ready)
+	}
+	// Output:
+	// web-zmdmm Running true
+	// web-r9slq Pending false
+}

@@ -1,6 +1,8 @@
 package kube
 
 import (
+	"fmt"
+
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 )
@@ -26,7 +28,10 @@ const (
 
 // String names the claim.
 func (c Claim) String() string {
-	return [...]string{"Ignore", "Keep", "Adopt", "Release"}[c]
+	if names := [...]string{"Ignore", "Keep", "Adopt", "Release"}; c >= 0 && int(c) < len(names) {
+		return names[c]
+	}
+	return fmt.Sprintf("Claim(%d)", int(c))
 }
 
 // ClaimFor decides what the owner with UID owner should do about child,

@@ -1,6 +1,7 @@
 package kube
 
 import (
+	"fmt"
 	"sync"
 	"time"
 )
@@ -54,6 +55,19 @@ const (
 	// and act on that.
 	Expired
 )
+
+// String names the state, for logs.
+func (s State) String() string {
+	switch s {
+	case Met:
+		return "Met"
+	case Waiting:
+		return "Waiting"
+	case Expired:
+		return "Expired"
+	}
+	return fmt.Sprintf("State(%d)", int(s))
+}
 
 // Expect records that a pass for owner created the named children and
 // deleted the children with the given UIDs, at now. It adds to what is
