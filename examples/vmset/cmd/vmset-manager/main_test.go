@@ -90,9 +90,6 @@ func TestDeployment(t *testing.T) {
 			"--metrics-bind-address=" + metricsAddr,
 			"--health-probe-bind-address=" + probeAddr,
 			"--vcsim-env-file=" + govcEnv,
-			// vcsim v0.56.0 races with itself on concurrent tasks under
-			// the race detector; one task at a time keeps the test clean.
-			"--vsphere-max-tasks=1",
 		}, logs)
 	}()
 	t.Cleanup(func() {
