@@ -2,9 +2,7 @@ package vcsim
 
 import (
 	"context"
-	"crypto/x509"
 	"fmt"
-	"net/url"
 	"os"
 	"path/filepath"
 	"slices"
@@ -12,10 +10,7 @@ import (
 
 	"github.com/vmware/govmomi/find"
 	"github.com/vmware/govmomi/property"
-	"github.com/vmware/govmomi/session"
-	"github.com/vmware/govmomi/vim25"
 	"github.com/vmware/govmomi/vim25/mo"
-	"github.com/vmware/govmomi/vim25/soap"
 	"github.com/vmware/govmomi/vim25/types"
 
 	"github.com/replicakit/replicakit/vmprovider/vsphere"
@@ -72,36 +67,18 @@ func ReadEnvFile(path string) (vsphere.Config, error) {
 }
 
 // VMNames logs in to the vCenter that cfg reaches (the simulator or any
-// other; URL, credentials and CAFile or CABundle are used) and returns the
-// sorted names of the VMs in the VM folder of cfg's datacenter (the only one
-// when empty), to check what an operator did through the real protocol. It
+// other, through vsphere.Connect) and returns the sorted names of the VMs in
+// the VM folder of cfg's datacenter (the only one when empty), to check what
+// an operator did through the real protocol. It
 // reads through the property collector, which vcsim serves under its object
 // locks (its container views walk the inventory unlocked and race with
 // concurrent destroys).
 func VMNames(ctx context.Context, cfg vsphere.Config) ([]string, error) {
-	u, err := soap.ParseURL(cfg.URL)
+	vc, logout, err := vsphere.Connect(ctx, cfg)
 	if err != nil {
 		return nil, err
 	}
-	sc := soap.NewClient(u, cfg.Insecure)
-	if cfg.CAFile != "" {
-		if err := sc.SetRootCAs(cfg.CAFile); err != nil {
-			return nil, err
-		}
-	} else if len(cfg.CABundle) > 0 {
-		pool := x509.NewCertPool()
-		pool.AppendCertsFromPEM(cfg.CABundle)
-		sc.DefaultTransport().TLSClientConfig.RootCAs = pool
-	}
-	vc, err := vim25.NewClient(ctx, sc)
-	if err != nil {
-		return nil, err
-	}
-	sm := session.NewManager(vc)
-	if err := sm.Login(ctx, url.UserPassword(cfg.Username, cfg.Password)); err != nil {
-		return nil, err
-	}
-	defer func() { _ = sm.Logout(context.WithoutCancel(ctx)) }()
+	defer func() { _ = logout(context.WithoutCancel(ctx)) }()
 	dc, err := find.NewFinder(vc, false).DatacenterOrDefault(ctx, cfg.Datacenter)
 	if err != nil {
 		return nil, err

@@ -90,6 +90,20 @@ func redactURL(raw string) string {
 	return u.String()
 }
 
+// Connect logs in to the vCenter cfg names, as New does (cfg's URL,
+// credentials, CABundle, CAFile, Thumbprint, Insecure and KeepAlive are
+// used; placement is not), and returns the client and a function that ends
+// the session. The client keeps its session alive and logs in again when the
+// session has expired. Use it for what the Provider does not do, such as
+// inspecting the inventory, with the same trust and login rules.
+func Connect(ctx context.Context, cfg Config) (c *vim25.Client, logout func(context.Context) error, err error) {
+	c, sm, err := connect(ctx, cfg)
+	if err != nil {
+		return nil, nil, err
+	}
+	return c, sm.Logout, nil
+}
+
 // connect logs in to vCenter and returns a client that keeps its session
 // alive and logs in again when the session has expired.
 func connect(ctx context.Context, cfg Config) (*vim25.Client, *session.Manager, error) {

@@ -113,3 +113,26 @@ func ExampleProvider_set() {
 	// scaled to 2: 2 VMs
 	// scaled to 0: 0 VMs
 }
+
+// Log in with the same trust and login rules as New, to do what the
+// Provider does not: here, ask vCenter what it is.
+func ExampleConnect() {
+	cfg, stop := vcsim("administrator@vsphere.local", "example-pw")
+	defer stop()
+	ctx := context.Background()
+
+	c, logout, err := vsphere.Connect(ctx, cfg)
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	defer logout(ctx)
+	fmt.Println(c.ServiceContent.About.ApiType)
+
+	cfg.Password = "wrong"
+	_, _, err = vsphere.Connect(ctx, cfg)
+	fmt.Println(err != nil)
+	// Output:
+	// VirtualCenter
+	// true
+}
