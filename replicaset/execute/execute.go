@@ -160,9 +160,9 @@ func run[T any](ctx context.Context, items []T, limit int, op func(context.Conte
 }
 
 // slowStart calls op for names in order, starting one only while fewer
-// than replicaset.SlowStartAllowance(initial, successes so far) have started; after the first failure,
-// or once ctx has ended, it starts nothing more, and those names get
-// errNotStarted. At most limit calls are in flight at once (no bound when
+// than replicaset.SlowStartAllowance(initial, successes so far) have
+// started; after the first failure, or once ctx has ended, it starts
+// nothing more, and those names get errNotStarted. At most limit calls are in flight at once (no bound when
 // limit is zero). It returns each name's outcome by index once every call
 // it started has returned.
 func slowStart(ctx context.Context, names []string, initial, limit int, op func(context.Context, string) error) []error {
