@@ -34,8 +34,8 @@
 // Describe what you observed as replicaset.Replica values, ask Compute for a
 // plan, and carry it out:
 //
-//	policy, err := deletionpolicy.Default(seed).Lookup(spec.DeletePolicy)
-//	plan, err := replicaset.Compute(replicaset.Spec{Desired: 3}, observed, policy, now)
+//	policy, err := deletionpolicy.Default().Lookup(spec.DeletePolicy)
+//	plan, err := replicaset.Compute(replicaset.Spec{Desired: 3, Seed: ownerSeed}, observed, policy, now)
 //	names, err := naming.Random{Base: owner, Source: src}.Names(plan.Create, existingNames)
 //	result := execute.Plan(ctx, actuator, plan, names, execute.Options{})
 //

@@ -1,15 +1,9 @@
 // Package deletionpolicy chooses which replicas a scale-down removes.
 //
 // A [Policy] ranks deletion candidates; [replicaset.Compute] applies the
-// universal tiers around it, so every policy, shipped or yours, obeys the
-// same outer order:
-//
-//  1. replicas already being deleted go first and are never deleted again;
-//  2. replicas marked for deletion go next;
-//  3. the policy's own order over the rest;
-//  4. name, then UID, so the order is total and reproducible.
-//
-// Replicas protected from scale-in are never chosen.
+// universal tiers around it (its documentation states the whole deletion
+// order), so every policy, shipped or yours, obeys the same outer order
+// and only ranks what those tiers leave to it.
 //
 // # Shipped policies
 //
@@ -17,7 +11,7 @@
 // from: equal weight, but stable per replica and seed), [Oldest], [Newest],
 // [UnhealthyFirst] (not provisioned, then not ready, then not available, as
 // the Kubernetes ReplicaSet ranks pods) and [HighestOrdinal]. Each honours the
-// deletion-cost hint and states its full order in its doc comment.
+// deletion-cost hint and states its order in its doc comment.
 //
 // # Registry
 //

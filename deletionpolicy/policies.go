@@ -22,17 +22,21 @@ var (
 // place across passes, restarts and stale caches, and a retried pass never
 // picks a different victim. Different seeds give independent orders.
 //
-// Full order: already deleting; marked for deletion; lower deletion cost;
-// hash of (Seed, Name); name; UID.
+// The seed is Seed combined with the owner's seed that Compute passes in
+// Env.Seed (replicaset.Spec.Seed), so one Random value in a registry built
+// once serves every owner, each in an order of its own.
+//
+// Order, inside replicaset.Compute's tiers: lower deletion cost;
+// hash of (Seed, Env.Seed, Name).
 type Random struct {
-	// Seed selects the order. Use one fixed seed per owner (for example a
-	// hash of its UID) so that the order is stable for that owner.
+	// Seed selects the order together with Env.Seed. Zero is a fine
+	// value when each owner has a seed of its own in its Spec.
 	Seed uint64
 }
 
 // Rank implements Policy.
-func (p Random) Rank(r replicaset.Replica, _ replicaset.Env) replicaset.Rank {
-	return replicaset.Rank{r.DeletionCost, int64(hashName(p.Seed, r.Name))}
+func (p Random) Rank(r replicaset.Replica, env replicaset.Env) replicaset.Rank {
+	return replicaset.Rank{r.DeletionCost, int64(hashName(p.Seed^env.Seed, r.Name))}
 }
 
 // hashName mixes seed and name with FNV-1a and a SplitMix64 finalizer, so
@@ -61,8 +65,8 @@ func hashName(seed uint64, name string) uint64 {
 
 // Oldest deletes the oldest replicas first, as Cluster API's Oldest policy.
 //
-// Full order: already deleting; marked for deletion; lower deletion cost;
-// earlier creation time (unknown first); name; UID.
+// Order, inside replicaset.Compute's tiers: lower deletion cost;
+// earlier creation time (unknown first).
 type Oldest struct{}
 
 // Rank implements Policy.
@@ -72,8 +76,8 @@ func (Oldest) Rank(r replicaset.Replica, _ replicaset.Env) replicaset.Rank {
 
 // Newest deletes the newest replicas first, as Cluster API's Newest policy.
 //
-// Full order: already deleting; marked for deletion; lower deletion cost;
-// later creation time (unknown last); name; UID.
+// Order, inside replicaset.Compute's tiers: lower deletion cost;
+// later creation time (unknown last).
 type Newest struct{}
 
 // Rank implements Policy.
@@ -86,10 +90,10 @@ func (Newest) Rank(r replicaset.Replica, _ replicaset.Env) replicaset.Rank {
 // work yet is cheaper to lose than one that does, and among healthy ones the
 // newest has proven itself least.
 //
-// Full order: already deleting; marked for deletion; not provisioned or
+// Order, inside replicaset.Compute's tiers: not provisioned or
 // failed (PhasePending, PhaseFailed); not ready (including PhaseUnknown);
 // ready but not yet available (Env.MinReady); available; then lower deletion
-// cost; later creation time (unknown last); name; UID.
+// cost; later creation time (unknown last).
 type UnhealthyFirst struct{}
 
 // Health tiers of UnhealthyFirst, lowest deleted first.
@@ -119,11 +123,15 @@ func (UnhealthyFirst) Rank(r replicaset.Replica, env replicaset.Env) replicaset.
 // HighestOrdinal deletes the replica with the highest ordinal first, so an
 // ordinally named set (web-0, web-1, …) shrinks from the top, as a
 // StatefulSet does. Replicas without an ordinal are outside the sequence and
-// go before all that have one.
+// go before all that have one. It needs a caller that sets
+// Replica.Ordinal (see [UsesOrdinals]); with none set it orders by name.
 //
-// Full order: already deleting; marked for deletion; lower deletion cost;
-// no ordinal; higher ordinal; name; UID.
+// Order, inside replicaset.Compute's tiers: lower deletion cost;
+// no ordinal; higher ordinal.
 type HighestOrdinal struct{}
+
+// UsesOrdinals reports true: this policy orders by Replica.Ordinal.
+func (HighestOrdinal) UsesOrdinals() bool { return true }
 
 // Rank implements Policy.
 func (HighestOrdinal) Rank(r replicaset.Replica, _ replicaset.Env) replicaset.Rank {

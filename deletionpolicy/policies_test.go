@@ -99,7 +99,7 @@ func TestPolicies_Order(t *testing.T) {
 
 // TestShipped_Verify runs the conformance check on every shipped policy.
 func TestShipped_Verify(t *testing.T) {
-	reg := deletionpolicy.Default(7)
+	reg := deletionpolicy.Default()
 	for _, name := range reg.Names() {
 		p, err := reg.Lookup(name)
 		if err != nil {
@@ -176,6 +176,35 @@ func TestRandom_EqualWeight(t *testing.T) {
 	for _, r := range rs {
 		if c := counts[r.Name]; c < seeds/3-150 || c > seeds/3+150 {
 			t.Errorf("%s chosen %d of %d times, want about %d: %v", r.Name, c, seeds, seeds/3, counts)
+		}
+	}
+}
+
+// TestRandom_OwnerSeed: one Random value serves every owner, each ordered
+// by its own Spec.Seed, exactly as a Random carrying that seed would; and
+// owners' seeds spread the choice evenly.
+func TestRandom_OwnerSeed(t *testing.T) {
+	rapid.Check(t, func(t *rapid.T) {
+		seed := rapid.Uint64().Draw(t, "seed")
+		r := replicagen.Replica().Draw(t, "replica")
+		shared := deletionpolicy.Random{}.Rank(r, replicaset.Env{Now: now, Seed: seed})
+		own := deletionpolicy.Random{Seed: seed}.Rank(r, replicaset.Env{Now: now})
+		if shared != own {
+			t.Fatalf("Random{}.Rank with Env.Seed %d = %v, Random{Seed: %d}.Rank = %v", seed, shared, seed, own)
+		}
+	})
+	rs := []replicaset.Replica{{Name: "test-rs-a"}, {Name: "test-rs-b"}, {Name: "test-rs-c"}}
+	counts := map[string]int{}
+	for seed := range uint64(3000) {
+		plan, err := replicaset.Compute(replicaset.Spec{Desired: 2, Seed: seed}, rs, deletionpolicy.Random{}, now)
+		if err != nil {
+			t.Fatal(err)
+		}
+		counts[plan.Delete[0].Name]++
+	}
+	for _, r := range rs {
+		if c := counts[r.Name]; c < 850 || c > 1150 {
+			t.Errorf("%s chosen %d of 3000 times over owner seeds, want about 1000: %v", r.Name, c, counts)
 		}
 	}
 }

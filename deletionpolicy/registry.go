@@ -3,6 +3,7 @@ package deletionpolicy
 import (
 	"errors"
 	"fmt"
+	"reflect"
 	"slices"
 	"strings"
 	"sync"
@@ -58,7 +59,7 @@ func (r *Registry) Register(name string, p Policy) error {
 	if name == "" {
 		return fmt.Errorf("policy name is empty: %w", ErrInvalidRegistration)
 	}
-	if p == nil {
+	if p == nil || isNilValue(p) {
 		return fmt.Errorf("policy %q is nil: %w", name, ErrInvalidRegistration)
 	}
 	r.mu.Lock()
@@ -108,12 +109,14 @@ const (
 )
 
 // Default returns a new registry holding every shipped policy under its
-// name: Random (with the given seed), Oldest, Newest, UnhealthyFirst and
-// HighestOrdinal. Callers may register their own policies beside them.
-func Default(seed uint64) *Registry {
+// name: Random (seeded per owner through replicaset.Spec.Seed), Oldest,
+// Newest, UnhealthyFirst and HighestOrdinal. Build it once and share it:
+// a Registry is safe for concurrent use. Callers may register their own
+// policies beside the shipped ones.
+func Default() *Registry {
 	r := &Registry{}
 	for name, p := range map[string]Policy{
-		NameRandom:         Random{Seed: seed},
+		NameRandom:         Random{},
 		NameOldest:         Oldest{},
 		NameNewest:         Newest{},
 		NameUnhealthyFirst: UnhealthyFirst{},
@@ -124,4 +127,32 @@ func Default(seed uint64) *Registry {
 		}
 	}
 	return r
+}
+
+// OrdinalPolicy is implemented by policies that order replicas by
+// replicaset.Replica.Ordinal, such as HighestOrdinal. A caller whose
+// replicas carry no ordinals (randomly named ones) should refuse such a
+// policy rather than let it fall back to name order.
+type OrdinalPolicy interface {
+	Policy
+	// UsesOrdinals reports whether the policy's order depends on
+	// Replica.Ordinal.
+	UsesOrdinals() bool
+}
+
+// UsesOrdinals reports whether p orders replicas by their ordinals: p is an
+// OrdinalPolicy that says so.
+func UsesOrdinals(p Policy) bool {
+	o, ok := p.(OrdinalPolicy)
+	return ok && o.UsesOrdinals()
+}
+
+// isNilValue reports a nil pointer, map, slice or func behind p, which
+// would panic when ranked.
+func isNilValue(p Policy) bool {
+	switch v := reflect.ValueOf(p); v.Kind() {
+	case reflect.Pointer, reflect.Map, reflect.Slice, reflect.Chan, reflect.Func, reflect.Interface:
+		return v.IsNil()
+	}
+	return false
 }

@@ -28,6 +28,9 @@ func TestRegistry(t *testing.T) {
 	if err := reg.Register("Nil", nil); !errors.Is(err, deletionpolicy.ErrInvalidRegistration) {
 		t.Errorf("Register(Nil, nil): error %v, want ErrInvalidRegistration", err)
 	}
+	if err := reg.Register("TypedNil", (*deletionpolicy.Random)(nil)); !errors.Is(err, deletionpolicy.ErrInvalidRegistration) {
+		t.Errorf("Register(TypedNil, (*Random)(nil)): error %v, want ErrInvalidRegistration", err)
+	}
 	if diff := cmp.Diff([]string{"Oldest", "Random"}, reg.Names()); diff != "" {
 		t.Errorf("Names() mismatch (-want +got):\n%s", diff)
 	}
@@ -51,27 +54,42 @@ func TestRegistry(t *testing.T) {
 }
 
 func TestDefault(t *testing.T) {
-	reg := deletionpolicy.Default(9)
+	reg := deletionpolicy.Default()
 	want := []string{"HighestOrdinal", "Newest", "Oldest", "Random", "UnhealthyFirst"}
 	if diff := cmp.Diff(want, reg.Names()); diff != "" {
-		t.Errorf("Default(9).Names() mismatch (-want +got):\n%s", diff)
+		t.Errorf("Default().Names() mismatch (-want +got):\n%s", diff)
 	}
-	if p, _ := reg.Lookup("Random"); p != (deletionpolicy.Random{Seed: 9}) {
-		t.Errorf("Default(9) Random = %#v, want seed 9", p)
+	if p, _ := reg.Lookup("Random"); p != (deletionpolicy.Random{}) {
+		t.Errorf("Default() Random = %#v, want Random{} (seeded per owner through Env.Seed)", p)
 	}
 	// Each call builds its own registry: registering in one leaves another alone.
 	if err := reg.Register("Mine", deletionpolicy.Oldest{}); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := deletionpolicy.Default(9).Lookup("Mine"); err == nil {
+	if _, err := deletionpolicy.Default().Lookup("Mine"); err == nil {
 		t.Error("a policy registered in one Default registry is visible in another")
+	}
+}
+
+// TestUsesOrdinals: only HighestOrdinal among the shipped policies needs
+// ordinals, so a binding that names replicas randomly can refuse it.
+func TestUsesOrdinals(t *testing.T) {
+	reg := deletionpolicy.Default()
+	got := map[string]bool{}
+	for _, name := range reg.Names() {
+		p, _ := reg.Lookup(name)
+		got[name] = deletionpolicy.UsesOrdinals(p)
+	}
+	want := map[string]bool{"HighestOrdinal": true, "Newest": false, "Oldest": false, "Random": false, "UnhealthyFirst": false}
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("UsesOrdinals per shipped policy (-want +got):\n%s", diff)
 	}
 }
 
 // TestRegistry_Concurrent registers and looks up from many goroutines; run
 // with -race.
 func TestRegistry_Concurrent(t *testing.T) {
-	reg := deletionpolicy.Default(1)
+	reg := deletionpolicy.Default()
 	var wg sync.WaitGroup
 	for i := range 8 {
 		wg.Go(func() {
@@ -93,7 +111,7 @@ func TestRegistry_Concurrent(t *testing.T) {
 // A spec names its policy; an unknown name lists the known ones, which a
 // controller can show in a condition.
 func ExampleRegistry_Lookup() {
-	reg := deletionpolicy.Default(1)
+	reg := deletionpolicy.Default()
 	if _, err := reg.Lookup("Random"); err == nil {
 		fmt.Println("Random found")
 	}
@@ -106,7 +124,7 @@ func ExampleRegistry_Lookup() {
 
 // Register a policy of your own beside the shipped ones.
 func ExampleRegistry_Register() {
-	reg := deletionpolicy.Default(1)
+	reg := deletionpolicy.Default()
 	if err := reg.Register("OldestFirst", deletionpolicy.Oldest{}); err != nil {
 		fmt.Println(err)
 	}
@@ -117,7 +135,7 @@ func ExampleRegistry_Register() {
 
 // The shipped policies, under the names a spec uses.
 func ExampleDefault() {
-	reg := deletionpolicy.Default(42)
+	reg := deletionpolicy.Default()
 	fmt.Println(reg.Names())
 	// Output:
 	// [HighestOrdinal Newest Oldest Random UnhealthyFirst]

@@ -4,6 +4,7 @@ import (
 	"cmp"
 	"container/heap"
 	"fmt"
+	"reflect"
 	"slices"
 	"time"
 )
@@ -18,7 +19,8 @@ import (
 // deleted cover the excess first. Scale-up creates Desired − live − deleting
 // replicas by default, or Desired − live when spec.ReplaceDeleting is set.
 //
-// Deletion order is total and documented:
+// Deletion order, total, the same under every policy, and stated here
+// only (the rest of replicakit points here):
 //
 //  1. replicas already being deleted come first and are never chosen again
 //     (Plan.Deleting);
@@ -31,13 +33,14 @@ import (
 //
 // Compute returns an error wrapping ErrInvalidSpec for a bad spec,
 // ErrInvalidReplica for an empty or repeated name or a repeated UID, and
-// ErrNoPolicy when policy is nil; all of them are terminal (retrying the
+// ErrNoPolicy when policy is nil (an untyped nil, or a nil pointer, map,
+// slice or func behind the interface); all of them are terminal (retrying the
 // same input gives the same error).
 func Compute(spec Spec, current []Replica, policy Ranker, now time.Time) (Plan, error) {
 	if err := spec.Validate(); err != nil {
 		return Plan{}, err
 	}
-	if policy == nil {
+	if isNil(policy) {
 		return Plan{}, fmt.Errorf("compute needs a deletion policy such as deletionpolicy.Random: %w", ErrNoPolicy)
 	}
 	if err := validateReplicas(current); err != nil {
@@ -84,7 +87,7 @@ func Compute(spec Spec, current []Replica, policy Ranker, now time.Time) (Plan, 
 		}
 		n := min(want, limit)
 		p.Deferred = want - n
-		p.Delete = chooseVictims(current, n, candidates, policy, Env{Now: now, MinReady: spec.MinReady})
+		p.Delete = chooseVictims(current, n, candidates, policy, Env{Now: now, MinReady: spec.MinReady, Seed: spec.Seed})
 	}
 	return p, nil
 }
@@ -185,4 +188,17 @@ func (h *victimHeap) Pop() any {
 	v := old[len(old)-1]
 	*h = old[:len(old)-1]
 	return v
+}
+
+// isNil reports whether policy is nil or holds a nil pointer, map, slice,
+// channel or func: a typed nil would panic on its first Rank call.
+func isNil(policy Ranker) bool {
+	if policy == nil {
+		return true
+	}
+	switch v := reflect.ValueOf(policy); v.Kind() {
+	case reflect.Pointer, reflect.Map, reflect.Slice, reflect.Chan, reflect.Func, reflect.Interface:
+		return v.IsNil()
+	}
+	return false
 }

@@ -231,6 +231,13 @@ func TestCompute_BadInput(t *testing.T) {
 		policy:  nil,
 		want:    replicaset.ErrNoPolicy,
 		message: "compute needs a deletion policy such as deletionpolicy.Random: replicaset: no deletion policy",
+	}, {
+		desc:     "typed nil policy",
+		spec:     replicaset.Spec{Desired: 0},
+		replicas: []replicaset.Replica{a},
+		policy:   (*deletionpolicy.Random)(nil),
+		want:     replicaset.ErrNoPolicy,
+		message:  "compute needs a deletion policy such as deletionpolicy.Random: replicaset: no deletion policy",
 	}}
 	for _, tt := range tests {
 		t.Run(tt.desc, func(t *testing.T) {

@@ -3,7 +3,7 @@
 //
 // It imports only the standard library, takes no context, reads no clock,
 // uses no global randomness and does no logging: the time of a pass is an
-// argument, and randomness lives in the deletion policy's seed. Its functions
+// argument, and randomness comes from seeds (Spec.Seed, a policy's seed). Its functions
 // return values that describe work (a Plan, a Status); bindings such as the
 // controller-runtime reconciler or the VM provider's actuator carry them out.
 // This is the shape of etcd's raft, whose core returns a Ready value and lets
@@ -15,9 +15,9 @@
 // asks for a plan:
 //
 //	plan, err := replicaset.Compute(
-//		replicaset.Spec{Desired: 3},
+//		replicaset.Spec{Desired: 3, Seed: ownerSeed},
 //		replicas,                  // what was observed, in any order
-//		deletionpolicy.Random{Seed: seed},
+//		deletionpolicy.Random{},
 //		now,                       // the time of this pass
 //	)
 //	if err != nil {
@@ -40,9 +40,9 @@
 //     counted + Create == Desired after a scale-up, where counted includes
 //     replicas being deleted unless Spec.ReplaceDeleting is set.
 //   - Caps: Create and len(Delete) are each at most the per-pass cap.
-//   - Deleting first: a replica already being deleted is never in Delete; it
-//     is listed in Deleting and covers excess before anything else is chosen.
-//   - Marked before unmarked, under every policy.
+//   - Deletion order: the one Compute's documentation states (the only
+//     place it is stated), under every policy; a replica already being
+//     deleted is never in Delete, it is listed in Deleting.
 //   - Protected replicas are never in Delete; a Shortfall says how many short.
 //   - Determinism: the same spec, replicas (in any order), policy and time
 //     give the same plan.

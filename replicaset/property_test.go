@@ -49,7 +49,7 @@ func naiveCompute(spec replicaset.Spec, rs []replicaset.Replica, policy replicas
 	if len(live) <= spec.Desired {
 		return p
 	}
-	env := replicaset.Env{Now: now, MinReady: spec.MinReady}
+	env := replicaset.Env{Now: now, MinReady: spec.MinReady, Seed: spec.Seed}
 	slices.SortFunc(candidates, func(a, b replicaset.Replica) int {
 		if a.MarkedForDeletion != b.MarkedForDeletion {
 			if a.MarkedForDeletion {

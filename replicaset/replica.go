@@ -107,14 +107,18 @@ func (r Replica) Available(minReady time.Duration, now time.Time) bool {
 }
 
 // Env is what a deletion policy may know beside the replica itself: the
-// moment the pass is computed for and the availability window. Both come from
-// the caller, so ranking never reads a clock.
+// moment the pass is computed for, the availability window and the owner's
+// seed. All come from the caller, so ranking never reads a clock or a
+// random source.
 type Env struct {
 	// Now is the time of the pass.
 	Now time.Time
 	// MinReady is how long a replica must have been ready to count as
 	// available (Spec.MinReady).
 	MinReady time.Duration
+	// Seed is Spec.Seed: the owner's own seed, for policies with
+	// randomness.
+	Seed uint64
 }
 
 // Rank is a replica's place in a policy's deletion order. Ranks compare

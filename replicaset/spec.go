@@ -43,6 +43,11 @@ type Spec struct {
 	// MinReady is how long a replica must have been ready to count as
 	// available (minReadySeconds). It must not be negative.
 	MinReady time.Duration
+	// Seed is passed to the deletion policy (Env.Seed) so that one policy
+	// value can order each owner's replicas differently yet reproducibly:
+	// give every owner a seed of its own that never changes (a hash of
+	// its UID, say). Only policies with randomness use it.
+	Seed uint64
 }
 
 // maxPerPass returns the effective per-pass cap.

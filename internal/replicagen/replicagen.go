@@ -61,14 +61,15 @@ func Spec() *rapid.Generator[replicaset.Spec] {
 			MaxPerPass:      rapid.SampledFrom([]int{0, 1, 2, 3, 5, 8}).Draw(t, "maxPerPass"),
 			ReplaceDeleting: rapid.Bool().Draw(t, "replaceDeleting"),
 			MinReady:        time.Duration(rapid.IntRange(0, 120).Draw(t, "minReady")) * time.Second,
+			Seed:            rapid.Uint64().Draw(t, "seed"),
 		}
 	})
 }
 
-// Policy draws one of the policies registered in deletionpolicy.Default,
-// with a drawn seed, and returns its name with it.
+// Policy draws one of the policies registered in deletionpolicy.Default
+// and returns its name with it (Random's seed comes from the drawn Spec).
 func Policy(t *rapid.T) (string, deletionpolicy.Policy) {
-	reg := deletionpolicy.Default(rapid.Uint64().Draw(t, "seed"))
+	reg := deletionpolicy.Default()
 	name := rapid.SampledFrom(reg.Names()).Draw(t, "policy")
 	p, err := reg.Lookup(name)
 	if err != nil {

@@ -2,7 +2,9 @@ package kube
 
 import (
 	"context"
+	"errors"
 	"fmt"
+	"net/http"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -14,6 +16,20 @@ import (
 	"github.com/replicakit/replicakit/replicaset/execute"
 )
 
+// ErrNameTaken means a create found its name held by an object the owner
+// does not control. The object is left alone; the name is not used again
+// for that owner, and the next pass, which starts at once, creates the
+// child under another name.
+var ErrNameTaken = errors.New("kube: name taken by an object of another owner")
+
+// unsureError is a create that failed without a clear answer (a timeout, a
+// server error) and whose outcome a read could not settle either: the
+// child may exist, so the pass keeps expecting it.
+type unsureError struct{ err error }
+
+func (e *unsureError) Error() string { return e.err.Error() + " (whether it was created is unknown)" }
+func (e *unsureError) Unwrap() error { return e.err }
+
 // actuator creates and deletes one owner's children through the client.
 type actuator[O, C client.Object] struct {
 	r     *Reconciler[O, C]
@@ -24,7 +40,9 @@ var _ execute.Actuator = (*actuator[client.Object, client.Object])(nil)
 
 // Create creates the child called name with a controller reference (with
 // blockOwnerDeletion) to the owner. A child of that name that the owner
-// already controls is success: the create was retried.
+// already controls is success: the create was retried, or its response
+// was lost. Only a create that failed without a clear answer, or found the
+// name taken, costs a read from the API server; a refusal costs none.
 func (a *actuator[O, C]) Create(ctx context.Context, name string) error {
 	child, err := a.r.Adapter.NewChild(a.owner)
 	if err != nil {
@@ -36,17 +54,32 @@ func (a *actuator[O, C]) Create(ctx context.Context, name string) error {
 		return err
 	}
 	err = a.r.Client.Create(ctx, child)
-	if !apierrors.IsAlreadyExists(err) {
-		return err
+	if err == nil || !apierrors.IsAlreadyExists(err) && !unclear(err) {
+		return err // created, or refused: it did not happen
 	}
 	existing := a.r.EmptyChild()
-	if gerr := a.r.APIReader.Get(ctx, client.ObjectKeyFromObject(child), existing); gerr != nil {
-		return fmt.Errorf("%w (and reading it: %w)", err, gerr)
+	switch gerr := a.r.APIReader.Get(ctx, client.ObjectKeyFromObject(child), existing); {
+	case apierrors.IsNotFound(gerr):
+		return err // it did not happen
+	case gerr != nil:
+		return &unsureError{fmt.Errorf("%w (and reading it: %w)", err, gerr)}
 	}
 	if ref := metav1.GetControllerOfNoCopy(existing); ref != nil && ref.UID == a.owner.GetUID() {
 		return nil
 	}
-	return fmt.Errorf("%s exists and is not controlled by %s: %w", name, a.owner.GetName(), err)
+	return fmt.Errorf("%s exists and is not controlled by %s: %w", name, a.owner.GetName(), ErrNameTaken)
+}
+
+// unclear reports whether a failed write may still have happened: no
+// answer from the API server, a timeout, or a server error. A 4xx answer
+// (forbidden, invalid, quota, too many requests) is a refusal.
+func unclear(err error) bool {
+	var status apierrors.APIStatus
+	if !errors.As(err, &status) {
+		return true // a transport error or an ended context
+	}
+	code := status.Status().Code
+	return code == 0 || code >= http.StatusInternalServerError || apierrors.IsTimeout(err) || apierrors.IsServerTimeout(err)
 }
 
 // Delete deletes the child, only if it is still the one planned (same UID).

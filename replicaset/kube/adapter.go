@@ -20,7 +20,8 @@ type Spec struct {
 	DeletePolicy string
 	// MinReady is how long a child must be ready to count as available.
 	MinReady time.Duration
-	// Paused leaves the children alone: status is still reported.
+	// Paused leaves the children alone: no creates, deletes, adoptions
+	// or releases; status is still reported, with the reason Paused.
 	Paused bool
 	// ReplaceDeleting replaces children being deleted at once instead of
 	// counting them until they are gone.
@@ -45,7 +46,8 @@ type Status struct {
 	ObservedGeneration int64
 	// Selector is the selector in string form, for the scale subresource.
 	Selector string
-	// Conditions are ReplicaFailure, ScalingUp, ScalingDown and Ready.
+	// Conditions are ReplicaFailure, ScalingUp, ScalingDown and Ready, each
+	// with a reason saying why (see the Reason constants).
 	Conditions []metav1.Condition
 }
 
@@ -59,9 +61,10 @@ type Adapter[O, C client.Object] interface {
 	// annotations and spec. The reconciler sets its name, namespace and
 	// controller reference.
 	NewChild(owner O) (C, error)
-	// Observe fills in what the child's kind knows of its replica:
-	// Phase, Ready and ReadySince.
-	Observe(child C, r *replicaset.Replica)
+	// Describe fills in what the child's kind knows of its replica:
+	// Phase, Ready and ReadySince. The child is the cache's own object:
+	// read it, never modify it.
+	Describe(child C, r *replicaset.Replica)
 	// SetStatus copies s into the owner's status. The binding writes it as
 	// a merge patch against the status it read, which leaves out fields
 	// that did not change: a zero on an owner that has no status yet is not

@@ -1,38 +1,100 @@
 // Package kube binds the replicaset planner to controller-runtime: a
 // generic [Reconciler] keeps the children of any owner kind converged on the
 // owner's desired count, with a page of kind-specific code (an [Adapter]).
+// The package example shows a whole operator's worth: a typed owner, its
+// Adapter, the Reconciler and its permissions.
 //
-// # One reconcile
+// # Install
 //
-// Each pass is four steps. Read: the owner and the children in its
-// namespace from the cache; children it controls and its selector matches
-// are its replicas, matching orphans are adopted (after a read from the API
-// server confirms the owner is live), owned children that stopped matching
-// are released, and children controlled by anyone else are never touched.
-// Decide: replicaset.Compute, with the owner's deletion policy looked up in
-// a deletionpolicy.Registry. Act: execute.Plan creates children with names
-// from the naming package and a controller reference with
-// blockOwnerDeletion, with slow start, and deletes the planned
-// victims with a UID precondition. Report: status and conditions
-// (ReplicaFailure, ScalingUp, ScalingDown, Ready), patched only when they
-// changed, an exact requeue for availability, events and metrics.
+//	go get github.com/replicakit/replicakit
 //
-// An owner that is paused or being deleted is never acted on; an invalid
-// spec or an unknown policy is reported in the ReplicaFailure condition and
-// not retried.
+// and import github.com/replicakit/replicakit/replicaset/kube (and
+// deletionpolicy, should you register policies of your own).
+//
+// # One pass
+//
+// Each reconcile is read, decide, apply, report; only read, apply and
+// report do I/O, and every choice is made by one pure function, as etcd's
+// raft returns a Ready value and leaves the work to the application:
+//
+//   - read gathers an observation: the owner, its own children (through an
+//     index on their controller's UID), the orphans its selector matches
+//     (through the same index), what [Expectations] still wait for, names
+//     found taken, and the clock.
+//   - decide turns it into a decision listing every action of the pass:
+//     the orphans to adopt, the children to release, the names to create
+//     and the replicas to delete (the replicaset.Compute plan).
+//   - apply carries the decision out and decides nothing: it confirms the
+//     owner on the API server when the pass adopts or creates, then adopts
+//     and releases, then creates and deletes (execute.Plan, slow start),
+//     stopping at the first step that fails.
+//   - report settles what happened (another pure function): the status and
+//     its conditions, events, which expectations to drop, and when to look
+//     again; then it patches status if it changed.
+//
+// A pass holds, doing nothing but status, when the spec cannot be used (an
+// invalid selector or template, an unknown policy, a policy that needs
+// ordinal names), when the owner is being deleted (the garbage
+// collector's cascade stays whole: no adoption, release or create), when
+// the owner is paused, and while the cache has not shown the last pass's
+// writes. Each condition's reason says which (see the Reason constants).
+//
+// # Cost
+//
+// A pass reads what its owner has, not what the namespace holds: the
+// owner's children through the index [Reconciler.SetupWithManager]
+// registers, orphans through the selector, nothing deep-copied unless it
+// is about to be written (the Adapter's Describe sees the cache's own
+// objects). Owners of a new orphan are found through an index on their
+// selectors. The API server is read directly only to confirm the owner
+// before adopting or creating (once per such pass), to settle a create that
+// failed without a clear answer, and when expectations expire. A platform
+// that refuses every create costs one create per pass and at most two
+// reads. [DefaultMaxConcurrentReconciles] owners are reconciled at once.
+//
+// The Reconciler reads through the manager's cache, which serves typed and
+// unstructured owners alike: unstructured owners need no
+// client.Options.Cache.Unstructured.
 //
 // # Freshness
 //
-// Caches lag. [Expectations] remembers what a pass created and deleted and
-// holds the next pass's actions until the cache shows those writes; when it
-// has not within a TTL, the pass reads the children from the API server
-// instead of assuming success. A create that failed is forgotten only when
-// a read from the API server shows it did not happen. This is what keeps a
-// replica set from ever creating more children than asked for.
+// Caches lag. [Expectations] remembers what a pass created, adopted,
+// deleted and released, and holds the next pass until the cache shows
+// those writes; when it has not within a TTL, the pass reads the children
+// from the API server instead of assuming success. A create refused by the
+// API server is forgiven at once; one that failed without a clear answer
+// is checked with one read. A name found taken by someone else's object is
+// never touched: it is remembered, and the next pass, at once, creates
+// under another name. This is what keeps a replica set from ever creating
+// more children than asked for.
+//
+// # Names
+//
+// [RandomNames] (the default) names children like generateName; with
+// [OrdinalNames] they are web-0 … web-N-1, the lowest free ordinal first,
+// and the HighestOrdinal policy removes the highest. HighestOrdinal with
+// random names is refused with the condition reason NeedsOrdinalNames.
 //
 // # Steering scale-down
 //
 // [AnnotationDeleteFirst], [AnnotationDeletionCost] and
 // [AnnotationScaleInProtection] on a child map to the planner's marked,
-// cost and protected replica fields (see [Replica]).
+// cost and protected replica fields ([ReplicaOf]); the deletion order they
+// take part in is stated once, in replicaset.Compute. A malformed cost is a
+// Warning event and part of the ReplicaFailure condition, naming the child
+// and the value.
+//
+// # Permissions
+//
+// For an owner kind workerpools.example.com and Pod children, the
+// kubebuilder markers (the package example carries them too):
+//
+//	+kubebuilder:rbac:groups=example.com,resources=workerpools,verbs=get;list;watch
+//	+kubebuilder:rbac:groups=example.com,resources=workerpools/status,verbs=patch
+//	+kubebuilder:rbac:groups=example.com,resources=workerpools/finalizers,verbs=update
+//	+kubebuilder:rbac:groups="",resources=pods,verbs=get;list;watch;create;patch;delete
+//	+kubebuilder:rbac:groups=events.k8s.io,resources=events,verbs=create;patch
+//
+// The finalizers update lets a child's owner reference set
+// blockOwnerDeletion; patch on children adopts and releases them.
 package kube

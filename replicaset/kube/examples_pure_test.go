@@ -43,7 +43,7 @@ func ExampleClaimFor() {
 
 // A child's metadata as the planner sees it, annotations included; a cost
 // that is not an integer is reported and counted as 0.
-func ExampleReplica() {
+func ExampleReplicaOf() {
 	child := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{
 		Name: "web-zmdmm",
 		UID:  "uid-1",
@@ -52,7 +52,7 @@ func ExampleReplica() {
 			kube.AnnotationDeletionCost: "cheap",
 		},
 	}}
-	r, err := kube.Replica(child)
+	r, err := kube.ReplicaOf(child)
 	fmt.Println(r.Name, r.MarkedForDeletion, r.DeletionCost)
 	fmt.Println(err)
 	// Output:

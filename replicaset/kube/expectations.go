@@ -2,6 +2,7 @@ package kube
 
 import (
 	"fmt"
+	"slices"
 	"sync"
 	"time"
 )
@@ -23,6 +24,7 @@ type Expectations struct {
 
 	mu     sync.Mutex
 	owners map[string]*pending
+	taken  map[string]map[string]time.Time // per owner: name -> when found taken
 }
 
 type pending struct {
@@ -135,12 +137,63 @@ func (e *Expectations) Check(owner string, children []Seen, now time.Time) State
 	return Waiting
 }
 
-// Forget drops owner's expectations: after a live read from the API server,
-// or when the owner is gone.
+// Forget drops everything remembered for owner, when the owner is gone.
 func (e *Expectations) Forget(owner string) {
 	e.mu.Lock()
 	defer e.mu.Unlock()
 	delete(e.owners, owner)
+	delete(e.taken, owner)
+}
+
+// resetPending drops owner's unmet expectations, after a live read from
+// the API server showed what really happened.
+func (e *Expectations) resetPending(owner string) {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	delete(e.owners, owner)
+}
+
+// noteTaken remembers names that objects of others were found to hold, so
+// that owner's next passes name children around them. A name is kept for
+// the TTL, after which it may be free again.
+func (e *Expectations) noteTaken(owner string, names []string, now time.Time) {
+	if len(names) == 0 {
+		return
+	}
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	if e.taken == nil {
+		e.taken = map[string]map[string]time.Time{}
+	}
+	m := e.taken[owner]
+	if m == nil {
+		m = map[string]time.Time{}
+		e.taken[owner] = m
+	}
+	for _, n := range names {
+		m[n] = now
+	}
+}
+
+// takenNames returns the names owner must not use now, forgetting those
+// noted longer than the TTL ago.
+func (e *Expectations) takenNames(owner string, now time.Time) []string {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	m := e.taken[owner]
+	var out []string
+	for n, at := range m {
+		if now.Sub(at) >= e.ttl() {
+			delete(m, n)
+			continue
+		}
+		out = append(out, n)
+	}
+	if m != nil && len(m) == 0 {
+		delete(e.taken, owner)
+	}
+	slices.Sort(out)
+	return out
 }
 
 // Forgive drops the expectation of creates that failed, so the reconciler

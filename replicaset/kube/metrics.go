@@ -12,7 +12,7 @@ import (
 //	replicakit_children_created_total{kind}
 //	replicakit_children_deleted_total{kind}
 //	replicakit_child_operation_failures_total{kind,operation}
-//	replicakit_plan_seconds{kind}           (histogram of Compute's time)
+//	replicakit_plan_seconds{kind}           (histogram of the time to decide a pass that acted)
 type Metrics struct {
 	created  *prometheus.CounterVec
 	deleted  *prometheus.CounterVec
@@ -31,7 +31,7 @@ func NewMetrics(reg prometheus.Registerer) (*Metrics, error) {
 		failures: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "replicakit_child_operation_failures_total",
 			Help: "Failed child creates and deletes."}, []string{"kind", "operation"}),
 		plan: prometheus.NewHistogramVec(prometheus.HistogramOpts{Name: "replicakit_plan_seconds",
-			Help: "Time to compute a scale plan.", Buckets: prometheus.ExponentialBuckets(1e-6, 4, 10)}, []string{"kind"}),
+			Help: "Time to decide a reconcile pass that acted (its scale plan included).", Buckets: prometheus.ExponentialBuckets(1e-6, 4, 10)}, []string{"kind"}),
 	}
 	var err error
 	m.created, err = register(reg, m.created)
@@ -59,35 +59,32 @@ func register[T prometheus.Collector](reg prometheus.Registerer, c T) (T, error)
 	return c, err
 }
 
-// observe records one pass's outcome; m may be nil.
-func (m *Metrics) observe(kind string, p *pass, planTime time.Duration) {
-	if m == nil {
+// record counts one pass's creates, deletes and failures; m may be nil.
+func (m *Metrics) record(kind string, d decision, out outcome, took time.Duration) {
+	if m == nil || !out.ran {
 		return
 	}
-	m.plan.WithLabelValues(kind).Observe(planTime.Seconds())
-	m.created.WithLabelValues(kind).Add(float64(len(p.acted.Created)))
-	m.deleted.WithLabelValues(kind).Add(float64(len(p.acted.Deleted)))
-	creates := p.plan.Create - len(p.acted.Created) - countSkipped(p, true)
-	deletes := len(p.plan.Delete) - len(p.acted.Deleted) - countSkipped(p, false)
-	if creates > 0 {
-		m.failures.WithLabelValues(kind, "create").Add(float64(creates))
-	}
-	if deletes > 0 {
-		m.failures.WithLabelValues(kind, "delete").Add(float64(deletes))
-	}
-}
-
-// countSkipped counts the skipped creates (or deletes) of a pass.
-func countSkipped(p *pass, creates bool) int {
-	victims := map[string]bool{}
-	for _, v := range p.plan.Delete {
-		victims[v.Name] = true
-	}
-	n := 0
-	for _, s := range p.acted.Skipped {
-		if victims[s] != creates {
-			n++
+	m.plan.WithLabelValues(kind).Observe(took.Seconds())
+	m.created.WithLabelValues(kind).Add(float64(len(out.acted.Created)))
+	m.deleted.WithLabelValues(kind).Add(float64(len(out.acted.Deleted)))
+	skipped := set(out.acted.Skipped)
+	failedCreates, failedDeletes := 0, 0
+	for _, n := range d.create {
+		if !skipped[n] {
+			failedCreates++
 		}
 	}
-	return n
+	for _, r := range d.delete {
+		if !skipped[r.Name] {
+			failedDeletes++
+		}
+	}
+	failedCreates -= len(out.acted.Created)
+	failedDeletes -= len(out.acted.Deleted)
+	if failedCreates > 0 {
+		m.failures.WithLabelValues(kind, "create").Add(float64(failedCreates))
+	}
+	if failedDeletes > 0 {
+		m.failures.WithLabelValues(kind, "delete").Add(float64(failedDeletes))
+	}
 }

@@ -22,6 +22,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/metrics"
 
 	"github.com/replicakit/replicakit/internal/testenv"
+	"github.com/replicakit/replicakit/replicaset/kube"
 )
 
 var env *testenv.Env
@@ -31,10 +32,20 @@ func TestMain(m *testing.M) {
 	testenv.Main(m, &env, testenv.Options{CRDs: []*apiextensionsv1.CustomResourceDefinition{testenv.WidgetCRD()}})
 }
 
+// reconciler is the binding under test: Widgets owning ConfigMaps.
+type reconciler = kube.Reconciler[*unstructured.Unstructured, *corev1.ConfigMap]
+
 // startManager runs a manager with the Widget reconciler until the test
-// ends, and returns a namespace of the test's own. With funcs, the
-// manager's client goes through controller-runtime's interceptor.
+// ends, and returns a namespace of the test's own. edit may change the
+// manager's options (a client through controller-runtime's interceptor).
 func startManager(t *testing.T, edit ...func(*ctrl.Options)) (client.Client, string) {
+	t.Helper()
+	return startManagerWith(t, nil, edit...)
+}
+
+// startManagerWith is startManager with configure changing the reconciler
+// before it is set up.
+func startManagerWith(t *testing.T, configure func(*reconciler, ctrl.Manager), edit ...func(*ctrl.Options)) (client.Client, string) {
 	t.Helper()
 	e := env.Require(t)
 	scheme := runtime.NewScheme()
@@ -42,7 +53,11 @@ func startManager(t *testing.T, edit ...func(*ctrl.Options)) (client.Client, str
 		t.Fatal(err)
 	}
 	e.StartManager(t, scheme, func(mgr ctrl.Manager) error {
-		return newWidgetReconciler().SetupWithManager(mgr, "widget")
+		r := newWidgetReconciler()
+		if configure != nil {
+			configure(r, mgr)
+		}
+		return r.SetupWithManager(mgr, "widget")
 	}, edit...)
 	ns := fmt.Sprintf("t-%d", time.Now().UnixNano())
 	if err := e.Client.Create(context.Background(), &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}); err != nil {

@@ -25,13 +25,15 @@ const (
 	AnnotationScaleInProtection = "replicakit.io/scale-in-protection"
 )
 
-// Replica describes a child object's metadata as the planner sees it:
+// ReplicaOf describes a child object's metadata as the planner sees it:
 // identity, creation time, whether it is being deleted, and the three
 // annotations above. The caller adds what only the child's kind knows
 // (phase, readiness). A deletion cost that is not an integer is ignored
-// (cost 0), and the returned error says so, so the caller can report it
-// without failing the pass.
-func Replica(obj metav1.Object) (replicaset.Replica, error) {
+// (cost 0), and the returned error says so, naming the child and the
+// value, so the caller can report it without failing the pass (the
+// Reconciler records a Warning event and says it in the ReplicaFailure
+// condition).
+func ReplicaOf(obj metav1.Object) (replicaset.Replica, error) {
 	r := replicaset.Replica{
 		Name:      obj.GetName(),
 		UID:       string(obj.GetUID()),

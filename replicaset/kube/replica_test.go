@@ -10,7 +10,7 @@ import (
 	"github.com/replicakit/replicakit/replicaset/kube"
 )
 
-func TestReplica(t *testing.T) {
+func TestReplicaOf(t *testing.T) {
 	created := metav1.NewTime(t0)
 	deleted := metav1.NewTime(t0.Add(1))
 	tests := []struct {
@@ -39,7 +39,7 @@ func TestReplica(t *testing.T) {
 	}}
 	for _, tt := range tests {
 		t.Run(tt.desc, func(t *testing.T) {
-			got, err := kube.Replica(&tt.meta)
+			got, err := kube.ReplicaOf(&tt.meta)
 			if (err != nil) != tt.wantErr {
 				t.Errorf("Replica error = %v, want error %v", err, tt.wantErr)
 			}

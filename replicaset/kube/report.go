@@ -7,105 +7,57 @@ import (
 	"time"
 
 	"k8s.io/apimachinery/pkg/api/equality"
-	"k8s.io/apimachinery/pkg/api/meta"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/labels"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/client/apiutil"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
-
-	"github.com/replicakit/replicakit/deletionpolicy"
-	"github.com/replicakit/replicakit/replicaset"
 )
 
-// waitRequeue is how soon an owner whose expectations are unmet is looked
-// at again, should no watch event come first.
-const waitRequeue = time.Second
-
-// report computes the owner's status from what was observed, patches it
-// when it changed, and says when to look again.
-func (r *Reconciler[O, C]) report(ctx context.Context, p *pass) (reconcile.Result, error) {
-	st := Status{ObservedGeneration: p.owner.GetGeneration()}
-	if p.selector != nil {
-		st.Selector = p.selector.String()
+// report settles the pass and writes what it says: expectations dropped,
+// names remembered as taken, the owner's status (patched only when it
+// changed), events and metrics; and it tells controller-runtime when to
+// come back.
+func (r *Reconciler[O, C]) report(ctx context.Context, o *observation, d decision, out outcome, took time.Duration) (reconcile.Result, error) {
+	v := settle(o, d, out)
+	r.Expectations.Forgive(o.key, v.forgive...)
+	r.Expectations.ForgiveDeletes(o.key, v.forgiveUIDs...)
+	r.Expectations.noteTaken(o.key, v.taken, o.now)
+	if r.Events != nil {
+		for _, e := range v.events {
+			r.Events.Eventf(o.owner, nil, e.kind, e.reason, e.action, "%s", e.note)
+		}
 	}
-	sum := replicaset.Summarize(p.replicas, p.spec.MinReady, p.now)
-	st.Replicas, st.ReadyReplicas = int32(sum.Replicas), int32(sum.Ready)
-	st.AvailableReplicas, st.TerminatingReplicas = int32(sum.Available), int32(sum.Terminating)
-	if p.template != nil {
-		template := labels.SelectorFromSet(p.template)
-		for _, c := range p.children {
-			if c.GetDeletionTimestamp() == nil && template.Matches(labels.Set(c.GetLabels())) {
-				st.FullyLabeledReplicas++
+	r.Metrics.record(r.kind(o.owner), d, out, took)
+
+	if !out.ownerGone {
+		before := o.owner.DeepCopyObject().(client.Object)
+		r.Adapter.SetStatus(o.owner.(O), v.status)
+		if !equality.Semantic.DeepEqual(before, o.owner) {
+			err := r.Client.Status().Patch(ctx, o.owner, client.MergeFrom(before))
+			if apierrors.IsNotFound(err) {
+				r.Expectations.Forget(o.key) // deleted since the read: nothing left to report
+				return reconcile.Result{}, nil
+			}
+			if err != nil {
+				return reconcile.Result{}, errors.Join(v.retry, fmt.Errorf("patch status of %s: %w", o.key, err))
 			}
 		}
 	}
-	st.Conditions = conditions(p, sum)
-
-	before := p.owner.DeepCopyObject().(client.Object)
-	r.Adapter.SetStatus(p.owner.(O), st)
-	if !equality.Semantic.DeepEqual(before, p.owner) {
-		if err := r.Client.Status().Patch(ctx, p.owner, client.MergeFrom(before)); err != nil {
-			return reconcile.Result{}, errors.Join(p.acted.Err, fmt.Errorf("patch status of %s: %w", p.key, err))
-		}
-	}
-
 	switch {
-	case p.failure != nil && p.acted.Err == nil:
-		return reconcile.Result{}, reconcile.TerminalError(p.failure)
-	case p.acted.Err != nil:
-		return reconcile.Result{}, p.acted.Err // retried with backoff
-	case p.waiting:
-		return reconcile.Result{RequeueAfter: waitRequeue}, nil
-	case p.plan.Deferred > 0:
-		return reconcile.Result{RequeueAfter: time.Millisecond}, nil
+	case v.retry != nil:
+		return reconcile.Result{}, v.retry
+	case v.terminal != nil:
+		return reconcile.Result{}, reconcile.TerminalError(v.terminal)
 	}
-	if after, ok := replicaset.NextAvailable(p.replicas, p.spec.MinReady, p.now); ok {
-		return reconcile.Result{RequeueAfter: after}, nil
-	}
-	return reconcile.Result{}, nil
+	return reconcile.Result{RequeueAfter: v.requeue}, nil
 }
 
-// conditions derives the owner's conditions from the pass.
-func conditions(p *pass, sum replicaset.Status) []metav1.Condition {
-	gen := p.owner.GetGeneration()
-	cond := func(t string, ok bool, reason, msg string) metav1.Condition {
-		s := metav1.ConditionFalse
-		if ok {
-			s = metav1.ConditionTrue
-		}
-		return metav1.Condition{Type: t, Status: s, Reason: reason, Message: msg, ObservedGeneration: gen}
+// kind names the owner's kind for metrics; typed objects from the cache
+// carry no TypeMeta, so it comes from the scheme.
+func (r *Reconciler[O, C]) kind(obj client.Object) string {
+	gvk, err := apiutil.GVKForObject(obj, r.Scheme)
+	if err != nil {
+		return "unknown"
 	}
-	failure := cond(ConditionReplicaFailure, false, "NoFailure", "")
-	var unknown *deletionpolicy.UnknownPolicyError
-	switch {
-	case errors.As(p.failure, &unknown):
-		failure = cond(ConditionReplicaFailure, true, "UnknownDeletePolicy", unknown.Error())
-	case errors.Is(p.failure, ErrSelectorMismatch):
-		failure = cond(ConditionReplicaFailure, true, "SelectorMismatch", p.failure.Error())
-	case p.failure != nil:
-		failure = cond(ConditionReplicaFailure, true, "InvalidSpec", p.failure.Error())
-	case p.acted.Err != nil:
-		failure = cond(ConditionReplicaFailure, true, "FailedReplicaOperation", p.acted.Err.Error())
-	case p.plan.Shortfall.Count > 0:
-		failure = cond(ConditionReplicaFailure, true, "ScaleInProtected", p.plan.Shortfall.Reason)
-	}
-	want := p.spec.Replicas
-	return []metav1.Condition{
-		failure,
-		cond(ConditionScalingUp, p.failure == nil && sum.Replicas < want, "Replicas",
-			fmt.Sprintf("%d of %d replicas", sum.Replicas, want)),
-		cond(ConditionScalingDown, p.failure == nil && sum.Replicas > want, "Replicas",
-			fmt.Sprintf("%d of %d replicas", sum.Replicas, want)),
-		cond(ConditionReady, p.failure == nil && sum.Ready >= want && sum.Replicas == want, "ReadyReplicas",
-			fmt.Sprintf("%d of %d replicas ready", sum.Ready, want)),
-	}
-}
-
-// MergeConditions sets s's conditions into existing with
-// meta.SetStatusCondition, which keeps the transition time of a condition
-// whose status did not change. Adapters call it from SetStatus.
-func (s Status) MergeConditions(existing *[]metav1.Condition) {
-	for _, c := range s.Conditions {
-		meta.SetStatusCondition(existing, c)
-	}
+	return gvk.Kind
 }

@@ -2,24 +2,43 @@ package kube
 
 import (
 	"context"
+	"fmt"
+	"slices"
 
-	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/controller"
 	"sigs.k8s.io/controller-runtime/pkg/handler"
 	"sigs.k8s.io/controller-runtime/pkg/metrics"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 )
 
-// SetupWithManager fills in what the manager provides (Client, APIReader,
-// Scheme, Events and Metrics when nil) and registers the reconciler under
-// name, watching owners and the children they control, and, when
+// noController is the child index's value for objects without a
+// controller (no UID is ever this string).
+const noController = "none"
+
+// anySelector is the owner index's value for owners whose selector has no
+// matchLabels pair.
+const anySelector = "*"
+
+// SetupWithManager fills in what the manager provides (Client, Cache,
+// APIReader, Scheme, Events and Metrics when nil), registers the indexes
+// the reconciler reads through, and registers the reconciler under name:
+// it watches owners and the children they control, and, when
 // EmptyOwnerList is set, orphans that an owner's selector matches.
+//
+// The indexes are what make a pass cost what its owner has, not what the
+// namespace holds: children are indexed by their controller's UID (orphans
+// under one value of their own), and owners by one matchLabels pair of
+// their selector, so an orphan's owners are found from its labels.
 func (r *Reconciler[O, C]) SetupWithManager(mgr ctrl.Manager, name string) error {
 	if r.Client == nil {
 		r.Client = mgr.GetClient()
+	}
+	if r.Cache == nil {
+		r.Cache = mgr.GetCache()
 	}
 	if r.APIReader == nil {
 		r.APIReader = mgr.GetAPIReader()
@@ -37,46 +56,98 @@ func (r *Reconciler[O, C]) SetupWithManager(mgr ctrl.Manager, name string) error
 		}
 		r.Metrics = m
 	}
+	r.index = name
+	ctx := context.Background()
+	if err := mgr.GetFieldIndexer().IndexField(ctx, r.EmptyChild(), r.childIndex(), controllerUID); err != nil {
+		return fmt.Errorf("index children by controller: %w", err)
+	}
+	workers := r.MaxConcurrentReconciles
+	if workers == 0 {
+		workers = DefaultMaxConcurrentReconciles
+	}
 	b := ctrl.NewControllerManagedBy(mgr).
 		Named(name).
 		For(r.EmptyOwner()).
-		Owns(r.EmptyChild())
+		Owns(r.EmptyChild()).
+		WithOptions(controller.Options{MaxConcurrentReconciles: workers})
 	if r.EmptyOwnerList != nil {
+		if err := mgr.GetFieldIndexer().IndexField(ctx, r.EmptyOwner(), r.ownerIndex(), r.selectorKey); err != nil {
+			return fmt.Errorf("index owners by selector: %w", err)
+		}
 		b = b.Watches(r.EmptyChild(), handler.EnqueueRequestsFromMapFunc(r.ownersOfOrphan))
 	}
 	return b.Complete(r)
 }
 
+// childIndex and ownerIndex name the reconciler's indexes; the
+// controller's name keeps two reconcilers of one kind apart.
+func (r *Reconciler[O, C]) childIndex() string { return "replicakit.io/controller-uid." + r.index }
+func (r *Reconciler[O, C]) ownerIndex() string { return "replicakit.io/selector." + r.index }
+
+// controllerUID indexes a child by its controller's UID.
+func controllerUID(obj client.Object) []string {
+	if ref := metav1.GetControllerOfNoCopy(obj); ref != nil {
+		return []string{string(ref.UID)}
+	}
+	return []string{noController}
+}
+
+// selectorKey indexes an owner by the first matchLabels pair of its
+// selector (key=value), which every child it selects carries.
+func (r *Reconciler[O, C]) selectorKey(obj client.Object) []string {
+	owner, ok := obj.(O)
+	if !ok {
+		return nil
+	}
+	spec, err := r.Adapter.Spec(owner)
+	if err != nil || spec.Selector == nil {
+		return nil
+	}
+	if len(spec.Selector.MatchLabels) == 0 {
+		return []string{anySelector}
+	}
+	keys := make([]string, 0, len(spec.Selector.MatchLabels))
+	for k := range spec.Selector.MatchLabels {
+		keys = append(keys, k)
+	}
+	k := slices.Min(keys)
+	return []string{k + "=" + spec.Selector.MatchLabels[k]}
+}
+
 // ownersOfOrphan maps a child without a controller to the owners in its
 // namespace whose selector matches it, so an orphan is adopted as soon as
-// it appears rather than at its owner's next event.
-func (r *Reconciler[O, C]) ownersOfOrphan(ctx context.Context, child client.Object) []reconcile.Request {
-	if metav1.GetControllerOfNoCopy(child) != nil || child.GetDeletionTimestamp() != nil {
+// it appears rather than at its owner's next event. It reads only the
+// owners indexed under one of the child's labels (or under no pair).
+func (r *Reconciler[O, C]) ownersOfOrphan(ctx context.Context, c client.Object) []reconcile.Request {
+	if metav1.GetControllerOfNoCopy(c) != nil || c.GetDeletionTimestamp() != nil {
 		return nil
 	}
-	l := r.EmptyOwnerList()
-	if err := r.Client.List(ctx, l, client.InNamespace(child.GetNamespace())); err != nil {
-		return nil
-	}
-	items, err := meta.ExtractList(l)
-	if err != nil {
-		return nil
+	keys := []string{anySelector}
+	for k, v := range c.GetLabels() {
+		keys = append(keys, k+"="+v)
 	}
 	var out []reconcile.Request
-	for _, it := range items {
-		owner, ok := it.(O)
-		if !ok {
+	for _, key := range keys {
+		l := r.EmptyOwnerList()
+		if err := r.Cache.List(ctx, l, client.InNamespace(c.GetNamespace()),
+			client.MatchingFields{r.ownerIndex(): key}, client.UnsafeDisableDeepCopy); err != nil {
 			continue
 		}
-		spec, err := r.Adapter.Spec(owner)
-		if err != nil || spec.Selector == nil {
-			continue
-		}
-		sel, err := metav1.LabelSelectorAsSelector(spec.Selector)
-		if err != nil || sel.Empty() || !sel.Matches(labels.Set(child.GetLabels())) {
-			continue
-		}
-		out = append(out, reconcile.Request{NamespacedName: client.ObjectKeyFromObject(owner)})
+		_ = forEachObject(l, func(obj client.Object) {
+			owner, ok := obj.(O)
+			if !ok {
+				return
+			}
+			spec, err := r.Adapter.Spec(owner)
+			if err != nil {
+				return
+			}
+			sel, err := selectorOf(spec)
+			if err != nil || !sel.Matches(labels.Set(c.GetLabels())) {
+				return
+			}
+			out = append(out, reconcile.Request{NamespacedName: client.ObjectKeyFromObject(owner)})
+		})
 	}
 	return out
 }

@@ -27,8 +27,8 @@ func (widgets) NewChild(w *unstructured.Unstructured) (*corev1.ConfigMap, error)
 	return &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Labels: l}, Data: map[string]string{"owner": w.GetName()}}, nil
 }
 
-// Observe: a ConfigMap is running and ready from its creation.
-func (widgets) Observe(c *corev1.ConfigMap, r *replicaset.Replica) {
+// Describe: a ConfigMap is running and ready from its creation.
+func (widgets) Describe(c *corev1.ConfigMap, r *replicaset.Replica) {
 	r.Phase, r.Ready, r.ReadySince = replicaset.PhaseRunning, true, c.CreationTimestamp.Time
 }
 

@@ -45,9 +45,9 @@ func (ReplicaSetAdapter) NewChild(s *vmv1.VirtualMachineReplicaSet) (*vmv1.Virtu
 	}, nil
 }
 
-// Observe implements kube.Adapter: a VirtualMachine is pending until vCenter
+// Describe implements kube.Adapter: a VirtualMachine is pending until vCenter
 // has it, ready while its Ready condition is true.
-func (ReplicaSetAdapter) Observe(vm *vmv1.VirtualMachine, r *replicaset.Replica) {
+func (ReplicaSetAdapter) Describe(vm *vmv1.VirtualMachine, r *replicaset.Replica) {
 	ready := meta.FindStatusCondition(vm.Status.Conditions, "Ready")
 	switch {
 	case vm.Status.InstanceUUID == "":

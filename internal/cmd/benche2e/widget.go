@@ -25,8 +25,8 @@ func (podWidgets) NewChild(w *unstructured.Unstructured) (*corev1.Pod, error) {
 	return &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Labels: l}, Spec: podSpec()}, err
 }
 
-// Observe: without a kubelet a Pod stays pending.
-func (podWidgets) Observe(p *corev1.Pod, r *replicaset.Replica) {
+// Describe: without a kubelet a Pod stays pending.
+func (podWidgets) Describe(p *corev1.Pod, r *replicaset.Replica) {
 	r.Phase = replicaset.PhasePending
 	if p.Status.Phase == corev1.PodRunning {
 		r.Phase = replicaset.PhaseRunning
@@ -49,5 +49,6 @@ func newWidgetReconciler() *kube.Reconciler[*unstructured.Unstructured, *corev1.
 		EmptyOwner:     widgetkind.Empty,
 		EmptyChild:     func() *corev1.Pod { return &corev1.Pod{} },
 		EmptyChildList: func() client.ObjectList { return &corev1.PodList{} },
+		EmptyOwnerList: widgetkind.EmptyList, // adopt orphans at once, as an operator would
 	}
 }

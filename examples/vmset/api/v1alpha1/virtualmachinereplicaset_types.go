@@ -42,7 +42,9 @@ type VirtualMachineReplicaSetSpec struct {
 	// Template is the VirtualMachine every replica is made from.
 	Template VirtualMachineTemplate `json:"template"`
 	// DeletePolicy chooses which replicas a scale-down removes: Random
-	// (default), Oldest, Newest, UnhealthyFirst or HighestOrdinal.
+	// (default), Oldest, Newest or UnhealthyFirst. HighestOrdinal needs
+	// ordinal names, and this operator names VMs randomly: it is refused
+	// with the ReplicaFailure reason NeedsOrdinalNames.
 	// +kubebuilder:default=Random
 	// +kubebuilder:validation:MaxLength=63
 	// +optional
@@ -52,7 +54,8 @@ type VirtualMachineReplicaSetSpec struct {
 	// +kubebuilder:validation:Minimum=0
 	// +optional
 	MinReadySeconds int32 `json:"minReadySeconds,omitempty"`
-	// Paused stops the set from creating or deleting replicas.
+	// Paused stops the set from creating, deleting, adopting or releasing
+	// replicas; status is still reported, with the reason Paused.
 	// +optional
 	Paused bool `json:"paused,omitempty"`
 }

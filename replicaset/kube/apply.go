@@ -1,0 +1,132 @@
+package kube
+
+import (
+	"context"
+	"errors"
+	"fmt"
+
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/client/apiutil"
+	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
+
+	"github.com/replicakit/replicakit/replicaset/execute"
+)
+
+// outcome is what apply did.
+type outcome struct {
+	// ownerGone means the live read before adopting or creating found
+	// the owner deleted, being deleted or replaced: nothing was done.
+	ownerGone bool
+	// adopted and released name the children whose ownership changed;
+	// claimErr joins the adoptions and releases that failed (then the
+	// plan was not carried out).
+	adopted, released []string
+	claimErr          error
+	// ran reports that the plan was carried out, with result acted.
+	ran   bool
+	acted execute.Result
+}
+
+// apply carries out d and decides nothing: it confirms the owner with a
+// read from the API server when the pass adopts or creates, records the
+// expectations of every write (the cache may show a write before the call
+// returns), then adopts and releases, then runs the plan, stopping at the
+// first step that fails, as decision's doc says.
+func (r *Reconciler[O, C]) apply(ctx context.Context, o *observation, d decision) outcome {
+	var out outcome
+	if !d.acts() {
+		return out
+	}
+	if len(d.adopt) > 0 || len(d.create) > 0 {
+		live, err := r.confirmOwner(ctx, o.owner)
+		if err != nil || !live {
+			out.ownerGone, out.claimErr = !live && err == nil, err
+			return out
+		}
+	}
+	created := append(namesOf(d.adopt), d.create...)
+	gone := uids(d.release)
+	for _, v := range d.delete {
+		gone = append(gone, v.UID)
+	}
+	r.Expectations.Expect(o.key, created, gone, o.now)
+
+	var errs []error
+	for _, c := range d.adopt {
+		if err := r.patchOwnership(ctx, c, func(obj client.Object) error {
+			return controllerutil.SetControllerReference(o.owner, obj, r.Scheme)
+		}); err != nil {
+			errs = append(errs, fmt.Errorf("adopt %s: %w", c.GetName(), err))
+			continue
+		}
+		out.adopted = append(out.adopted, c.GetName())
+	}
+	for _, c := range d.release {
+		if err := r.patchOwnership(ctx, c, func(obj client.Object) error {
+			return controllerutil.RemoveControllerReference(o.owner, obj, r.Scheme)
+		}); err != nil {
+			errs = append(errs, fmt.Errorf("release %s: %w", c.GetName(), err))
+			continue
+		}
+		out.released = append(out.released, c.GetName())
+	}
+	if out.claimErr = errors.Join(errs...); out.claimErr != nil {
+		return out
+	}
+	if len(d.create) > 0 || len(d.delete) > 0 {
+		out.ran = true
+		out.acted = execute.Plan(ctx, &actuator[O, C]{r: r, owner: o.owner.(O)}, d.toExecute(), d.create, r.Execute)
+	}
+	return out
+}
+
+// confirmOwner reads the owner's metadata from the API server, once per
+// pass that adopts or creates: it is live when it exists with the same UID
+// and is not being deleted. The cache may not show yet that the owner is
+// being deleted; creating or adopting then would hand children (for VMs,
+// clones) straight to the garbage collector.
+func (r *Reconciler[O, C]) confirmOwner(ctx context.Context, owner client.Object) (bool, error) {
+	gvk, err := apiutil.GVKForObject(owner, r.Scheme)
+	if err != nil {
+		return false, err
+	}
+	fresh := &metav1.PartialObjectMetadata{}
+	fresh.SetGroupVersionKind(gvk)
+	err = r.APIReader.Get(ctx, client.ObjectKeyFromObject(owner), fresh)
+	if apierrors.IsNotFound(err) {
+		return false, nil
+	}
+	if err != nil {
+		return false, fmt.Errorf("confirm owner %s before acting: %w", owner.GetName(), err)
+	}
+	return fresh.GetUID() == owner.GetUID() && fresh.GetDeletionTimestamp() == nil, nil
+}
+
+// patchOwnership changes a copy of the cache's child c and patches the
+// difference with an optimistic lock, so a concurrent change by another
+// controller wins cleanly.
+func (r *Reconciler[O, C]) patchOwnership(ctx context.Context, c client.Object, change func(client.Object) error) error {
+	modified := c.DeepCopyObject().(client.Object)
+	if err := change(modified); err != nil {
+		return err
+	}
+	return r.Client.Patch(ctx, modified, client.MergeFromWithOptions(c, client.MergeFromWithOptimisticLock{}))
+}
+
+func namesOf(objs []client.Object) []string {
+	out := make([]string, len(objs))
+	for i, o := range objs {
+		out[i] = o.GetName()
+	}
+	return out
+}
+
+func uids(objs []client.Object) []string {
+	out := make([]string, len(objs))
+	for i, o := range objs {
+		out[i] = string(o.GetUID())
+	}
+	return out
+}

@@ -1,0 +1,166 @@
+package kube
+
+import (
+	"errors"
+	"fmt"
+
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/replicakit/replicakit/deletionpolicy"
+	"github.com/replicakit/replicakit/replicaset"
+)
+
+// Reasons of the conditions the reconciler sets. Each condition's reason
+// says why it has its status; the message gives the numbers or the error.
+const (
+	// ReasonNoFailure: ReplicaFailure is False.
+	ReasonNoFailure = "NoFailure"
+	// ReasonInvalidSpec: the spec or template cannot be used; nothing
+	// is done until it changes.
+	ReasonInvalidSpec = "InvalidSpec"
+	// ReasonUnknownDeletePolicy: the spec names a policy the Reconciler's
+	// registry does not have; the message lists the known ones.
+	ReasonUnknownDeletePolicy = "UnknownDeletePolicy"
+	// ReasonSelectorMismatch: the selector does not select the template's
+	// labels.
+	ReasonSelectorMismatch = "SelectorMismatch"
+	// ReasonNeedsOrdinalNames: the policy orders by ordinal and children
+	// are named randomly.
+	ReasonNeedsOrdinalNames = "NeedsOrdinalNames"
+	// ReasonFailedClaim: adopting or releasing a child failed.
+	ReasonFailedClaim = "FailedClaim"
+	// ReasonFailedReplicaOperation: a create or delete failed.
+	ReasonFailedReplicaOperation = "FailedReplicaOperation"
+	// ReasonNameTaken: a create found its name held by someone else's
+	// object; the child is created under another name at once.
+	ReasonNameTaken = "NameTaken"
+	// ReasonScaleInProtected: protected children keep the set above its
+	// desired count.
+	ReasonScaleInProtected = "ScaleInProtected"
+	// ReasonInvalidAnnotation: a child's annotation could not be read; the
+	// message names the child and the value.
+	ReasonInvalidAnnotation = "InvalidAnnotation"
+
+	// ReasonScaling: ScalingUp or ScalingDown is True: the set is on its
+	// way to the desired count.
+	ReasonScaling = "Scaling"
+	// ReasonDesiredReplicas: ScalingUp or ScalingDown is False because
+	// there is nothing to do in that direction.
+	ReasonDesiredReplicas = "DesiredReplicas"
+	// ReasonPaused: the owner is paused, so nothing changes.
+	ReasonPaused = "Paused"
+	// ReasonOwnerDeleting: the owner is being deleted; the garbage
+	// collector removes its children.
+	ReasonOwnerDeleting = "OwnerDeleting"
+	// ReasonReplicaFailure: ScalingUp, ScalingDown or Ready cannot move
+	// because of what ReplicaFailure says.
+	ReasonReplicaFailure = "ReplicaFailure"
+	// ReasonReplicasReady: Ready is True.
+	ReasonReplicasReady = "ReplicasReady"
+	// ReasonTooFewReplicas and ReasonTooManyReplicas: Ready is False
+	// because the live count differs from the desired one.
+	ReasonTooFewReplicas  = "TooFewReplicas"
+	ReasonTooManyReplicas = "TooManyReplicas"
+	// ReasonReplicasNotReady: Ready is False because fewer children than
+	// desired are ready.
+	ReasonReplicasNotReady = "ReplicasNotReady"
+)
+
+// conditions derives the owner's conditions from the pass.
+func conditions(o *observation, d decision, out outcome, failed map[string]error, sum replicaset.Status) []metav1.Condition {
+	gen := o.owner.GetGeneration()
+	cond := func(t string, ok bool, reason, msg string) metav1.Condition {
+		s := metav1.ConditionFalse
+		if ok {
+			s = metav1.ConditionTrue
+		}
+		return metav1.Condition{Type: t, Status: s, Reason: reason, Message: msg, ObservedGeneration: gen}
+	}
+	failReason, failMsg := failure(d, out)
+	failure := cond(ConditionReplicaFailure, failReason != ReasonNoFailure, failReason, failMsg)
+
+	live, want := sum.Replicas, o.spec.Replicas
+	counts := fmt.Sprintf("%d of %d replicas", live, want)
+	switch {
+	case sum.Terminating > 0 && o.spec.ReplaceDeleting:
+		counts += fmt.Sprintf(", %d terminating", sum.Terminating)
+	case sum.Terminating > 0:
+		counts += fmt.Sprintf(", %d terminating (counted until gone)", sum.Terminating)
+	}
+	held := map[hold]string{holdFailure: ReasonReplicaFailure, holdPaused: ReasonPaused, holdDeleting: ReasonOwnerDeleting}[d.hold]
+	scaling := func(t string, needed bool) metav1.Condition {
+		switch {
+		case !needed:
+			return cond(t, false, ReasonDesiredReplicas, counts)
+		case held != "":
+			return cond(t, false, held, counts)
+		case t == ConditionScalingDown && d.plan.Shortfall.Count > 0 && len(d.delete) == 0 && d.plan.Deferred == 0:
+			return cond(t, false, ReasonScaleInProtected, d.plan.Shortfall.Reason)
+		}
+		return cond(t, true, ReasonScaling, counts)
+	}
+	ready := fmt.Sprintf("%d of %d replicas ready", sum.Ready, want)
+	var readiness metav1.Condition
+	switch {
+	case held != "" && (live != want || sum.Ready < want):
+		readiness = cond(ConditionReady, false, held, ready)
+	case live > want && d.plan.Shortfall.Count > 0:
+		readiness = cond(ConditionReady, false, ReasonScaleInProtected, d.plan.Shortfall.Reason)
+	case live > want:
+		readiness = cond(ConditionReady, false, ReasonTooManyReplicas, counts)
+	case live < want:
+		readiness = cond(ConditionReady, false, ReasonTooFewReplicas, counts)
+	case sum.Ready < want:
+		readiness = cond(ConditionReady, false, ReasonReplicasNotReady, ready)
+	default:
+		readiness = cond(ConditionReady, true, ReasonReplicasReady, ready)
+	}
+	return []metav1.Condition{
+		failure,
+		scaling(ConditionScalingUp, live < want),
+		scaling(ConditionScalingDown, live > want),
+		readiness,
+	}
+}
+
+// failure gives ReplicaFailure's reason and message: the most pressing
+// problem, with the children's annotation problems added after it.
+func failure(d decision, out outcome) (reason, msg string) {
+	var unknown *deletionpolicy.UnknownPolicyError
+	switch {
+	case d.hold == holdFailure && errors.As(d.failure, &unknown):
+		reason, msg = ReasonUnknownDeletePolicy, unknown.Error()
+	case d.hold == holdFailure && errors.Is(d.failure, ErrSelectorMismatch):
+		reason, msg = ReasonSelectorMismatch, d.failure.Error()
+	case d.hold == holdFailure && errors.Is(d.failure, ErrNeedsOrdinalNames):
+		reason, msg = ReasonNeedsOrdinalNames, d.failure.Error()
+	case d.hold == holdFailure:
+		reason, msg = ReasonInvalidSpec, d.failure.Error()
+	case out.claimErr != nil:
+		reason, msg = ReasonFailedClaim, out.claimErr.Error()
+	case onlyTaken(out.acted.Err):
+		reason, msg = ReasonNameTaken, out.acted.Err.Error()
+	case out.acted.Err != nil:
+		reason, msg = ReasonFailedReplicaOperation, out.acted.Err.Error()
+	case d.plan.Shortfall.Count > 0:
+		reason, msg = ReasonScaleInProtected, d.plan.Shortfall.Reason
+	case len(d.warnings) > 0:
+		return ReasonInvalidAnnotation, listNote(d.warnings, "; ", maxNote)
+	default:
+		return ReasonNoFailure, ""
+	}
+	if len(d.warnings) > 0 {
+		msg += "; " + listNote(d.warnings, "; ", maxNote)
+	}
+	return reason, msg
+}
+
+// MergeConditions sets s's conditions into existing with
+// meta.SetStatusCondition, which keeps the transition time of a condition
+// whose status did not change. Adapters call it from SetStatus.
+func (s Status) MergeConditions(existing *[]metav1.Condition) {
+	for _, c := range s.Conditions {
+		meta.SetStatusCondition(existing, c)
+	}
+}

@@ -1,0 +1,219 @@
+package kube
+
+import (
+	"fmt"
+	"math/rand/v2"
+
+	"k8s.io/apimachinery/pkg/labels"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/replicakit/replicakit/deletionpolicy"
+	"github.com/replicakit/replicakit/naming"
+	"github.com/replicakit/replicakit/replicaset"
+)
+
+// rules is the Reconciler's configuration as decide uses it.
+type rules struct {
+	policies   *deletionpolicy.Registry
+	naming     Naming
+	maxPerPass int
+}
+
+// hold says why a pass makes no change to the children.
+type hold int
+
+const (
+	holdNone     hold = iota
+	holdFailure       // the spec cannot be acted on (decision.failure)
+	holdDeleting      // the owner is being deleted: the garbage collector's turn
+	holdPaused        // the owner is paused
+	holdWaiting       // the cache has not shown an earlier pass's writes
+)
+
+// decision is every action of one pass, decided from the observation alone.
+// apply carries it out in this order, and stops at the first step that
+// fails: confirm the owner on the API server (when adopting or creating),
+// adopt and release, then the creates (named) and deletes. The plan
+// assumes the adoptions and releases happened, so it never runs without
+// them.
+type decision struct {
+	hold    hold
+	failure error // why the spec cannot be acted on, for ReplicaFailure
+
+	adopt   []client.Object // orphans to take a controller reference on
+	release []client.Object // own children to let go: their labels no longer match
+
+	members []child // the owner's replicas this pass: kept and adopted
+	// plan is what the planner said, also when the pass holds (status
+	// reports it); create and delete are what the pass does: the plan's
+	// creates, named, and its deletes, both empty when the pass holds.
+	plan   replicaset.Plan
+	create []string
+	delete []replicaset.Replica
+	// warnings are problems with single children that do not stop the
+	// pass (a malformed deletion cost), one sentence each.
+	warnings []string
+}
+
+// acts reports whether the decision writes anything but status.
+func (d decision) acts() bool {
+	return len(d.adopt) > 0 || len(d.release) > 0 || len(d.create) > 0 || len(d.delete) > 0
+}
+
+// toExecute is the part of the plan the executor carries out.
+func (d decision) toExecute() replicaset.Plan {
+	return replicaset.Plan{Create: len(d.create), Delete: d.delete}
+}
+
+// decide turns an observation into the pass's decision. It does no I/O, reads
+// no clock and draws no randomness but from the observation's seed and time,
+// so the same observation always gives the same decision.
+//
+// Order of concerns: a spec that cannot be used holds everything (status
+// still counts the children the owner controls); an owner being deleted
+// holds everything, so the garbage collector's cascade stays whole; a
+// paused owner holds everything; unmet expectations hold everything. Only
+// then are orphans adopted, strays released and the plan computed.
+func decide(o *observation, rl rules) decision {
+	var d decision
+	for _, c := range o.children {
+		if c.costErr != nil {
+			d.warnings = append(d.warnings, c.costErr.Error())
+		}
+	}
+	if d.failure = usable(o, rl); d.failure != nil {
+		d.hold = holdFailure
+		d.members = o.children // controlled, matching or not: still counted
+		return d
+	}
+
+	keep, adopt, release := claims(o)
+	switch {
+	case o.owner.GetDeletionTimestamp() != nil:
+		d.hold = holdDeleting
+	case o.spec.Paused:
+		d.hold = holdPaused
+	case o.waiting:
+		d.hold = holdWaiting
+	}
+	d.members = keep
+	if d.hold == holdNone {
+		d.members = append(keep, adopt...) // counted as if adopted: apply adopts first
+	}
+	policy, err := rl.policies.Lookup(policyName(o.spec))
+	if err == nil && deletionpolicy.UsesOrdinals(policy) && rl.naming != OrdinalNames {
+		err = fmt.Errorf("deletion policy %s orders children by ordinal, but this controller names them randomly (Naming is RandomNames); choose another policy: %w",
+			policyName(o.spec), ErrNeedsOrdinalNames)
+	}
+	if err == nil {
+		d.plan, err = replicaset.Compute(planSpec(o, rl), replicas(d.members, o, rl.naming), policy, o.now)
+	}
+	if err != nil {
+		d.hold, d.failure = holdFailure, err
+		return d
+	}
+	if d.hold != holdNone {
+		return d // the plan says what would be done, for status; nothing is
+	}
+	if d.create, err = newNames(o, rl.naming, d.plan.Create); err != nil {
+		d.hold, d.failure, d.create = holdFailure, err, nil
+		return d
+	}
+	d.adopt, d.release, d.delete = objects(adopt), objects(release), d.plan.Delete
+	return d
+}
+
+// planSpec is the planner's spec for the observed owner.
+func planSpec(o *observation, rl rules) replicaset.Spec {
+	return replicaset.Spec{Desired: o.spec.Replicas, MaxPerPass: rl.maxPerPass,
+		ReplaceDeleting: o.spec.ReplaceDeleting, MinReady: o.spec.MinReady, Seed: o.seed}
+}
+
+// replicas are the members as the planner sees them, with their ordinals
+// when children are named by ordinal.
+func replicas(members []child, o *observation, scheme Naming) []replicaset.Replica {
+	out := make([]replicaset.Replica, len(members))
+	indexed := naming.Indexed{Base: o.owner.GetName()}
+	for i, c := range members {
+		out[i] = c.replica
+		if scheme == OrdinalNames {
+			out[i].Ordinal, out[i].HasOrdinal = indexed.Ordinal(c.replica.Name)
+		}
+	}
+	return out
+}
+
+// usable says why the observed spec cannot be acted on, or nil.
+func usable(o *observation, rl rules) error {
+	switch {
+	case o.specErr != nil:
+		return fmt.Errorf("invalid spec: %w", o.specErr)
+	case o.templateErr != nil:
+		return fmt.Errorf("template: %w", o.templateErr)
+	case !o.selector.Matches(o.template):
+		return fmt.Errorf("selector %s does not select template labels %v: %w", o.selector, map[string]string(o.template), ErrSelectorMismatch)
+	}
+	return nil
+}
+
+// claims sorts the observed children: the owner's own that its selector
+// matches (keep), matching orphans (adopt), and its own that stopped
+// matching (release). Children being deleted are never adopted or
+// released (ClaimFor).
+func claims(o *observation) (keep, adopt, release []child) {
+	uid := o.owner.GetUID()
+	for _, c := range o.children {
+		switch ClaimFor(uid, o.selector.Matches(labels.Set(c.obj.GetLabels())), c.obj) {
+		case Keep:
+			keep = append(keep, c)
+		case Release:
+			release = append(release, c)
+		}
+	}
+	for _, c := range o.orphans {
+		if ClaimFor(uid, o.selector.Matches(labels.Set(c.obj.GetLabels())), c.obj) == Adopt {
+			adopt = append(adopt, c)
+		}
+	}
+	return keep, adopt, release
+}
+
+func objects(cs []child) []client.Object {
+	if len(cs) == 0 {
+		return nil
+	}
+	out := make([]client.Object, len(cs))
+	for i, c := range cs {
+		out[i] = c.obj
+	}
+	return out
+}
+
+// policyName is the spec's deletion policy, Random when unset.
+func policyName(s Spec) string {
+	if s.DeletePolicy == "" {
+		return deletionpolicy.NameRandom
+	}
+	return s.DeletePolicy
+}
+
+// newNames names n new children: none is the name of a child or orphan the
+// pass saw, or a name found taken by someone else's object.
+func newNames(o *observation, scheme Naming, n int) ([]string, error) {
+	if n == 0 {
+		return nil, nil
+	}
+	existing := make([]string, 0, len(o.children)+len(o.orphans)+len(o.taken))
+	for _, c := range o.children {
+		existing = append(existing, c.obj.GetName())
+	}
+	for _, c := range o.orphans {
+		existing = append(existing, c.obj.GetName())
+	}
+	existing = append(existing, o.taken...)
+	if scheme == OrdinalNames {
+		return naming.Indexed{Base: o.owner.GetName()}.Names(n, existing)
+	}
+	src := rand.NewPCG(uint64(o.now.UnixNano()), o.seed)
+	return naming.Random{Base: o.owner.GetName(), Source: src}.Names(n, existing)
+}

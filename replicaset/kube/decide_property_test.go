@@ -1,0 +1,162 @@
+package kube
+
+import (
+	"fmt"
+	"slices"
+	"testing"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/labels"
+	"pgregory.net/rapid"
+
+	"github.com/replicakit/replicakit/deletionpolicy"
+	"github.com/replicakit/replicakit/naming"
+)
+
+// drawObservation draws an owner's observation: any spec flags, children
+// of every kind (its own, orphans, others', matching or not, deleting,
+// protected, marked, unready) and names noted as taken.
+func drawObservation(t *rapid.T) (*observation, rules) {
+	pool := []string{"web-0", "web-1", "web-2", "web-3", "web-10", "web-abcde", "x", "web-00"}
+	names := rapid.SliceOfNDistinct(rapid.SampledFrom(pool), 0, len(pool), rapid.ID).Draw(t, "names")
+	var cs []child
+	for _, n := range names {
+		var opts []kidOpt
+		switch rapid.IntRange(0, 3).Draw(t, "controller "+n) {
+		case 1:
+			opts = append(opts, orphan)
+		case 2:
+			opts = append(opts, foreignOwned)
+		}
+		if rapid.Bool().Draw(t, "unlabelled "+n) {
+			opts = append(opts, unlabelled)
+		}
+		if rapid.IntRange(0, 4).Draw(t, "deleting "+n) == 0 {
+			opts = append(opts, deleting)
+		}
+		if rapid.Bool().Draw(t, "ready "+n) {
+			opts = append(opts, notReady)
+		}
+		switch rapid.IntRange(0, 5).Draw(t, "annotation "+n) {
+		case 0:
+			opts = append(opts, annotated(AnnotationScaleInProtection, "true"))
+		case 1:
+			opts = append(opts, annotated(AnnotationDeleteFirst, "true"))
+		case 2:
+			opts = append(opts, annotated(AnnotationDeletionCost, "cheap"))
+		}
+		cs = append(cs, kid(n, opts...))
+	}
+	reg := deletionpolicy.Default()
+	policy := rapid.SampledFrom(append(reg.Names(), "")).Draw(t, "policy")
+	o := observed(rapid.IntRange(0, 8).Draw(t, "replicas"), cs, func(o *observation) {
+		o.spec.DeletePolicy = policy
+		o.spec.Paused = rapid.IntRange(0, 4).Draw(t, "paused") == 0
+		o.spec.ReplaceDeleting = rapid.Bool().Draw(t, "replaceDeleting")
+		o.waiting = rapid.IntRange(0, 4).Draw(t, "waiting") == 0
+		if rapid.IntRange(0, 4).Draw(t, "ownerDeleting") == 0 {
+			o.owner.SetDeletionTimestamp(&metav1.Time{Time: testNow})
+		}
+		o.taken = rapid.SliceOfDistinct(rapid.SampledFrom([]string{"web-0", "web-4", "web-5"}), rapid.ID).Draw(t, "taken")
+		o.seed = rapid.Uint64().Draw(t, "seed")
+	})
+	// Another owner's children land among the owner's own (read never
+	// puts them there): decide must ignore them all the same.
+	rl := rules{policies: reg, naming: Naming(rapid.IntRange(0, 1).Draw(t, "naming")), maxPerPass: rapid.IntRange(0, 3).Draw(t, "maxPerPass")}
+	return o, rl
+}
+
+// TestDecide_Properties checks what every decision must keep, whatever it
+// observed.
+func TestDecide_Properties(t *testing.T) {
+	rapid.Check(t, func(t *rapid.T) {
+		o, rl := drawObservation(t)
+		d := decide(o, rl)
+
+		if again := decide(o, rl); render(d, verdict{}) != render(again, verdict{}) {
+			t.Fatalf("same observation, different decisions:\n%s\n%s", render(d, verdict{}), render(again, verdict{}))
+		}
+		held := o.spec.Paused || o.waiting || o.owner.GetDeletionTimestamp() != nil
+		if held && d.acts() {
+			t.Fatalf("paused=%v waiting=%v deleting=%v, yet the decision acts: %s", o.spec.Paused, o.waiting,
+				o.owner.GetDeletionTimestamp() != nil, render(d, verdict{}))
+		}
+		if d.hold == holdFailure && d.acts() {
+			t.Fatalf("a failed decision acts: %s", render(d, verdict{}))
+		}
+		sel := labels.SelectorFromSet(labels.Set{"app": "web"})
+		for _, a := range d.adopt {
+			if metav1.GetControllerOfNoCopy(a) != nil || a.GetDeletionTimestamp() != nil || !sel.Matches(labels.Set(a.GetLabels())) {
+				t.Fatalf("adopts %s: controlled, deleting or not matching", a.GetName())
+			}
+		}
+		for _, r := range d.release {
+			ref := metav1.GetControllerOfNoCopy(r)
+			if ref == nil || ref.UID != ownerUID || r.GetDeletionTimestamp() != nil || sel.Matches(labels.Set(r.GetLabels())) {
+				t.Fatalf("releases %s: not its own, deleting or still matching", r.GetName())
+			}
+		}
+		members := map[string]bool{}
+		for _, m := range d.members {
+			members[m.replica.Name] = true
+		}
+		for _, v := range d.delete {
+			if !members[v.Name] || v.Deleting || v.Protected {
+				t.Fatalf("deletes %s: not a member, or deleting or protected", v.Name)
+			}
+		}
+		if !d.acts() || d.hold != holdNone {
+			return
+		}
+		if len(d.create) != d.plan.Create {
+			t.Fatalf("%d names for %d creates", len(d.create), d.plan.Create)
+		}
+		used := slices.Concat(o.taken)
+		for _, c := range slices.Concat(o.children, o.orphans) {
+			used = append(used, c.obj.GetName())
+		}
+		for i, n := range d.create {
+			if slices.Contains(used, n) || slices.Contains(d.create[:i], n) {
+				t.Fatalf("create name %s is taken or repeated (used %v, creates %v)", n, used, d.create)
+			}
+		}
+		if rl.naming == OrdinalNames {
+			want, _ := naming.Indexed{Base: "web"}.Names(d.plan.Create, used)
+			if !slices.Equal(want, d.create) {
+				t.Fatalf("ordinal creates %v, want the lowest free ordinals %v", d.create, want)
+			}
+		}
+	})
+}
+
+// TestSettle_Properties: whatever apply did, a name is never both kept
+// expected and forgiven, a taken name is always forgiven, and a pass that
+// held writes no expectations to drop.
+func TestSettle_Properties(t *testing.T) {
+	rapid.Check(t, func(t *rapid.T) {
+		o, rl := drawObservation(t)
+		d := decide(o, rl)
+		out := succeeded(d)
+		if len(d.create) > 0 && rapid.Bool().Draw(t, "fail") {
+			errs := []error{fmt.Errorf("taken: %w", ErrNameTaken), &unsureError{fmt.Errorf("timeout")}, fmt.Errorf("forbidden")}
+			out = createsFail(rapid.SampledFrom(errs).Draw(t, "error"))(d)
+		}
+		v := settle(o, d, out)
+		for _, n := range v.taken {
+			if !slices.Contains(v.forgive, n) {
+				t.Fatalf("taken name %s is still expected", n)
+			}
+		}
+		for _, n := range v.forgive {
+			if slices.Contains(out.acted.Created, n) {
+				t.Fatalf("created name %s forgiven: the cache would never be waited for", n)
+			}
+		}
+		if !d.acts() && (len(v.forgive) > 0 || len(v.forgiveUIDs) > 0) {
+			t.Fatalf("a pass that did nothing forgives %v %v", v.forgive, v.forgiveUIDs)
+		}
+		if (v.retry != nil) == (v.terminal != nil) && v.retry != nil {
+			t.Fatalf("both retried and terminal")
+		}
+	})
+}

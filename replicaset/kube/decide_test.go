@@ -1,0 +1,116 @@
+package kube
+
+import (
+	"errors"
+	"flag"
+	"fmt"
+	"os"
+	"strings"
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+
+	"github.com/replicakit/replicakit/deletionpolicy"
+)
+
+var rewrite = flag.Bool("rewrite", false, "rewrite testdata/passes.txt from the code's output")
+
+// passCase is one pass: an observation, the reconciler's rules, and what
+// apply did (nil: everything succeeded).
+type passCase struct {
+	name    string
+	obs     *observation
+	rules   rules
+	outcome func(decision) outcome
+}
+
+// passCases are the edge cases of one pass. Their rendered decisions and
+// verdicts are in testdata/passes.txt, reviewed like code; go test
+// -run TestPasses -rewrite regenerates it.
+func passCases() []passCase {
+	random := rules{policies: deletionpolicy.Default(), naming: RandomNames}
+	return []passCase{
+		{"scale up from zero with ordinal names", observed(3, nil), ordinal, nil},
+		{"scale down, HighestOrdinal removes the highest ordinals first",
+			observed(2, kids(kid("web-0"), kid("web-1"), kid("web-2"), kid("web-10")),
+				func(o *observation) { o.spec.DeletePolicy = deletionpolicy.NameHighestOrdinal }), ordinal, nil},
+		{"HighestOrdinal with random names is a failure, not a fallback",
+			observed(1, kids(kid("web-a"), kid("web-b")),
+				func(o *observation) { o.spec.DeletePolicy = deletionpolicy.NameHighestOrdinal }), random, nil},
+		{"paused: no creates, adoptions or releases; reason Paused",
+			observed(3, kids(kid("web-0"), kid("stray", unlabelled), kid("found", orphan)),
+				func(o *observation) { o.spec.Paused = true }), ordinal, nil},
+		{"paused at the desired count and ready is Ready",
+			observed(1, kids(kid("web-0")), func(o *observation) { o.spec.Paused = true }), ordinal, nil},
+		{"owner being deleted never adopts, releases or creates",
+			observed(3, kids(kid("web-0"), kid("stray", unlabelled), kid("found", orphan)),
+				func(o *observation) { o.owner.SetDeletionTimestamp(&metav1.Time{Time: testNow}) }), ordinal, nil},
+		{"waiting on the cache: nothing but status, look again in a second",
+			observed(3, kids(kid("web-0")), func(o *observation) { o.waiting = true }), ordinal, nil},
+		{"adopt a matching orphan and count it; release a stray",
+			observed(2, kids(kid("web-0"), kid("stray", unlabelled), kid("found", orphan))), ordinal, nil},
+		{"an orphan being deleted or another owner's child is never claimed",
+			observed(1, kids(kid("gone", orphan, deleting)), func(o *observation) {
+				o.children = append(o.children, kid("theirs", foreignOwned))
+			}), ordinal, nil},
+		{"a taken name is skipped by the next pass",
+			observed(2, nil, func(o *observation) { o.taken = []string{"web-0"} }), ordinal, nil},
+		{"a create finds its name taken: forgiven, remembered, again at once",
+			observed(2, nil), ordinal,
+			createsFail(fmt.Errorf("web-0 exists and is not controlled by web: %w", ErrNameTaken))},
+		{"a refusing platform: every create forgiven without a read, backoff",
+			observed(3, nil), ordinal,
+			createsFail(apierrors.NewForbidden(schema.GroupResource{Resource: "configmaps"}, "web-0", errors.New("quota exceeded")))},
+		{"a create with no clear answer stays expected",
+			observed(2, nil), ordinal,
+			createsFail(&unsureError{errors.New("timeout (and reading it: connection refused)")})},
+		{"a malformed deletion cost is a warning naming the child and value",
+			observed(1, kids(kid("web-0", annotated(AnnotationDeletionCost, "cheap")))), ordinal, nil},
+		{"a protected child kept above the desired count",
+			observed(0, kids(kid("web-0", annotated(AnnotationScaleInProtection, "true")))), ordinal, nil},
+		{"unready children",
+			observed(2, kids(kid("web-0"), kid("web-1", notReady))), ordinal, nil},
+		{"counting a child being deleted: nothing created while it goes",
+			observed(2, kids(kid("web-0"), kid("web-1", deleting))), ordinal, nil},
+		{"invalid spec: nothing done, the children it controls still counted",
+			observed(2, kids(kid("web-0")), func(o *observation) {
+				o.specErr, o.selector, o.template = errors.New("spec.replicas -1 is negative"), nil, nil
+			}), ordinal, nil},
+		{"selector does not select the template",
+			observed(2, nil, func(o *observation) { o.template = map[string]string{"app": "other"} }), ordinal, nil},
+		{"unknown policy",
+			observed(2, nil, func(o *observation) { o.spec.DeletePolicy = "LeastLoaded" }), ordinal, nil},
+		{"the per-pass cap defers the rest to an immediate next pass",
+			observed(3, nil), rules{policies: deletionpolicy.Default(), naming: OrdinalNames, maxPerPass: 2}, nil},
+	}
+}
+
+// TestPasses renders each pass case and compares it with the reviewed
+// output in testdata/passes.txt.
+func TestPasses(t *testing.T) {
+	var b strings.Builder
+	for _, tc := range passCases() {
+		d := decide(tc.obs, tc.rules)
+		out := succeeded(d)
+		if tc.outcome != nil {
+			out = tc.outcome(d)
+		}
+		fmt.Fprintf(&b, "# %s\n%s\n\n", tc.name, render(d, settle(tc.obs, d, out)))
+	}
+	const file = "testdata/passes.txt"
+	if *rewrite {
+		if err := os.WriteFile(file, []byte(b.String()), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	want, err := os.ReadFile(file)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if diff := cmp.Diff(string(want), b.String()); diff != "" {
+		t.Errorf("passes differ from %s (-want +got); if the change is intended, run with -rewrite and review:\n%s", file, diff)
+	}
+}

@@ -1,0 +1,136 @@
+package kube
+
+import (
+	"fmt"
+	"strings"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/utils/ptr"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/replicakit/replicakit/deletionpolicy"
+	"github.com/replicakit/replicakit/replicaset"
+	"github.com/replicakit/replicakit/replicaset/execute"
+)
+
+// The fixtures of the pure tests: an owner "web" (UID uid-web) selecting
+// app=web, whose children are ConfigMaps in namespace ns.
+
+const ownerUID = "uid-web"
+
+var testNow = time.Date(2026, 12, 1, 12, 0, 0, 0, time.UTC)
+
+// kidOpt changes a fixture child before it is described.
+type kidOpt func(cm *corev1.ConfigMap, ready *bool)
+
+var (
+	orphan       kidOpt = func(cm *corev1.ConfigMap, _ *bool) { cm.OwnerReferences = nil }
+	notReady     kidOpt = func(_ *corev1.ConfigMap, ready *bool) { *ready = false }
+	deleting     kidOpt = func(cm *corev1.ConfigMap, _ *bool) { cm.DeletionTimestamp = &metav1.Time{Time: testNow} }
+	unlabelled   kidOpt = func(cm *corev1.ConfigMap, _ *bool) { cm.Labels = map[string]string{"app": "other"} }
+	foreignOwned kidOpt = func(cm *corev1.ConfigMap, _ *bool) { cm.OwnerReferences = controlledBy("uid-db") }
+)
+
+func annotated(k, v string) kidOpt {
+	return func(cm *corev1.ConfigMap, _ *bool) { cm.Annotations = map[string]string{k: v} }
+}
+
+func controlledBy(uid string) []metav1.OwnerReference {
+	return []metav1.OwnerReference{{APIVersion: "test.replicakit.io/v1", Kind: "Widget", Name: "x", UID: types.UID(uid), Controller: ptr.To(true)}}
+}
+
+// kid is a child as read would describe it: ready and running unless told.
+func kid(name string, opts ...kidOpt) child {
+	cm := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: "ns", UID: types.UID("uid-" + name),
+		Labels: map[string]string{"app": "web"}, OwnerReferences: controlledBy(ownerUID),
+		CreationTimestamp: metav1.Time{Time: testNow.Add(-time.Hour)}}}
+	ready := true
+	for _, o := range opts {
+		o(cm, &ready)
+	}
+	rep, err := ReplicaOf(cm)
+	rep.Phase, rep.Ready, rep.ReadySince = replicaset.PhaseRunning, ready, cm.CreationTimestamp.Time
+	return child{obj: cm, replica: rep, costErr: err}
+}
+
+// observed is an observation of owner web wanting replicas, with the given
+// own children; change edits it further.
+func observed(replicas int, children []child, change ...func(*observation)) *observation {
+	owner := &metav1.PartialObjectMetadata{ObjectMeta: metav1.ObjectMeta{Name: "web", Namespace: "ns", UID: ownerUID, Generation: 1}}
+	o := &observation{owner: owner, key: "ns/web", seed: 1, now: testNow,
+		spec:     Spec{Replicas: replicas, Selector: &metav1.LabelSelector{MatchLabels: map[string]string{"app": "web"}}},
+		selector: labels.SelectorFromSet(labels.Set{"app": "web"}), template: labels.Set{"app": "web"}}
+	for _, c := range children {
+		if metav1.GetControllerOfNoCopy(c.obj) == nil {
+			o.orphans = append(o.orphans, c)
+		} else {
+			o.children = append(o.children, c)
+		}
+	}
+	for _, f := range change {
+		f(o)
+	}
+	return o
+}
+
+func kids(cs ...child) []child { return cs }
+
+var ordinal = rules{policies: deletionpolicy.Default(), naming: OrdinalNames}
+
+// succeeded is the outcome of a decision carried out without a failure.
+func succeeded(d decision) outcome {
+	out := outcome{adopted: namesOf(d.adopt), released: namesOf(d.release)}
+	if len(d.create) > 0 || len(d.delete) > 0 {
+		out.ran = true
+		out.acted.Created = d.create
+		for _, r := range d.delete {
+			out.acted.Deleted = append(out.acted.Deleted, r.Name)
+		}
+	}
+	return out
+}
+
+// createsFail is the outcome of a decision whose first create failed with
+// err and whose other creates were never started.
+func createsFail(err error) func(decision) outcome {
+	return func(d decision) outcome {
+		out := outcome{ran: true}
+		out.acted.Err = &execute.OpError{Op: execute.OpCreate, Name: d.create[0], Err: err}
+		out.acted.Skipped = d.create[1:]
+		return out
+	}
+}
+
+// render prints a decision and its verdict the way the tables state them.
+func render(d decision, v verdict) string {
+	var b strings.Builder
+	holds := [...]string{"none", "failure", "deleting", "paused", "waiting"}
+	fmt.Fprintf(&b, "hold=%s adopt=%v release=%v create=%v delete=%v\n",
+		holds[d.hold], namesOf(d.adopt), namesOf(d.release), d.create, replicaNames(d.delete))
+	st := v.status
+	fmt.Fprintf(&b, "status replicas=%d ready=%d available=%d terminating=%d fullyLabeled=%d\n",
+		st.Replicas, st.ReadyReplicas, st.AvailableReplicas, st.TerminatingReplicas, st.FullyLabeledReplicas)
+	for _, c := range st.Conditions {
+		fmt.Fprintf(&b, "%s=%s %s: %s\n", c.Type, c.Status, c.Reason, c.Message)
+	}
+	for _, e := range v.events {
+		fmt.Fprintf(&b, "event %s %s: %s\n", e.kind, e.reason, e.note)
+	}
+	fmt.Fprintf(&b, "forgive=%v forgiveUIDs=%v taken=%v requeue=%v retry=%v terminal=%v",
+		v.forgive, v.forgiveUIDs, v.taken, v.requeue, v.retry != nil, v.terminal != nil)
+	return b.String()
+}
+
+func replicaNames(rs []replicaset.Replica) []string {
+	out := make([]string, len(rs))
+	for i, r := range rs {
+		out[i] = r.Name
+	}
+	return out
+}
+
+var _ client.Object = (*metav1.PartialObjectMetadata)(nil)

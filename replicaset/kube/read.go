@@ -1,0 +1,207 @@
+package kube
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"hash/fnv"
+	"time"
+
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/apimachinery/pkg/runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/reconcile"
+
+	"github.com/replicakit/replicakit/replicaset"
+)
+
+// observation is everything one pass knows: the owner, its spec, its own
+// children and the candidate orphans, what expectations still wait for, and
+// the clock. decide turns it into a decision without any I/O.
+type observation struct {
+	owner client.Object // a copy from the cache: the report step writes its status
+	key   string        // namespace/name, the expectations' key
+	seed  uint64        // the owner's own seed (a hash of its UID)
+	now   time.Time
+
+	spec     Spec
+	specErr  error // the spec cannot be used: nothing is done but status
+	selector labels.Selector
+	template labels.Set // the labels of a new child; nil when templateErr is set
+	// templateErr is why no child can be built from the template.
+	templateErr error
+
+	children []child // controlled by the owner, matching or not, deleting or not
+	orphans  []child // without a controller, matching the selector
+	// waiting means the cache has not yet shown some write of an earlier
+	// pass: the pass reports and does nothing else.
+	waiting bool
+	// taken lists names that objects of others were found to hold: no
+	// new child is given one of them.
+	taken []string
+}
+
+// child is one child as the pass sees it: the cache's object, never
+// modified, and the planner's description of it.
+type child struct {
+	obj     client.Object
+	replica replicaset.Replica
+	costErr error // a malformed deletion-cost annotation
+}
+
+// read gathers the observation for the owner of req; it returns nil when the
+// owner is gone. Its reads follow the owner: its children through the
+// index on their controller's UID, orphans through the index of objects
+// without a controller, filtered by the owner's selector.
+func (r *Reconciler[O, C]) read(ctx context.Context, req reconcile.Request) (*observation, error) {
+	owner := r.EmptyOwner()
+	key := req.String()
+	if err := r.Cache.Get(ctx, req.NamespacedName, owner); err != nil {
+		if apierrors.IsNotFound(err) {
+			r.Expectations.Forget(key)
+			return nil, nil
+		}
+		return nil, fmt.Errorf("get owner %s: %w", key, err)
+	}
+	o := &observation{owner: owner, key: key, seed: seedOf(owner), now: r.now()}
+	o.spec, o.specErr = r.Adapter.Spec(owner)
+	if o.specErr == nil {
+		o.selector, o.specErr = selectorOf(o.spec)
+	}
+	if o.specErr == nil {
+		if probe, err := r.Adapter.NewChild(owner); err != nil {
+			o.templateErr = err
+		} else {
+			o.template = labels.Set(probe.GetLabels())
+		}
+	}
+
+	ns := owner.GetNamespace()
+	own, err := r.list(ctx, r.Cache, client.InNamespace(ns), client.MatchingFields{r.childIndex(): string(owner.GetUID())}, client.UnsafeDisableDeepCopy)
+	if err != nil {
+		return nil, err
+	}
+	var orphans []client.Object
+	if o.selector != nil {
+		orphans, err = r.list(ctx, r.Cache, client.InNamespace(ns), client.MatchingFields{r.childIndex(): noController},
+			client.MatchingLabelsSelector{Selector: o.selector}, client.UnsafeDisableDeepCopy)
+		if err != nil {
+			return nil, err
+		}
+	}
+
+	switch r.Expectations.Check(key, seen(own), o.now) {
+	case Waiting:
+		o.waiting = true
+	case Expired:
+		// The cache has not shown our writes in time: read the API
+		// server instead, through the selector (the index is the
+		// cache's), and act on that.
+		if o.selector != nil {
+			if own, orphans, err = r.listLive(ctx, owner, o.selector); err != nil {
+				return nil, err
+			}
+		}
+		r.Expectations.resetPending(key)
+	}
+	o.taken = r.Expectations.takenNames(key, o.now)
+	o.children = r.describe(own)
+	o.orphans = r.describe(orphans)
+	return o, nil
+}
+
+// selectorOf parses the spec's selector; an empty one is refused, since it
+// would select every object in the namespace.
+func selectorOf(s Spec) (labels.Selector, error) {
+	sel, err := metav1.LabelSelectorAsSelector(s.Selector)
+	if err == nil && (s.Selector == nil || sel.Empty()) {
+		err = errors.New("selector is empty: it would select every object in the namespace")
+	}
+	if err != nil {
+		return nil, err
+	}
+	return sel, nil
+}
+
+// listLive reads the children the selector matches from the API server and
+// sorts them into the owner's and orphans.
+func (r *Reconciler[O, C]) listLive(ctx context.Context, owner client.Object, sel labels.Selector) (own, orphans []client.Object, err error) {
+	all, err := r.list(ctx, r.APIReader, client.InNamespace(owner.GetNamespace()), client.MatchingLabelsSelector{Selector: sel})
+	if err != nil {
+		return nil, nil, err
+	}
+	for _, c := range all {
+		switch ref := metav1.GetControllerOfNoCopy(c); {
+		case ref == nil:
+			orphans = append(orphans, c)
+		case ref.UID == owner.GetUID():
+			own = append(own, c)
+		}
+	}
+	return own, orphans, nil
+}
+
+// list returns the children that opts select.
+func (r *Reconciler[O, C]) list(ctx context.Context, reader client.Reader, opts ...client.ListOption) ([]client.Object, error) {
+	l := r.EmptyChildList()
+	if err := reader.List(ctx, l, opts...); err != nil {
+		return nil, fmt.Errorf("list children: %w", err)
+	}
+	items, err := meta.ExtractList(l)
+	if err != nil {
+		return nil, err
+	}
+	out := make([]client.Object, 0, len(items))
+	for _, it := range items {
+		if o, ok := it.(client.Object); ok {
+			out = append(out, o)
+		}
+	}
+	return out, nil
+}
+
+// forEachObject calls f with each object of l.
+func forEachObject(l client.ObjectList, f func(client.Object)) error {
+	return meta.EachListItem(l, func(o runtime.Object) error {
+		if c, ok := o.(client.Object); ok {
+			f(c)
+		}
+		return nil
+	})
+}
+
+// describe turns children into the planner's replicas, with what the
+// Adapter knows of their kind.
+func (r *Reconciler[O, C]) describe(objs []client.Object) []child {
+	out := make([]child, 0, len(objs))
+	for _, obj := range objs {
+		c, ok := obj.(C)
+		if !ok {
+			continue
+		}
+		rep, err := ReplicaOf(obj)
+		r.Adapter.Describe(c, &rep)
+		out = append(out, child{obj: obj, replica: rep, costErr: err})
+	}
+	return out
+}
+
+// seen lists children as expectations see them.
+func seen(children []client.Object) []Seen {
+	out := make([]Seen, len(children))
+	for i, c := range children {
+		out[i] = Seen{Name: c.GetName(), UID: string(c.GetUID()), Deleting: c.GetDeletionTimestamp() != nil}
+	}
+	return out
+}
+
+// seedOf derives the owner's seed (for the Random policy and random names)
+// from its UID, so it never changes for the owner's life.
+func seedOf(owner client.Object) uint64 {
+	h := fnv.New64a()
+	_, _ = h.Write([]byte(owner.GetUID()))
+	return h.Sum64()
+}

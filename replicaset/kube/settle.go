@@ -1,0 +1,239 @@
+package kube
+
+import (
+	"errors"
+	"fmt"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/labels"
+
+	"github.com/replicakit/replicakit/replicaset"
+	"github.com/replicakit/replicakit/replicaset/execute"
+)
+
+// waitRequeue is how soon an owner whose expectations are unmet is looked
+// at again, should no watch event come first.
+const waitRequeue = time.Second
+
+// soon is the requeue of a pass that left work for the next one at once
+// (the per-pass cap, a name found taken).
+const soon = time.Millisecond
+
+// verdict is what a pass says after acting: the owner's status, its events,
+// which expectations to drop, which names were found taken, and when to
+// look again. settle computes it without any I/O.
+type verdict struct {
+	status Status
+	events []event
+	// forgive lists created or adopted names that will never show up;
+	// forgiveUIDs lists deleted or released UIDs that will not go.
+	forgive     []string
+	forgiveUIDs []string
+	taken       []string
+	requeue     time.Duration
+	// retry is returned to controller-runtime, which retries with
+	// backoff; terminal is returned as a terminal error (not retried).
+	retry    error
+	terminal error
+}
+
+// event is one event to record on the owner.
+type event struct{ kind, reason, action, note string }
+
+// settle turns the observation, the decision and what apply did into the
+// pass's verdict.
+func settle(o *observation, d decision, out outcome) verdict {
+	var v verdict
+	failed := failures(out.acted)
+	v.forgive, v.forgiveUIDs, v.taken = forgiveness(d, out, failed)
+	v.status = status(o, d, out, failed)
+	v.events = eventsOf(d, out, failed)
+
+	takenOnly := onlyTaken(out.acted.Err)
+	switch {
+	case out.ownerGone:
+	case out.claimErr != nil:
+		v.retry = out.claimErr
+	case out.acted.Err != nil && !takenOnly:
+		v.retry = out.acted.Err
+	case d.hold == holdFailure:
+		v.terminal = d.failure
+	case takenOnly || d.hold == holdNone && d.plan.Deferred > 0:
+		v.requeue = soon
+	case d.hold == holdWaiting:
+		v.requeue = waitRequeue
+	default:
+		if after, ok := replicaset.NextAvailable(replicasOf(d.members), o.spec.MinReady, o.now); ok {
+			v.requeue = after
+		}
+	}
+	return v
+}
+
+// failures maps each failed operation's name to its error.
+func failures(res execute.Result) map[string]error {
+	out := map[string]error{}
+	for _, e := range unjoin(res.Err) {
+		var op *execute.OpError
+		if errors.As(e, &op) {
+			out[op.Name] = e
+		}
+	}
+	return out
+}
+
+// forgiveness decides which expectations apply set will never be met: a
+// create that was skipped, refused or found its name taken (and that name
+// is remembered as taken), a delete that failed, and every write of a step
+// that did not run. A create that failed without a clear answer stays
+// expected: the cache, or the expectations' TTL, settles it.
+func forgiveness(d decision, out outcome, failed map[string]error) (forgive, uids, taken []string) {
+	if out.ownerGone {
+		return nil, nil, nil // nothing was expected
+	}
+	adopted, released := set(out.adopted), set(out.released)
+	for _, c := range d.adopt {
+		if !adopted[c.GetName()] {
+			forgive = append(forgive, c.GetName())
+		}
+	}
+	for _, c := range d.release {
+		if !released[c.GetName()] {
+			uids = append(uids, string(c.GetUID()))
+		}
+	}
+	created, deleted := set(out.acted.Created), set(out.acted.Deleted)
+	for _, n := range d.create {
+		err := failed[n]
+		var unsure *unsureError
+		switch {
+		case created[n], errors.As(err, &unsure):
+		case errors.Is(err, ErrNameTaken):
+			forgive, taken = append(forgive, n), append(taken, n)
+		default:
+			forgive = append(forgive, n)
+		}
+	}
+	for _, r := range d.delete {
+		if !deleted[r.Name] {
+			uids = append(uids, r.UID)
+		}
+	}
+	return forgive, uids, taken
+}
+
+// onlyTaken reports whether err holds failures and every one is a name
+// found taken: the pass then starts again at once, without backoff, under
+// new names.
+func onlyTaken(err error) bool {
+	errs := unjoin(err)
+	for _, e := range errs {
+		if !errors.Is(e, ErrNameTaken) {
+			return false
+		}
+	}
+	return len(errs) > 0
+}
+
+// status counts the members the pass observed.
+func status(o *observation, d decision, out outcome, failed map[string]error) Status {
+	st := Status{ObservedGeneration: o.owner.GetGeneration()}
+	if o.selector != nil {
+		st.Selector = o.selector.String()
+	}
+	sum := replicaset.Summarize(replicasOf(d.members), o.spec.MinReady, o.now)
+	st.Replicas, st.ReadyReplicas = int32(sum.Replicas), int32(sum.Ready)
+	st.AvailableReplicas, st.TerminatingReplicas = int32(sum.Available), int32(sum.Terminating)
+	if o.template != nil {
+		template := labels.SelectorFromSet(o.template)
+		for _, c := range d.members {
+			if !c.replica.Deleting && template.Matches(labels.Set(c.obj.GetLabels())) {
+				st.FullyLabeledReplicas++
+			}
+		}
+	}
+	st.Conditions = conditions(o, d, out, failed, sum)
+	return st
+}
+
+// eventsOf lists the pass's events: one per kind of outcome.
+func eventsOf(d decision, out outcome, failed map[string]error) []event {
+	var evs []event
+	add := func(kind, reason, action, note string) {
+		evs = append(evs, event{kind, reason, action, note})
+	}
+	if len(d.warnings) > 0 {
+		add(corev1.EventTypeWarning, "InvalidAnnotation", "Describe", listNote(d.warnings, "; ", maxNote))
+	}
+	if len(out.adopted) > 0 {
+		add(corev1.EventTypeNormal, "SuccessfulAdopt", "Adopt", "Adopted "+listNote(out.adopted, ", ", maxNote))
+	}
+	if len(out.released) > 0 {
+		add(corev1.EventTypeNormal, "SuccessfulRelease", "Release",
+			"Released "+listNote(out.released, ", ", maxNote)+": labels no longer match")
+	}
+	if out.claimErr != nil {
+		add(corev1.EventTypeWarning, "FailedClaim", "Claim", listNote(messages(unjoin(out.claimErr)), "; ", maxNote))
+	}
+	if res := out.acted; len(res.Created) > 0 {
+		add(corev1.EventTypeNormal, "SuccessfulCreate", "Create",
+			fmt.Sprintf("Created %d children: %s", len(res.Created), listNote(res.Created, ", ", maxNote)))
+	}
+	if res := out.acted; len(res.Deleted) > 0 {
+		add(corev1.EventTypeNormal, "SuccessfulDelete", "Delete",
+			fmt.Sprintf("Deleted %d children: %s", len(res.Deleted), listNote(res.Deleted, ", ", maxNote)))
+	}
+	var failedCreate, failedDelete []string
+	for _, n := range d.create {
+		if err, ok := failed[n]; ok {
+			failedCreate = append(failedCreate, err.Error())
+		}
+	}
+	for _, r := range d.delete {
+		if err, ok := failed[r.Name]; ok {
+			failedDelete = append(failedDelete, err.Error())
+		}
+	}
+	if len(failedCreate) > 0 {
+		add(corev1.EventTypeWarning, "FailedCreate", "Create", listNote(failedCreate, "; ", maxNote))
+	}
+	if len(failedDelete) > 0 {
+		add(corev1.EventTypeWarning, "FailedDelete", "Delete", listNote(failedDelete, "; ", maxNote))
+	}
+	return evs
+}
+
+func replicasOf(cs []child) []replicaset.Replica {
+	out := make([]replicaset.Replica, len(cs))
+	for i, c := range cs {
+		out[i] = c.replica
+	}
+	return out
+}
+
+func set(items []string) map[string]bool {
+	m := make(map[string]bool, len(items))
+	for _, it := range items {
+		m[it] = true
+	}
+	return m
+}
+
+func messages(errs []error) []string {
+	out := make([]string, len(errs))
+	for i, e := range errs {
+		out[i] = e.Error()
+	}
+	return out
+}
+
+func unjoin(err error) []error {
+	if err == nil {
+		return nil
+	}
+	if j, ok := err.(interface{ Unwrap() []error }); ok {
+		return j.Unwrap()
+	}
+	return []error{err}
+}
