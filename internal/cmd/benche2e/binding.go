@@ -25,10 +25,10 @@ const bindingReady = "binding ready"
 
 // startBinding starts this program again as the binding's manager for
 // Widgets owning Pods, at limit l, and waits until its cache has synced.
-func (b *bench) startBinding(l limit) (stop func(), err error) {
+func (b *bench) startBinding(l limit) (stop func(), pid int, err error) {
 	self, err := os.Executable()
 	if err != nil {
-		return nil, err
+		return nil, 0, err
 	}
 	cmd := exec.Command(self, "-serve-binding", "-api-kubeconfig="+b.env.Kubeconfig,
 		fmt.Sprintf("-qps=%g", l.qps), fmt.Sprintf("-burst=%d", l.burst))
@@ -40,11 +40,11 @@ func (b *bench) startBinding(l limit) (stop func(), err error) {
 	cmd.Stderr = os.Stderr
 	out, err := cmd.StdoutPipe()
 	if err != nil {
-		return nil, err
+		return nil, 0, err
 	}
 	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
 	if err := cmd.Start(); err != nil {
-		return nil, err
+		return nil, 0, err
 	}
 	stop = func() {
 		_ = cmd.Process.Signal(syscall.SIGTERM)
@@ -67,13 +67,13 @@ func (b *bench) startBinding(l limit) (stop func(), err error) {
 	select {
 	case ok := <-ready:
 		if ok {
-			return stop, nil
+			return stop, cmd.Process.Pid, nil
 		}
 		stop()
-		return nil, fmt.Errorf("the binding's process exited before its cache synced")
+		return nil, 0, fmt.Errorf("the binding's process exited before its cache synced")
 	case <-time.After(60 * time.Second):
 		stop()
-		return nil, fmt.Errorf("the binding's cache did not sync in 60s")
+		return nil, 0, fmt.Errorf("the binding's cache did not sync in 60s")
 	}
 }
 

@@ -11,18 +11,11 @@ import (
 	"syscall"
 	"time"
 
-	appsv1 "k8s.io/api/apps/v1"
-	corev1 "k8s.io/api/core/v1"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/rest"
 	"k8s.io/utils/ptr"
 	ctrl "sigs.k8s.io/controller-runtime"
-	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/config"
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
-
-	"github.com/replicakit/replicakit/internal/widgetkind"
 )
 
 // owner is one side of the comparison: it makes an owner of n Pods in a
@@ -39,12 +32,12 @@ type owner interface {
 // It measures runs times, alternating which side goes first, and reports
 // medians; the writes are the last run's.
 func (b *bench) compare(ctx context.Context, l limit, runs int, cascade bool) ([]line, error) {
-	stopKCM, err := b.startReplicaSetController(l)
+	stopKCM, _, err := b.startReplicaSetController(l)
 	if err != nil {
 		return nil, err
 	}
 	defer stopKCM()
-	stopMgr, err := b.startBinding(l)
+	stopMgr, _, err := b.startBinding(l)
 	if err != nil {
 		return nil, err
 	}
@@ -122,10 +115,10 @@ func (b *bench) compare(ctx context.Context, l limit, runs int, cascade bool) ([
 
 // startReplicaSetController runs kube-controller-manager with only the
 // ReplicaSet controller, at limit l.
-func (b *bench) startReplicaSetController(l limit) (stop func(), err error) {
+func (b *bench) startReplicaSetController(l limit) (stop func(), pid int, err error) {
 	logf, err := os.CreateTemp("", "benche2e-kcm-*.log")
 	if err != nil {
-		return nil, err
+		return nil, 0, err
 	}
 	cmd := exec.Command(filepath.Join(b.env.BinDir, "kube-controller-manager"),
 		"--kubeconfig="+b.env.Kubeconfig,
@@ -139,7 +132,7 @@ func (b *bench) startReplicaSetController(l limit) (stop func(), err error) {
 	cmd.Stdout, cmd.Stderr = logf, logf
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
 	if err := cmd.Start(); err != nil {
-		return nil, err
+		return nil, 0, err
 	}
 	stop = func() {
 		_ = syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL)
@@ -153,11 +146,11 @@ func (b *bench) startReplicaSetController(l limit) (stop func(), err error) {
 		time.Sleep(100 * time.Millisecond)
 		log, _ := os.ReadFile(logf.Name())
 		if strings.Contains(string(log), "Caches are synced") && strings.Contains(string(log), "replicaset") {
-			return stop, nil
+			return stop, cmd.Process.Pid, nil
 		}
 	}
 	stop()
-	return nil, fmt.Errorf("kube-controller-manager's ReplicaSet controller did not sync in 60s")
+	return nil, 0, fmt.Errorf("kube-controller-manager's ReplicaSet controller did not sync in 60s")
 }
 
 // runManager starts a manager on cfg with the controllers setup registers
@@ -188,39 +181,23 @@ func (b *bench) runManager(cfg *rest.Config, concurrency int, setup func(ctrl.Ma
 type rsOwner struct{ b *bench }
 
 func (r rsOwner) create(ctx context.Context, ns string, n int) error {
-	sel := map[string]string{"app": "rs"}
-	_, err := r.b.cs.AppsV1().ReplicaSets(ns).Create(ctx, &appsv1.ReplicaSet{
-		ObjectMeta: metav1.ObjectMeta{Name: "rs"},
-		Spec: appsv1.ReplicaSetSpec{
-			Replicas: ptr.To(int32(n)),
-			Selector: &metav1.LabelSelector{MatchLabels: sel},
-			Template: corev1.PodTemplateSpec{ObjectMeta: metav1.ObjectMeta{Labels: sel}, Spec: podSpec()},
-		},
-	}, metav1.CreateOptions{})
-	return err
+	return r.createNamed(ctx, ns, "rs", n)
 }
-
 func (r rsOwner) scale(ctx context.Context, ns string, n int) error {
-	_, err := r.b.cs.AppsV1().ReplicaSets(ns).Patch(ctx, "rs", types.MergePatchType, fmt.Appendf(nil, `{"spec":{"replicas":%d}}`, n), metav1.PatchOptions{})
-	return err
+	return r.scaleNamed(ctx, ns, "rs", n)
 }
-
-func (r rsOwner) delete(ctx context.Context, ns string) error {
-	return r.b.cs.AppsV1().ReplicaSets(ns).Delete(ctx, "rs", metav1.DeleteOptions{PropagationPolicy: ptr.To(metav1.DeletePropagationBackground)})
-}
+func (r rsOwner) delete(ctx context.Context, ns string) error { return r.deleteNamed(ctx, ns, "rs") }
 
 type widgetOwner struct{ b *bench }
 
 func (w widgetOwner) create(ctx context.Context, ns string, n int) error {
-	return w.b.c.Create(ctx, widgetkind.New(ns, "kit", int64(n)))
+	return w.createNamed(ctx, ns, "kit", n)
 }
-
 func (w widgetOwner) scale(ctx context.Context, ns string, n int) error {
-	return w.b.c.Patch(ctx, widgetkind.New(ns, "kit", 0), client.RawPatch(types.MergePatchType, fmt.Appendf(nil, `{"spec":{"replicas":%d}}`, n)))
+	return w.scaleNamed(ctx, ns, "kit", n)
 }
-
 func (w widgetOwner) delete(ctx context.Context, ns string) error {
-	return w.b.c.Delete(ctx, widgetkind.New(ns, "kit", 0), client.PropagationPolicy(metav1.DeletePropagationBackground))
+	return w.deleteNamed(ctx, ns, "kit")
 }
 
 // median returns the middle of ds (the upper one of an even count).

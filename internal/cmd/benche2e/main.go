@@ -36,7 +36,16 @@ func main() {
 	qps := flag.Float64("qps", 1000, "with -serve-binding: client QPS")
 	burst := flag.Int("burst", 1000, "with -serve-binding: client burst")
 	profile := flag.String("binding-cpuprofile", "", "write the binding process's CPU profile to this file (.1, .2, … per process)")
+	owners := flag.String("owners", "100x5,400x5,1000x2", "many-owner fleets, KxM: K owners of M Pods in one namespace")
+	ownerRuns := flag.Int("owner-runs", 3, "runs of each fleet (medians are reported)")
+	idle := flag.Duration("idle", 20*time.Second, "the idle window after a fleet converged, for its CPU")
+	ownersOnly := flag.Bool("owners-only", false, "measure only the many-owner fleets")
 	flag.Parse()
+	fleets, err := parseFleets(*owners)
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "benche2e:", err)
+		os.Exit(2)
+	}
 	limits := []limit{{"20 QPS / burst 30 (defaults)", 20, 30}, {"1000 QPS / burst 1000", 1000, 1000}}
 	if *fastOnly {
 		limits = limits[1:]
@@ -50,7 +59,8 @@ func main() {
 		}
 		return
 	}
-	if err := run(context.Background(), limits, *runs, *n, *vms, *crds, *profile); err != nil {
+	fo := fleetOptions{fleets: fleets, runs: *ownerRuns, idle: *idle, only: *ownersOnly}
+	if err := run(context.Background(), limits, *runs, *n, *vms, *crds, *profile, fo); err != nil {
 		fmt.Fprintln(os.Stderr, "benche2e:", err)
 		os.Exit(1)
 	}
@@ -74,9 +84,18 @@ type line struct {
 	ratio           float64 // the median per-run ratio; 0: kit/ref
 }
 
+// fleetOptions say which many-owner fleets to measure, and how.
+type fleetOptions struct {
+	fleets []fleet
+	runs   int
+	idle   time.Duration
+	only   bool // skip everything else
+}
+
 // run measures at each of limits (runs times at 1000/1000, medians
-// reported), then the raw loop, the steady state and the VMs.
-func run(ctx context.Context, limits []limit, fastRuns, n, vms int, crds, profile string) error {
+// reported), then the raw loop, the many-owner fleets, the steady state and
+// the VMs.
+func run(ctx context.Context, limits []limit, fastRuns, n, vms int, crds, profile string, fo fleetOptions) error {
 	scheme := vmcheck.Scheme()
 	if err := apiextensionsv1.AddToScheme(scheme); err != nil {
 		return err
@@ -102,6 +121,15 @@ func run(ctx context.Context, limits []limit, fastRuns, n, vms int, crds, profil
 	b := &bench{env: env, cs: cs, c: c, n: n, scheme: scheme, profile: profile}
 
 	var lines []line
+	if fo.only {
+		fmt.Printf("Many owners, 1000 QPS / burst 1000: %v ...\n", fo.fleets)
+		ls, err := b.owners(ctx, fo.fleets, fo.runs, fo.idle)
+		if err != nil {
+			return err
+		}
+		print(ls, nil, n)
+		return nil
+	}
 	var fastUp line // the binding's 0→n at 1000/1000, beside the raw loop
 	for _, l := range limits {
 		fmt.Printf("Client limits %s: ReplicaSet controller and binding, 0→%d→0 ...\n", l.name, n)
@@ -127,6 +155,12 @@ func run(ctx context.Context, limits []limit, fastRuns, n, vms int, crds, profil
 		return err
 	}
 	lines = append(lines, raw)
+	fmt.Printf("Many owners, 1000 QPS / burst 1000: %v ...\n", fo.fleets)
+	fl, err := b.owners(ctx, fo.fleets, fo.runs, fo.idle)
+	if err != nil {
+		return err
+	}
+	lines = append(lines, fl...)
 	fmt.Println("Steady state ...")
 	steady, err := b.steady(ctx)
 	if err != nil {
@@ -146,9 +180,12 @@ func print(lines []line, steady writes, n int) {
 	w := tabwriter.NewWriter(os.Stdout, 0, 0, 2, ' ', 0)
 	fmt.Fprintln(w, "\nmeasurement\treplicakit\tbaseline\tbaseline is\tratio\tper run\tgoal\treplicakit writes/replica\tbaseline writes/replica\treplicakit writes")
 	for _, l := range lines {
-		ratio := l.ratio
-		if ratio == 0 {
-			ratio = float64(l.kit) / float64(l.ref)
+		ratio := fmt.Sprintf("%.2f", l.ratio)
+		switch {
+		case l.ratio == 0:
+			ratio = fmt.Sprintf("%.2f", float64(l.kit)/float64(l.ref))
+		case l.ratio < 0: // a difference, not a ratio
+			ratio = fmt.Sprintf("Δ %+.2f s", (l.kit - l.ref).Seconds())
 		}
 		kw, rw := "-", "-"
 		if l.perReplica > 0 {
@@ -157,9 +194,11 @@ func print(lines []line, steady writes, n int) {
 				rw = fmt.Sprintf("%.3f", l.refW.total()/float64(l.perReplica))
 			}
 		}
-		fmt.Fprintf(w, "%s\t%v\t%v\t%s\t%.2f\t%s\t%s\t%s\t%s\t%v\n", l.what, l.kit.Round(time.Millisecond), l.ref.Round(time.Millisecond), l.refName, ratio, l.runs, l.goal, kw, rw, l.kitWrites)
+		fmt.Fprintf(w, "%s\t%v\t%v\t%s\t%s\t%s\t%s\t%s\t%s\t%v\n", l.what, l.kit.Round(time.Millisecond), l.ref.Round(time.Millisecond), l.refName, ratio, l.runs, l.goal, kw, rw, l.kitWrites)
 	}
-	fmt.Fprintf(w, "steady-state pass (5 reconciles of a settled %d-Pod Widget)\t\t\t\t\t\t0 writes\t\t\t%.0f writes: %v\n", n, steady.total(), steady)
+	if steady != nil {
+		fmt.Fprintf(w, "steady-state pass (5 reconciles of a settled %d-Pod Widget)\t\t\t\t\t\t0 writes\t\t\t%.0f writes: %v\n", n, steady.total(), steady)
+	}
 	w.Flush()
 }
 

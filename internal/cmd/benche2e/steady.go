@@ -25,7 +25,7 @@ import (
 // steady settles a Widget of n Pods, makes the binding reconcile it five
 // more times (annotation changes), and returns the writes they caused.
 func (b *bench) steady(ctx context.Context) (writes, error) {
-	stop, err := b.startBinding(limit{qps: 1000, burst: 1000})
+	stop, _, err := b.startBinding(limit{qps: 1000, burst: 1000})
 	if err != nil {
 		return nil, err
 	}

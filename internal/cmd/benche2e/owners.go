@@ -1,0 +1,256 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/utils/ptr"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/replicakit/replicakit/internal/widgetkind"
+)
+
+// fleet is k owners of m Pods each, all in one namespace.
+type fleet struct{ k, m int }
+
+func (f fleet) String() string { return fmt.Sprintf("%d×%d", f.k, f.m) }
+
+// parseFleets reads "100x5,400x5,1000x2".
+func parseFleets(s string) ([]fleet, error) {
+	var out []fleet
+	for _, part := range strings.Split(s, ",") {
+		k, m, ok := strings.Cut(strings.TrimSpace(part), "x")
+		kn, err1 := strconv.Atoi(k)
+		mn, err2 := strconv.Atoi(m)
+		if !ok || err1 != nil || err2 != nil || kn <= 0 || mn <= 0 {
+			return nil, fmt.Errorf("owners %q: want KxM, such as 400x5", part)
+		}
+		out = append(out, fleet{kn, mn})
+	}
+	return out, nil
+}
+
+// fleetOwner makes, scales and deletes named owners of Pods.
+type fleetOwner interface {
+	createNamed(ctx context.Context, ns, name string, n int) error
+	scaleNamed(ctx context.Context, ns, name string, n int) error
+	deleteNamed(ctx context.Context, ns, name string) error
+}
+
+// fleetRun is one side's figures for one fleet.
+type fleetRun struct {
+	up, down             time.Duration
+	upCPU, downCPU, idle time.Duration
+}
+
+// owners measures each fleet runs times on both sides, at 1000/1000,
+// alternating which side goes first: the time from creating every owner
+// to the last Pod, the controller process's CPU over it, its CPU in an
+// idle window after, and the same for scaling every owner to 0.
+func (b *bench) owners(ctx context.Context, fleets []fleet, runs int, idle time.Duration) ([]line, error) {
+	l := limit{"1000 QPS / burst 1000", 1000, 1000}
+	stopKCM, kcmPID, err := b.startReplicaSetController(l)
+	if err != nil {
+		return nil, err
+	}
+	defer stopKCM()
+	stopMgr, kitPID, err := b.startBinding(l)
+	if err != nil {
+		return nil, err
+	}
+	defer stopMgr()
+
+	var lines []line
+	for _, f := range fleets {
+		var kit, rs []fleetRun
+		for run := range runs {
+			first := run%2 == 1
+			for _, kitTurn := range []bool{first, !first} {
+				o, pid, side := fleetOwner(rsOwner{b}), kcmPID, "ReplicaSet controller"
+				if kitTurn {
+					o, pid, side = widgetOwner{b}, kitPID, "binding"
+				}
+				fmt.Printf("  %s owners, run %d: %s ...\n", f, run+1, side)
+				r, err := b.fleetOnce(ctx, o, pid, f, idle)
+				if err != nil {
+					return nil, fmt.Errorf("%s, %s: %w", f, side, err)
+				}
+				fmt.Printf("    up %v (CPU %v), idle CPU %v, down %v (CPU %v)\n", r.up.Round(time.Millisecond), r.upCPU, r.idle, r.down.Round(time.Millisecond), r.downCPU)
+				if kitTurn {
+					kit = append(kit, r)
+				} else {
+					rs = append(rs, r)
+				}
+			}
+		}
+		lines = append(lines, fleetLines(f, kit, rs)...)
+	}
+	return lines, nil
+}
+
+// fleetLines turns the runs of one fleet into table rows.
+func fleetLines(f fleet, kit, rs []fleetRun) []line {
+	pick := func(runs []fleetRun, get func(fleetRun) time.Duration) []time.Duration {
+		out := make([]time.Duration, len(runs))
+		for i, r := range runs {
+			out[i] = get(r)
+		}
+		return out
+	}
+	row := func(what, goal string, get func(fleetRun) time.Duration) line {
+		k, r := pick(kit, get), pick(rs, get)
+		return line{what: fmt.Sprintf("%s owners in one namespace, %s", f, what), kit: median(k), ref: median(r),
+			refName: "ReplicaSet controller", goal: goal, runs: ratios(k, r), ratio: medianRatio(k, r)}
+	}
+	idleK, idleR := pick(kit, func(r fleetRun) time.Duration { return r.idle }), pick(rs, func(r fleetRun) time.Duration { return r.idle })
+	return []line{
+		row("all created, time", "≤ 1.0", func(r fleetRun) time.Duration { return r.up }),
+		row("all created, controller CPU", "≤ 1.0", func(r fleetRun) time.Duration { return r.upCPU }),
+		row("all scaled to 0, time", "≤ 1.0", func(r fleetRun) time.Duration { return r.down }),
+		row("all scaled to 0, controller CPU", "≤ 1.0", func(r fleetRun) time.Duration { return r.downCPU }),
+		{what: fmt.Sprintf("%s owners, controller CPU in the idle window after creating", f), kit: median(idleK), ref: median(idleR),
+			refName: "ReplicaSet controller", goal: "within 0.1 s", runs: durations(idleK) + " / " + durations(idleR), ratio: -1},
+	}
+}
+
+func durations(ds []time.Duration) string {
+	s := make([]string, len(ds))
+	for i, d := range ds {
+		s[i] = fmt.Sprintf("%.2f", d.Seconds())
+	}
+	return strings.Join(s, " ")
+}
+
+// fleetOnce creates f's owners at once in a fresh namespace, waits for
+// every Pod, lets the controller idle, scales every owner to 0, and
+// deletes them, reading the controller process's CPU around each step.
+func (b *bench) fleetOnce(ctx context.Context, o fleetOwner, pid int, f fleet, idle time.Duration) (fleetRun, error) {
+	var r fleetRun
+	ns, pods, err := b.podNamespace(ctx, "fleet")
+	if err != nil {
+		return r, err
+	}
+	defer pods.close()
+	name := func(i int) string { return fmt.Sprintf("o%d", i) }
+	each := func(do func(i int) error) error {
+		var wg sync.WaitGroup
+		errs := make([]error, 16)
+		for g := range 16 {
+			wg.Go(func() {
+				for i := g; i < f.k; i += 16 {
+					if err := do(i); err != nil {
+						errs[g] = err
+						return
+					}
+				}
+			})
+		}
+		wg.Wait()
+		return errors.Join(errs...)
+	}
+	cpu0, err := cpuOf(pid)
+	if err != nil {
+		return r, err
+	}
+	start := time.Now()
+	if err := each(func(i int) error { return o.createNamed(ctx, ns, name(i), f.m) }); err != nil {
+		return r, err
+	}
+	if err := pods.await(ctx, f.k*f.m, 10*time.Minute); err != nil {
+		return r, err
+	}
+	r.up = time.Since(start)
+	cpu1, err := cpuOf(pid)
+	if err != nil {
+		return r, err
+	}
+	time.Sleep(idle)
+	cpu2, err := cpuOf(pid)
+	if err != nil {
+		return r, err
+	}
+	start = time.Now()
+	if err := each(func(i int) error { return o.scaleNamed(ctx, ns, name(i), 0) }); err != nil {
+		return r, err
+	}
+	if err := pods.await(ctx, 0, 10*time.Minute); err != nil {
+		return r, err
+	}
+	r.down = time.Since(start)
+	cpu3, err := cpuOf(pid)
+	if err != nil {
+		return r, err
+	}
+	r.upCPU, r.idle, r.downCPU = cpu1-cpu0, cpu2-cpu1, cpu3-cpu2
+	if err := each(func(i int) error { return o.deleteNamed(ctx, ns, name(i)) }); err != nil {
+		return r, err
+	}
+	time.Sleep(2 * time.Second) // let the deletes' events settle before the next side
+	return r, nil
+}
+
+// cpuOf reads the user and system CPU time process pid has used, from
+// /proc/pid/stat (in clock ticks of 1/100 s, as Linux reports them).
+func cpuOf(pid int) (time.Duration, error) {
+	raw, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+	if err != nil {
+		return 0, err
+	}
+	// Fields after the command name, which is in parentheses: state is
+	// field 3, utime 14 and stime 15.
+	s := string(raw)
+	fields := strings.Fields(s[strings.LastIndexByte(s, ')')+1:])
+	if len(fields) < 13 {
+		return 0, fmt.Errorf("/proc/%d/stat: too few fields", pid)
+	}
+	utime, err1 := strconv.ParseInt(fields[11], 10, 64)
+	stime, err2 := strconv.ParseInt(fields[12], 10, 64)
+	if err := errors.Join(err1, err2); err != nil {
+		return 0, err
+	}
+	return time.Duration(utime+stime) * 10 * time.Millisecond, nil
+}
+
+func (r rsOwner) createNamed(ctx context.Context, ns, name string, n int) error {
+	sel := map[string]string{"app": name}
+	_, err := r.b.cs.AppsV1().ReplicaSets(ns).Create(ctx, &appsv1.ReplicaSet{
+		ObjectMeta: metav1.ObjectMeta{Name: name},
+		Spec: appsv1.ReplicaSetSpec{
+			Replicas: ptr.To(int32(n)),
+			Selector: &metav1.LabelSelector{MatchLabels: sel},
+			Template: corev1.PodTemplateSpec{ObjectMeta: metav1.ObjectMeta{Labels: sel}, Spec: podSpec()},
+		},
+	}, metav1.CreateOptions{})
+	return err
+}
+
+func (r rsOwner) scaleNamed(ctx context.Context, ns, name string, n int) error {
+	_, err := r.b.cs.AppsV1().ReplicaSets(ns).Patch(ctx, name, types.MergePatchType, fmt.Appendf(nil, `{"spec":{"replicas":%d}}`, n), metav1.PatchOptions{})
+	return err
+}
+
+func (r rsOwner) deleteNamed(ctx context.Context, ns, name string) error {
+	return r.b.cs.AppsV1().ReplicaSets(ns).Delete(ctx, name, metav1.DeleteOptions{PropagationPolicy: ptr.To(metav1.DeletePropagationBackground)})
+}
+
+func (w widgetOwner) createNamed(ctx context.Context, ns, name string, n int) error {
+	return w.b.c.Create(ctx, widgetkind.New(ns, name, int64(n)))
+}
+
+func (w widgetOwner) scaleNamed(ctx context.Context, ns, name string, n int) error {
+	return w.b.c.Patch(ctx, widgetkind.New(ns, name, 0), client.RawPatch(types.MergePatchType, fmt.Appendf(nil, `{"spec":{"replicas":%d}}`, n)))
+}
+
+func (w widgetOwner) deleteNamed(ctx context.Context, ns, name string) error {
+	return w.b.c.Delete(ctx, widgetkind.New(ns, name, 0), client.PropagationPolicy(metav1.DeletePropagationBackground))
+}
