@@ -54,18 +54,21 @@ type Status struct {
 // Adapter tells the reconciler what only the owner's and the child's kinds
 // know.
 type Adapter[O, C client.Object] interface {
-	// Spec reads the owner's spec. An error is invalid user input: the
+	// Spec reads the owner's spec. The owner is the cache's own object:
+	// read it, never modify it. An error is invalid user input: the
 	// reconciler reports it in a condition and does not retry.
 	Spec(owner O) (Spec, error)
-	// NewChild returns a child built from the owner's template: labels,
-	// annotations and spec. The reconciler sets its name, namespace and
-	// controller reference.
+	// NewChild returns a new child built from the owner's template:
+	// labels, annotations and spec, copied, never shared with the owner
+	// (the cache's own object). The reconciler sets its name, namespace
+	// and controller reference.
 	NewChild(owner O) (C, error)
 	// Describe fills in what the child's kind knows of its replica:
 	// Phase, Ready and ReadySince. The child is the cache's own object:
 	// read it, never modify it.
 	Describe(child C, r *replicaset.Replica)
-	// SetStatus copies s into the owner's status. The binding writes it as
+	// SetStatus copies s into the owner's status (on a copy of the
+	// cache's object). The binding writes it as
 	// a merge patch against the status it read, which leaves out fields
 	// that did not change: a zero on an owner that has no status yet is not
 	// sent, so give required status fields a default in the CRD

@@ -160,3 +160,29 @@ func TestSettle_Properties(t *testing.T) {
 		}
 	})
 }
+
+// TestSettle_Publish: a pass whose writes all succeeded, or that waits for
+// the cache, leaves status to the next pass; a pass that failed or did
+// nothing writes it.
+func TestSettle_Publish(t *testing.T) {
+	rapid.Check(t, func(t *rapid.T) {
+		o, rl := drawObservation(t)
+		d := decide(o, rl)
+		out := succeeded(d)
+		failed := len(d.create) > 0 && rapid.Bool().Draw(t, "fail")
+		if failed {
+			out = createsFail(fmt.Errorf("forbidden"))(d)
+		}
+		v := settle(o, d, out)
+		switch {
+		case failed && !v.publish:
+			t.Fatalf("a pass with a failed create does not publish status")
+		case d.hold == holdWaiting && v.publish:
+			t.Fatalf("a pass waiting for the cache publishes status")
+		case !d.acts() && d.hold != holdWaiting && !v.publish:
+			t.Fatalf("a pass that did nothing (hold %d) does not publish status", d.hold)
+		case d.acts() && !failed && v.publish:
+			t.Fatalf("a pass whose writes all succeeded publishes stale status")
+		}
+	})
+}

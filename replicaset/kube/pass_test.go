@@ -118,10 +118,10 @@ func render(d decision, v verdict) string {
 		fmt.Fprintf(&b, "%s=%s %s: %s\n", c.Type, c.Status, c.Reason, c.Message)
 	}
 	for _, e := range v.events {
-		fmt.Fprintf(&b, "event %s %s: %s\n", e.kind, e.reason, e.note)
+		fmt.Fprintf(&b, "event %s %s: %s\n", e.kind, e.reason, e.text)
 	}
-	fmt.Fprintf(&b, "forgive=%v forgiveUIDs=%v taken=%v requeue=%v retry=%v terminal=%v",
-		v.forgive, v.forgiveUIDs, v.taken, v.requeue, v.retry != nil, v.terminal != nil)
+	fmt.Fprintf(&b, "publish=%v forgive=%v forgiveUIDs=%v taken=%v requeue=%v retry=%v terminal=%v",
+		v.publish, v.forgive, v.forgiveUIDs, v.taken, v.requeue, v.retry != nil, v.terminal != nil)
 	return b.String()
 }
 

@@ -22,7 +22,7 @@ import (
 // children and the candidate orphans, what expectations still wait for, and
 // the clock. decide turns it into a decision without any I/O.
 type observation struct {
-	owner client.Object // a copy from the cache: the report step writes its status
+	owner client.Object // the cache's own object: never modified (report copies it)
 	key   string        // namespace/name, the expectations' key
 	seed  uint64        // the owner's own seed (a hash of its UID)
 	now   time.Time
@@ -59,7 +59,7 @@ type child struct {
 func (r *Reconciler[O, C]) read(ctx context.Context, req reconcile.Request) (*observation, error) {
 	owner := r.EmptyOwner()
 	key := req.String()
-	if err := r.Cache.Get(ctx, req.NamespacedName, owner); err != nil {
+	if err := r.Cache.Get(ctx, req.NamespacedName, owner, client.UnsafeDisableDeepCopy); err != nil {
 		if apierrors.IsNotFound(err) {
 			r.Expectations.Forget(key)
 			return nil, nil

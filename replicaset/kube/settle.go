@@ -25,21 +25,27 @@ const soon = time.Millisecond
 // look again. settle computes it without any I/O.
 type verdict struct {
 	status Status
-	events []event
+	events []note
 	// forgive lists created or adopted names that will never show up;
 	// forgiveUIDs lists deleted or released UIDs that will not go.
 	forgive     []string
 	forgiveUIDs []string
 	taken       []string
-	requeue     time.Duration
+	// publish says to write status. A pass whose writes all succeeded,
+	// and a pass waiting for the cache to show earlier writes, leave it to
+	// the pass that sees those writes: what they observed is already
+	// stale, and that pass is sure to come (the writes' own watch events
+	// start it).
+	publish bool
+	requeue time.Duration
 	// retry is returned to controller-runtime, which retries with
 	// backoff; terminal is returned as a terminal error (not retried).
 	retry    error
 	terminal error
 }
 
-// event is one event to record on the owner.
-type event struct{ kind, reason, action, note string }
+// note is one event to record on the owner.
+type note struct{ kind, reason, action, text string }
 
 // settle turns the observation, the decision and what apply did into the
 // pass's verdict.
@@ -48,6 +54,9 @@ func settle(o *observation, d decision, out outcome) verdict {
 	failed := failures(out.acted)
 	v.forgive, v.forgiveUIDs, v.taken = forgiveness(d, out, failed)
 	v.status = status(o, d, out, failed)
+	acted := out.ran || len(out.adopted) > 0 || len(out.released) > 0
+	clean := out.claimErr == nil && out.acted.Err == nil && !out.ownerGone
+	v.publish = !(acted && clean) && d.hold != holdWaiting
 	v.events = eventsOf(d, out, failed)
 
 	takenOnly := onlyTaken(out.acted.Err)
@@ -158,10 +167,10 @@ func status(o *observation, d decision, out outcome, failed map[string]error) St
 }
 
 // eventsOf lists the pass's events: one per kind of outcome.
-func eventsOf(d decision, out outcome, failed map[string]error) []event {
-	var evs []event
-	add := func(kind, reason, action, note string) {
-		evs = append(evs, event{kind, reason, action, note})
+func eventsOf(d decision, out outcome, failed map[string]error) []note {
+	var evs []note
+	add := func(kind, reason, action, text string) {
+		evs = append(evs, note{kind, reason, action, text})
 	}
 	if len(d.warnings) > 0 {
 		add(corev1.EventTypeWarning, "InvalidAnnotation", "Describe", listNote(d.warnings, "; ", maxNote))

@@ -3,15 +3,19 @@ package kube
 import (
 	"context"
 	"fmt"
+	"maps"
 	"slices"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
 	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/builder"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/controller"
+	"sigs.k8s.io/controller-runtime/pkg/event"
 	"sigs.k8s.io/controller-runtime/pkg/handler"
 	"sigs.k8s.io/controller-runtime/pkg/metrics"
+	"sigs.k8s.io/controller-runtime/pkg/predicate"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 )
 
@@ -67,7 +71,7 @@ func (r *Reconciler[O, C]) SetupWithManager(mgr ctrl.Manager, name string) error
 	}
 	b := ctrl.NewControllerManagedBy(mgr).
 		Named(name).
-		For(r.EmptyOwner()).
+		For(r.EmptyOwner(), builder.WithPredicates(ownerChanged)).
 		Owns(r.EmptyChild()).
 		WithOptions(controller.Options{MaxConcurrentReconciles: workers})
 	if r.EmptyOwnerList != nil {
@@ -78,6 +82,18 @@ func (r *Reconciler[O, C]) SetupWithManager(mgr ctrl.Manager, name string) error
 	}
 	return b.Complete(r)
 }
+
+// ownerChanged lets through the owner updates a pass can act on: its spec
+// (generation), labels, annotations and deletion. An update of the status
+// alone, which this reconciler writes itself, starts no pass: each would
+// cost a pass that finds nothing to do.
+var ownerChanged = predicate.Funcs{UpdateFunc: func(e event.UpdateEvent) bool {
+	o, n := e.ObjectOld, e.ObjectNew
+	return o.GetGeneration() != n.GetGeneration() ||
+		!maps.Equal(o.GetLabels(), n.GetLabels()) ||
+		!maps.Equal(o.GetAnnotations(), n.GetAnnotations()) ||
+		!o.GetDeletionTimestamp().Equal(n.GetDeletionTimestamp())
+}}
 
 // childIndex and ownerIndex name the reconciler's indexes; the
 // controller's name keeps two reconcilers of one kind apart.

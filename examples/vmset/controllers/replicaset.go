@@ -41,7 +41,7 @@ func (ReplicaSetAdapter) NewChild(s *vmv1.VirtualMachineReplicaSet) (*vmv1.Virtu
 			Labels:      copyMap(s.Spec.Template.Metadata.Labels),
 			Annotations: copyMap(s.Spec.Template.Metadata.Annotations),
 		},
-		Spec: s.Spec.Template.Spec,
+		Spec: *s.Spec.Template.Spec.DeepCopy(),
 	}, nil
 }
 

@@ -51,6 +51,7 @@ type fleetOwner interface {
 type fleetRun struct {
 	up, down             time.Duration
 	upCPU, downCPU, idle time.Duration
+	upW, downW           writes // the API server's writes, taken after the idle window
 }
 
 // owners measures each fleet runs times on both sides, at 1000/1000,
@@ -85,7 +86,8 @@ func (b *bench) owners(ctx context.Context, fleets []fleet, runs int, idle time.
 				if err != nil {
 					return nil, fmt.Errorf("%s, %s: %w", f, side, err)
 				}
-				fmt.Printf("    up %v (CPU %v), idle CPU %v, down %v (CPU %v)\n", r.up.Round(time.Millisecond), r.upCPU, r.idle, r.down.Round(time.Millisecond), r.downCPU)
+				fmt.Printf("    up %v (CPU %v; %v), idle CPU %v, down %v (CPU %v; %v)\n", r.up.Round(time.Millisecond), r.upCPU, r.upW,
+					r.idle, r.down.Round(time.Millisecond), r.downCPU, r.downW)
 				if kitTurn {
 					kit = append(kit, r)
 				} else {
@@ -112,11 +114,16 @@ func fleetLines(f fleet, kit, rs []fleetRun) []line {
 		return line{what: fmt.Sprintf("%s owners in one namespace, %s", f, what), kit: median(k), ref: median(r),
 			refName: "ReplicaSet controller", goal: goal, runs: ratios(k, r), ratio: medianRatio(k, r)}
 	}
+	withWrites := func(l line, kw, rw writes) line {
+		l.kitWrites, l.refW, l.perReplica = kw, rw, f.k*f.m
+		return l
+	}
+	last := len(kit) - 1
 	idleK, idleR := pick(kit, func(r fleetRun) time.Duration { return r.idle }), pick(rs, func(r fleetRun) time.Duration { return r.idle })
 	return []line{
-		row("all created, time", "≤ 1.0", func(r fleetRun) time.Duration { return r.up }),
+		withWrites(row("all created, time", "≤ 1.0", func(r fleetRun) time.Duration { return r.up }), kit[last].upW, rs[last].upW),
 		row("all created, controller CPU", "≤ 1.0", func(r fleetRun) time.Duration { return r.upCPU }),
-		row("all scaled to 0, time", "≤ 1.0", func(r fleetRun) time.Duration { return r.down }),
+		withWrites(row("all scaled to 0, time", "≤ 1.0", func(r fleetRun) time.Duration { return r.down }), kit[last].downW, rs[last].downW),
 		row("all scaled to 0, controller CPU", "≤ 1.0", func(r fleetRun) time.Duration { return r.downCPU }),
 		{what: fmt.Sprintf("%s owners, controller CPU in the idle window after creating", f), kit: median(idleK), ref: median(idleR),
 			refName: "ReplicaSet controller", goal: "within 0.1 s", runs: durations(idleK) + " / " + durations(idleR), ratio: -1},
@@ -162,6 +169,10 @@ func (b *bench) fleetOnce(ctx context.Context, o fleetOwner, pid int, f fleet, i
 	if err != nil {
 		return r, err
 	}
+	w0, err := scrapeWrites(ctx, b.cs)
+	if err != nil {
+		return r, err
+	}
 	start := time.Now()
 	if err := each(func(i int) error { return o.createNamed(ctx, ns, name(i), f.m) }); err != nil {
 		return r, err
@@ -179,6 +190,10 @@ func (b *bench) fleetOnce(ctx context.Context, o fleetOwner, pid int, f fleet, i
 	if err != nil {
 		return r, err
 	}
+	w1, err := scrapeWrites(ctx, b.cs)
+	if err != nil {
+		return r, err
+	}
 	start = time.Now()
 	if err := each(func(i int) error { return o.scaleNamed(ctx, ns, name(i), 0) }); err != nil {
 		return r, err
@@ -192,6 +207,12 @@ func (b *bench) fleetOnce(ctx context.Context, o fleetOwner, pid int, f fleet, i
 		return r, err
 	}
 	r.upCPU, r.idle, r.downCPU = cpu1-cpu0, cpu2-cpu1, cpu3-cpu2
+	time.Sleep(3 * time.Second) // trailing status writes and events
+	w2, err := scrapeWrites(ctx, b.cs)
+	if err != nil {
+		return r, err
+	}
+	r.upW, r.downW = ownWrites(w1.minus(w0)), ownWrites(w2.minus(w1))
 	if err := each(func(i int) error { return o.deleteNamed(ctx, ns, name(i)) }); err != nil {
 		return r, err
 	}
@@ -253,4 +274,13 @@ func (w widgetOwner) scaleNamed(ctx context.Context, ns, name string, n int) err
 
 func (w widgetOwner) deleteNamed(ctx context.Context, ns, name string) error {
 	return w.b.c.Delete(ctx, widgetkind.New(ns, name, 0), client.PropagationPolicy(metav1.DeletePropagationBackground))
+}
+
+// ownWrites leaves out the harness's own writes to the owners.
+func ownWrites(w writes) writes {
+	delete(w, "widgets")
+	delete(w, "replicasets")
+	delete(w, "namespaces")
+	delete(w, "serviceaccounts")
+	return w
 }
