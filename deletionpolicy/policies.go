@@ -22,9 +22,9 @@ var (
 // place across passes, restarts and stale caches, and a retried pass never
 // picks a different victim. Different seeds give independent orders.
 //
-// The seed is Seed combined with the owner's seed that Compute passes in
-// Env.Seed (replicaset.Spec.Seed), so one Random value in a registry built
-// once serves every owner, each in an order of its own.
+// The seed is Seed combined with (a scrambling of) the owner's seed that
+// Compute passes in Env.Seed (replicaset.Spec.Seed), so one Random value in
+// a registry built once serves every owner, each in an order of its own.
 //
 // Order, inside replicaset.Compute's tiers: lower deletion cost;
 // hash of (Seed, Env.Seed, Name).
@@ -36,7 +36,16 @@ type Random struct {
 
 // Rank implements Policy.
 func (p Random) Rank(r replicaset.Replica, env replicaset.Env) replicaset.Rank {
-	return replicaset.Rank{r.DeletionCost, int64(hashName(p.Seed^env.Seed, r.Name))}
+	return replicaset.Rank{r.DeletionCost, int64(hashName(p.Seed^mixSeed(env.Seed), r.Name))}
+}
+
+// mixSeed scrambles an owner's seed before it is combined with Random.Seed,
+// so that equal seeds do not cancel out. It is a bijection with
+// mixSeed(0) == 0: without an owner seed, Random{Seed: s} orders as it
+// always did.
+func mixSeed(s uint64) uint64 {
+	s *= 0x9e3779b97f4a7c15 // odd: a bijection
+	return s ^ s>>29
 }
 
 // hashName mixes seed and name with FNV-1a and a SplitMix64 finalizer, so
@@ -122,8 +131,8 @@ func (UnhealthyFirst) Rank(r replicaset.Replica, env replicaset.Env) replicaset.
 
 // HighestOrdinal deletes the replica with the highest ordinal first, so an
 // ordinally named set (web-0, web-1, …) shrinks from the top, as a
-// StatefulSet does. Replicas without an ordinal are outside the sequence and
-// go before all that have one. It needs a caller that sets
+// StatefulSet does. Among replicas of equal deletion cost, those without an
+// ordinal are outside the sequence and go first. It needs a caller that sets
 // Replica.Ordinal (see [UsesOrdinals]); with none set it orders by name.
 //
 // Order, inside replicaset.Compute's tiers: lower deletion cost;

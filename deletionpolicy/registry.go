@@ -12,9 +12,9 @@ import (
 )
 
 // Policy is a deletion order: it ranks a replica set's deletion candidates.
-// Compute applies the universal tiers around it (replicas already being
-// deleted first, then replicas marked for deletion; protected replicas never;
-// name and UID as the final tie-break), so a policy only orders the rest.
+// replicaset.Compute applies the universal tiers around it (its
+// documentation states the whole order), so a policy only orders what they
+// leave to it.
 type Policy interface {
 	replicaset.Ranker
 }

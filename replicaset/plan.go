@@ -15,8 +15,8 @@ type Plan struct {
 	// None of them is already being deleted or protected.
 	Delete []Replica
 	// Deleting lists the replicas already being deleted, which need no
-	// action: they are first in the deletion order and were counted before
-	// any replica in Delete was chosen.
+	// action: they covered the excess before any replica in Delete was
+	// chosen (see Compute's deletion order).
 	Deleting []Replica
 	// Deferred is how many creates or deletes the per-pass cap held back;
 	// a later pass will ask for them.

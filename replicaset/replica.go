@@ -60,7 +60,7 @@ type Replica struct {
 	Deleting bool
 	// MarkedForDeletion reports that someone asked for this replica to be
 	// removed first on the next scale-down (in the Kubernetes binding, an
-	// annotation). Marked replicas go before all others under every policy.
+	// annotation). Its place in the deletion order is stated in Compute.
 	MarkedForDeletion bool
 	// Protected reports that the replica is protected from scale-in: the
 	// planner never chooses it, and reports a Shortfall when that prevents
@@ -140,9 +140,9 @@ func (r Rank) Compare(o Rank) int {
 }
 
 // Ranker is a deletion policy as Compute consults it. Compute calls Rank once
-// per candidate replica and orders candidates by it, after the universal tiers
-// (already deleting, then marked for deletion) and before the final
-// tie-break (name, then UID). The deletionpolicy package implements it.
+// per candidate replica and orders candidates by it within the deletion
+// order that Compute's documentation states. The deletionpolicy package
+// implements it.
 //
 // Rank must be a pure function of its arguments: the same replica and Env
 // must always give the same Rank, or a retried pass could choose a different

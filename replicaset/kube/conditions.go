@@ -14,56 +14,63 @@ import (
 // Reasons of the conditions the reconciler sets. Each condition's reason
 // says why it has its status; the message gives the numbers or the error.
 const (
-	// ReasonNoFailure: ReplicaFailure is False.
+	// ReasonNoFailure is ReplicaFailure's reason when it is False.
 	ReasonNoFailure = "NoFailure"
-	// ReasonInvalidSpec: the spec or template cannot be used; nothing
-	// is done until it changes.
+	// ReasonInvalidSpec means the spec or template cannot be used;
+	// nothing is done until it changes.
 	ReasonInvalidSpec = "InvalidSpec"
-	// ReasonUnknownDeletePolicy: the spec names a policy the Reconciler's
-	// registry does not have; the message lists the known ones.
+	// ReasonUnknownDeletePolicy means the spec names a policy the
+	// Reconciler's registry does not have; the message lists the known
+	// ones.
 	ReasonUnknownDeletePolicy = "UnknownDeletePolicy"
-	// ReasonSelectorMismatch: the selector does not select the template's
-	// labels.
+	// ReasonSelectorMismatch means the selector does not select the
+	// template's labels.
 	ReasonSelectorMismatch = "SelectorMismatch"
-	// ReasonNeedsOrdinalNames: the policy orders by ordinal and children
-	// are named randomly.
+	// ReasonNeedsOrdinalNames means the policy orders by ordinal while
+	// children are named randomly.
 	ReasonNeedsOrdinalNames = "NeedsOrdinalNames"
-	// ReasonFailedClaim: adopting or releasing a child failed.
+	// ReasonOwnerUnconfirmed means the read of the owner from the API
+	// server, before adopting, releasing or creating, failed; the pass
+	// did nothing and is retried.
+	ReasonOwnerUnconfirmed = "OwnerUnconfirmed"
+	// ReasonFailedClaim means adopting or releasing a child failed.
 	ReasonFailedClaim = "FailedClaim"
-	// ReasonFailedReplicaOperation: a create or delete failed.
+	// ReasonFailedReplicaOperation means a create or delete failed.
 	ReasonFailedReplicaOperation = "FailedReplicaOperation"
-	// ReasonNameTaken: a create found its name held by someone else's
-	// object; the child is created under another name at once.
+	// ReasonNameTaken means a create found its name held by someone
+	// else's object; the child is created under another name at once.
 	ReasonNameTaken = "NameTaken"
-	// ReasonScaleInProtected: protected children keep the set above its
-	// desired count.
+	// ReasonScaleInProtected means protected children keep the set above
+	// its desired count.
 	ReasonScaleInProtected = "ScaleInProtected"
-	// ReasonInvalidAnnotation: a child's annotation could not be read; the
-	// message names the child and the value.
+	// ReasonInvalidAnnotation means a child's annotation could not be
+	// read; the message names the child and the value.
 	ReasonInvalidAnnotation = "InvalidAnnotation"
 
-	// ReasonScaling: ScalingUp or ScalingDown is True: the set is on its
-	// way to the desired count.
+	// ReasonScaling means ScalingUp or ScalingDown is True: the set is on
+	// its way to the desired count.
 	ReasonScaling = "Scaling"
-	// ReasonDesiredReplicas: ScalingUp or ScalingDown is False because
-	// there is nothing to do in that direction.
+	// ReasonDesiredReplicas means ScalingUp or ScalingDown is False
+	// because there is nothing to do in that direction.
 	ReasonDesiredReplicas = "DesiredReplicas"
-	// ReasonPaused: the owner is paused, so nothing changes.
+	// ReasonPaused means the owner is paused, so nothing changes.
 	ReasonPaused = "Paused"
-	// ReasonOwnerDeleting: the owner is being deleted; the garbage
+	// ReasonOwnerDeleting means the owner is being deleted; the garbage
 	// collector removes its children.
 	ReasonOwnerDeleting = "OwnerDeleting"
-	// ReasonReplicaFailure: ScalingUp, ScalingDown or Ready cannot move
-	// because of what ReplicaFailure says.
+	// ReasonReplicaFailure means ScalingUp, ScalingDown or Ready cannot
+	// move because of what ReplicaFailure says.
 	ReasonReplicaFailure = "ReplicaFailure"
-	// ReasonReplicasReady: Ready is True.
+	// ReasonReplicasReady is Ready's reason when it is True.
 	ReasonReplicasReady = "ReplicasReady"
-	// ReasonTooFewReplicas and ReasonTooManyReplicas: Ready is False
-	// because the live count differs from the desired one.
-	ReasonTooFewReplicas  = "TooFewReplicas"
+	// ReasonTooFewReplicas means Ready is False because fewer children
+	// live than desired.
+	ReasonTooFewReplicas = "TooFewReplicas"
+	// ReasonTooManyReplicas means Ready is False because more children
+	// live than desired.
 	ReasonTooManyReplicas = "TooManyReplicas"
-	// ReasonReplicasNotReady: Ready is False because fewer children than
-	// desired are ready.
+	// ReasonReplicasNotReady means Ready is False because fewer children
+	// than desired are ready.
 	ReasonReplicasNotReady = "ReplicasNotReady"
 )
 
@@ -137,6 +144,8 @@ func failure(d decision, out outcome) (reason, msg string) {
 		reason, msg = ReasonNeedsOrdinalNames, d.failure.Error()
 	case d.hold == holdFailure:
 		reason, msg = ReasonInvalidSpec, d.failure.Error()
+	case out.confirmErr != nil:
+		reason, msg = ReasonOwnerUnconfirmed, out.confirmErr.Error()
 	case out.claimErr != nil:
 		reason, msg = ReasonFailedClaim, out.claimErr.Error()
 	case onlyTaken(out.acted.Err):

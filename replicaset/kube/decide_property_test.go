@@ -1,6 +1,7 @@
 package kube
 
 import (
+	"errors"
 	"fmt"
 	"slices"
 	"testing"
@@ -111,6 +112,15 @@ func TestDecide_Properties(t *testing.T) {
 		if len(d.create) != d.plan.Create {
 			t.Fatalf("%d names for %d creates", len(d.create), d.plan.Create)
 		}
+		counted := 0
+		for _, m := range d.members {
+			if !m.replica.Deleting || !o.spec.ReplaceDeleting {
+				counted++
+			}
+		}
+		if len(d.create) > 0 && counted+len(d.create) > o.spec.Replicas {
+			t.Fatalf("%d counted members and %d creates exceed the desired %d", counted, len(d.create), o.spec.Replicas)
+		}
 		used := slices.Concat(o.taken)
 		for _, c := range slices.Concat(o.children, o.orphans) {
 			used = append(used, c.obj.GetName())
@@ -142,9 +152,15 @@ func TestSettle_Properties(t *testing.T) {
 			out = createsFail(rapid.SampledFrom(errs).Draw(t, "error"))(d)
 		}
 		v := settle(o, d, out)
-		for _, n := range v.taken {
-			if !slices.Contains(v.forgive, n) {
-				t.Fatalf("taken name %s is still expected", n)
+		for _, n := range d.create {
+			created := slices.Contains(out.acted.Created, n)
+			var unsure *unsureError
+			keep := created || errors.As(failures(out.acted)[n], &unsure)
+			if slices.Contains(v.forgive, n) == keep {
+				t.Fatalf("create %s: created or unclear %v, yet forgiven %v", n, keep, slices.Contains(v.forgive, n))
+			}
+			if slices.Contains(v.taken, n) != errors.Is(failures(out.acted)[n], ErrNameTaken) {
+				t.Fatalf("create %s: taken %v, error %v", n, slices.Contains(v.taken, n), failures(out.acted)[n])
 			}
 		}
 		for _, n := range v.forgive {
@@ -154,9 +170,6 @@ func TestSettle_Properties(t *testing.T) {
 		}
 		if !d.acts() && (len(v.forgive) > 0 || len(v.forgiveUIDs) > 0) {
 			t.Fatalf("a pass that did nothing forgives %v %v", v.forgive, v.forgiveUIDs)
-		}
-		if (v.retry != nil) == (v.terminal != nil) && v.retry != nil {
-			t.Fatalf("both retried and terminal")
 		}
 	})
 }

@@ -14,8 +14,9 @@
 // # One pass
 //
 // Each reconcile is read, decide, apply, report; only read, apply and
-// report do I/O, and every choice is made by one pure function, as etcd's
-// raft returns a Ready value and leaves the work to the application:
+// report do I/O, and the choices are made by two pure functions, one
+// before the writes and one after, as etcd's raft returns a Ready value and
+// leaves the work to the application (Advance):
 //
 //   - read gathers an observation: the owner, its own children (through an
 //     index on their controller's UID), the orphans its selector matches
@@ -25,32 +26,45 @@
 //     the orphans to adopt, the children to release, the names to create
 //     and the replicas to delete (the replicaset.Compute plan).
 //   - apply carries the decision out and decides nothing: it confirms the
-//     owner on the API server when the pass adopts or creates, then adopts
+//     owner on the API server when the pass adopts, releases or creates
+//     (doing nothing if the owner is gone or being deleted), then adopts
 //     and releases, then creates and deletes (execute.Plan, slow start),
 //     stopping at the first step that fails.
-//   - report settles what happened (another pure function): the status and
-//     its conditions, events, which expectations to drop, and when to look
-//     again; then it patches status if it changed.
+//   - report settles what happened (the second pure function): the status
+//     and its conditions, events, which expectations to drop, and when to
+//     look again; then it patches status if it changed.
 //
 // A pass holds, doing nothing but status, when the spec cannot be used (an
 // invalid selector or template, an unknown policy, a policy that needs
 // ordinal names), when the owner is being deleted (the garbage
-// collector's cascade stays whole: no adoption, release or create), when
-// the owner is paused, and while the cache has not shown the last pass's
-// writes. Each condition's reason says which (see the Reason constants).
+// collector's cascade stays whole: no adoption, release or create), and
+// when the owner is paused; each condition's reason says which (see the
+// Reason constants). While the cache has not shown the last pass's writes
+// a pass holds without writing status at all: what it sees is stale, and
+// the pass that sees those writes comes with their watch events. For the
+// same reason a pass whose writes all succeeded leaves status to that
+// next pass: one status write per owner per step, not two.
+//
+// The Adapter's methods are called from several workers at once, and
+// NewChild from several creates of one pass at once.
 //
 // # Cost
 //
 // A pass reads what its owner has, not what the namespace holds: the
 // owner's children through the index [Reconciler.SetupWithManager]
-// registers, orphans through the selector, nothing deep-copied unless it
-// is about to be written (the Adapter's Describe sees the cache's own
-// objects). Owners of a new orphan are found through an index on their
-// selectors. The API server is read directly only to confirm the owner
-// before adopting or creating (once per such pass), to settle a create that
-// failed without a clear answer, and when expectations expire. A platform
-// that refuses every create costs one create per pass and at most two
-// reads. [DefaultMaxConcurrentReconciles] owners are reconciled at once.
+// registers, its candidate orphans through the same index under one
+// matchLabels pair of its selector, and nothing is deep-copied unless it is
+// about to be written (the Adapter's Spec and Describe see the cache's own
+// objects; NewChild builds one new child per pass to learn the template's
+// labels). With EmptyOwnerList set, owners of a new orphan are found
+// through an index on one matchLabels pair of their selectors. The API
+// server is read directly only to confirm the owner before adopting,
+// releasing or creating (once per such pass), to settle a create that
+// failed without a clear answer or found its name taken, and when
+// expectations expire. A platform that refuses every create costs, per
+// pass, one read to confirm the owner, the creates slow start lets begin
+// before the first answer (Execute.InitialBatch, one by default), and one
+// read for each of them that failed without a clear answer. [DefaultMaxConcurrentReconciles] owners are reconciled at once.
 //
 // The Reconciler reads through the manager's cache, which serves typed and
 // unstructured owners alike: unstructured owners need no
@@ -61,12 +75,15 @@
 // Caches lag. [Expectations] remembers what a pass created, adopted,
 // deleted and released, and holds the next pass until the cache shows
 // those writes; when it has not within a TTL, the pass reads the children
-// from the API server instead of assuming success. A create refused by the
-// API server is forgiven at once; one that failed without a clear answer
-// is checked with one read. A name found taken by someone else's object is
-// never touched: it is remembered, and the next pass, at once, creates
-// under another name. This is what keeps a replica set from ever creating
-// more children than asked for.
+// from the API server instead of assuming success. This is what keeps a
+// stale cache from making a replica set create more children than asked
+// for. A create refused by the API server is forgiven at once; one that
+// failed without a clear answer is checked with one read, and forgiven if
+// the child is not there (a create still in flight on the server at that
+// moment could yet land: the next scale-down pass removes the one child
+// too many). A name found taken by someone else's object is left alone
+// (unless it is an orphan the selector matches, which is adopted): it is
+// remembered, and the next pass, at once, creates under another name.
 //
 // # Names
 //
@@ -81,8 +98,8 @@
 // [AnnotationScaleInProtection] on a child map to the planner's marked,
 // cost and protected replica fields ([ReplicaOf]); the deletion order they
 // take part in is stated once, in replicaset.Compute. A malformed cost is a
-// Warning event and part of the ReplicaFailure condition, naming the child
-// and the value.
+// Warning event (on each pass that sees it) and part of the ReplicaFailure
+// condition, naming the child and the value.
 //
 // # Permissions
 //

@@ -54,12 +54,14 @@ func TestEdges_PausedLeavesEverythingAlone(t *testing.T) {
 	w := widget(ns, "held", 3)
 	_ = unstructured.SetNestedField(w.Object, true, "spec", "paused")
 	createObject(t, c, w)
-	time.Sleep(time.Second)
+	// A pass has run once the status says Paused; give any write it
+	// might have made a moment to land before looking.
+	waitCondition(t, c, w, kube.ConditionScalingUp, "False", "Paused")
+	waitCondition(t, c, w, kube.ConditionReady, "False", "Paused")
+	time.Sleep(500 * time.Millisecond)
 	if live, _ := children(t, c, w); len(live) != 0 {
 		t.Errorf("a paused owner has children %v, want none (no creates, no adoption)", live)
 	}
-	waitCondition(t, c, w, kube.ConditionScalingUp, "False", "Paused")
-	waitCondition(t, c, w, kube.ConditionReady, "False", "Paused")
 }
 
 // TestEdges_DeletingOwnerNeverReleases: a child that stops matching while
@@ -80,14 +82,15 @@ func TestEdges_DeletingOwnerNeverReleases(t *testing.T) {
 	if err := c.Patch(ctx, cm, client.RawPatch("application/merge-patch+json", patch)); err != nil {
 		t.Fatal(err)
 	}
-	time.Sleep(1500 * time.Millisecond)
+	// The relabelled child's event starts a pass; the status says it ran.
+	waitCondition(t, c, w, kube.ConditionReady, "False", "OwnerDeleting")
+	time.Sleep(500 * time.Millisecond)
 	if err := c.Get(ctx, client.ObjectKeyFromObject(cm), cm); err != nil {
 		t.Fatal(err)
 	}
 	if ref := metav1.GetControllerOf(cm); ref == nil || ref.UID != w.GetUID() {
 		t.Errorf("a deleting owner released %s (controller now %v)", cm.Name, ref)
 	}
-	waitCondition(t, c, w, kube.ConditionReady, "False", "OwnerDeleting")
 	patch = []byte(`{"metadata":{"finalizers":null}}`)
 	if err := c.Patch(ctx, w, client.RawPatch("application/merge-patch+json", patch)); err != nil {
 		t.Fatal(err)

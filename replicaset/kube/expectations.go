@@ -12,8 +12,9 @@ import (
 // directly, as the Kubernetes ReplicaSet controller's expectations do.
 const DefaultExpectationTTL = 5 * time.Minute
 
-// Expectations remembers, per owner, the children a pass created (by name)
-// and deleted (by UID), until the informer cache has seen those writes. A
+// Expectations remembers, per owner, the children a pass created or
+// adopted (by name) and deleted or released (by UID), until the informer
+// cache has seen those writes, and the names found taken by others' objects. A
 // reconciler acts for an owner only when its expectations are met, so a
 // stale cache can never make it create or delete twice. The zero value is
 // ready to use; it is safe for concurrent use.
@@ -25,6 +26,7 @@ type Expectations struct {
 	mu     sync.Mutex
 	owners map[string]*pending
 	taken  map[string]map[string]time.Time // per owner: name -> when found taken
+	uids   map[string]string               // per owner: the UID what is remembered belongs to
 }
 
 type pending struct {
@@ -143,6 +145,23 @@ func (e *Expectations) Forget(owner string) {
 	defer e.mu.Unlock()
 	delete(e.owners, owner)
 	delete(e.taken, owner)
+	delete(e.uids, owner)
+}
+
+// bind ties what is remembered for owner to the owner's UID: an owner
+// deleted and created again under the same name, before any pass saw it
+// gone, does not inherit its predecessor's expectations or taken names.
+func (e *Expectations) bind(owner, uid string) {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	if e.uids == nil {
+		e.uids = map[string]string{}
+	}
+	if old, ok := e.uids[owner]; ok && old != uid {
+		delete(e.owners, owner)
+		delete(e.taken, owner)
+	}
+	e.uids[owner] = uid
 }
 
 // resetPending drops owner's unmet expectations, after a live read from

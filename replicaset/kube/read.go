@@ -54,18 +54,20 @@ type child struct {
 
 // read gathers the observation for the owner of req; it returns nil when the
 // owner is gone. Its reads follow the owner: its children through the
-// index on their controller's UID, orphans through the index of objects
-// without a controller, filtered by the owner's selector.
+// index on their controller's UID, orphans through the same index under one
+// matchLabels pair of the owner's selector, then filtered by the whole
+// selector.
 func (r *Reconciler[O, C]) read(ctx context.Context, req reconcile.Request) (*observation, error) {
 	owner := r.EmptyOwner()
 	key := req.String()
 	if err := r.Cache.Get(ctx, req.NamespacedName, owner, client.UnsafeDisableDeepCopy); err != nil {
 		if apierrors.IsNotFound(err) {
-			r.Expectations.Forget(key)
+			r.forget(key)
 			return nil, nil
 		}
 		return nil, fmt.Errorf("get owner %s: %w", key, err)
 	}
+	r.Expectations.bind(key, string(owner.GetUID()))
 	o := &observation{owner: owner, key: key, seed: seedOf(owner), now: r.now()}
 	o.spec, o.specErr = r.Adapter.Spec(owner)
 	if o.specErr == nil {
@@ -86,7 +88,7 @@ func (r *Reconciler[O, C]) read(ctx context.Context, req reconcile.Request) (*ob
 	}
 	var orphans []client.Object
 	if o.selector != nil {
-		orphans, err = r.list(ctx, r.Cache, client.InNamespace(ns), client.MatchingFields{r.childIndex(): noController},
+		orphans, err = r.list(ctx, r.Cache, client.InNamespace(ns), client.MatchingFields{r.childIndex(): orphanKey(o.spec.Selector)},
 			client.MatchingLabelsSelector{Selector: o.selector}, client.UnsafeDisableDeepCopy)
 		if err != nil {
 			return nil, err

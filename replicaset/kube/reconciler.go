@@ -24,8 +24,10 @@ const DefaultMaxConcurrentReconciles = 5
 // Reconciler keeps the children of owners of type O converged on each
 // owner's desired count. Each pass reads, decides, applies and reports;
 // only the read and the two write steps do I/O, and every choice is made by
-// one pure function (see the package documentation). Fields left nil are
-// filled in by SetupWithManager.
+// pure functions (see the package documentation). SetupWithManager is
+// required: it fills in the fields left nil (Client, Cache, APIReader,
+// Scheme, Events, Metrics) and registers the indexes reads go through;
+// Policies and Expectations are filled in on first use.
 type Reconciler[O, C client.Object] struct {
 	// Client writes to the API server: creates, deletes, ownership
 	// patches and status patches.
@@ -37,19 +39,21 @@ type Reconciler[O, C client.Object] struct {
 	// only when it is about to be written.
 	Cache client.Reader
 	// APIReader reads from the API server directly (the manager's
-	// GetAPIReader): to confirm an owner before adopting, to find out
-	// whether a create that failed without a clear answer happened, and
-	// when the cache has not caught up with this reconciler's writes in
-	// time.
+	// GetAPIReader): to confirm an owner before adopting, releasing or
+	// creating, to find out whether a create that failed without a clear
+	// answer or with "already exists" made the child, and when the cache
+	// has not caught up with this reconciler's writes in time.
 	APIReader client.Reader
 	// Scheme knows O and C, for owner references.
 	Scheme *runtime.Scheme
 	// Adapter knows the owner's and the child's kinds.
 	Adapter Adapter[O, C]
-	// EmptyOwner, EmptyChild and EmptyChildList return empty objects to
-	// read into (for unstructured kinds, with their GroupVersionKind set).
-	EmptyOwner     func() O
-	EmptyChild     func() C
+	// EmptyOwner returns an empty owner to read into (for unstructured
+	// kinds, with its GroupVersionKind set).
+	EmptyOwner func() O
+	// EmptyChild returns an empty child (see EmptyOwner).
+	EmptyChild func() C
+	// EmptyChildList returns an empty list of children (see EmptyOwner).
 	EmptyChildList func() client.ObjectList
 	// EmptyOwnerList, when set, lets the reconciler find the owners whose
 	// selector matches a new orphan (through an index on the owners'
@@ -83,8 +87,9 @@ type Reconciler[O, C client.Object] struct {
 	// Now is the clock; nil means time.Now.
 	Now func() time.Time
 
-	init  sync.Once
-	index string // the suffix of the index names, set by SetupWithManager
+	init    sync.Once
+	index   string        // the suffix of the index names, set by SetupWithManager
+	written writtenStatus // the status last written per owner
 }
 
 // Naming is how a Reconciler names the children it creates. Names are made
@@ -112,10 +117,17 @@ func (n Naming) String() string {
 
 // Condition types the reconciler sets on owners.
 const (
+	// ConditionReplicaFailure is True when something keeps the set from
+	// its desired count: a spec it cannot use, a failed create, delete
+	// or claim, protection, a malformed annotation.
 	ConditionReplicaFailure = "ReplicaFailure"
-	ConditionScalingUp      = "ScalingUp"
-	ConditionScalingDown    = "ScalingDown"
-	ConditionReady          = "Ready"
+	// ConditionScalingUp is True while the set is creating children.
+	ConditionScalingUp = "ScalingUp"
+	// ConditionScalingDown is True while the set is deleting children.
+	ConditionScalingDown = "ScalingDown"
+	// ConditionReady is True when the desired number of children live
+	// and are ready.
+	ConditionReady = "Ready"
 )
 
 // ErrSelectorMismatch means the owner's selector does not select the
@@ -127,8 +139,15 @@ var ErrSelectorMismatch = errors.New("kube: selector does not match the template
 // whose children have no ordinals (Naming is RandomNames).
 var ErrNeedsOrdinalNames = errors.New("kube: the deletion policy needs ordinal names")
 
+// errNotSetUp is what a Reconciler that SetupWithManager never registered
+// returns: its reads go through indexes only SetupWithManager creates.
+var errNotSetUp = errors.New("kube: Reconciler used without SetupWithManager, which registers the indexes it reads through")
+
 // Reconcile implements reconcile.Reconciler: read, decide, apply, report.
 func (r *Reconciler[O, C]) Reconcile(ctx context.Context, req reconcile.Request) (reconcile.Result, error) {
+	if r.index == "" {
+		return reconcile.Result{}, reconcile.TerminalError(errNotSetUp)
+	}
 	r.defaults()
 	o, err := r.read(ctx, req)
 	if err != nil || o == nil {
@@ -150,9 +169,6 @@ func (r *Reconciler[O, C]) defaults() {
 		}
 		if r.Policies == nil {
 			r.Policies = deletionpolicy.Default()
-		}
-		if r.Cache == nil {
-			r.Cache = r.Client
 		}
 	})
 }

@@ -12,9 +12,9 @@ import (
 // Annotations a person (or another controller) puts on a child to steer
 // scale-down.
 const (
-	// AnnotationDeleteFirst marks a child to be removed before all others
-	// on the next scale-down, under every policy. Any value but "false"
-	// marks it.
+	// AnnotationDeleteFirst marks a child for deletion on the next
+	// scale-down, ahead of the policy's own order (replicaset.Compute
+	// states the whole order). Any value but "false" marks it.
 	AnnotationDeleteFirst = "replicakit.io/delete-first"
 	// AnnotationDeletionCost is an integer hint: among children the
 	// policy ranks alike, lower cost is deleted first (as

@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"reflect"
+	"sync"
 	"time"
 
 	jsonpatch "github.com/evanphx/json-patch/v5"
@@ -36,9 +37,9 @@ func (r *Reconciler[O, C]) report(ctx context.Context, o *observation, d decisio
 	r.Metrics.record(r.kind(o.owner), d, out, took)
 
 	if v.publish {
-		err := r.patchStatus(ctx, o.owner, v.status)
+		err := r.patchStatus(ctx, o.key, o.owner, v.status)
 		if apierrors.IsNotFound(err) {
-			r.Expectations.Forget(o.key) // deleted since the read: nothing left to report
+			r.forget(o.key) // deleted since the read: nothing left to report
 			return reconcile.Result{}, nil
 		}
 		if err != nil {
@@ -55,13 +56,21 @@ func (r *Reconciler[O, C]) report(ctx context.Context, o *observation, d decisio
 }
 
 // patchStatus has the Adapter write st into a copy of the cached owner
-// and, when that changed the owner's status, sends the difference as a merge patch of the
-// status alone. The API server's answer is read as metadata only: the pass
+// and, when that changed the owner's status, sends the difference as a
+// merge patch of the status alone. The API server's answer is read as metadata only: the pass
 // has no use for the owner it returns.
-func (r *Reconciler[O, C]) patchStatus(ctx context.Context, cached client.Object, st Status) error {
+//
+// The difference is taken from the status this reconciler last wrote for
+// the owner, when it wrote one: the cache may not show that write yet, and
+// a status equal to the stale one would otherwise never be sent (status
+// updates start no pass). Status is the reconciler's own to write.
+func (r *Reconciler[O, C]) patchStatus(ctx context.Context, key string, cached client.Object, st Status) error {
 	before, err := statusJSON(cached)
 	if err != nil {
 		return err
+	}
+	if last, ok := r.written.get(key, cached.GetUID()); ok {
+		before = last
 	}
 	owner := cached.DeepCopyObject().(client.Object)
 	r.Adapter.SetStatus(owner.(O), st)
@@ -79,8 +88,46 @@ func (r *Reconciler[O, C]) patchStatus(ctx context.Context, cached client.Object
 	}
 	m := &metav1.PartialObjectMetadata{ObjectMeta: metav1.ObjectMeta{Namespace: owner.GetNamespace(), Name: owner.GetName()}}
 	m.SetGroupVersionKind(gvk)
-	patch := append(append([]byte(`{"status":`), diff...), '}')
-	return r.Client.Status().Patch(ctx, m, client.RawPatch(types.MergePatchType, patch))
+	patch := fmt.Appendf(nil, `{"status":%s}`, diff)
+	if err := r.Client.Status().Patch(ctx, m, client.RawPatch(types.MergePatchType, patch)); err != nil {
+		r.written.forget(key) // what the server holds is unknown now
+		return err
+	}
+	r.written.set(key, owner.GetUID(), after)
+	return nil
+}
+
+// writtenStatus remembers, per owner, the status a reconciler last wrote.
+type writtenStatus struct {
+	mu sync.Mutex
+	m  map[string]written
+}
+
+type written struct {
+	uid    types.UID
+	status []byte
+}
+
+func (w *writtenStatus) get(key string, uid types.UID) ([]byte, bool) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	s, ok := w.m[key]
+	return s.status, ok && s.uid == uid
+}
+
+func (w *writtenStatus) set(key string, uid types.UID, status []byte) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if w.m == nil {
+		w.m = map[string]written{}
+	}
+	w.m[key] = written{uid, status}
+}
+
+func (w *writtenStatus) forget(key string) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	delete(w.m, key)
 }
 
 // statusJSON is the JSON of obj's status field ("{}" when it has none). It
@@ -120,6 +167,12 @@ func statusJSON(obj client.Object) ([]byte, error) {
 		return []byte("{}"), nil
 	}
 	return s.Status, nil
+}
+
+// forget drops what the reconciler remembers of an owner that is gone.
+func (r *Reconciler[O, C]) forget(key string) {
+	r.Expectations.Forget(key)
+	r.written.forget(key)
 }
 
 // kind names the owner's kind for metrics; typed objects from the cache

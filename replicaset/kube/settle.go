@@ -55,13 +55,17 @@ func settle(o *observation, d decision, out outcome) verdict {
 	v.forgive, v.forgiveUIDs, v.taken = forgiveness(d, out, failed)
 	v.status = status(o, d, out, failed)
 	acted := out.ran || len(out.adopted) > 0 || len(out.released) > 0
-	clean := out.claimErr == nil && out.acted.Err == nil && !out.ownerGone
-	v.publish = !(acted && clean) && d.hold != holdWaiting
+	clean := out.claimErr == nil && out.acted.Err == nil
+	// A gone owner has no status to write; a pass that could not confirm
+	// its owner writes what it saw, with the error.
+	v.publish = !(acted && clean) && d.hold != holdWaiting && !out.ownerGone
 	v.events = eventsOf(d, out, failed)
 
 	takenOnly := onlyTaken(out.acted.Err)
 	switch {
 	case out.ownerGone:
+	case out.confirmErr != nil:
+		v.retry = out.confirmErr
 	case out.claimErr != nil:
 		v.retry = out.claimErr
 	case out.acted.Err != nil && !takenOnly:
@@ -98,7 +102,7 @@ func failures(res execute.Result) map[string]error {
 // that did not run. A create that failed without a clear answer stays
 // expected: the cache, or the expectations' TTL, settles it.
 func forgiveness(d decision, out outcome, failed map[string]error) (forgive, uids, taken []string) {
-	if out.ownerGone {
+	if out.ownerGone || out.confirmErr != nil {
 		return nil, nil, nil // nothing was expected
 	}
 	adopted, released := set(out.adopted), set(out.released)
@@ -110,7 +114,10 @@ func forgiveness(d decision, out outcome, failed map[string]error) (forgive, uid
 	for _, c := range d.release {
 		if !released[c.GetName()] {
 			uids = append(uids, string(c.GetUID()))
+			continue
 		}
+		// A released child keeps its name, and read no longer sees it.
+		taken = append(taken, c.GetName())
 	}
 	created, deleted := set(out.acted.Created), set(out.acted.Deleted)
 	for _, n := range d.create {

@@ -100,12 +100,38 @@ var ownerChanged = predicate.Funcs{UpdateFunc: func(e event.UpdateEvent) bool {
 func (r *Reconciler[O, C]) childIndex() string { return "replicakit.io/controller-uid." + r.index }
 func (r *Reconciler[O, C]) ownerIndex() string { return "replicakit.io/selector." + r.index }
 
-// controllerUID indexes a child by its controller's UID.
+// controllerUID indexes a child by its controller's UID; a child without a
+// controller goes under noController and under noController/k=v for each
+// of its labels, so an owner finds its candidate orphans through one pair
+// of its selector.
 func controllerUID(obj client.Object) []string {
 	if ref := metav1.GetControllerOfNoCopy(obj); ref != nil {
 		return []string{string(ref.UID)}
 	}
-	return []string{noController}
+	keys := []string{noController}
+	for k, v := range obj.GetLabels() {
+		keys = append(keys, noController+"/"+k+"="+v)
+	}
+	return keys
+}
+
+// orphanKey is the child index's value under which an owner with selector
+// sel finds its candidate orphans.
+func orphanKey(sel *metav1.LabelSelector) string {
+	if pair, ok := firstPair(sel); ok {
+		return noController + "/" + pair
+	}
+	return noController
+}
+
+// firstPair is the selector's matchLabels pair of the smallest key, as
+// key=value; every object the selector matches carries it.
+func firstPair(sel *metav1.LabelSelector) (string, bool) {
+	if sel == nil || len(sel.MatchLabels) == 0 {
+		return "", false
+	}
+	k := slices.Min(slices.Collect(maps.Keys(sel.MatchLabels)))
+	return k + "=" + sel.MatchLabels[k], true
 }
 
 // selectorKey indexes an owner by the first matchLabels pair of its
@@ -119,15 +145,10 @@ func (r *Reconciler[O, C]) selectorKey(obj client.Object) []string {
 	if err != nil || spec.Selector == nil {
 		return nil
 	}
-	if len(spec.Selector.MatchLabels) == 0 {
-		return []string{anySelector}
+	if pair, ok := firstPair(spec.Selector); ok {
+		return []string{pair}
 	}
-	keys := make([]string, 0, len(spec.Selector.MatchLabels))
-	for k := range spec.Selector.MatchLabels {
-		keys = append(keys, k)
-	}
-	k := slices.Min(keys)
-	return []string{k + "=" + spec.Selector.MatchLabels[k]}
+	return []string{anySelector}
 }
 
 // ownersOfOrphan maps a child without a controller to the owners in its

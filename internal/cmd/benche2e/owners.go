@@ -13,6 +13,7 @@ import (
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -40,11 +41,13 @@ func parseFleets(s string) ([]fleet, error) {
 	return out, nil
 }
 
-// fleetOwner makes, scales and deletes named owners of Pods.
+// fleetOwner makes, scales and deletes named owners of Pods, and tells
+// how many owners in a namespace report n replicas for their current spec.
 type fleetOwner interface {
 	createNamed(ctx context.Context, ns, name string, n int) error
 	scaleNamed(ctx context.Context, ns, name string, n int) error
 	deleteNamed(ctx context.Context, ns, name string) error
+	reporting(ctx context.Context, ns string, n int) (int, error)
 }
 
 // fleetRun is one side's figures for one fleet.
@@ -56,8 +59,9 @@ type fleetRun struct {
 
 // owners measures each fleet runs times on both sides, at 1000/1000,
 // alternating which side goes first: the time from creating every owner
-// to the last Pod, the controller process's CPU over it, its CPU in an
-// idle window after, and the same for scaling every owner to 0.
+// until the last Pod exists and every owner's status reports its Pods, the
+// controller process's CPU over it, its CPU in an idle window after, and
+// the same for scaling every owner to 0.
 func (b *bench) owners(ctx context.Context, fleets []fleet, runs int, idle time.Duration) ([]line, error) {
 	l := limit{"1000 QPS / burst 1000", 1000, 1000}
 	stopKCM, kcmPID, err := b.startReplicaSetController(l)
@@ -180,6 +184,9 @@ func (b *bench) fleetOnce(ctx context.Context, o fleetOwner, pid int, f fleet, i
 	if err := pods.await(ctx, f.k*f.m, 10*time.Minute); err != nil {
 		return r, err
 	}
+	if err := awaitReports(ctx, o, ns, f.k, f.m); err != nil {
+		return r, err
+	}
 	r.up = time.Since(start)
 	cpu1, err := cpuOf(pid)
 	if err != nil {
@@ -201,6 +208,9 @@ func (b *bench) fleetOnce(ctx context.Context, o fleetOwner, pid int, f fleet, i
 	if err := pods.await(ctx, 0, 10*time.Minute); err != nil {
 		return r, err
 	}
+	if err := awaitReports(ctx, o, ns, f.k, 0); err != nil {
+		return r, err
+	}
 	r.down = time.Since(start)
 	cpu3, err := cpuOf(pid)
 	if err != nil {
@@ -218,6 +228,25 @@ func (b *bench) fleetOnce(ctx context.Context, o fleetOwner, pid int, f fleet, i
 	}
 	time.Sleep(2 * time.Second) // let the deletes' events settle before the next side
 	return r, nil
+}
+
+// awaitReports waits until all k owners in ns report n replicas for their
+// current spec: the controller has converged, status included, and what
+// follows is idle.
+func awaitReports(ctx context.Context, o fleetOwner, ns string, k, n int) error {
+	ctx, cancel := context.WithTimeout(ctx, 5*time.Minute)
+	defer cancel()
+	for {
+		got, err := o.reporting(ctx, ns, n)
+		if err != nil || got == k {
+			return err
+		}
+		select {
+		case <-ctx.Done():
+			return fmt.Errorf("%d of %d owners report %d replicas", got, k, n)
+		case <-time.After(100 * time.Millisecond):
+		}
+	}
 }
 
 // cpuOf reads the user and system CPU time process pid has used, from
@@ -262,6 +291,36 @@ func (r rsOwner) scaleNamed(ctx context.Context, ns, name string, n int) error {
 
 func (r rsOwner) deleteNamed(ctx context.Context, ns, name string) error {
 	return r.b.cs.AppsV1().ReplicaSets(ns).Delete(ctx, name, metav1.DeleteOptions{PropagationPolicy: ptr.To(metav1.DeletePropagationBackground)})
+}
+
+func (r rsOwner) reporting(ctx context.Context, ns string, n int) (int, error) {
+	l, err := r.b.cs.AppsV1().ReplicaSets(ns).List(ctx, metav1.ListOptions{})
+	if err != nil {
+		return 0, err
+	}
+	got := 0
+	for _, rs := range l.Items {
+		if rs.Status.Replicas == int32(n) && rs.Status.ObservedGeneration == rs.Generation {
+			got++
+		}
+	}
+	return got, nil
+}
+
+func (w widgetOwner) reporting(ctx context.Context, ns string, n int) (int, error) {
+	l := widgetkind.EmptyList()
+	if err := w.b.c.List(ctx, l, client.InNamespace(ns)); err != nil {
+		return 0, err
+	}
+	got := 0
+	for _, it := range l.(*unstructured.UnstructuredList).Items {
+		replicas, _, _ := unstructured.NestedInt64(it.Object, "status", "replicas")
+		observed, _, _ := unstructured.NestedInt64(it.Object, "status", "observedGeneration")
+		if replicas == int64(n) && observed == it.GetGeneration() {
+			got++
+		}
+	}
+	return got, nil
 }
 
 func (w widgetOwner) createNamed(ctx context.Context, ns, name string, n int) error {
