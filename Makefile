@@ -61,8 +61,10 @@ bench:
 
 ## bench-e2e: the binding beside kube-controller-manager's ReplicaSet
 ## controller on one API server (0→500, 500→0, cascade, at 20/30 and
-## 1000/1000), a raw create loop, a steady-state pass and 0→100 VMs through
-## the example operator; prints the table of ratios and writes per replica.
+## 1000/1000), a raw create loop, many owners in one namespace (100×5, 400×5,
+## 1000×2: time, controller CPU, idle CPU), a steady-state pass and 0→100 VMs
+## through the example operator; prints the table of ratios and writes per
+## replica.
 .PHONY: bench-e2e
 bench-e2e: tools
 	go run ./internal/cmd/benche2e

@@ -38,6 +38,16 @@ func waitCondition(t *testing.T, c client.Client, w *unstructured.Unstructured, 
 	return msg
 }
 
+// annotate sets an annotation on the ConfigMap ns/name.
+func annotate(t *testing.T, c client.Client, ns, name, key, value string) {
+	t.Helper()
+	patch := []byte(`{"metadata":{"annotations":{"` + key + `":"` + value + `"}}}`)
+	cm := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name}}
+	if err := c.Patch(context.Background(), cm, client.RawPatch("application/merge-patch+json", patch)); err != nil {
+		t.Fatal(err)
+	}
+}
+
 func createObject(t *testing.T, c client.Client, obj client.Object) {
 	t.Helper()
 	if err := c.Create(context.Background(), obj); err != nil {
@@ -203,11 +213,7 @@ func TestEdges_BadDeletionCostIsReported(t *testing.T) {
 	w := widget(ns, "costly", 1)
 	createObject(t, c, w)
 	one := converge(t, c, w, 1)
-	cm := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: one[0]}}
-	patch := []byte(`{"metadata":{"annotations":{"` + kube.AnnotationDeletionCost + `":"cheap"}}}`)
-	if err := c.Patch(context.Background(), cm, client.RawPatch("application/merge-patch+json", patch)); err != nil {
-		t.Fatal(err)
-	}
+	annotate(t, c, ns, one[0], kube.AnnotationDeletionCost, "cheap")
 	msg := waitCondition(t, c, w, kube.ConditionReplicaFailure, "True", "InvalidAnnotation")
 	if !strings.Contains(msg, one[0]) || !strings.Contains(msg, `"cheap"`) {
 		t.Errorf("condition message %q does not name the child %s and the value", msg, one[0])
@@ -241,11 +247,7 @@ func TestEdges_ProtectedLeftBehindSaysWhy(t *testing.T) {
 	w := widget(ns, "kept", 1)
 	createObject(t, c, w)
 	one := converge(t, c, w, 1)
-	cm := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: one[0]}}
-	patch := []byte(`{"metadata":{"annotations":{"` + kube.AnnotationScaleInProtection + `":"true"}}}`)
-	if err := c.Patch(context.Background(), cm, client.RawPatch("application/merge-patch+json", patch)); err != nil {
-		t.Fatal(err)
-	}
+	annotate(t, c, ns, one[0], kube.AnnotationScaleInProtection, "true")
 	scale(t, c, w, 0)
 	msg := waitCondition(t, c, w, kube.ConditionReady, "False", "ScaleInProtected")
 	if !strings.Contains(msg, "protected from scale-in") {

@@ -108,16 +108,9 @@ func TestReconciler_Annotations(t *testing.T) {
 		t.Fatal(err)
 	}
 	four := converge(t, c, w, 4)
-	annotate := func(name, key, value string) {
-		patch := []byte(`{"metadata":{"annotations":{"` + key + `":"` + value + `"}}}`)
-		cm := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name}}
-		if err := c.Patch(context.Background(), cm, client.RawPatch("application/merge-patch+json", patch)); err != nil {
-			t.Fatal(err)
-		}
-	}
-	annotate(four[3], kube.AnnotationDeleteFirst, "true")
-	annotate(four[0], kube.AnnotationScaleInProtection, "true")
-	annotate(four[1], kube.AnnotationScaleInProtection, "true")
+	annotate(t, c, ns, four[3], kube.AnnotationDeleteFirst, "true")
+	annotate(t, c, ns, four[0], kube.AnnotationScaleInProtection, "true")
+	annotate(t, c, ns, four[1], kube.AnnotationScaleInProtection, "true")
 	scale(t, c, w, 3)
 	if live := converge(t, c, w, 3); slices.Contains(live, four[3]) {
 		t.Errorf("after 4→3: %v still holds the child marked delete-first %s", live, four[3])
