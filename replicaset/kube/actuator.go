@@ -10,7 +10,6 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/client"
-	"sigs.k8s.io/controller-runtime/pkg/client/apiutil"
 	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
 
 	"github.com/replicakit/replicakit/replicaset"
@@ -88,14 +87,10 @@ func unclear(err error) bool {
 // metadata only, so the API server's answer (the child being deleted) is
 // not decoded.
 func (a *actuator[O, C]) Delete(ctx context.Context, r replicaset.Replica) error {
-	gvk, err := apiutil.GVKForObject(a.r.EmptyChild(), a.r.Scheme)
-	if err != nil {
-		return err
-	}
 	child := &metav1.PartialObjectMetadata{ObjectMeta: metav1.ObjectMeta{Namespace: a.owner.GetNamespace(), Name: r.Name}}
-	child.SetGroupVersionKind(gvk)
+	child.SetGroupVersionKind(a.r.childGVK)
 	uid := types.UID(r.UID)
-	err = a.r.Client.Delete(ctx, child, client.Preconditions{UID: &uid}, client.PropagationPolicy(metav1.DeletePropagationBackground))
+	err := a.r.Client.Delete(ctx, child, client.Preconditions{UID: &uid}, client.PropagationPolicy(metav1.DeletePropagationBackground))
 	if apierrors.IsNotFound(err) {
 		return nil
 	}

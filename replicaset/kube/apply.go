@@ -8,7 +8,6 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
-	"sigs.k8s.io/controller-runtime/pkg/client/apiutil"
 	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
 
 	"github.com/replicakit/replicakit/replicaset/execute"
@@ -55,26 +54,12 @@ func (r *Reconciler[O, C]) apply(ctx context.Context, o *observation, d decision
 	}
 	r.Expectations.Expect(o.key, created, gone, o.now)
 
-	var errs []error
-	for _, c := range d.adopt {
-		if err := r.patchOwnership(ctx, c, func(obj client.Object) error {
-			return controllerutil.SetControllerReference(o.owner, obj, r.Scheme)
-		}); err != nil {
-			errs = append(errs, fmt.Errorf("adopt %s: %w", c.GetName(), err))
-			continue
-		}
-		out.adopted = append(out.adopted, c.GetName())
-	}
-	for _, c := range d.release {
-		if err := r.patchOwnership(ctx, c, func(obj client.Object) error {
-			return controllerutil.RemoveControllerReference(o.owner, obj, r.Scheme)
-		}); err != nil {
-			errs = append(errs, fmt.Errorf("release %s: %w", c.GetName(), err))
-			continue
-		}
-		out.released = append(out.released, c.GetName())
-	}
-	if out.claimErr = errors.Join(errs...); out.claimErr != nil {
+	adopt := func(obj client.Object) error { return controllerutil.SetControllerReference(o.owner, obj, r.Scheme) }
+	release := func(obj client.Object) error { return controllerutil.RemoveControllerReference(o.owner, obj, r.Scheme) }
+	var errAdopt, errRelease error
+	out.adopted, errAdopt = r.patchAll(ctx, "adopt", d.adopt, adopt)
+	out.released, errRelease = r.patchAll(ctx, "release", d.release, release)
+	if out.claimErr = errors.Join(errAdopt, errRelease); out.claimErr != nil {
 		return out
 	}
 	if len(d.create) > 0 || len(d.delete) > 0 {
@@ -91,13 +76,9 @@ func (r *Reconciler[O, C]) apply(ctx context.Context, o *observation, d decision
 // (for VMs, clones) straight to the garbage collector, and releasing would
 // let a child escape its cascade.
 func (r *Reconciler[O, C]) confirmOwner(ctx context.Context, owner client.Object) (bool, error) {
-	gvk, err := apiutil.GVKForObject(owner, r.Scheme)
-	if err != nil {
-		return false, err
-	}
 	fresh := &metav1.PartialObjectMetadata{}
-	fresh.SetGroupVersionKind(gvk)
-	err = r.APIReader.Get(ctx, client.ObjectKeyFromObject(owner), fresh)
+	fresh.SetGroupVersionKind(r.ownerGVK)
+	err := r.APIReader.Get(ctx, client.ObjectKeyFromObject(owner), fresh)
 	if apierrors.IsNotFound(err) {
 		return false, nil
 	}
@@ -105,6 +86,21 @@ func (r *Reconciler[O, C]) confirmOwner(ctx context.Context, owner client.Object
 		return false, fmt.Errorf("confirm owner %s before acting: %w", owner.GetName(), err)
 	}
 	return fresh.GetUID() == owner.GetUID() && fresh.GetDeletionTimestamp() == nil, nil
+}
+
+// patchAll changes the ownership of each of objs (what names the change,
+// for errors) and returns the names it changed, joining the failures.
+func (r *Reconciler[O, C]) patchAll(ctx context.Context, what string, objs []client.Object, change func(client.Object) error) ([]string, error) {
+	var done []string
+	var errs []error
+	for _, c := range objs {
+		if err := r.patchOwnership(ctx, c, change); err != nil {
+			errs = append(errs, fmt.Errorf("%s %s: %w", what, c.GetName(), err))
+			continue
+		}
+		done = append(done, c.GetName())
+	}
+	return done, errors.Join(errs...)
 }
 
 // patchOwnership changes a copy of the cache's child c and patches the

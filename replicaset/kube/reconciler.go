@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/client-go/tools/events"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
@@ -90,6 +91,10 @@ type Reconciler[O, C client.Object] struct {
 	init    sync.Once
 	index   string        // the suffix of the index names, set by SetupWithManager
 	written writtenStatus // the status last written per owner
+
+	// The kinds of owner and child, resolved once by SetupWithManager,
+	// for the requests that name objects by metadata alone.
+	ownerGVK, childGVK schema.GroupVersionKind
 }
 
 // Naming is how a Reconciler names the children it creates. Names are made

@@ -16,7 +16,6 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/client"
-	"sigs.k8s.io/controller-runtime/pkg/client/apiutil"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 )
 
@@ -34,7 +33,7 @@ func (r *Reconciler[O, C]) report(ctx context.Context, o *observation, d decisio
 			r.Events.Eventf(o.owner, nil, e.kind, e.reason, e.action, "%s", e.text)
 		}
 	}
-	r.Metrics.record(r.kind(o.owner), d, out, took)
+	r.Metrics.record(r.ownerGVK.Kind, d, out, took)
 
 	if v.publish {
 		err := r.patchStatus(ctx, o.key, o.owner, v.status)
@@ -65,12 +64,12 @@ func (r *Reconciler[O, C]) report(ctx context.Context, o *observation, d decisio
 // a status equal to the stale one would otherwise never be sent (status
 // updates start no pass). Status is the reconciler's own to write.
 func (r *Reconciler[O, C]) patchStatus(ctx context.Context, key string, cached client.Object, st Status) error {
-	before, err := statusJSON(cached)
-	if err != nil {
-		return err
-	}
-	if last, ok := r.written.get(key, cached.GetUID()); ok {
-		before = last
+	before, ok := r.written.get(key, cached.GetUID())
+	if !ok {
+		var err error
+		if before, err = statusJSON(cached); err != nil {
+			return err
+		}
 	}
 	owner := cached.DeepCopyObject().(client.Object)
 	r.Adapter.SetStatus(owner.(O), st)
@@ -82,12 +81,8 @@ func (r *Reconciler[O, C]) patchStatus(ctx context.Context, key string, cached c
 	if err != nil {
 		return err
 	}
-	gvk, err := apiutil.GVKForObject(owner, r.Scheme)
-	if err != nil {
-		return err
-	}
 	m := &metav1.PartialObjectMetadata{ObjectMeta: metav1.ObjectMeta{Namespace: owner.GetNamespace(), Name: owner.GetName()}}
-	m.SetGroupVersionKind(gvk)
+	m.SetGroupVersionKind(r.ownerGVK)
 	patch := fmt.Appendf(nil, `{"status":%s}`, diff)
 	if err := r.Client.Status().Patch(ctx, m, client.RawPatch(types.MergePatchType, patch)); err != nil {
 		r.written.forget(key) // what the server holds is unknown now
@@ -173,14 +168,4 @@ func statusJSON(obj client.Object) ([]byte, error) {
 func (r *Reconciler[O, C]) forget(key string) {
 	r.Expectations.Forget(key)
 	r.written.forget(key)
-}
-
-// kind names the owner's kind for metrics; typed objects from the cache
-// carry no TypeMeta, so it comes from the scheme.
-func (r *Reconciler[O, C]) kind(obj client.Object) string {
-	gvk, err := apiutil.GVKForObject(obj, r.Scheme)
-	if err != nil {
-		return "unknown"
-	}
-	return gvk.Kind
 }

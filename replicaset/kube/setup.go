@@ -11,6 +11,7 @@ import (
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/builder"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/client/apiutil"
 	"sigs.k8s.io/controller-runtime/pkg/controller"
 	"sigs.k8s.io/controller-runtime/pkg/event"
 	"sigs.k8s.io/controller-runtime/pkg/handler"
@@ -61,6 +62,13 @@ func (r *Reconciler[O, C]) SetupWithManager(mgr ctrl.Manager, name string) error
 		r.Metrics = m
 	}
 	r.index = name
+	var err error
+	if r.ownerGVK, err = apiutil.GVKForObject(r.EmptyOwner(), r.Scheme); err != nil {
+		return fmt.Errorf("owner kind: %w", err)
+	}
+	if r.childGVK, err = apiutil.GVKForObject(r.EmptyChild(), r.Scheme); err != nil {
+		return fmt.Errorf("child kind: %w", err)
+	}
 	ctx := context.Background()
 	if err := mgr.GetFieldIndexer().IndexField(ctx, r.EmptyChild(), r.childIndex(), controllerUID); err != nil {
 		return fmt.Errorf("index children by controller: %w", err)
