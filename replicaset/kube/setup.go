@@ -5,9 +5,12 @@ import (
 	"fmt"
 	"maps"
 	"slices"
+	"strings"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/util/workqueue"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/builder"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -77,18 +80,64 @@ func (r *Reconciler[O, C]) SetupWithManager(mgr ctrl.Manager, name string) error
 	if workers == 0 {
 		workers = DefaultMaxConcurrentReconciles
 	}
-	b := ctrl.NewControllerManagedBy(mgr).
-		Named(name).
-		For(r.EmptyOwner(), builder.WithPredicates(ownerChanged)).
-		Owns(r.EmptyChild()).
-		WithOptions(controller.Options{MaxConcurrentReconciles: workers})
 	if r.EmptyOwnerList != nil {
 		if err := mgr.GetFieldIndexer().IndexField(ctx, r.EmptyOwner(), r.ownerIndex(), r.selectorKey); err != nil {
 			return fmt.Errorf("index owners by selector: %w", err)
 		}
-		b = b.Watches(r.EmptyChild(), handler.EnqueueRequestsFromMapFunc(r.ownersOfOrphan))
 	}
-	return b.Complete(r)
+	return ctrl.NewControllerManagedBy(mgr).
+		Named(name).
+		For(r.EmptyOwner(), builder.WithPredicates(ownerChanged)).
+		Watches(r.EmptyChild(), r.childEvents()).
+		WithOptions(controller.Options{MaxConcurrentReconciles: workers}).
+		Complete(r)
+}
+
+// childEvents maps an event of a child to the owner that controls it, read
+// off its controller reference (the child is in its owner's namespace), and,
+// when EmptyOwnerList is set, an orphan's to the owners whose selector
+// matches it. One handler per child kind, and no REST mapping per event.
+func (r *Reconciler[O, C]) childEvents() handler.EventHandler {
+	type queue = workqueue.TypedRateLimitingInterface[reconcile.Request]
+	return handler.Funcs{
+		CreateFunc:  func(ctx context.Context, e event.CreateEvent, q queue) { r.ownersOf(ctx, e.Object, q.Add) },
+		DeleteFunc:  func(ctx context.Context, e event.DeleteEvent, q queue) { r.ownersOf(ctx, e.Object, q.Add) },
+		GenericFunc: func(ctx context.Context, e event.GenericEvent, q queue) { r.ownersOf(ctx, e.Object, q.Add) },
+		UpdateFunc: func(ctx context.Context, e event.UpdateEvent, q queue) {
+			// Both: a child released or adopted by another concerns
+			// the owner it left as much as the one it joined.
+			r.ownersOf(ctx, e.ObjectOld, q.Add)
+			r.ownersOf(ctx, e.ObjectNew, q.Add)
+		},
+	}
+}
+
+// ownersOf calls add with each owner that child concerns: its controller
+// when that is of the owner kind, or, for an orphan, its candidate owners.
+func (r *Reconciler[O, C]) ownersOf(ctx context.Context, child client.Object, add func(reconcile.Request)) {
+	if child == nil {
+		return
+	}
+	if ref := metav1.GetControllerOfNoCopy(child); ref != nil {
+		if ref.Kind == r.ownerGVK.Kind && groupOf(ref.APIVersion) == r.ownerGVK.Group {
+			add(reconcile.Request{NamespacedName: types.NamespacedName{Namespace: child.GetNamespace(), Name: ref.Name}})
+		}
+		return
+	}
+	if r.EmptyOwnerList != nil {
+		for _, req := range r.ownersOfOrphan(ctx, child) {
+			add(req)
+		}
+	}
+}
+
+// groupOf is the group of an apiVersion ("" for the core group's "v1").
+func groupOf(apiVersion string) string {
+	group, _, found := strings.Cut(apiVersion, "/")
+	if !found {
+		return ""
+	}
+	return group
 }
 
 // ownerChanged lets through the owner updates a pass can act on: its spec

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -54,6 +55,9 @@ type fleetOwner interface {
 type fleetRun struct {
 	up, down             time.Duration
 	upCPU, downCPU, idle time.Duration
+	// upServer and downServer are the CPU the API server and etcd spent
+	// meanwhile: the work each side's owners and writes cost them.
+	upServer, downServer time.Duration
 	upW, downW           writes // the API server's writes, taken after the idle window
 }
 
@@ -90,8 +94,8 @@ func (b *bench) owners(ctx context.Context, fleets []fleet, runs int, idle time.
 				if err != nil {
 					return nil, fmt.Errorf("%s, %s: %w", f, side, err)
 				}
-				fmt.Printf("    up %v (CPU %v; %v), idle CPU %v, down %v (CPU %v; %v)\n", r.up.Round(time.Millisecond), r.upCPU, r.upW,
-					r.idle, r.down.Round(time.Millisecond), r.downCPU, r.downW)
+				fmt.Printf("    up %v (CPU %v, server %v; %v), idle CPU %v, down %v (CPU %v, server %v; %v)\n", r.up.Round(time.Millisecond), r.upCPU, r.upServer, r.upW,
+					r.idle, r.down.Round(time.Millisecond), r.downCPU, r.downServer, r.downW)
 				if kitTurn {
 					kit = append(kit, r)
 				} else {
@@ -127,8 +131,10 @@ func fleetLines(f fleet, kit, rs []fleetRun) []line {
 	return []line{
 		withWrites(row("all created, time", "≤ 1.0", func(r fleetRun) time.Duration { return r.up }), kit[last].upW, rs[last].upW),
 		row("all created, controller CPU", "≤ 1.0", func(r fleetRun) time.Duration { return r.upCPU }),
+		row("all created, API server and etcd CPU", "-", func(r fleetRun) time.Duration { return r.upServer }),
 		withWrites(row("all scaled to 0, time", "≤ 1.0", func(r fleetRun) time.Duration { return r.down }), kit[last].downW, rs[last].downW),
 		row("all scaled to 0, controller CPU", "≤ 1.0", func(r fleetRun) time.Duration { return r.downCPU }),
+		row("all scaled to 0, API server and etcd CPU", "-", func(r fleetRun) time.Duration { return r.downServer }),
 		{what: fmt.Sprintf("%s owners, controller CPU in the idle window after creating", f), kit: median(idleK), ref: median(idleR),
 			refName: "ReplicaSet controller", goal: "within 0.1 s", runs: durations(idleK) + " / " + durations(idleR), ratio: -1},
 	}
@@ -169,10 +175,23 @@ func (b *bench) fleetOnce(ctx context.Context, o fleetOwner, pid int, f fleet, i
 		wg.Wait()
 		return errors.Join(errs...)
 	}
+	servers, err := pidsNamed("kube-apiserver", "etcd")
+	if err != nil {
+		return r, err
+	}
+	server := func() time.Duration {
+		var sum time.Duration
+		for _, p := range servers {
+			c, _ := cpuOf(p)
+			sum += c
+		}
+		return sum
+	}
 	cpu0, err := cpuOf(pid)
 	if err != nil {
 		return r, err
 	}
+	s0 := server()
 	w0, err := scrapeWrites(ctx, b.cs)
 	if err != nil {
 		return r, err
@@ -192,11 +211,13 @@ func (b *bench) fleetOnce(ctx context.Context, o fleetOwner, pid int, f fleet, i
 	if err != nil {
 		return r, err
 	}
+	r.upServer = server() - s0
 	time.Sleep(idle)
 	cpu2, err := cpuOf(pid)
 	if err != nil {
 		return r, err
 	}
+	s2 := server()
 	w1, err := scrapeWrites(ctx, b.cs)
 	if err != nil {
 		return r, err
@@ -216,6 +237,7 @@ func (b *bench) fleetOnce(ctx context.Context, o fleetOwner, pid int, f fleet, i
 	if err != nil {
 		return r, err
 	}
+	r.downServer = server() - s2
 	r.upCPU, r.idle, r.downCPU = cpu1-cpu0, cpu2-cpu1, cpu3-cpu2
 	time.Sleep(3 * time.Second) // trailing status writes and events
 	w2, err := scrapeWrites(ctx, b.cs)
@@ -247,6 +269,29 @@ func awaitReports(ctx context.Context, o fleetOwner, ns string, k, n int) error 
 		case <-time.After(100 * time.Millisecond):
 		}
 	}
+}
+
+// pidsNamed lists the processes whose command name is one of names.
+func pidsNamed(names ...string) ([]int, error) {
+	dirs, err := os.ReadDir("/proc")
+	if err != nil {
+		return nil, err
+	}
+	var out []int
+	for _, d := range dirs {
+		pid, err := strconv.Atoi(d.Name())
+		if err != nil {
+			continue
+		}
+		comm, err := os.ReadFile(fmt.Sprintf("/proc/%d/comm", pid))
+		if err == nil && slices.Contains(names, strings.TrimSpace(string(comm))) {
+			out = append(out, pid)
+		}
+	}
+	if len(out) == 0 {
+		return nil, fmt.Errorf("no process named %v", names)
+	}
+	return out, nil
 }
 
 // cpuOf reads the user and system CPU time process pid has used, from
