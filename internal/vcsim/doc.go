@@ -2,6 +2,7 @@
 // endpoint: a VPX model with two clusters, served over TLS with its own
 // certificate and real credentials, so that clients exercise placement, TLS
 // verification and login as against a real vCenter. The example operator
-// uses it as its embedded default; tests use it through vcsimtest. Both
-// serve one call at a time (Serialized).
+// runs it in process with --vcsim; tests use it through vcsimtest. Both
+// serve one call at a time (Serialized), and the chaos suite fails chosen
+// calls at that gate (Faults).
 package vcsim

@@ -27,11 +27,17 @@ import (
 // embedded simulator uses it; the end-to-end benchmarks serve calls
 // concurrently.
 func Serialized(m *simulator.Model) {
+	serialize(m, nil)
+}
+
+// serialize installs the gate, which consults faults (if not nil) before it
+// passes each call on.
+func serialize(m *simulator.Model, faults *Faults) {
 	svc := m.Service
 	if svc.ServeMux == nil {
 		svc.ServeMux = http.NewServeMux()
 	}
-	g := &gate{sdk: svc.ServeSDK, tasks: m.Map()}
+	g := &gate{sdk: svc.ServeSDK, tasks: m.Map(), faults: faults}
 	// The simulator registers its SOAP handler for every method on these
 	// paths when the server starts; a POST pattern is more specific, so
 	// every SOAP call comes here first.
@@ -42,9 +48,10 @@ func Serialized(m *simulator.Model) {
 
 // gate serves SOAP calls one at a time.
 type gate struct {
-	mu    sync.Mutex
-	sdk   http.HandlerFunc
-	tasks *simulator.Registry
+	mu     sync.Mutex
+	sdk    http.HandlerFunc
+	tasks  *simulator.Registry
+	faults *Faults
 }
 
 // taskReturn finds the task a *_Task method returns.
@@ -53,6 +60,9 @@ var taskReturn = regexp.MustCompile(`<returnval type="Task">([^<]+)</returnval>`
 func (g *gate) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	g.mu.Lock()
 	defer g.mu.Unlock()
+	if g.faults != nil && g.faults.fail(w, r) {
+		return
+	}
 	tee := &teeWriter{ResponseWriter: w}
 	g.sdk(tee, r)
 	for _, m := range taskReturn.FindAllSubmatch(tee.body.Bytes(), -1) {

@@ -31,6 +31,18 @@ func Start(t testing.TB, setup ...func(*simulator.Model)) *Sim {
 	return s
 }
 
+// StartFaulty is Start with faults injected at the gate that serializes
+// the simulator (see vcsim.Faults).
+func StartFaulty(t testing.TB, faults *vcsim.Faults, setup ...func(*simulator.Model)) *Sim {
+	t.Helper()
+	s, err := vcsim.New(append([]func(*simulator.Model){faults.Serialized}, setup...)...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(s.Close)
+	return s
+}
+
 // StartConcurrent runs a simulator that serves calls concurrently, for
 // benchmarks that measure a client's concurrency (they run without the race
 // detector); it stops when the benchmark ends.

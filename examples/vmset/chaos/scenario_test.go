@@ -10,7 +10,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/vmware/govmomi/simulator"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
@@ -23,6 +22,7 @@ import (
 	"github.com/replicakit/replicakit/examples/vmset/controllers"
 	"github.com/replicakit/replicakit/internal/faults"
 	"github.com/replicakit/replicakit/internal/testenv"
+	"github.com/replicakit/replicakit/internal/vcsim"
 	"github.com/replicakit/replicakit/internal/vcsimtest"
 	"github.com/replicakit/replicakit/internal/vmcheck"
 	"github.com/replicakit/replicakit/vmprovider/vsphere"
@@ -55,16 +55,22 @@ func (sc scenario) run(t *testing.T, e *testenv.Env, n, cycles int) row {
 	if err := e.Client.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}); err != nil {
 		t.Fatal(err)
 	}
-	sim := vcsimtest.Start(t)
+	var sim *vcsimtest.Sim
+	var vcf *vcsim.Faults
+	if len(sc.vcenter) > 0 {
+		seed := uint64(time.Now().UnixNano())
+		t.Logf("vCenter faults seeded with %d", seed)
+		vcf = &vcsim.Faults{Methods: sc.vcenter, Seed: seed}
+		sim = vcsimtest.StartFaulty(t, vcf)
+	} else {
+		sim = vcsimtest.Start(t)
+	}
 	var planted *foreignObjects
 	if sc.foreign {
 		planted = plantForeign(t, e, sim, ns)
 	}
-	for _, m := range sc.vcenter {
-		sim.Model.Service.AddFaultRule(&simulator.FaultInjectionRule{
-			MethodName: m, ObjectType: "*", ObjectName: "*", Probability: 0.2,
-			FaultType: simulator.FaultTypeInvalidState, Message: "injected by the chaos suite", Enabled: true,
-		})
+	if vcf != nil {
+		vcf.SetProbability(0.2)
 	}
 	op := &operator{t: t, e: e, sim: sim, api: sc.api, lag: sc.lag}
 	op.start()
@@ -102,8 +108,6 @@ func (sc scenario) run(t *testing.T, e *testenv.Env, n, cycles int) row {
 		}
 	}
 	w.stop()
-	// The simulator counts injected faults under a read lock: read
-	// them once no operator calls it.
 	op.stop()
 
 	r := row{name: sc.name, maxChildren: int(w.max.Load()), final: "converged"}
@@ -124,8 +128,8 @@ func (sc scenario) run(t *testing.T, e *testenv.Env, n, cycles int) row {
 			t.Errorf("the cache never lagged: the scenario exercised nothing")
 		}
 	}
-	if len(sc.vcenter) > 0 {
-		got := sim.Model.Service.FaultInjector().GetStats()["total_injections"].(int64)
+	if vcf != nil {
+		got := vcf.Injected()
 		inj = append(inj, fmt.Sprintf("%d vCenter task failures", got))
 		if got == 0 {
 			t.Errorf("no vCenter fault was injected: the scenario exercised nothing")

@@ -1,0 +1,101 @@
+package vcsim
+
+import (
+	"bytes"
+	"io"
+	"math/rand/v2"
+	"net/http"
+	"regexp"
+	"slices"
+	"sync"
+	"sync/atomic"
+
+	"github.com/vmware/govmomi/simulator"
+)
+
+// Faults makes a serialized simulator answer some calls with an
+// InvalidState fault instead of serving them, as a vCenter refuses an
+// operation on a VM in the wrong state. A call fails with the probability
+// last given to SetProbability (none until then) when its SOAP method is
+// one of Methods; a failed call changes nothing in the inventory and starts
+// no task.
+//
+// It stands in for the simulator's own FaultInjector, which in govmomi
+// v0.56.0 updates its rules' counters and random source while it holds only
+// a read lock, so the race detector reports the simulator rather than the
+// code under test once calls or its statistics are read concurrently. Here
+// the decision is made under the gate's lock and the count is atomic.
+//
+// Set the fields before the simulator starts and do not change them after.
+type Faults struct {
+	// Methods lists the SOAP methods that may fail, such as
+	// "CloneVM_Task".
+	Methods []string
+	// Seed seeds the random source, for repeatable runs.
+	Seed uint64
+
+	mu       sync.Mutex
+	p        float64
+	rng      *rand.Rand
+	injected atomic.Int64
+}
+
+// SetProbability sets the chance that a call of one of Methods fails, from
+// 0 (none, the start) to 1 (every one); it is safe to call at any time.
+func (f *Faults) SetProbability(p float64) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.p = p
+}
+
+// Serialized is a setup function for New that serializes the simulator as
+// the package's Serialized does and injects f's faults at its gate.
+func (f *Faults) Serialized(m *simulator.Model) {
+	serialize(m, f)
+}
+
+// Injected returns how many calls have failed so far; it is safe to call at
+// any time.
+func (f *Faults) Injected() int64 {
+	return f.injected.Load()
+}
+
+// soapMethod finds the method of a SOAP request: the first element in its
+// body.
+var soapMethod = regexp.MustCompile(`<(?:[\w-]+:)?Body[^>]*>\s*<(?:[\w-]+:)?([\w-]+)`)
+
+// fail decides whether the call r fails and, if so, answers it with the
+// fault.
+func (f *Faults) fail(w http.ResponseWriter, r *http.Request) bool {
+	body, err := io.ReadAll(r.Body)
+	_ = r.Body.Close()
+	r.Body = io.NopCloser(bytes.NewReader(body))
+	if err != nil {
+		return false // the simulator answers the short read itself
+	}
+	m := soapMethod.FindSubmatch(body)
+	if m == nil || !slices.Contains(f.Methods, string(m[1])) {
+		return false
+	}
+	f.mu.Lock()
+	if f.rng == nil {
+		f.rng = rand.New(rand.NewPCG(f.Seed, f.Seed^0x9e3779b97f4a7c15))
+	}
+	hit := f.rng.Float64() < f.p
+	f.mu.Unlock()
+	if !hit {
+		return false
+	}
+	f.injected.Add(1)
+	w.Header().Set("Content-Type", "text/xml; charset=utf-8")
+	w.WriteHeader(http.StatusInternalServerError)
+	_, _ = io.WriteString(w, invalidStateFault)
+	return true
+}
+
+// invalidStateFault is the answer to a failed call: a SOAP fault carrying
+// vim25's InvalidState, as vCenter sends it.
+const invalidStateFault = `<?xml version="1.0" encoding="UTF-8"?>
+<soapenv:Envelope xmlns:soapenc="http://schemas.xmlsoap.org/soap/encoding/" xmlns:soapenv="http://schemas.xmlsoap.org/soap/envelope/" xmlns:xsd="http://www.w3.org/2001/XMLSchema" xmlns:xsi="http://www.w3.org/2001/XMLSchema-instance">
+<soapenv:Body><soapenv:Fault><faultcode>ServerFaultCode</faultcode><faultstring>injected by vcsim.Faults</faultstring><detail><InvalidStateFault xmlns="urn:vim25" xsi:type="InvalidState"></InvalidStateFault></detail></soapenv:Fault></soapenv:Body></soapenv:Envelope>
+`
