@@ -15,9 +15,10 @@ import (
 
 // outcome is what apply did.
 type outcome struct {
-	// ownerGone means the live read before adopting, releasing or
-	// creating found the owner deleted, being deleted or replaced; and
-	// confirmErr that the read failed. Either way nothing was done.
+	// ownerGone means the live read before adopting, releasing or (with
+	// ConfirmOwnerBeforeCreate) creating found the owner deleted, being
+	// deleted or replaced; and confirmErr that the read failed. Either way
+	// nothing was done.
 	ownerGone  bool
 	confirmErr error
 	// adopted and released name the children whose ownership changed;
@@ -31,7 +32,8 @@ type outcome struct {
 }
 
 // apply carries out d and decides nothing: it confirms the owner with a
-// read from the API server when the pass adopts, releases or creates, records the
+// read from the API server when the pass adopts or releases (or creates,
+// with ConfirmOwnerBeforeCreate), records the
 // expectations of every write (the cache may show a write before the call
 // returns), then adopts and releases, then runs the plan, stopping at the
 // first step that fails, as decision's doc says.
@@ -40,7 +42,7 @@ func (r *Reconciler[O, C]) apply(ctx context.Context, o *observation, d decision
 	if !d.acts() {
 		return out
 	}
-	if len(d.adopt) > 0 || len(d.release) > 0 || len(d.create) > 0 {
+	if len(d.adopt) > 0 || len(d.release) > 0 || (len(d.create) > 0 && r.ConfirmOwnerBeforeCreate) {
 		live, err := r.confirmOwner(ctx, o.owner)
 		if err != nil || !live {
 			out.ownerGone, out.confirmErr = !live && err == nil, err
@@ -70,11 +72,11 @@ func (r *Reconciler[O, C]) apply(ctx context.Context, o *observation, d decision
 }
 
 // confirmOwner reads the owner's metadata from the API server, once per
-// pass that adopts, releases or creates: it is live when it exists with the
-// same UID and is not being deleted. The cache may not show yet that the
-// owner is being deleted; creating or adopting then would hand children
-// (for VMs, clones) straight to the garbage collector, and releasing would
-// let a child escape its cascade.
+// pass that adopts or releases (or creates, with ConfirmOwnerBeforeCreate):
+// it is live when it exists with the same UID and is not being deleted. The
+// cache may not show yet that the owner is being deleted; adopting or
+// creating then would hand children (for VMs, clones) straight to the
+// garbage collector, and releasing would let a child escape its cascade.
 func (r *Reconciler[O, C]) confirmOwner(ctx context.Context, owner client.Object) (bool, error) {
 	fresh := &metav1.PartialObjectMetadata{}
 	fresh.SetGroupVersionKind(r.ownerGVK)

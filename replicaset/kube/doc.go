@@ -57,14 +57,19 @@
 // about to be written (the Adapter's Spec and Describe see the cache's own
 // objects; NewChild builds one new child per pass to learn the template's
 // labels). With EmptyOwnerList set, owners of a new orphan are found
-// through an index on one matchLabels pair of their selectors. The API
-// server is read directly only to confirm the owner before adopting,
-// releasing or creating (once per such pass), to settle a create that
-// failed without a clear answer or found its name taken, and when
+// through an index on one matchLabels pair of their selectors. Events of
+// children reach their owner through the controller reference, without a
+// REST mapping per event.
+//
+// The API server is read directly only to confirm the owner before
+// adopting or releasing (and before creating, with
+// ConfirmOwnerBeforeCreate), once per such pass; to settle a create that
+// failed without a clear answer or found its name taken; and when
 // expectations expire. A platform that refuses every create costs, per
-// pass, one read to confirm the owner, the creates slow start lets begin
-// before the first answer (Execute.InitialBatch, one by default), and one
-// read for each of them that failed without a clear answer. [DefaultMaxConcurrentReconciles] owners are reconciled at once.
+// pass, the creates slow start lets begin before the first answer
+// (Execute.InitialBatch, one by default), and one read for each of them
+// that failed without a clear answer. [DefaultMaxConcurrentReconciles]
+// owners are reconciled at once.
 //
 // The Reconciler reads through the manager's cache, which serves typed and
 // unstructured owners alike: unstructured owners need no

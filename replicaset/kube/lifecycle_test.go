@@ -9,6 +9,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/util/wait"
+	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 )
 
@@ -36,9 +37,11 @@ func TestReconciler_Paused(t *testing.T) {
 }
 
 // TestReconciler_DeletingOwnerNeverCreates: while the owner waits on a
-// finalizer, a child that disappears is not replaced.
+// finalizer, a child that disappears is not replaced, even when the child's
+// deletion reaches the reconciler before the owner's (ConfirmOwnerBeforeCreate
+// reads the owner first).
 func TestReconciler_DeletingOwnerNeverCreates(t *testing.T) {
-	c, ns := startManager(t)
+	c, ns := startManagerWith(t, func(r *reconciler, _ ctrl.Manager) { r.ConfirmOwnerBeforeCreate = true })
 	w := widget(ns, "doomed", 2)
 	w.SetFinalizers([]string{finalizer})
 	if err := c.Create(context.Background(), w); err != nil {

@@ -81,6 +81,17 @@ type Reconciler[O, C client.Object] struct {
 	// MaxConcurrentReconciles is how many owners are reconciled at once;
 	// zero means DefaultMaxConcurrentReconciles.
 	MaxConcurrentReconciles int
+	// ConfirmOwnerBeforeCreate reads the owner's metadata from the API
+	// server before a pass creates children (one read per such pass), and
+	// creates nothing when the owner is gone, replaced or being deleted
+	// although the cache does not show it yet. Off, as in Kubernetes'
+	// ReplicaSet controller, children made in that window are left to the
+	// garbage collector. Turn it on when a child is costly to make and to
+	// unmake (a VM's clone); leave it off when a read per pass costs more
+	// than a rare wasted child (at 1,000 owners of 2 Pods it added a fifth
+	// to the time to create them all). Adoptions and releases always
+	// confirm the owner first.
+	ConfirmOwnerBeforeCreate bool
 	// Metrics records creates, deletes, failures and planning time; nil
 	// records none. SetupWithManager registers them with controller-runtime's
 	// registry when nil.

@@ -102,6 +102,9 @@ func NewReplicaSetReconciler() *kube.Reconciler[*vmv1.VirtualMachineReplicaSet, 
 		EmptyChild:     func() *vmv1.VirtualMachine { return &vmv1.VirtualMachine{} },
 		EmptyChildList: func() client.ObjectList { return &vmv1.VirtualMachineList{} },
 		EmptyOwnerList: func() client.ObjectList { return &vmv1.VirtualMachineReplicaSetList{} },
+		// Each child becomes a clone: one read of the set per creating
+		// pass is cheap beside cloning a VM for a set being deleted.
+		ConfirmOwnerBeforeCreate: true,
 	}
 }
 
