@@ -41,7 +41,7 @@ func startManager(ctx context.Context, bin, kubeconfig, dir string) (*manager, e
 	defer logf.Close()
 	m.cmd = exec.Command(bin,
 		"--kubeconfig="+kubeconfig,
-		"--vcsim-env-file="+m.govcEnv,
+		"--vcsim", "--vcsim-env-file="+m.govcEnv,
 		"--health-probe-bind-address="+probes,
 		"--metrics-bind-address=0",
 		"--log-format=text",

@@ -89,7 +89,7 @@ func TestDeployment(t *testing.T) {
 			"--leader-elect", "--leader-election-namespace=" + systemNS,
 			"--metrics-bind-address=" + metricsAddr,
 			"--health-probe-bind-address=" + probeAddr,
-			"--vcsim-env-file=" + govcEnv,
+			"--vcsim", "--vcsim-env-file=" + govcEnv,
 		}, logs)
 	}()
 	t.Cleanup(func() {
@@ -220,7 +220,7 @@ func checkLogs(t *testing.T, logs string) {
 			t.Errorf("log line is not JSON: %q", line)
 			continue
 		}
-		if rec["msg"] == "no vCenter URL given: running the embedded vCenter simulator" {
+		if rec["msg"] == "-vcsim: running the embedded vCenter simulator; its VMs exist only in this process" {
 			sawSim = true
 		}
 		if strings.Contains(strings.ToLower(line), "forbidden") {

@@ -27,9 +27,10 @@ type options struct {
 	logFormat               string
 	logLevel                slog.Level
 
-	// vsphere is the vCenter to use; an empty URL means the embedded
-	// simulator.
+	// vsphere is the vCenter to use; its URL is empty only with vcsim.
 	vsphere vsphere.Config
+	// vcsim runs govmomi's vCenter simulator in process instead.
+	vcsim bool
 	// vcsimEnvFile receives govc's settings for the embedded simulator.
 	vcsimEnvFile string
 }
@@ -37,7 +38,7 @@ type options struct {
 // envFlags maps each vCenter flag to the environment variable that supplies
 // its default.
 var envFlags = []struct{ flag, env, usage string }{
-	{"vsphere-url", "VSPHERE_URL", "vCenter SDK URL, such as https://vcenter.example.com/sdk; empty runs the embedded simulator"},
+	{"vsphere-url", "VSPHERE_URL", "vCenter SDK URL, such as https://vcenter.example.com/sdk (required unless -vcsim)"},
 	{"vsphere-username", "VSPHERE_USERNAME", "vCenter user name"},
 	{"vsphere-password-file", "VSPHERE_PASSWORD_FILE", "file holding the vCenter password (else $VSPHERE_PASSWORD)"},
 	{"vsphere-ca-file", "VSPHERE_CA_FILE", "PEM bundle of the authorities that sign vCenter's certificate (else the system's)"},
@@ -65,7 +66,8 @@ func parse(args []string, getenv func(string) string, stderr io.Writer) (options
 	fs.IntVar(&o.concurrency, "max-concurrent-reconciles", 4, "reconciles each controller runs at once")
 	fs.StringVar(&o.logFormat, "log-format", "json", "log format: json or text")
 	level := fs.String("log-level", "info", "log level: debug, info, warn or error")
-	fs.StringVar(&o.vcsimEnvFile, "vcsim-env-file", "", "with the embedded simulator, write govc's settings for it to this file")
+	fs.BoolVar(&o.vcsim, "vcsim", false, "run govmomi's vCenter simulator in process instead of using a vCenter (demos and tests: its VMs exist nowhere else)")
+	fs.StringVar(&o.vcsimEnvFile, "vcsim-env-file", "", "with -vcsim, write govc's settings for the simulator to this file")
 	vals := make(map[string]*string, len(envFlags))
 	for _, f := range envFlags {
 		vals[f.flag] = fs.String(f.flag, getenv(f.env), f.usage+" [$"+f.env+"]")
@@ -109,17 +111,21 @@ func parse(args []string, getenv func(string) string, stderr io.Writer) (options
 		}
 		v.Password = strings.TrimRight(string(b), "\r\n")
 	}
-	if v.URL == "" {
-		if v.Username != "" || v.Password != "" {
-			return o, fmt.Errorf("%w: vCenter credentials given without -vsphere-url ($VSPHERE_URL)", errUsage)
-		}
+	switch {
+	case o.vcsim && v.URL != "":
+		return o, fmt.Errorf("%w: -vcsim and -vsphere-url ($VSPHERE_URL) both given: use one vCenter", errUsage)
+	case o.vcsim && (v.Username != "" || v.Password != ""):
+		return o, fmt.Errorf("%w: vCenter credentials given with -vcsim, which needs none", errUsage)
+	case o.vcsim:
 		return o, nil
-	}
-	if v.Username == "" || v.Password == "" {
+	case o.vcsimEnvFile != "":
+		return o, fmt.Errorf("%w: -vcsim-env-file applies only with -vcsim", errUsage)
+	case v.URL == "" && (v.Username != "" || v.Password != ""):
+		return o, fmt.Errorf("%w: vCenter credentials given without -vsphere-url ($VSPHERE_URL)", errUsage)
+	case v.URL == "":
+		return o, fmt.Errorf("%w: no vCenter: give -vsphere-url (or $VSPHERE_URL) with a user name and password, or -vcsim to run the in-process simulator for a demo", errUsage)
+	case v.Username == "" || v.Password == "":
 		return o, fmt.Errorf("%w: -vsphere-url needs a user name (-vsphere-username, $VSPHERE_USERNAME) and a password ($VSPHERE_PASSWORD, -vsphere-password-file)", errUsage)
-	}
-	if o.vcsimEnvFile != "" {
-		return o, fmt.Errorf("%w: -vcsim-env-file applies only to the embedded simulator, and -vsphere-url is set", errUsage)
 	}
 	return o, nil
 }

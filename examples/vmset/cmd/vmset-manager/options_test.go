@@ -32,7 +32,10 @@ func TestParse(t *testing.T) {
 		want    vsphere.Config // checked when wantErr is empty
 		wantErr string
 	}{
-		{name: "nothing given: the embedded simulator", want: vsphere.Config{MaxTasks: vsphere.DefaultMaxTasks}},
+		{name: "nothing given", wantErr: "no vCenter: give -vsphere-url"},
+		{name: "the embedded simulator", args: []string{"-vcsim", "-vcsim-env-file=x"}, want: vsphere.Config{MaxTasks: vsphere.DefaultMaxTasks}},
+		{name: "the simulator and a vCenter", env: real, args: []string{"-vcsim"}, wantErr: "both given"},
+		{name: "the simulator and credentials", env: map[string]string{"VSPHERE_PASSWORD": "p"}, args: []string{"-vcsim"}, wantErr: "needs none"},
 		{name: "from the environment", env: real, want: vsphere.Config{
 			URL: "https://vc.example.com/sdk", Username: "env-user", Password: "env-pw",
 			Datacenter: "dc1", Template: "ubuntu", MaxTasks: vsphere.DefaultMaxTasks}},
@@ -43,7 +46,7 @@ func TestParse(t *testing.T) {
 		{name: "URL without credentials", args: []string{"-vsphere-url=https://vc/sdk"}, wantErr: "needs a user name"},
 		{name: "credentials without URL", env: map[string]string{"VSPHERE_USERNAME": "u", "VSPHERE_PASSWORD": "p"}, wantErr: "without -vsphere-url"},
 		{name: "unreadable password file", env: real, args: []string{"-vsphere-password-file=/nonexistent"}, wantErr: "vCenter password"},
-		{name: "simulator file with a real vCenter", env: real, args: []string{"-vcsim-env-file=x"}, wantErr: "only to the embedded simulator"},
+		{name: "simulator file with a real vCenter", env: real, args: []string{"-vcsim-env-file=x"}, wantErr: "applies only with -vcsim"},
 		{name: "bad log level", args: []string{"-log-level=loud"}, wantErr: `-log-level "loud"`},
 		{name: "bad log format", args: []string{"-log-format=xml"}, wantErr: `-log-format "xml"`},
 		{name: "no concurrency", args: []string{"-max-concurrent-reconciles=0"}, wantErr: "want at least 1"},
@@ -77,7 +80,7 @@ func TestHelp(t *testing.T) {
 	if !errors.Is(err, flag.ErrHelp) {
 		t.Fatalf("parse -help: %v", err)
 	}
-	for _, want := range []string{"-kubeconfig", "-leader-elect", "-vsphere-url", "$VSPHERE_URL", "-vcsim-env-file"} {
+	for _, want := range []string{"-kubeconfig", "-leader-elect", "-vsphere-url", "$VSPHERE_URL", "-vcsim", "-vcsim-env-file"} {
 		if !strings.Contains(out.String(), want) {
 			t.Errorf("usage lacks %q:\n%s", want, out.String())
 		}

@@ -36,7 +36,7 @@ func serve(ctx context.Context, opts options, stderr io.Writer) error {
 	}
 
 	vc := opts.vsphere
-	if vc.URL == "" {
+	if opts.vcsim {
 		// One call at a time: the simulator races with itself otherwise.
 		sim, err := vcsim.New(vcsim.Serialized)
 		if err != nil {
@@ -44,7 +44,7 @@ func serve(ctx context.Context, opts options, stderr io.Writer) error {
 		}
 		defer sim.Close()
 		vc = sim.Config()
-		log.Info("no vCenter URL given: running the embedded vCenter simulator", "url", vc.URL, "username", vc.Username)
+		log.Info("-vcsim: running the embedded vCenter simulator; its VMs exist only in this process", "url", vc.URL, "username", vc.Username)
 		if opts.vcsimEnvFile != "" {
 			if err := sim.WriteEnvFile(opts.vcsimEnvFile); err != nil {
 				return err
