@@ -14,6 +14,17 @@ import (
 // taken.
 var ErrExhausted = errors.New("naming: no free name found")
 
+// Namer makes names for new replicas. Random and Indexed are Namers.
+type Namer interface {
+	// Names returns n distinct new names, none of them in existing.
+	Names(n int, existing []string) ([]string, error)
+}
+
+var (
+	_ Namer = Random{}
+	_ Namer = Indexed{}
+)
+
 // ErrNoSource means a Random generator was used without a Source.
 var ErrNoSource = errors.New("naming: no random source")
 

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"math/rand/v2"
+	"sync"
 	"time"
 
 	"github.com/replicakit/replicakit/naming"
@@ -37,29 +38,12 @@ func (a Actuator) Delete(ctx context.Context, r replicaset.Replica) error {
 	return a.Provider.Delete(ctx, r.Name, a.Template.Owner.UID)
 }
 
-// Replicas describes VMs as the planner sees them. A VM that is powered on
-// is running and ready since it booted; one that is off or suspended while
-// wantOn is pending (it is not yet what was asked for), and otherwise
-// running but not ready.
-func Replicas(vms []VM, wantOn bool) []replicaset.Replica {
-	out := make([]replicaset.Replica, len(vms))
-	for i, vm := range vms {
-		r := replicaset.Replica{Name: vm.Name, UID: vm.InstanceUUID, CreatedAt: vm.CreatedAt}
-		switch {
-		case vm.Power == PoweredOn:
-			r.Phase, r.Ready, r.ReadySince = replicaset.PhaseRunning, true, vm.BootedAt
-		case wantOn:
-			r.Phase = replicaset.PhasePending
-		default:
-			r.Phase = replicaset.PhaseRunning
-		}
-		out[i] = r
-	}
-	return out
-}
-
 // Set keeps a number of VMs of one owner in a provider, with no Kubernetes
 // object involved: each Scale call is one pass of list, plan, act.
+//
+// A Set is safe for concurrent use: Scale calls take turns, each listing
+// what the one before it left, so calls made at once never overshoot. A Set
+// must not be copied after its first Scale.
 type Set struct {
 	// Provider holds the VMs.
 	Provider Provider
@@ -67,22 +51,55 @@ type Set struct {
 	Template Spec
 	// Policy chooses victims on scale-down.
 	Policy replicaset.Ranker
-	// Names makes new VM names; its Base is usually the set's name.
-	Names naming.Random
+	// Spec holds the planner's options for every pass: MaxPerPass,
+	// ReplaceDeleting, MinReady and Seed (see replicaset.Spec). Its Desired
+	// is ignored; Scale's argument is the count.
+	Spec replicaset.Spec
+	// Names makes new VM names: naming.Random, or naming.Indexed for
+	// ordinal names. A Namer that also has Indexed's Ordinal method gives
+	// each VM its ordinal, so deletionpolicy.HighestOrdinal ranks by it.
+	// Nil, or a naming.Random without a Source, draws from a source of the
+	// Set's own, seeded from the clock at the first Scale.
+	Names naming.Namer
 	// Options tune the executor.
 	Options execute.Options
+	// Readiness says when a VM counts as ready (for Spec.MinReady and the
+	// plan's available count); empty means ReadyWhenPoweredOn.
+	Readiness Readiness
+
+	mu      sync.Mutex
+	source  rand.Source
+	tracker Tracker
+}
+
+// ordinals is what Names offers when it can read a name's ordinal back.
+type ordinals interface {
+	Ordinal(name string) (int, bool)
 }
 
 // Scale makes one pass toward desired VMs at now, and returns the plan it
 // carried out and what happened. The error is a listing or planning error,
 // or the executor's joined errors.
 func (s *Set) Scale(ctx context.Context, desired int, now time.Time) (replicaset.Plan, execute.Result, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
 	vms, err := s.Provider.List(ctx, s.Template.Owner.UID)
 	if err != nil {
 		return replicaset.Plan{}, execute.Result{}, fmt.Errorf("list VMs of %q: %w", s.Template.Owner.UID, err)
 	}
-	current := Replicas(vms, s.Template.PowerOn)
-	plan, err := replicaset.Compute(replicaset.Spec{Desired: desired}, current, s.Policy, now)
+	if err := s.Readiness.Validate(); err != nil {
+		return replicaset.Plan{}, execute.Result{}, err
+	}
+	s.tracker.Readiness = s.Readiness
+	current := s.tracker.Replicas(vms, s.Template.PowerOn, now)
+	if o, ok := s.Names.(ordinals); ok {
+		for i := range current {
+			current[i].Ordinal, current[i].HasOrdinal = o.Ordinal(current[i].Name)
+		}
+	}
+	spec := s.Spec
+	spec.Desired = desired
+	plan, err := replicaset.Compute(spec, current, s.Policy, now)
 	if err != nil {
 		return plan, execute.Result{}, err
 	}
@@ -90,14 +107,30 @@ func (s *Set) Scale(ctx context.Context, desired int, now time.Time) (replicaset
 	for i, vm := range vms {
 		existing[i] = vm.Name
 	}
-	g := s.Names
-	if g.Source == nil {
-		g.Source = rand.NewPCG(uint64(now.UnixNano()), uint64(len(vms)))
-	}
-	names, err := g.Names(plan.Create, existing)
+	names, err := s.namer(now).Names(plan.Create, existing)
 	if err != nil {
 		return plan, execute.Result{}, err
 	}
 	res := execute.Plan(ctx, Actuator{Provider: s.Provider, Template: s.Template}, plan, names, s.Options)
 	return plan, res, res.Err
+}
+
+// namer is Names, with the Set's own source where it needs one.
+func (s *Set) namer(now time.Time) naming.Namer {
+	own := func() rand.Source {
+		if s.source == nil {
+			s.source = rand.NewPCG(uint64(now.UnixNano()), uint64(time.Now().UnixNano()))
+		}
+		return s.source
+	}
+	switch g := s.Names.(type) {
+	case nil:
+		return naming.Random{Source: own()}
+	case naming.Random:
+		if g.Source == nil {
+			g.Source = own()
+		}
+		return g
+	}
+	return s.Names
 }

@@ -9,8 +9,11 @@ import (
 	"testing"
 	"time"
 
+	"github.com/google/go-cmp/cmp"
+
 	"github.com/replicakit/replicakit/deletionpolicy"
 	"github.com/replicakit/replicakit/naming"
+	"github.com/replicakit/replicakit/replicaset"
 	"github.com/replicakit/replicakit/vmprovider"
 	"github.com/replicakit/replicakit/vmprovider/vmprovidertest"
 )
@@ -108,5 +111,74 @@ func TestSet_ConvergesThroughFailures(t *testing.T) {
 		if n := len(names(t, fake, "uid-2")); n != desired {
 			t.Fatalf("converged at %d VMs, want %d", n, desired)
 		}
+	}
+}
+
+// TestSet_ConcurrentScaleNeverOvershoots runs two Scale(3) calls at once on
+// one Set, from no VMs, many times over: each must end with three VMs.
+func TestSet_ConcurrentScaleNeverOvershoots(t *testing.T) {
+	for round := range 20 {
+		fake := &vmprovidertest.Fake{Fail: func(op, _ string) error {
+			if op == "create" {
+				time.Sleep(time.Millisecond) // a clone takes a while
+			}
+			return nil
+		}}
+		set := &vmprovider.Set{
+			Provider: fake,
+			Template: vmprovider.Spec{Owner: vmprovider.Owner{UID: "uid-3"}, PowerOn: true},
+			Policy:   deletionpolicy.Random{Seed: 3},
+			Names:    naming.Random{Base: "web", Source: rand.NewPCG(uint64(round), 3)},
+		}
+		var wg sync.WaitGroup
+		for range 2 {
+			wg.Go(func() {
+				if _, _, err := set.Scale(context.Background(), 3, now); err != nil {
+					t.Errorf("Scale(3): %v", err)
+				}
+			})
+		}
+		wg.Wait()
+		if got := names(t, fake, "uid-3"); len(got) != 3 {
+			t.Fatalf("round %d: two concurrent Scale(3) left %d VMs: %v", round, len(got), got)
+		}
+	}
+}
+
+// TestSet_PlannerOptions: Spec's MaxPerPass bounds each pass, and ordinal
+// names let HighestOrdinal delete the highest ordinal (web-10 after web-9,
+// not in name order).
+func TestSet_PlannerOptions(t *testing.T) {
+	fake := &vmprovidertest.Fake{}
+	set := &vmprovider.Set{
+		Provider: fake,
+		Template: vmprovider.Spec{Owner: vmprovider.Owner{UID: "uid-4"}, PowerOn: true},
+		Policy:   deletionpolicy.HighestOrdinal{},
+		Spec:     replicaset.Spec{MaxPerPass: 4},
+
+		Names: naming.Indexed{Base: "web"},
+	}
+	var creates []int
+	for {
+		plan, _, err := set.Scale(context.Background(), 11, now)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if plan.IsZero() {
+			break
+		}
+		creates = append(creates, plan.Create)
+	}
+	if diff := cmp.Diff([]int{4, 4, 3}, creates); diff != "" {
+		t.Errorf("creates per pass with MaxPerPass 4 (-want +got):\n%s", diff)
+	}
+	if _, _, err := set.Scale(context.Background(), 9, now); err != nil {
+		t.Fatal(err)
+	}
+	got := names(t, fake, "uid-4")
+	slices.Sort(got)
+	want := []string{"web-0", "web-1", "web-2", "web-3", "web-4", "web-5", "web-6", "web-7", "web-8"}
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("after 11→9 with HighestOrdinal (-want +got):\n%s", diff)
 	}
 }
