@@ -9,6 +9,14 @@
 // deleting a VM that is gone succeeds. Errors callers match are
 // [ErrNotFound], [ErrNotOwned] and [ErrInvalidSpec].
 //
+// A [Spec] says what to make: the template, CPUs and memory, the networks
+// its adapters join, guest customization through cloud-init ([CloudInit]),
+// and where in the inventory it goes ([Placement]). A [VM] reports what
+// its guest shows: addresses, hostname, tools and heartbeat. [Readiness]
+// says when a VM counts as ready (powered on, a green heartbeat, or an
+// address), and [Tracker] turns VMs into the planner's replicas under that
+// choice.
+//
 // The vsphere subpackage implements Provider with govmomi; the
 // vmprovidertest subpackage has an in-memory Fake and Verify, a conformance
 // check any implementation can run in its own tests.

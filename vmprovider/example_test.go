@@ -58,3 +58,37 @@ func ExampleReplicas() {
 	// web-zmdmm Running true
 	// web-r9slq Pending false
 }
+
+// VMs as the planner sees them when a VM counts as ready only once its
+// guest reports an address: a VM that comes up between two passes is ready
+// since the pass that first saw it so (the platform does not say when the
+// guest came up), so MinReady counts from there.
+func ExampleTracker() {
+	t0 := time.Date(2026, 11, 30, 12, 0, 0, 0, time.UTC)
+	tr := vmprovider.Tracker{Readiness: vmprovider.ReadyWhenIPAddress}
+	web := vmprovider.VM{Name: "web-zmdmm", InstanceUUID: "4201", Power: vmprovider.PoweredOn, BootedAt: t0}
+	r := tr.Replicas([]vmprovider.VM{web}, true, t0.Add(10*time.Second))[0]
+	fmt.Println(r.Ready)
+	web.IPAddresses = []string{"10.20.0.5"}
+	r = tr.Replicas([]vmprovider.VM{web}, true, t0.Add(40*time.Second))[0]
+	fmt.Println(r.Ready, r.ReadySince.Sub(t0))
+	// Output:
+	// false
+	// true 40s
+}
+
+// What cloud-init will configure in a guest, read from its metadata, as
+// the guest will report it.
+func ExampleCloudInit_Guest() {
+	ci := vmprovider.CloudInit{MetaData: `local-hostname: web-0
+network:
+  version: 2
+  ethernets:
+    eth0:
+      addresses: [10.20.0.5/24]
+`}
+	host, addrs, err := ci.Guest()
+	fmt.Println(host, addrs, err)
+	// Output:
+	// web-0 [10.20.0.5] <nil>
+}

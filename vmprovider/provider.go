@@ -4,7 +4,12 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"maps"
+	"slices"
+	"strings"
 	"time"
+
+	"sigs.k8s.io/yaml"
 )
 
 // PowerState is a VM's power state, named as vSphere names it.
@@ -44,6 +49,42 @@ type Spec struct {
 	MemoryMiB int64
 	// PowerOn asks for the VM to be powered on once created.
 	PowerOn bool
+	// Networks names the networks (port groups, standard or distributed)
+	// the VM's network adapters connect to, in order: the template's first
+	// adapter is moved to Networks[0], its second to Networks[1], and an
+	// adapter is added for each name beyond the template's. Empty keeps the
+	// template's networks. A name that does not resolve is an invalid spec.
+	Networks []string
+	// CloudInit, when set, customizes the guest through cloud-init when it
+	// first boots: its hostname, addresses and user data.
+	CloudInit *CloudInit
+	// Placement overrides the provider's default placement for this VM;
+	// its empty fields keep the defaults.
+	Placement Placement
+}
+
+// CloudInit is the data cloud-init reads in the guest.
+type CloudInit struct {
+	// UserData is the user data, such as a #cloud-config document or a
+	// script.
+	UserData string
+	// MetaData is the instance metadata, a YAML mapping; cloud-init reads
+	// local-hostname (or hostname) and a network-config version 2 under
+	// network (ethernets.<name>.addresses, say, as "10.0.0.5/24"). It must
+	// parse as a YAML mapping.
+	MetaData string
+}
+
+// Placement says where in the platform's inventory a VM goes; every field
+// is an inventory path or name, and empty means the provider's default.
+type Placement struct {
+	// ResourcePool is a resource pool, or a cluster meaning its root pool.
+	ResourcePool string
+	// Folder is the folder the VM is filed in; it must be the provider's
+	// folder or one below it, where the provider looks for its VMs.
+	Folder string
+	// Datastore holds the VM's files.
+	Datastore string
 }
 
 // Validate reports what makes s unusable; the error wraps ErrInvalidSpec.
@@ -60,6 +101,16 @@ func (s Spec) Validate() error {
 	}
 	if s.MemoryMiB < 0 {
 		errs = append(errs, fmt.Errorf("VM %q: memory %d MiB is negative: %w", s.Name, s.MemoryMiB, ErrInvalidSpec))
+	}
+	for i, n := range s.Networks {
+		if strings.TrimSpace(n) == "" {
+			errs = append(errs, fmt.Errorf("VM %q: networks[%d] is empty: %w", s.Name, i, ErrInvalidSpec))
+		}
+	}
+	if s.CloudInit != nil {
+		if err := s.CloudInit.validate(); err != nil {
+			errs = append(errs, fmt.Errorf("VM %q: %w: %w", s.Name, err, ErrInvalidSpec))
+		}
 	}
 	return errors.Join(errs...)
 }
@@ -80,7 +131,32 @@ type VM struct {
 	// BootedAt is when the VM last powered on; zero when it is off or
 	// unknown.
 	BootedAt time.Time
+	// IPAddresses are the addresses the guest reports on its network
+	// adapters, in adapter order, the primary one first; empty until the
+	// guest (through VMware Tools or customization) reports any.
+	IPAddresses []string
+	// Hostname is the guest's host name as it reports it; empty when
+	// unknown.
+	Hostname string
+	// ToolsRunning says whether the guest's tools (VMware Tools,
+	// open-vm-tools) are running.
+	ToolsRunning bool
+	// Heartbeat is the guest's heartbeat health; HeartbeatGreen means
+	// the guest is up and answering.
+	Heartbeat Heartbeat
 }
+
+// Heartbeat is the health of a guest's heartbeat, named as vSphere names it.
+type Heartbeat string
+
+// The heartbeat healths a guest can show: gray is unknown (no tools, or the
+// VM is off).
+const (
+	HeartbeatGray   Heartbeat = "gray"
+	HeartbeatGreen  Heartbeat = "green"
+	HeartbeatYellow Heartbeat = "yellow"
+	HeartbeatRed    Heartbeat = "red"
+)
 
 // Provider is what a replica set needs from a VM platform. Every method is
 // safe for concurrent use, and Create and Delete are idempotent.
@@ -138,3 +214,43 @@ func (e *NotOwnedError) Error() string {
 
 // Unwrap returns ErrNotOwned.
 func (e *NotOwnedError) Unwrap() error { return ErrNotOwned }
+
+// validate checks that the metadata is a YAML mapping.
+func (c *CloudInit) validate() error {
+	_, _, err := c.Guest()
+	return err
+}
+
+// Guest reads from MetaData what cloud-init will configure in the guest: its
+// host name (local-hostname, else hostname) and the addresses of
+// network.ethernets, adapters in name order, without prefix lengths, as a
+// guest reports them. Empty metadata gives neither; metadata that is not a
+// YAML mapping is an error.
+func (c CloudInit) Guest() (hostname string, addresses []string, err error) {
+	if strings.TrimSpace(c.MetaData) == "" {
+		return "", nil, nil
+	}
+	var md struct {
+		Hostname      string `json:"hostname"`
+		LocalHostname string `json:"local-hostname"`
+		Network       struct {
+			Ethernets map[string]struct {
+				Addresses []string `json:"addresses"`
+			} `json:"ethernets"`
+		} `json:"network"`
+	}
+	if err := yaml.Unmarshal([]byte(c.MetaData), &md); err != nil {
+		return "", nil, fmt.Errorf("cloudInit.metaData is not a YAML mapping of cloud-init's metadata: %w", err)
+	}
+	hostname = md.LocalHostname
+	if hostname == "" {
+		hostname = md.Hostname
+	}
+	for _, name := range slices.Sorted(maps.Keys(md.Network.Ethernets)) {
+		for _, a := range md.Network.Ethernets[name].Addresses {
+			ip, _, _ := strings.Cut(a, "/")
+			addresses = append(addresses, ip)
+		}
+	}
+	return hostname, addresses, nil
+}

@@ -14,6 +14,11 @@ import (
 // Fake is an in-memory vmprovider.Provider that keeps the interface's
 // contract, for tests of code that uses a provider. The zero value is ready
 // to use. It is safe for concurrent use.
+//
+// As a guest customized with cloud-init would, a VM created with CloudInit
+// reports the metadata's hostname and addresses (CloudInit.Guest) while it
+// is powered on. Its heartbeat stays gray: Add a VM to change what its guest
+// shows.
 type Fake struct {
 	// Fail, when set, is called before every operation with the operation
 	// ("create", "get", "list", "power", "delete") and the VM name (the
@@ -25,7 +30,17 @@ type Fake struct {
 
 	mu     sync.Mutex
 	vms    map[string]vmprovider.VM
+	guests map[string]vmprovider.CloudInit // by name: what the guest configures at boot
 	serial int
+}
+
+// boot sets vm's power to state, with what its guest then reports.
+func (f *Fake) boot(vm *vmprovider.VM, state vmprovider.PowerState) {
+	vm.Power, vm.BootedAt, vm.Hostname, vm.IPAddresses = state, time.Time{}, "", nil
+	if state == vmprovider.PoweredOn {
+		vm.BootedAt = f.now()
+		vm.Hostname, vm.IPAddresses, _ = f.guests[vm.Name].Guest()
+	}
 }
 
 var _ vmprovider.Provider = (*Fake)(nil)
@@ -67,9 +82,16 @@ func (f *Fake) Create(_ context.Context, spec vmprovider.Spec) (vmprovider.VM, e
 	vm := vmprovider.VM{
 		Name: spec.Name, InstanceUUID: fmt.Sprintf("fake-%08d", f.serial),
 		Power: vmprovider.PoweredOff, Owner: spec.Owner.UID, CreatedAt: f.now(),
+		Heartbeat: vmprovider.HeartbeatGray,
+	}
+	if spec.CloudInit != nil {
+		if f.guests == nil {
+			f.guests = map[string]vmprovider.CloudInit{}
+		}
+		f.guests[spec.Name] = *spec.CloudInit
 	}
 	if spec.PowerOn {
-		vm.Power, vm.BootedAt = vmprovider.PoweredOn, vm.CreatedAt
+		f.boot(&vm, vmprovider.PoweredOn)
 	}
 	f.vms[spec.Name] = vm
 	return vm, nil
@@ -133,10 +155,7 @@ func (f *Fake) SetPower(_ context.Context, name, owner string, state vmprovider.
 		return err
 	}
 	if vm.Power != state {
-		vm.Power, vm.BootedAt = state, time.Time{}
-		if state == vmprovider.PoweredOn {
-			vm.BootedAt = f.now()
-		}
+		f.boot(&vm, state)
 		f.vms[name] = vm
 	}
 	return nil
@@ -156,6 +175,7 @@ func (f *Fake) Delete(_ context.Context, name, owner string) error {
 		return err
 	}
 	delete(f.vms, name)
+	delete(f.guests, name)
 	return nil
 }
 

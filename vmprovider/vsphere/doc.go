@@ -8,12 +8,21 @@
 // resource pool or cluster, datastore, template) and fails with an error
 // naming any path that is missing or ambiguous.
 //
+// A clone's network adapters are moved to the Spec's networks (standard or
+// distributed port groups; adapters beyond the template's are added as
+// VMXNET3), its guest is customized with cloud-init's user data and
+// metadata (a CustomizationCloudinitPrep, applied as it first boots), and a
+// Spec's Placement overrides the resource pool, datastore and folder (one
+// below the provider's folder). Paths that do not resolve are invalid specs
+// found before anything is cloned. VMs report the guest's addresses,
+// hostname, tools and heartbeat as vCenter reads them from VMware Tools.
+//
 // Every VM it clones carries an ownership mark in its ExtraConfig
 // ([KeyOwnerUID], [KeyOwnerName]); VMs without the caller's mark are never
 // powered, modified or destroyed. Create is idempotent by name: a VM found
 // before cloning, or reported by vCenter as a duplicate name, is returned
-// if it is ours. List reads every VM of the folder in one property
-// retrieval over a container view. Tasks in flight are bounded
+// if it is ours. List reads every VM of the folder and the
+// folders below it in one property retrieval over a container view. Tasks in flight are bounded
 // (Config.MaxTasks).
 //
 // The package's tests and examples run against vcsim, govmomi's in-process

@@ -14,8 +14,11 @@ import (
 )
 
 // Create implements vmprovider.Provider: it clones the template into the
-// configured folder, pool and datastore with the spec's CPUs, memory and the
-// ownership mark, then powers the VM on if asked. When vCenter reports the
+// configured folder, pool and datastore (or the spec's Placement) with the
+// spec's CPUs, memory, networks, cloud-init customization and the ownership
+// mark, then powers the VM on if asked; vCenter applies the customization
+// as the VM first boots. A network or placement path that does not resolve
+// is an invalid spec, found before anything is cloned. When vCenter reports the
 // name taken (a retried create after a lost response, or a concurrent one
 // elsewhere), the VM of that name is returned if it carries the same mark,
 // and refused with a *NotOwnedError otherwise; so the common path costs the
@@ -38,9 +41,16 @@ func (p *Provider) Create(ctx context.Context, spec vmprovider.Spec) (vmprovider
 	}
 	defer p.lockName(spec.Name)()
 
-	poolRef, storeRef := p.pool.Reference(), p.store.Reference()
+	pl, err := p.place(ctx, spec)
+	if err != nil {
+		return vmprovider.VM{}, err
+	}
+	moves, adds, err := p.networkChanges(ctx, tmpl, spec)
+	if err != nil {
+		return vmprovider.VM{}, err
+	}
 	clone := types.VirtualMachineCloneSpec{
-		Location: types.VirtualMachineRelocateSpec{Pool: &poolRef, Datastore: &storeRef},
+		Location: types.VirtualMachineRelocateSpec{Pool: &pl.pool, Datastore: &pl.store, DeviceChange: moves},
 		Config: &types.VirtualMachineConfigSpec{
 			NumCPUs:  spec.CPUs,
 			MemoryMB: spec.MemoryMiB,
@@ -48,10 +58,12 @@ func (p *Provider) Create(ctx context.Context, spec vmprovider.Spec) (vmprovider
 				&types.OptionValue{Key: KeyOwnerUID, Value: spec.Owner.UID},
 				&types.OptionValue{Key: KeyOwnerName, Value: spec.Owner.Name},
 			},
+			DeviceChange: adds,
 		},
+		Customization: customization(spec),
 	}
 	result, err := p.task(ctx, func(ctx context.Context) (*object.Task, error) {
-		return tmpl.Clone(ctx, p.folder, spec.Name, clone)
+		return tmpl.Clone(ctx, pl.folder, spec.Name, clone)
 	})
 	if fault.Is(err, &types.DuplicateName{}) {
 		return p.existing(ctx, spec)

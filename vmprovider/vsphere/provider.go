@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"sync"
 
 	"github.com/vmware/govmomi/fault"
@@ -26,7 +27,8 @@ const (
 
 // vmProps are the properties read for every VM, in one call.
 var vmProps = []string{"name", "config.instanceUuid", "config.extraConfig", "config.createDate",
-	"runtime.powerState", "runtime.bootTime"}
+	"runtime.powerState", "runtime.bootTime", "guest.ipAddress", "guest.net", "guest.hostName",
+	"guest.toolsRunningStatus", "guestHeartbeatStatus"}
 
 // Provider implements vmprovider.Provider on vCenter with govmomi. It is
 // safe for concurrent use.
@@ -216,6 +218,12 @@ func (p *Provider) lookup(ctx context.Context, name string) (*object.VirtualMach
 		return nil, m, fmt.Errorf("find VM %q: %w", name, err)
 	}
 	if ref == nil {
+		// Not filed in the folder itself: a Placement.Folder below it?
+		if ref, err = p.findBelow(ctx, name); err != nil {
+			return nil, m, err
+		}
+	}
+	if ref == nil {
 		return nil, m, fmt.Errorf("VM %q in folder %s: %w", name, p.folder.InventoryPath, vmprovider.ErrNotFound)
 	}
 	vm := object.NewVirtualMachine(p.client, ref.Reference())
@@ -226,6 +234,27 @@ func (p *Provider) lookup(ctx context.Context, name string) (*object.VirtualMach
 		return nil, m, fmt.Errorf("read VM %q: %w", name, err)
 	}
 	return vm, m, nil
+}
+
+// findBelow finds the VM called name anywhere below the provider's folder,
+// with one container view and one retrieval of names; nil when there is
+// none.
+func (p *Provider) findBelow(ctx context.Context, name string) (object.Reference, error) {
+	v, err := view.NewManager(p.client).CreateContainerView(ctx, p.folder.Reference(), []string{"VirtualMachine"}, true)
+	if err != nil {
+		return nil, fmt.Errorf("find VM %q: %w", name, err)
+	}
+	defer func() { _ = v.Destroy(context.WithoutCancel(ctx)) }()
+	var all []mo.VirtualMachine
+	if err := v.Retrieve(ctx, []string{"VirtualMachine"}, []string{"name"}, &all); err != nil {
+		return nil, fmt.Errorf("find VM %q: %w", name, err)
+	}
+	for _, m := range all {
+		if m.Name == name {
+			return m.Reference(), nil
+		}
+	}
+	return nil, nil
 }
 
 // owned is lookup that also checks owner's mark.
@@ -274,7 +303,34 @@ func toVM(m mo.VirtualMachine) vmprovider.VM {
 	if m.Runtime.BootTime != nil {
 		vm.BootedAt = *m.Runtime.BootTime
 	}
+	if g := m.Guest; g != nil {
+		vm.Hostname = g.HostName
+		vm.ToolsRunning = g.ToolsRunningStatus == string(types.VirtualMachineToolsRunningStatusGuestToolsRunning)
+		vm.IPAddresses = guestAddresses(g)
+	}
+	vm.Heartbeat = vmprovider.HeartbeatGray
+	if h := m.GuestHeartbeatStatus; h != "" {
+		vm.Heartbeat = vmprovider.Heartbeat(h)
+	}
 	return vm
+}
+
+// guestAddresses lists the guest's addresses: its primary one, then every
+// other on its adapters in order, each once.
+func guestAddresses(g *types.GuestInfo) []string {
+	var out []string
+	add := func(a string) {
+		if a != "" && !slices.Contains(out, a) {
+			out = append(out, a)
+		}
+	}
+	add(g.IpAddress)
+	for _, nic := range g.Net {
+		for _, a := range nic.IpAddress {
+			add(a)
+		}
+	}
+	return out
 }
 
 // Get implements vmprovider.Provider.

@@ -1,0 +1,112 @@
+package vmprovider
+
+import (
+	"fmt"
+	"time"
+
+	"github.com/replicakit/replicakit/replicaset"
+)
+
+// Readiness says when a powered-on VM counts as ready, and so when the
+// planner's MinReady and a set's available count start counting it.
+type Readiness string
+
+// The readiness choices. A VM that is not powered on is never ready.
+const (
+	// ReadyWhenPoweredOn: ready once powered on (the zero value means
+	// this too).
+	ReadyWhenPoweredOn Readiness = "PoweredOn"
+	// ReadyWhenGuestHeartbeat: ready once the guest's heartbeat is green,
+	// that is its tools run and answer.
+	ReadyWhenGuestHeartbeat Readiness = "GuestHeartbeat"
+	// ReadyWhenIPAddress: ready once the guest reports an IP address.
+	ReadyWhenIPAddress Readiness = "IPAddress"
+)
+
+// Validate reports an unknown readiness; the error wraps ErrInvalidSpec.
+func (r Readiness) Validate() error {
+	switch r {
+	case "", ReadyWhenPoweredOn, ReadyWhenGuestHeartbeat, ReadyWhenIPAddress:
+		return nil
+	}
+	return fmt.Errorf("readiness %q: want %s, %s or %s: %w", string(r), ReadyWhenPoweredOn, ReadyWhenGuestHeartbeat, ReadyWhenIPAddress, ErrInvalidSpec)
+}
+
+// Ready reports whether vm is ready by r. An unknown r is treated as
+// ReadyWhenPoweredOn; validate it first.
+func (r Readiness) Ready(vm VM) bool {
+	if vm.Power != PoweredOn {
+		return false
+	}
+	switch r {
+	case ReadyWhenGuestHeartbeat:
+		return vm.Heartbeat == HeartbeatGreen
+	case ReadyWhenIPAddress:
+		return len(vm.IPAddresses) > 0
+	}
+	return true
+}
+
+// Replicas describes VMs as the planner sees them, with ReadyWhenPoweredOn:
+// a VM that is powered on is running and ready since it booted; one that is
+// off or suspended while wantOn is pending (it is not yet what was asked
+// for), and otherwise running but not ready. Tracker gives the other
+// readiness choices.
+func Replicas(vms []VM, wantOn bool) []replicaset.Replica {
+	var t Tracker
+	return t.Replicas(vms, wantOn, time.Time{})
+}
+
+// Tracker describes VMs as the planner sees them under a readiness choice,
+// remembering when it first saw each VM ready: the platform reports when a
+// VM booted but not when its guest came up, so a VM's ReadySince is its
+// boot time with ReadyWhenPoweredOn, and otherwise the first call that saw
+// it ready (a VM already ready at the first call counts from its boot, so
+// a restarted program does not wait MinReady again). The zero Tracker uses
+// ReadyWhenPoweredOn. A Tracker is not safe for concurrent use.
+type Tracker struct {
+	// Readiness is the choice applied.
+	Readiness Readiness
+
+	seen  bool
+	since map[string]time.Time // by instance UUID (else name): when first seen ready
+}
+
+// Replicas describes vms at now: a VM that is ready by the Tracker's
+// choice is running and ready since ReadySince (see Tracker); a VM that is
+// off or suspended while wantOn is pending; any other VM is running but not
+// ready. It forgets VMs no longer listed.
+func (t *Tracker) Replicas(vms []VM, wantOn bool, now time.Time) []replicaset.Replica {
+	first := !t.seen
+	t.seen = true
+	next := make(map[string]time.Time, len(vms))
+	out := make([]replicaset.Replica, len(vms))
+	for i, vm := range vms {
+		r := replicaset.Replica{Name: vm.Name, UID: vm.InstanceUUID, CreatedAt: vm.CreatedAt}
+		switch {
+		case t.Readiness.Ready(vm):
+			r.Phase, r.Ready = replicaset.PhaseRunning, true
+			r.ReadySince = vm.BootedAt
+			if t.Readiness != "" && t.Readiness != ReadyWhenPoweredOn {
+				key := vm.InstanceUUID
+				if key == "" {
+					key = vm.Name
+				}
+				since, ok := t.since[key]
+				if !ok && !first {
+					since = now
+				} else if !ok {
+					since = vm.BootedAt
+				}
+				next[key], r.ReadySince = since, since
+			}
+		case vm.Power != PoweredOn && wantOn:
+			r.Phase = replicaset.PhasePending
+		default:
+			r.Phase = replicaset.PhaseRunning
+		}
+		out[i] = r
+	}
+	t.since = next
+	return out
+}
