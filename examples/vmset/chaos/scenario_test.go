@@ -82,7 +82,15 @@ func (sc scenario) run(t *testing.T, e *testenv.Env, n, cycles int) row {
 			Selector: &vmv1.LabelSelector{MatchLabels: map[string]string{"app": setName}},
 			Template: vmv1.VirtualMachineTemplate{
 				Metadata: vmv1.TemplateMetadata{Labels: map[string]string{"app": setName}},
-				Spec:     vmv1.VirtualMachineSpec{CPUs: 1, MemoryMiB: 256},
+				// Networks and cloud-init on every VM, as people run them.
+				Spec: vmv1.VirtualMachineSpec{
+					CPUs: 1, MemoryMiB: 256,
+					Network: &vmv1.VirtualMachineNetwork{Interfaces: []vmv1.NetworkInterface{{Network: "DC0_DVPG0"}, {Network: "VM Network"}}},
+					Bootstrap: &vmv1.VirtualMachineBootstrap{CloudInit: &vmv1.CloudInitBootstrap{
+						UserData: "#cloud-config\npackages: [nginx]\n",
+						MetaData: "network:\n  version: 2\n  ethernets:\n    eth0:\n      dhcp4: true\n",
+					}},
+				},
 			},
 		},
 	}

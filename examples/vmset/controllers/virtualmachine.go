@@ -6,6 +6,8 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
+	"strings"
+	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/equality"
@@ -17,6 +19,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
+	"sigs.k8s.io/yaml"
 
 	vmv1 "github.com/replicakit/replicakit/examples/vmset/api/v1alpha1"
 	"github.com/replicakit/replicakit/naming"
@@ -91,11 +94,15 @@ func (r *VirtualMachineReconciler) Reconcile(ctx context.Context, req reconcile.
 	got, err := r.Provider.Get(ctx, name)
 	switch {
 	case errors.Is(err, vmprovider.ErrNotFound):
-		got, err = r.Provider.Create(ctx, vmprovider.Spec{
-			Name: name, Owner: vmprovider.Owner{UID: owner, Name: vm.Namespace + "/" + vm.Name},
-			Template: vm.Spec.Template, CPUs: vm.Spec.CPUs, MemoryMiB: vm.Spec.MemoryMiB,
-			PowerOn: want == vmv1.PoweredOn,
-		})
+		spec, serr := providerSpec(&vm, name, want)
+		if serr == nil {
+			got, err = r.Provider.Create(ctx, spec)
+		} else {
+			err = serr
+		}
+		if errors.Is(err, vmprovider.ErrInvalidSpec) {
+			return reconcile.Result{}, reconcile.TerminalError(r.fail(ctx, &vm, "InvalidSpec", err))
+		}
 		if err != nil {
 			return reconcile.Result{}, r.fail(ctx, &vm, "CreateFailed", err)
 		}
@@ -110,12 +117,90 @@ func (r *VirtualMachineReconciler) Reconcile(ctx context.Context, req reconcile.
 		if err := r.Provider.SetPower(ctx, name, owner, vmprovider.PowerState(want)); err != nil {
 			return reconcile.Result{}, r.fail(ctx, &vm, "PowerFailed", err)
 		}
-		got.Power = vmprovider.PowerState(want)
+		if got, err = r.Provider.Get(ctx, name); err != nil {
+			return reconcile.Result{}, r.fail(ctx, &vm, "GetFailed", err)
+		}
 	}
-	return reconcile.Result{}, r.setStatus(ctx, &vm, got, metav1.Condition{
-		Type: "Ready", Status: metav1.ConditionTrue, Reason: string(got.Power),
-		Message: fmt.Sprintf("vSphere VM %s is %s", name, got.Power),
-	})
+	cond, wait := readyCondition(&vm, name, want, got)
+	return reconcile.Result{RequeueAfter: wait}, r.setStatus(ctx, &vm, got, cond)
+}
+
+// GuestPollInterval is how often a powered-on VirtualMachine that is not yet
+// ready by its spec.readiness is read again.
+const GuestPollInterval = 5 * time.Second
+
+// readyCondition is the Ready condition of a VM in got's state, and how
+// long to wait before reading it again when it is waiting on its guest.
+func readyCondition(vm *vmv1.VirtualMachine, name string, want vmv1.PowerState, got vmprovider.VM) (metav1.Condition, time.Duration) {
+	if want != vmv1.PoweredOn {
+		return metav1.Condition{Type: "Ready", Status: metav1.ConditionTrue, Reason: string(got.Power),
+			Message: fmt.Sprintf("vSphere VM %s is %s", name, got.Power)}, 0
+	}
+	rd := vmprovider.Readiness(vm.Spec.Readiness)
+	if rd == "" {
+		rd = vmprovider.ReadyWhenPoweredOn
+	}
+	if rd.Ready(got) {
+		msg := fmt.Sprintf("vSphere VM %s is %s", name, got.Power)
+		if len(got.IPAddresses) > 0 {
+			msg += " at " + strings.Join(got.IPAddresses, ", ")
+		}
+		return metav1.Condition{Type: "Ready", Status: metav1.ConditionTrue, Reason: string(rd), Message: msg}, 0
+	}
+	if got.Power != vmprovider.PoweredOn {
+		return metav1.Condition{Type: "Ready", Status: metav1.ConditionFalse, Reason: string(got.Power),
+			Message: fmt.Sprintf("vSphere VM %s is %s", name, got.Power)}, GuestPollInterval
+	}
+	return metav1.Condition{Type: "Ready", Status: metav1.ConditionFalse, Reason: "WaitingFor" + string(rd),
+		Message: fmt.Sprintf("vSphere VM %s is powered on; its guest has not reported %s yet", name, waitingFor[rd])}, GuestPollInterval
+}
+
+// waitingFor says what a readiness choice waits on.
+var waitingFor = map[vmprovider.Readiness]string{
+	vmprovider.ReadyWhenGuestHeartbeat: "a green heartbeat",
+	vmprovider.ReadyWhenIPAddress:      "an IP address",
+}
+
+// providerSpec is the VM to create for vm: its hardware, networks and
+// cloud-init data, with instance-id and local-hostname added to the
+// metadata unless given.
+func providerSpec(vm *vmv1.VirtualMachine, name string, want vmv1.PowerState) (vmprovider.Spec, error) {
+	spec := vmprovider.Spec{
+		Name: name, Owner: vmprovider.Owner{UID: string(vm.UID), Name: vm.Namespace + "/" + vm.Name},
+		Template: vm.Spec.Template, CPUs: vm.Spec.CPUs, MemoryMiB: vm.Spec.MemoryMiB,
+		PowerOn: want == vmv1.PoweredOn,
+	}
+	if n := vm.Spec.Network; n != nil {
+		for _, i := range n.Interfaces {
+			spec.Networks = append(spec.Networks, i.Network)
+		}
+	}
+	if b := vm.Spec.Bootstrap; b != nil && b.CloudInit != nil {
+		md, err := withDefaults(b.CloudInit.MetaData, map[string]string{"instance-id": string(vm.UID), "local-hostname": vm.Name})
+		if err != nil {
+			return spec, fmt.Errorf("VM %q: spec.bootstrap.cloudInit.metaData: %w: %w", name, err, vmprovider.ErrInvalidSpec)
+		}
+		spec.CloudInit = &vmprovider.CloudInit{UserData: b.CloudInit.UserData, MetaData: md}
+	}
+	return spec, nil
+}
+
+// withDefaults adds each default key that the YAML mapping metadata lacks.
+func withDefaults(metadata string, defaults map[string]string) (string, error) {
+	m := map[string]any{}
+	if err := yaml.Unmarshal([]byte(metadata), &m); err != nil {
+		return "", fmt.Errorf("not a YAML mapping: %w", err)
+	}
+	if m == nil {
+		m = map[string]any{}
+	}
+	for k, v := range defaults {
+		if _, ok := m[k]; !ok {
+			m[k] = v
+		}
+	}
+	b, err := yaml.Marshal(m)
+	return string(b), err
 }
 
 // fail records err in the Ready condition and returns it for a retry with
@@ -123,7 +208,9 @@ func (r *VirtualMachineReconciler) Reconcile(ctx context.Context, req reconcile.
 func (r *VirtualMachineReconciler) fail(ctx context.Context, vm *vmv1.VirtualMachine, reason string, err error) error {
 	r.event(vm, corev1.EventTypeWarning, reason, "Reconcile", "%v", err)
 	cond := metav1.Condition{Type: "Ready", Status: metav1.ConditionFalse, Reason: reason, Message: err.Error()}
-	return errors.Join(err, r.setStatus(ctx, vm, vmprovider.VM{Power: vmprovider.PowerState(vm.Status.PowerState), InstanceUUID: vm.Status.InstanceUUID}, cond))
+	last := vmprovider.VM{Power: vmprovider.PowerState(vm.Status.PowerState), InstanceUUID: vm.Status.InstanceUUID,
+		IPAddresses: vm.Status.Addresses, Hostname: vm.Status.Hostname, Heartbeat: vmprovider.Heartbeat(vm.Status.GuestHeartbeat)}
+	return errors.Join(err, r.setStatus(ctx, vm, last, cond))
 }
 
 // setStatus patches the status when it changed.
@@ -131,6 +218,9 @@ func (r *VirtualMachineReconciler) setStatus(ctx context.Context, vm *vmv1.Virtu
 	before := vm.DeepCopy()
 	vm.Status.PowerState = string(got.Power)
 	vm.Status.InstanceUUID = got.InstanceUUID
+	vm.Status.Addresses = got.IPAddresses
+	vm.Status.Hostname = got.Hostname
+	vm.Status.GuestHeartbeat = string(got.Heartbeat)
 	vm.Status.ObservedGeneration = vm.Generation
 	cond.ObservedGeneration = vm.Generation
 	meta.SetStatusCondition(&vm.Status.Conditions, cond)

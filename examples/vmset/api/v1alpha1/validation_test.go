@@ -75,6 +75,17 @@ func TestCRDs_DefaultsAndValidation(t *testing.T) {
 			`spec.template.spec.powerState: Unsupported value: "Suspended": supported values: "PoweredOn", "PoweredOff"`},
 		{"negative memory", func(s *vmv1.VirtualMachineReplicaSet) { s.Spec.Template.Spec.MemoryMiB = -1 },
 			"spec.template.spec.memoryMiB: Invalid value: -1"},
+		{"empty cloud-init", func(s *vmv1.VirtualMachineReplicaSet) {
+			s.Spec.Template.Spec.Bootstrap = &vmv1.VirtualMachineBootstrap{CloudInit: &vmv1.CloudInitBootstrap{}}
+		}, "bootstrap.cloudInit needs userData or metaData"},
+		{"bad readiness", func(s *vmv1.VirtualMachineReplicaSet) { s.Spec.Template.Spec.Readiness = "Booted" },
+			`spec.template.spec.readiness: Unsupported value: "Booted"`},
+		{"no interfaces", func(s *vmv1.VirtualMachineReplicaSet) {
+			s.Spec.Template.Spec.Network = &vmv1.VirtualMachineNetwork{Interfaces: []vmv1.NetworkInterface{}}
+		}, "spec.template.spec.network.interfaces: Invalid value"},
+		{"empty network name", func(s *vmv1.VirtualMachineReplicaSet) {
+			s.Spec.Template.Spec.Network = &vmv1.VirtualMachineNetwork{Interfaces: []vmv1.NetworkInterface{{}}}
+		}, "spec.template.spec.network.interfaces[0].network: Invalid value"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.desc, func(t *testing.T) {
@@ -97,6 +108,53 @@ func TestCRDs_DefaultsAndValidation(t *testing.T) {
 	changed.Spec.Template.Metadata.Labels["tier"] = "web"
 	if err := e.Client.Update(ctx, changed); err == nil || !strings.Contains(err.Error(), "spec.selector is immutable") {
 		t.Errorf("changing the selector: %v, want spec.selector is immutable", err)
+	}
+}
+
+// TestCRDs_VirtualMachineCloneTimeFields: a VirtualMachine's network and
+// bootstrap are fixed once it exists; its readiness may change, and it
+// defaults to PoweredOn.
+func TestCRDs_VirtualMachineCloneTimeFields(t *testing.T) {
+	e := env.Require(t)
+	ctx := context.Background()
+	if err := e.Client.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "fixed"}}); err != nil {
+		t.Fatal(err)
+	}
+	vm := &vmv1.VirtualMachine{
+		ObjectMeta: metav1.ObjectMeta{Namespace: "fixed", Name: "web-0"},
+		Spec: vmv1.VirtualMachineSpec{
+			Network: &vmv1.VirtualMachineNetwork{Interfaces: []vmv1.NetworkInterface{{Network: "VM Network"}}},
+		},
+	}
+	if err := e.Client.Create(ctx, vm); err != nil {
+		t.Fatal(err)
+	}
+	if vm.Spec.Readiness != vmv1.ReadyWhenPoweredOn {
+		t.Errorf("default readiness %q, want PoweredOn", vm.Spec.Readiness)
+	}
+	for _, tc := range []struct {
+		desc string
+		edit func(*vmv1.VirtualMachine)
+		want string
+	}{
+		{"another network", func(v *vmv1.VirtualMachine) { v.Spec.Network.Interfaces[0].Network = "DC0_DVPG0" }, "spec.network cannot change"},
+		{"no network", func(v *vmv1.VirtualMachine) { v.Spec.Network = nil }, "spec.network cannot change"},
+		{"bootstrap added", func(v *vmv1.VirtualMachine) {
+			v.Spec.Bootstrap = &vmv1.VirtualMachineBootstrap{CloudInit: &vmv1.CloudInitBootstrap{UserData: "#cloud-config"}}
+		}, "spec.bootstrap cannot change"},
+		{"readiness", func(v *vmv1.VirtualMachine) { v.Spec.Readiness = vmv1.ReadyWhenIPAddress }, ""},
+	} {
+		t.Run(tc.desc, func(t *testing.T) {
+			changed := vm.DeepCopy()
+			tc.edit(changed)
+			err := e.Client.Update(ctx, changed)
+			switch {
+			case tc.want == "" && err != nil:
+				t.Errorf("refused: %v", err)
+			case tc.want != "" && (err == nil || !strings.Contains(err.Error(), tc.want)):
+				t.Errorf("update: %v, want %q", err, tc.want)
+			}
+		})
 	}
 }
 

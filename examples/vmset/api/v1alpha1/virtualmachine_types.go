@@ -33,6 +33,78 @@ type VirtualMachineSpec struct {
 	// +kubebuilder:default=PoweredOn
 	// +optional
 	PowerState PowerState `json:"powerState,omitempty"`
+	// Network connects the VM's network adapters; absent keeps the
+	// template's networks.
+	// +optional
+	Network *VirtualMachineNetwork `json:"network,omitempty"`
+	// Bootstrap customizes the guest when it first boots.
+	// +optional
+	Bootstrap *VirtualMachineBootstrap `json:"bootstrap,omitempty"`
+	// Readiness says when the VM counts as ready (its Ready condition, and
+	// so a set's readyReplicas and availableReplicas): PoweredOn (the
+	// default), GuestHeartbeat (VMware Tools answer) or IPAddress (the
+	// guest reports an address).
+	// +kubebuilder:default=PoweredOn
+	// +optional
+	Readiness Readiness `json:"readiness,omitempty"`
+}
+
+// Readiness says when a VM counts as ready.
+// +kubebuilder:validation:Enum=PoweredOn;GuestHeartbeat;IPAddress
+type Readiness string
+
+// The readiness choices.
+const (
+	ReadyWhenPoweredOn      Readiness = "PoweredOn"
+	ReadyWhenGuestHeartbeat Readiness = "GuestHeartbeat"
+	ReadyWhenIPAddress      Readiness = "IPAddress"
+)
+
+// VirtualMachineNetwork lists the VM's network adapters.
+type VirtualMachineNetwork struct {
+	// Interfaces are the VM's network adapters in order: the template's
+	// first adapter joins the first interface's network, and so on;
+	// adapters are added for interfaces beyond the template's.
+	// +kubebuilder:validation:MinItems=1
+	// +kubebuilder:validation:MaxItems=10
+	// +listType=atomic
+	Interfaces []NetworkInterface `json:"interfaces"`
+}
+
+// NetworkInterface is one network adapter.
+type NetworkInterface struct {
+	// Network is the vSphere network (a standard or distributed port
+	// group) the adapter joins, by name or inventory path.
+	// +kubebuilder:validation:MinLength=1
+	// +kubebuilder:validation:MaxLength=255
+	Network string `json:"network"`
+}
+
+// VirtualMachineBootstrap customizes the guest at first boot.
+type VirtualMachineBootstrap struct {
+	// CloudInit hands user data and metadata to cloud-init in the guest.
+	// +optional
+	CloudInit *CloudInitBootstrap `json:"cloudInit,omitempty"`
+}
+
+// CloudInitBootstrap is cloud-init's data. The operator adds instance-id
+// (the VirtualMachine's UID) and local-hostname (its name) to the metadata
+// unless they are given, so every replica of a set gets its own.
+//
+// +kubebuilder:validation:XValidation:rule="has(self.userData) || has(self.metaData)",message="bootstrap.cloudInit needs userData or metaData"
+type CloudInitBootstrap struct {
+	// UserData is cloud-init's user data, such as a #cloud-config
+	// document.
+	// +kubebuilder:validation:MaxLength=65536
+	// +optional
+	UserData string `json:"userData,omitempty"`
+	// MetaData is cloud-init's instance metadata, a YAML mapping:
+	// local-hostname, and network config version 2 under network (for
+	// example network.ethernets.eth0.addresses). Metadata that is not a
+	// YAML mapping fails the VM with the reason InvalidSpec.
+	// +kubebuilder:validation:MaxLength=65536
+	// +optional
+	MetaData string `json:"metaData,omitempty"`
 }
 
 // VirtualMachineStatus is what vCenter reports about the VM.
@@ -43,11 +115,24 @@ type VirtualMachineStatus struct {
 	// InstanceUUID is vCenter's identifier for the VM.
 	// +optional
 	InstanceUUID string `json:"instanceUUID,omitempty"`
+	// Addresses are the IP addresses the guest reports, the primary one
+	// first.
+	// +listType=atomic
+	// +optional
+	Addresses []string `json:"addresses,omitempty"`
+	// Hostname is the guest's host name as it reports it.
+	// +optional
+	Hostname string `json:"hostname,omitempty"`
+	// GuestHeartbeat is the guest's heartbeat health in vCenter: gray
+	// (unknown), green, yellow or red.
+	// +optional
+	GuestHeartbeat string `json:"guestHeartbeat,omitempty"`
 	// ObservedGeneration is the generation this status describes.
 	// +optional
 	ObservedGeneration int64 `json:"observedGeneration,omitempty"`
-	// Conditions: Ready is true when the VM exists and is in the desired
-	// power state.
+	// Conditions: Ready is true when the VM exists, is in the desired
+	// power state and, when that is PoweredOn, is ready as spec.readiness
+	// says; its lastTransitionTime is when it became so.
 	// +listType=map
 	// +listMapKey=type
 	// +optional
@@ -60,13 +145,19 @@ type VirtualMachineStatus struct {
 // +kubebuilder:subresource:status
 // +kubebuilder:resource:shortName=vm
 // +kubebuilder:printcolumn:name="POWER-STATE",type=string,JSONPath=`.status.powerState`
+// +kubebuilder:printcolumn:name="READY",type=string,JSONPath=`.status.conditions[?(@.type=="Ready")].status`
+// +kubebuilder:printcolumn:name="IP",type=string,JSONPath=`.status.addresses[0]`
 // +kubebuilder:printcolumn:name="AGE",type=date,JSONPath=`.metadata.creationTimestamp`
+// +kubebuilder:printcolumn:name="HOSTNAME",type=string,JSONPath=`.status.hostname`,priority=1
 // +kubebuilder:printcolumn:name="UUID",type=string,JSONPath=`.status.instanceUUID`,priority=1
 type VirtualMachine struct {
 	metav1.TypeMeta   `json:",inline"`
 	metav1.ObjectMeta `json:"metadata,omitempty"`
 
-	// Spec is the desired VM.
+	// Spec is the desired VM. Its network and bootstrap are applied when
+	// the VM is cloned, and cannot change after.
+	// +kubebuilder:validation:XValidation:rule="has(self.network) == has(oldSelf.network) && (!has(self.network) || self.network == oldSelf.network)",message="spec.network cannot change: adapters are set when the VM is cloned"
+	// +kubebuilder:validation:XValidation:rule="has(self.bootstrap) == has(oldSelf.bootstrap) && (!has(self.bootstrap) || self.bootstrap == oldSelf.bootstrap)",message="spec.bootstrap cannot change: the guest is customized when the VM is cloned"
 	Spec VirtualMachineSpec `json:"spec,omitempty"`
 	// Status is the observed VM.
 	Status VirtualMachineStatus `json:"status,omitempty"`

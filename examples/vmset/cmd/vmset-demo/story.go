@@ -23,11 +23,13 @@ type story struct {
 	ns     string
 	sample string
 	dead   <-chan struct{} // closed if the manager exits
+	set    string          // the set the current step plays with
 }
 
 const setName = "test-rs"
 
 func (s *story) play(ctx context.Context) error {
+	s.set = setName
 	fmt.Println("# Create a VirtualMachineReplicaSet of 3")
 	if _, err := s.kubectl(ctx, "create", "namespace", s.ns); err != nil {
 		return err
@@ -86,7 +88,10 @@ func (s *story) play(ctx context.Context) error {
 	}); err != nil {
 		return err
 	}
-	return s.getVMs(ctx, nil)
+	if err := s.getVMs(ctx, nil); err != nil {
+		return err
+	}
+	return s.playGuests(ctx)
 }
 
 // kubectl runs the real kubectl, printing the command and what it said.
@@ -118,7 +123,7 @@ func (s *story) await(ctx context.Context, what string, ok func(vmcheck.State) b
 			return false, fmt.Errorf("vmset-manager exited")
 		default:
 		}
-		st, last = vmcheck.Observe(ctx, s.env.Client, s.vc, s.ns, setName)
+		st, last = vmcheck.Observe(ctx, s.env.Client, s.vc, s.ns, s.set)
 		return last == nil && ok(st), nil
 	})
 	if err != nil {
@@ -130,7 +135,7 @@ func (s *story) await(ctx context.Context, what string, ok func(vmcheck.State) b
 
 // getSet shows the set with kubectl and checks its REPLICAS and READY.
 func (s *story) getSet(ctx context.Context, n int, wide bool) error {
-	args := []string{"get", "vmreplicaset", "-n", s.ns, setName}
+	args := []string{"get", "vmreplicaset", "-n", s.ns, s.set}
 	if wide {
 		args = append(args, "-o", "wide")
 	}
@@ -139,7 +144,7 @@ func (s *story) getSet(ctx context.Context, n int, wide bool) error {
 		return err
 	}
 	rows := table(out)
-	want := map[string]string{"NAME": setName, "REPLICAS": fmt.Sprint(n), "READY": fmt.Sprint(n)}
+	want := map[string]string{"NAME": s.set, "REPLICAS": fmt.Sprint(n), "READY": fmt.Sprint(n)}
 	if len(rows) != 1 {
 		return fmt.Errorf("kubectl get vmreplicaset printed %d rows, want 1", len(rows))
 	}

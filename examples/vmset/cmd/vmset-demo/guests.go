@@ -1,0 +1,103 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"path/filepath"
+	"slices"
+
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	vmv1 "github.com/replicakit/replicakit/examples/vmset/api/v1alpha1"
+	"github.com/replicakit/replicakit/internal/vcsim"
+	"github.com/replicakit/replicakit/internal/vmcheck"
+)
+
+// webSet is the set of the guests step.
+const webSet = "web-rs"
+
+// playGuests shows readiness by address: the web set's VMs are on but not
+// ready until their guests report addresses, and ready once they do.
+func (s *story) playGuests(ctx context.Context) error {
+	s.set = webSet
+	sample := filepath.Join(filepath.Dir(s.sample), "vmreplicaset-web.yaml")
+	fmt.Println("\n# A set of 2 web VMs on a network, customized by cloud-init, ready once their guests have an address")
+	if _, err := s.kubectl(ctx, "apply", "-n", s.ns, "-f", sample); err != nil {
+		return err
+	}
+	on, err := s.await(ctx, "2 VMs powered on and in vCenter, none ready: no guest has an address yet", func(st vmcheck.State) bool {
+		return len(st.LiveOn) == 2 && slices.Equal(st.Want, st.VCenter) && st.Set != nil &&
+			st.Set.Status.Replicas == 2 && st.Set.Status.ReadyReplicas == 0 && st.Set.Status.ObservedGeneration == st.Set.Generation
+	})
+	if err != nil {
+		return err
+	}
+	if err := s.checkVMs(ctx, on.Live, metav1.ConditionFalse, nil); err != nil {
+		return err
+	}
+
+	fmt.Println("\n# The guests boot and lease addresses (the simulator has no guests or DHCP: the demo reports one per VM over the vSphere API)")
+	addrs := map[string]string{}
+	for i, name := range on.Live {
+		addrs[name] = fmt.Sprintf("10.20.0.%d", 10+i)
+		if err := vcsim.ReportGuest(ctx, s.vc, s.ns+"-"+name, addrs[name]); err != nil {
+			return err
+		}
+		fmt.Printf("  guest of %s-%s reports %s\n", s.ns, name, addrs[name])
+	}
+	if _, err := s.settle(ctx, 2); err != nil {
+		return err
+	}
+	if err := s.getSet(ctx, 2, false); err != nil {
+		return err
+	}
+	if err := s.checkVMs(ctx, on.Live, metav1.ConditionTrue, addrs); err != nil {
+		return err
+	}
+
+	fmt.Println("\n# Delete the web set")
+	if _, err := s.kubectl(ctx, "delete", "vmreplicaset", "-n", s.ns, webSet); err != nil {
+		return err
+	}
+	_, err = s.await(ctx, "no VirtualMachine and no vSphere VM left", func(st vmcheck.State) bool {
+		return st.Set == nil && len(st.Want) == 0 && len(st.VCenter) == 0
+	})
+	return err
+}
+
+// checkVMs shows the set's VMs with kubectl and checks, on the objects,
+// that they are names, all PoweredOn, with the Ready condition ready and the
+// addresses given (none when nil).
+func (s *story) checkVMs(ctx context.Context, names []string, ready metav1.ConditionStatus, addrs map[string]string) error {
+	if _, err := s.kubectl(ctx, "get", "vm", "-n", s.ns, "-l", "app="+s.set); err != nil {
+		return err
+	}
+	var l vmv1.VirtualMachineList
+	if err := s.env.Client.List(ctx, &l, client.InNamespace(s.ns), client.MatchingLabels{"app": s.set}); err != nil {
+		return err
+	}
+	var got []string
+	for _, vm := range l.Items {
+		var want []string
+		if addrs != nil {
+			want = []string{addrs[vm.Name]}
+		}
+		c := meta.FindStatusCondition(vm.Status.Conditions, "Ready")
+		if vm.Status.PowerState != "PoweredOn" || c == nil || c.Status != ready || !slices.Equal(vm.Status.Addresses, want) {
+			return fmt.Errorf("VirtualMachine %s: %s, Ready %v, addresses %v; want PoweredOn, %s, %v", vm.Name, vm.Status.PowerState, c, vm.Status.Addresses, ready, want)
+		}
+		got = append(got, vm.Name)
+	}
+	slices.Sort(got)
+	if !slices.Equal(got, names) {
+		return fmt.Errorf("the set's VirtualMachines are %v, want %v", got, names)
+	}
+	shown := "none"
+	if addrs != nil {
+		shown = fmt.Sprint(addrs)
+	}
+	fmt.Printf("  ✓ checked: the VirtualMachines' Ready is %s, their addresses %s\n", ready, shown)
+	return nil
+}

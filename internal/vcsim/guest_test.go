@@ -1,0 +1,41 @@
+package vcsim_test
+
+import (
+	"context"
+	"slices"
+	"testing"
+
+	"github.com/replicakit/replicakit/internal/vcsim"
+	"github.com/replicakit/replicakit/vmprovider"
+	"github.com/replicakit/replicakit/vmprovider/vsphere"
+)
+
+// TestReportGuest: through the API, the simulator reports the address,
+// tools and heartbeat a guest would, and the provider reads them.
+func TestReportGuest(t *testing.T) {
+	s, err := vcsim.New(vcsim.Serialized)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(s.Close)
+	ctx := context.Background()
+	p, err := vsphere.New(ctx, s.Config())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer func() { _ = p.Close(ctx) }()
+	owner := vmprovider.Owner{UID: "uid-g"}
+	if _, err := p.Create(ctx, vmprovider.Spec{Name: "guest-0", Owner: owner, PowerOn: true}); err != nil {
+		t.Fatal(err)
+	}
+	if err := vcsim.ReportGuest(ctx, s.Config(), "guest-0", "10.9.8.7"); err != nil {
+		t.Fatal(err)
+	}
+	vm, err := p.Get(ctx, "guest-0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !slices.Equal(vm.IPAddresses, []string{"10.9.8.7"}) || !vm.ToolsRunning || vm.Heartbeat != vmprovider.HeartbeatGreen || vm.Owner != owner.UID {
+		t.Errorf("after ReportGuest: %+v; want address 10.9.8.7, tools running, heartbeat green, the mark kept", vm)
+	}
+}
