@@ -126,6 +126,9 @@ type VM struct {
 	// Owner is the owner UID of the VM's ownership mark; empty when the VM
 	// carries no mark (it is not ours to touch).
 	Owner string
+	// OwnerName is the human-readable owner name recorded beside the
+	// mark's UID (Owner.Name at creation); never used to decide ownership.
+	OwnerName string
 	// CreatedAt is when the VM was created; zero when unknown.
 	CreatedAt time.Time
 	// BootedAt is when the VM last powered on; zero when it is off or

@@ -1,11 +1,9 @@
 package vcsim
 
 import (
-	"bytes"
 	"io"
 	"math/rand/v2"
 	"net/http"
-	"regexp"
 	"slices"
 	"sync"
 	"sync/atomic"
@@ -26,6 +24,9 @@ import (
 // code under test once calls or its statistics are read concurrently. Here
 // the decision is made under the gate's lock and the count is atomic.
 //
+// It also counts the calls that reach the gate, by method (Calls); a
+// Faults without Methods injects nothing and only counts.
+//
 // Set the fields before the simulator starts and do not change them after.
 type Faults struct {
 	// Methods lists the SOAP methods that may fail, such as
@@ -33,6 +34,9 @@ type Faults struct {
 	Methods []string
 	// Seed seeds the random source, for repeatable runs.
 	Seed uint64
+
+	// callCount counts the calls reaching the gate, failed or served.
+	callCount
 
 	mu       sync.Mutex
 	p        float64
@@ -60,21 +64,10 @@ func (f *Faults) Injected() int64 {
 	return f.injected.Load()
 }
 
-// soapMethod finds the method of a SOAP request: the first element in its
-// body.
-var soapMethod = regexp.MustCompile(`<(?:[\w-]+:)?Body[^>]*>\s*<(?:[\w-]+:)?([\w-]+)`)
-
-// fail decides whether the call r fails and, if so, answers it with the
-// fault.
-func (f *Faults) fail(w http.ResponseWriter, r *http.Request) bool {
-	body, err := io.ReadAll(r.Body)
-	_ = r.Body.Close()
-	r.Body = io.NopCloser(bytes.NewReader(body))
-	if err != nil {
-		return false // the simulator answers the short read itself
-	}
-	m := soapMethod.FindSubmatch(body)
-	if m == nil || !slices.Contains(f.Methods, string(m[1])) {
+// fail decides whether a call of method fails and, if so, answers it with
+// the fault.
+func (f *Faults) fail(w http.ResponseWriter, method string) bool {
+	if !slices.Contains(f.Methods, method) {
 		return false
 	}
 	f.mu.Lock()

@@ -2,6 +2,7 @@ package vcsim
 
 import (
 	"bytes"
+	"io"
 	"net/http"
 	"regexp"
 	"sync"
@@ -58,11 +59,35 @@ type gate struct {
 var taskReturn = regexp.MustCompile(`<returnval type="Task">([^<]+)</returnval>`)
 
 func (g *gate) ServeHTTP(w http.ResponseWriter, r *http.Request) {
-	g.mu.Lock()
-	defer g.mu.Unlock()
-	if g.faults != nil && g.faults.fail(w, r) {
+	body, err := io.ReadAll(r.Body)
+	_ = r.Body.Close()
+	if err != nil {
+		http.Error(w, "vcsim: read the request: "+err.Error(), http.StatusBadRequest)
 		return
 	}
+	method := ""
+	if m := soapMethod.FindSubmatch(body); m != nil {
+		method = string(m[1])
+	}
+	if g.faults != nil {
+		g.faults.count(method)
+	}
+	if method == "WaitForUpdatesEx" {
+		g.waitForUpdates(w, r, body)
+		return
+	}
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	if g.faults != nil && g.faults.fail(w, method) {
+		return
+	}
+	r.Body = io.NopCloser(bytes.NewReader(body))
+	g.serve(w, r)
+}
+
+// serve passes one call to the simulator and waits for the tasks it
+// started. The gate's lock is held.
+func (g *gate) serve(w http.ResponseWriter, r *http.Request) {
 	tee := &teeWriter{ResponseWriter: w}
 	g.sdk(tee, r)
 	for _, m := range taskReturn.FindAllSubmatch(tee.body.Bytes(), -1) {

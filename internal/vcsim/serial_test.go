@@ -7,6 +7,7 @@ import (
 	"slices"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/google/go-cmp/cmp"
 	"github.com/vmware/govmomi"
@@ -164,5 +165,50 @@ func TestSerialized_ClonesWhileReading(t *testing.T) {
 	}
 	if diff := cmp.Diff(want, names); diff != "" {
 		t.Errorf("clones (-want +got):\n%s", diff)
+	}
+}
+
+// TestSerialized_WaitForUpdates: a property collector's long poll does not
+// hold the gate, so the call that changes what it waits on gets through,
+// and the waiter sees the change. (Held at the gate, the wait would block
+// the power-off for good.)
+func TestSerialized_WaitForUpdates(t *testing.T) {
+	_, c := start(t, vcsim.Serialized)
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	vm, _ := template(t, c)
+	seen := make(chan types.VirtualMachinePowerState, 1)
+	go func() {
+		pc, err := property.DefaultCollector(c.Client).Create(ctx)
+		if err != nil {
+			t.Error(err)
+			return
+		}
+		defer func() { _ = pc.Destroy(context.Background()) }()
+		err = property.Wait(ctx, pc, vm.Reference(), []string{"runtime.powerState"}, func(changes []types.PropertyChange) bool {
+			for _, ch := range changes {
+				if s, ok := ch.Val.(types.VirtualMachinePowerState); ok && s == types.VirtualMachinePowerStatePoweredOff {
+					seen <- s
+					return true
+				}
+			}
+			return false
+		})
+		if err != nil && ctx.Err() == nil {
+			t.Error(err)
+		}
+	}()
+	time.Sleep(300 * time.Millisecond) // the waiter is in its long poll
+	task, err := vm.PowerOff(ctx)
+	if err == nil {
+		err = task.Wait(ctx)
+	}
+	if err != nil {
+		t.Fatalf("power off while a long poll waits: %v", err)
+	}
+	select {
+	case <-seen:
+	case <-ctx.Done():
+		t.Fatal("the waiter never saw the VM powered off")
 	}
 }

@@ -271,11 +271,16 @@ func (p *Provider) owned(ctx context.Context, name, owner string) (*object.Virtu
 
 // mark returns the owner UID in a VM's ExtraConfig, or "".
 func mark(m mo.VirtualMachine) string {
+	return extraConfig(m, KeyOwnerUID)
+}
+
+// extraConfig returns the string value of key in a VM's ExtraConfig, or "".
+func extraConfig(m mo.VirtualMachine, key string) string {
 	if m.Config == nil {
 		return ""
 	}
 	for _, o := range m.Config.ExtraConfig {
-		if kv := o.GetOptionValue(); kv.Key == KeyOwnerUID {
+		if kv := o.GetOptionValue(); kv.Key == key {
 			s, _ := kv.Value.(string)
 			return s
 		}
@@ -285,7 +290,7 @@ func mark(m mo.VirtualMachine) string {
 
 // toVM converts properties read from vCenter.
 func toVM(m mo.VirtualMachine) vmprovider.VM {
-	vm := vmprovider.VM{Name: m.Name, Owner: mark(m), Power: vmprovider.PowerState(m.Runtime.PowerState)}
+	vm := vmprovider.VM{Name: m.Name, Owner: mark(m), OwnerName: extraConfig(m, KeyOwnerName), Power: vmprovider.PowerState(m.Runtime.PowerState)}
 	switch m.Runtime.PowerState {
 	case types.VirtualMachinePowerStatePoweredOn:
 		vm.Power = vmprovider.PoweredOn

@@ -190,7 +190,7 @@ func (o *operator) start() {
 		edit = append(edit, func(opts *ctrl.Options) { opts.NewCache = o.lag.NewCache() })
 	}
 	stopMgr := o.e.StartManager(o.t, vmcheck.Scheme(), func(mgr ctrl.Manager) error {
-		return controllers.Setup(mgr, &controllers.VirtualMachineReconciler{Provider: p})
+		return controllers.Setup(mgr, controllers.NewVirtualMachineReconciler(p))
 	}, edit...)
 	var once sync.Once
 	o.stop = func() {

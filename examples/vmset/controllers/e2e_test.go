@@ -43,7 +43,7 @@ func start(t *testing.T) (*testenv.Env, *vcsimtest.Sim) {
 	}
 	t.Cleanup(func() { _ = p.Close(context.Background()) }) // runs after the manager stops
 	e.StartManager(t, vmcheck.Scheme(), func(mgr ctrl.Manager) error {
-		return controllers.Setup(mgr, &controllers.VirtualMachineReconciler{Provider: p})
+		return controllers.Setup(mgr, controllers.NewVirtualMachineReconciler(p))
 	})
 	return e, sim
 }

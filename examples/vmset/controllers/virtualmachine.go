@@ -18,12 +18,17 @@ import (
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
+	"sigs.k8s.io/controller-runtime/pkg/event"
+	"sigs.k8s.io/controller-runtime/pkg/handler"
+	"sigs.k8s.io/controller-runtime/pkg/manager"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
+	"sigs.k8s.io/controller-runtime/pkg/source"
 	"sigs.k8s.io/yaml"
 
 	vmv1 "github.com/replicakit/replicakit/examples/vmset/api/v1alpha1"
 	"github.com/replicakit/replicakit/naming"
 	"github.com/replicakit/replicakit/vmprovider"
+	"github.com/replicakit/replicakit/vmprovider/vsphere"
 )
 
 // Finalizer keeps a VirtualMachine until its vSphere VM is destroyed.
@@ -35,8 +40,21 @@ type VirtualMachineReconciler struct {
 	Client client.Client
 	// Provider creates, powers and destroys the VMs.
 	Provider vmprovider.Provider
+	// Watch, when set, reports changes to VMs in vCenter: each becomes a
+	// reconcile of the VirtualMachine named in the VM's mark, and a VM
+	// waiting on its guest is not read again on a timer. SetupWithManager
+	// runs it. Provider should then read from it (vsphere.Cached).
+	Watch *vsphere.Watch
 	// Events records events on VirtualMachines; nil records none.
 	Events events.EventRecorder
+}
+
+// NewVirtualMachineReconciler returns a reconciler that reads vCenter from
+// a watch of p's VMs (vsphere.Cached) and changes it through p: a
+// reconcile reads from memory and calls vCenter only to change something.
+func NewVirtualMachineReconciler(p *vsphere.Provider) *VirtualMachineReconciler {
+	w := vsphere.NewWatch(p)
+	return &VirtualMachineReconciler{Provider: vsphere.Cached{Provider: p, Watch: w}, Watch: w}
 }
 
 // VSphereName is the name of the vSphere VM for a VirtualMachine: namespace
@@ -122,11 +140,14 @@ func (r *VirtualMachineReconciler) Reconcile(ctx context.Context, req reconcile.
 		}
 	}
 	cond, wait := readyCondition(&vm, name, want, got)
+	if r.Watch != nil {
+		wait = 0 // the watch reports the guest's changes
+	}
 	return reconcile.Result{RequeueAfter: wait}, r.setStatus(ctx, &vm, got, cond)
 }
 
 // GuestPollInterval is how often a powered-on VirtualMachine that is not yet
-// ready by its spec.readiness is read again.
+// ready by its spec.readiness is read again, without a Watch.
 const GuestPollInterval = 5 * time.Second
 
 // readyCondition is the Ready condition of a VM in got's state, and how
@@ -240,7 +261,8 @@ func (r *VirtualMachineReconciler) event(vm *vmv1.VirtualMachine, kind, reason, 
 	}
 }
 
-// SetupWithManager registers the controller.
+// SetupWithManager registers the controller, and the Watch (if any) as a
+// source of its events and a runnable of the manager.
 func (r *VirtualMachineReconciler) SetupWithManager(mgr ctrl.Manager) error {
 	if r.Client == nil {
 		r.Client = mgr.GetClient()
@@ -248,5 +270,22 @@ func (r *VirtualMachineReconciler) SetupWithManager(mgr ctrl.Manager) error {
 	if r.Events == nil {
 		r.Events = mgr.GetEventRecorder("virtualmachine")
 	}
-	return ctrl.NewControllerManagedBy(mgr).Named("virtualmachine").For(&vmv1.VirtualMachine{}).Complete(r)
+	b := ctrl.NewControllerManagedBy(mgr).Named("virtualmachine").For(&vmv1.VirtualMachine{})
+	if r.Watch != nil {
+		changes := make(chan event.TypedGenericEvent[*vmv1.VirtualMachine], 1024)
+		r.Watch.OnChange(func(vm vmprovider.VM, _ bool) {
+			ns, name, ok := strings.Cut(vm.OwnerName, "/")
+			if vm.Owner == "" || !ok {
+				return // not one of ours
+			}
+			changes <- event.TypedGenericEvent[*vmv1.VirtualMachine]{
+				Object: &vmv1.VirtualMachine{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name}},
+			}
+		})
+		b = b.WatchesRawSource(source.Channel(changes, &handler.TypedEnqueueRequestForObject[*vmv1.VirtualMachine]{}))
+		if err := mgr.Add(manager.RunnableFunc(r.Watch.Run)); err != nil {
+			return err
+		}
+	}
+	return b.Complete(r)
 }

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"log/slog"
 	"os"
+	"runtime/pprof"
 	"sync"
 	"text/tabwriter"
 	"time"
@@ -28,6 +29,9 @@ import (
 func main() {
 	n := flag.Int("n", 500, "Pods per scale-up")
 	vms := flag.Int("vms", 100, "VMs through the example operator")
+	vmSets := flag.String("vm-sets", "100x3", "sets of VMs created at once through the example operator, KxM: K sets of M VMs")
+	vmsOnly := flag.Bool("vms-only", false, "measure only the VMs through the example operator")
+	cpuprofile := flag.String("cpuprofile", "", "write this process's CPU profile (the example operator and vcsim run in it) to this file")
 	crds := flag.String("crds", "examples/vmset/config/crd/bases", "the example operator's CRDs")
 	fastOnly := flag.Bool("fast-only", false, "measure only at 1000/1000")
 	runs := flag.Int("runs", 11, "runs at 1000/1000 (medians are reported)")
@@ -59,8 +63,25 @@ func main() {
 		}
 		return
 	}
-	fo := fleetOptions{fleets: fleets, runs: *ownerRuns, idle: *idle, only: *ownersOnly}
+	vf, err := parseFleets(*vmSets)
+	if err != nil || len(vf) != 1 {
+		fmt.Fprintln(os.Stderr, "benche2e: -vm-sets wants one KxM:", err)
+		os.Exit(2)
+	}
+	if *cpuprofile != "" {
+		f, err := os.Create(*cpuprofile)
+		if err == nil {
+			err = pprof.StartCPUProfile(f)
+		}
+		if err != nil {
+			fmt.Fprintln(os.Stderr, "benche2e:", err)
+			os.Exit(2)
+		}
+		defer pprof.StopCPUProfile()
+	}
+	fo := fleetOptions{fleets: fleets, runs: *ownerRuns, idle: *idle, only: *ownersOnly, vmSets: vf[0], vmsOnly: *vmsOnly}
 	if err := run(context.Background(), limits, *runs, *n, *vms, *crds, *profile, fo); err != nil {
+		pprof.StopCPUProfile()
 		fmt.Fprintln(os.Stderr, "benche2e:", err)
 		os.Exit(1)
 	}
@@ -90,6 +111,10 @@ type fleetOptions struct {
 	runs   int
 	idle   time.Duration
 	only   bool // skip everything else
+	// vmSets is the sets of VMs created at once through the example
+	// operator; vmsOnly measures only the VMs.
+	vmSets  fleet
+	vmsOnly bool
 }
 
 // run measures at each of limits (runs times at 1000/1000, medians
@@ -121,6 +146,15 @@ func run(ctx context.Context, limits []limit, fastRuns, n, vms int, crds, profil
 	b := &bench{env: env, cs: cs, c: c, n: n, scheme: scheme, profile: profile}
 
 	var lines []line
+	if fo.vmsOnly {
+		fmt.Printf("0→%d VMs through the example operator on vcsim ...\n", vms)
+		vm, err := b.vms(ctx, vms, fo.vmSets.k, fo.vmSets.m)
+		if err != nil {
+			return err
+		}
+		print(vm, nil, n)
+		return nil
+	}
 	if fo.only {
 		fmt.Printf("Many owners, 1000 QPS / burst 1000: %v ...\n", fo.fleets)
 		ls, err := b.owners(ctx, fo.fleets, fo.runs, fo.idle)
@@ -167,11 +201,11 @@ func run(ctx context.Context, limits []limit, fastRuns, n, vms int, crds, profil
 		return err
 	}
 	fmt.Printf("0→%d VMs through the example operator on vcsim ...\n", vms)
-	vm, err := b.vms(ctx, vms)
+	vm, err := b.vms(ctx, vms, fo.vmSets.k, fo.vmSets.m)
 	if err != nil {
 		return err
 	}
-	lines = append(lines, vm)
+	lines = append(lines, vm...)
 	print(lines, steady, n)
 	return nil
 }

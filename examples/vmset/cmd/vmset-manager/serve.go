@@ -86,7 +86,7 @@ func serve(ctx context.Context, opts options, stderr io.Writer) error {
 	if err := mgr.AddReadyzCheck("ping", healthz.Ping); err != nil {
 		return err
 	}
-	if err := controllers.Setup(mgr, &controllers.VirtualMachineReconciler{Provider: provider}); err != nil {
+	if err := controllers.Setup(mgr, controllers.NewVirtualMachineReconciler(provider)); err != nil {
 		return fmt.Errorf("controllers: %w", err)
 	}
 	log.Info("starting the manager", "leaderElection", opts.leaderElect, "metrics", opts.metricsAddr, "probes", opts.probeAddr)

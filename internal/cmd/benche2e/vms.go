@@ -1,0 +1,253 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"sync"
+	"time"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/wait"
+	"k8s.io/utils/ptr"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	vmv1 "github.com/replicakit/replicakit/examples/vmset/api/v1alpha1"
+	"github.com/replicakit/replicakit/examples/vmset/controllers"
+	"github.com/replicakit/replicakit/internal/vcsim"
+	"github.com/replicakit/replicakit/internal/vmcheck"
+	"github.com/replicakit/replicakit/vmprovider"
+	"github.com/replicakit/replicakit/vmprovider/vsphere"
+)
+
+// settledWindow is how long a settled operator is watched for calls and
+// writes.
+const settledWindow = 20 * time.Second
+
+// vms times 0→n VMs through the example operator on vcsim, against the same
+// n clones made directly through the provider at its task concurrency;
+// then counts the vCenter calls (beyond the watch's long poll) and API
+// writes of the settled set over settledWindow, per minute; then times
+// sets×per sets created at once, with the CPU of this process (the
+// operator and the simulator both run in it).
+func (b *bench) vms(ctx context.Context, n, sets, per int) ([]line, error) {
+	// Served one call at a time, as the tests and the example operator's
+	// embedded simulator serve it: concurrent, vcsim deadlocks a clone
+	// against a property collector's long poll. The raw loop gets the same.
+	calls := &vcsim.Faults{} // counts calls; injects nothing
+	sim, err := vcsim.New(calls.Serialized)
+	if err != nil {
+		return nil, err
+	}
+	defer sim.Close()
+	p, err := vsphere.New(ctx, sim.Config())
+	if err != nil {
+		return nil, err
+	}
+	defer p.Close(context.Background())
+	stop, err := b.runManager(b.env.Config, vsphere.DefaultMaxTasks, func(mgr ctrl.Manager) error {
+		return controllers.Setup(mgr, controllers.NewVirtualMachineReconciler(p))
+	})
+	if err != nil {
+		return nil, err
+	}
+	defer stop()
+
+	ns, err := b.namespace(ctx, "vms")
+	if err != nil {
+		return nil, err
+	}
+	start := time.Now()
+	if err := b.c.Create(ctx, vmSet(ns, "bench", n)); err != nil {
+		return nil, err
+	}
+	if err := settleVMs(ctx, b, sim, ns, []string{"bench"}, n); err != nil {
+		return nil, err
+	}
+	took := time.Since(start)
+
+	time.Sleep(2 * time.Second)
+	callsBefore, writesBefore := calls.Calls(), mustWrites(ctx, b)
+	time.Sleep(settledWindow)
+	callsAfter, writesAfter := calls.Calls(), mustWrites(ctx, b)
+	var vc int64
+	for m, k := range callsAfter {
+		if m != "WaitForUpdatesEx" {
+			vc += k - callsBefore[m]
+		}
+	}
+	perMinute := float64(time.Minute) / float64(settledWindow)
+	apiWrites := writesAfter.minus(writesBefore).total()
+
+	raw, err := rawClones(ctx, n)
+	if err != nil {
+		return nil, err
+	}
+	direct, err := b.vmsWithoutWatch(ctx, n)
+	if err != nil {
+		return nil, err
+	}
+	ref := fmt.Sprintf("%d provider clones, %d at a time", n, vsphere.DefaultMaxTasks)
+	lines := []line{
+		{what: fmt.Sprintf("0→%d VMs through the example operator, reading a vCenter watch (%v per VM)", n, (took / time.Duration(n)).Round(time.Millisecond)),
+			kit: took, ref: raw, refName: ref, goal: "≤ 1.3"},
+		{what: fmt.Sprintf("0→%d VMs through the example operator, reading vCenter per reconcile (%v per VM)", n, (direct / time.Duration(n)).Round(time.Millisecond)),
+			kit: direct, ref: raw, refName: ref, goal: "-"},
+	}
+	fmt.Printf("  settled %d VMs: %.0f vCenter calls per minute beyond the watch's long poll (%v), %.0f API writes per minute\n",
+		n, float64(vc)*perMinute, callsAfter, apiWrites*perMinute)
+
+	if err := b.c.Delete(ctx, vmSet(ns, "bench", 0)); err != nil {
+		return nil, err
+	}
+	if err := settleVMs(ctx, b, sim, ns, nil, 0); err != nil {
+		return nil, err
+	}
+	fleetNS, err := b.namespace(ctx, "vmsets")
+	if err != nil {
+		return nil, err
+	}
+	cpu0, err := cpuOf(os.Getpid())
+	if err != nil {
+		return nil, err
+	}
+	start = time.Now()
+	var names []string
+	for i := range sets {
+		name := fmt.Sprintf("set-%03d", i)
+		names = append(names, name)
+		if err := b.c.Create(ctx, vmSet(fleetNS, name, per)); err != nil {
+			return nil, err
+		}
+	}
+	if err := settleVMs(ctx, b, sim, fleetNS, names, sets*per); err != nil {
+		return nil, err
+	}
+	fleetTook := time.Since(start)
+	cpu1, err := cpuOf(os.Getpid())
+	if err != nil {
+		return nil, err
+	}
+	fmt.Printf("  %d sets of %d VMs created at once: converged in %v; CPU of the operator and the simulator (one process) %v\n",
+		sets, per, fleetTook.Round(time.Millisecond), (cpu1 - cpu0).Round(10*time.Millisecond))
+	return lines, nil
+}
+
+// vmsWithoutWatch times 0→n VMs through the example operator reading
+// vCenter on every reconcile (no watch), on a fresh simulator.
+func (b *bench) vmsWithoutWatch(ctx context.Context, n int) (time.Duration, error) {
+	sim, err := vcsim.New(vcsim.Serialized)
+	if err != nil {
+		return 0, err
+	}
+	defer sim.Close()
+	p, err := vsphere.New(ctx, sim.Config())
+	if err != nil {
+		return 0, err
+	}
+	defer p.Close(context.Background())
+	stop, err := b.runManager(b.env.Config, vsphere.DefaultMaxTasks, func(mgr ctrl.Manager) error {
+		return controllers.Setup(mgr, &controllers.VirtualMachineReconciler{Provider: p})
+	})
+	if err != nil {
+		return 0, err
+	}
+	defer stop()
+	ns, err := b.namespace(ctx, "vms-direct")
+	if err != nil {
+		return 0, err
+	}
+	start := time.Now()
+	if err := b.c.Create(ctx, vmSet(ns, "bench", n)); err != nil {
+		return 0, err
+	}
+	if err := settleVMs(ctx, b, sim, ns, []string{"bench"}, n); err != nil {
+		return 0, err
+	}
+	return time.Since(start), nil
+}
+
+// vmSet is a VirtualMachineReplicaSet of n VMs.
+func vmSet(ns, name string, n int) *vmv1.VirtualMachineReplicaSet {
+	return &vmv1.VirtualMachineReplicaSet{
+		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name},
+		Spec: vmv1.VirtualMachineReplicaSetSpec{
+			Replicas: ptr.To(int32(n)),
+			Selector: &vmv1.LabelSelector{MatchLabels: map[string]string{"app": name}},
+			Template: vmv1.VirtualMachineTemplate{Metadata: vmv1.TemplateMetadata{Labels: map[string]string{"app": name}}},
+		},
+	}
+}
+
+// settleVMs waits until ns holds n live VirtualMachines, all powered on,
+// the same VMs are in vCenter, and the namespace holds the sets named
+// (at least as many), each reporting all its replicas ready.
+func settleVMs(ctx context.Context, b *bench, sim *vcsim.Sim, ns string, sets []string, n int) error {
+	var st vmcheck.State
+	err := wait.PollUntilContextTimeout(ctx, 100*time.Millisecond, 10*time.Minute, true, func(ctx context.Context) (bool, error) {
+		var err error
+		st, err = vmcheck.Observe(ctx, b.c, sim.Config(), ns, "")
+		if err != nil || !st.Settled(n) {
+			return false, nil
+		}
+		var l vmv1.VirtualMachineReplicaSetList
+		if err := b.c.List(ctx, &l, client.InNamespace(ns)); err != nil || len(l.Items) < len(sets) {
+			return false, nil
+		}
+		for _, s := range l.Items {
+			if s.Status.ReadyReplicas != *s.Spec.Replicas || s.Status.Replicas != *s.Spec.Replicas || s.Status.ObservedGeneration != s.Generation {
+				return false, nil
+			}
+		}
+		return true, nil
+	})
+	if err != nil {
+		return fmt.Errorf("%s: %d VMs: %v", ns, n, st)
+	}
+	return nil
+}
+
+// mustWrites scrapes the API server's write counters, or returns none.
+func mustWrites(ctx context.Context, b *bench) writes {
+	w, err := scrapeWrites(ctx, b.cs)
+	if err != nil {
+		return writes{}
+	}
+	return w
+}
+
+// rawClones creates n powered-on VMs straight through the provider on a
+// fresh simulator (serialized, as the operator's), DefaultMaxTasks at a
+// time.
+func rawClones(ctx context.Context, n int) (time.Duration, error) {
+	sim, err := vcsim.New(vcsim.Serialized)
+	if err != nil {
+		return 0, err
+	}
+	defer sim.Close()
+	p, err := vsphere.New(ctx, sim.Config())
+	if err != nil {
+		return 0, err
+	}
+	defer p.Close(context.Background())
+	start := time.Now()
+	sem := make(chan struct{}, vsphere.DefaultMaxTasks)
+	var wg sync.WaitGroup
+	var mu sync.Mutex
+	var first error
+	for i := range n {
+		sem <- struct{}{}
+		wg.Go(func() {
+			defer func() { <-sem }()
+			_, err := p.Create(ctx, vmprovider.Spec{Name: fmt.Sprintf("raw-%d", i), Owner: vmprovider.Owner{UID: "bench"}, PowerOn: true})
+			if err != nil {
+				mu.Lock()
+				first = err
+				mu.Unlock()
+			}
+		})
+	}
+	wg.Wait()
+	return time.Since(start), first
+}

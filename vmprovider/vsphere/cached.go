@@ -1,0 +1,78 @@
+package vsphere
+
+import (
+	"context"
+	"errors"
+	"fmt"
+
+	"github.com/replicakit/replicakit/vmprovider"
+)
+
+// Cached is a vmprovider.Provider that answers Get and List from a Watch,
+// without calling vCenter, and creates, powers and destroys through the
+// Provider (which reads the VM live before it changes it, so a stale copy
+// never decides an action). A VM that Create returns, or that Delete
+// destroyed, is recorded in the watch at once, so the next Get sees it
+// before the watch reports it. Get and List wait for the watch's first
+// full copy. Run the watch (Watch.Run) for as long as the Cached is used.
+type Cached struct {
+	// Provider makes the changes.
+	Provider *Provider
+	// Watch answers the reads.
+	Watch *Watch
+}
+
+var _ vmprovider.Provider = Cached{}
+
+// wait waits for the watch's first full copy.
+func (c Cached) wait(ctx context.Context) error {
+	select {
+	case <-c.Watch.Synced():
+		return nil
+	case <-ctx.Done():
+		return fmt.Errorf("wait for the vCenter watch's first copy: %w", ctx.Err())
+	}
+}
+
+// Create implements vmprovider.Provider.
+func (c Cached) Create(ctx context.Context, spec vmprovider.Spec) (vmprovider.VM, error) {
+	vm, err := c.Provider.Create(ctx, spec)
+	if err == nil {
+		c.Watch.put(vm)
+	}
+	return vm, err
+}
+
+// Get implements vmprovider.Provider from the watch.
+func (c Cached) Get(ctx context.Context, name string) (vmprovider.VM, error) {
+	if err := c.wait(ctx); err != nil {
+		return vmprovider.VM{}, err
+	}
+	vm, ok := c.Watch.Get(name)
+	if !ok {
+		return vmprovider.VM{}, fmt.Errorf("VM %q (as the vCenter watch last saw it): %w", name, vmprovider.ErrNotFound)
+	}
+	return vm, nil
+}
+
+// List implements vmprovider.Provider from the watch.
+func (c Cached) List(ctx context.Context, owner string) ([]vmprovider.VM, error) {
+	if err := c.wait(ctx); err != nil {
+		return nil, err
+	}
+	return c.Watch.List(owner), nil
+}
+
+// SetPower implements vmprovider.Provider.
+func (c Cached) SetPower(ctx context.Context, name, owner string, state vmprovider.PowerState) error {
+	return c.Provider.SetPower(ctx, name, owner, state)
+}
+
+// Delete implements vmprovider.Provider.
+func (c Cached) Delete(ctx context.Context, name, owner string) error {
+	err := c.Provider.Delete(ctx, name, owner)
+	if err == nil || errors.Is(err, vmprovider.ErrNotFound) {
+		c.Watch.forget(name)
+	}
+	return err
+}

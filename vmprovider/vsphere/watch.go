@@ -1,0 +1,267 @@
+package vsphere
+
+import (
+	"context"
+	"fmt"
+	"maps"
+	"slices"
+	"sync"
+	"time"
+
+	"github.com/vmware/govmomi/property"
+	"github.com/vmware/govmomi/view"
+	"github.com/vmware/govmomi/vim25/mo"
+	"github.com/vmware/govmomi/vim25/types"
+
+	"github.com/replicakit/replicakit/vmprovider"
+)
+
+// Watch keeps an in-memory copy of the VMs in a Provider's folder and the
+// folders below it, fed by one property collector waiting for updates
+// (WaitForUpdatesEx) over a container view of them, as govmomi's view and
+// property packages do. After the first full copy a settled inventory
+// costs no call beyond the collector's own long poll. When the wait fails
+// (a lost session, vCenter restarting), Run builds the collector again and
+// takes a fresh full copy, reporting every VM that changed or went away
+// meanwhile.
+//
+// Use it through Cached, which answers Get and List from it.
+type Watch struct {
+	p *Provider
+
+	mu       sync.RWMutex
+	byRef    map[types.ManagedObjectReference]*mo.VirtualMachine
+	byName   map[string]vmprovider.VM
+	synced   chan struct{}
+	onChange []func(vm vmprovider.VM, gone bool)
+	restarts int
+}
+
+// NewWatch returns a watch of p's VMs; Run starts it.
+func NewWatch(p *Provider) *Watch {
+	return &Watch{p: p, byRef: map[types.ManagedObjectReference]*mo.VirtualMachine{},
+		byName: map[string]vmprovider.VM{}, synced: make(chan struct{})}
+}
+
+// OnChange registers f, called (from Run's goroutine, one call at a time)
+// with a VM's new state whenever it appears or changes, and with its last
+// state and gone set when it disappears. Register before Run.
+func (w *Watch) OnChange(f func(vm vmprovider.VM, gone bool)) {
+	w.onChange = append(w.onChange, f)
+}
+
+// Synced is closed once the watch holds its first full copy.
+func (w *Watch) Synced() <-chan struct{} { return w.synced }
+
+// Restarts returns how many times Run has built its collector again after
+// a failed wait.
+func (w *Watch) Restarts() int {
+	w.mu.RLock()
+	defer w.mu.RUnlock()
+	return w.restarts
+}
+
+// Get returns the VM called name as last seen, and whether there is one.
+func (w *Watch) Get(name string) (vmprovider.VM, bool) {
+	w.mu.RLock()
+	defer w.mu.RUnlock()
+	vm, ok := w.byName[name]
+	return vm, ok
+}
+
+// List returns the VMs carrying owner's mark as last seen, sorted by name.
+func (w *Watch) List(owner string) []vmprovider.VM {
+	w.mu.RLock()
+	defer w.mu.RUnlock()
+	var out []vmprovider.VM
+	for _, vm := range w.byName {
+		if owner != "" && vm.Owner == owner {
+			out = append(out, vm)
+		}
+	}
+	slices.SortFunc(out, func(a, b vmprovider.VM) int { return cmpString(a.Name, b.Name) })
+	return out
+}
+
+func cmpString(a, b string) int {
+	switch {
+	case a < b:
+		return -1
+	case a > b:
+		return 1
+	}
+	return 0
+}
+
+// Run keeps the copy current until ctx ends, and returns nil then. A failed
+// wait is retried with a fresh collector after a backoff from one second to
+// thirty.
+func (w *Watch) Run(ctx context.Context) error {
+	backoff := time.Second
+	for {
+		err := w.watch(ctx)
+		if ctx.Err() != nil {
+			return nil
+		}
+		w.mu.Lock()
+		w.restarts++
+		w.mu.Unlock()
+		_ = err // the next full copy reports what changed meanwhile
+		select {
+		case <-ctx.Done():
+			return nil
+		case <-time.After(backoff):
+		}
+		backoff = min(2*backoff, 30*time.Second)
+	}
+}
+
+// watch makes one collector and view and waits on them until an error.
+func (w *Watch) watch(ctx context.Context) (err error) {
+	c := w.p.client
+	pc, err := property.DefaultCollector(c).Create(ctx)
+	if err != nil {
+		return fmt.Errorf("vsphere watch: create a property collector: %w", err)
+	}
+	defer func() { _ = pc.Destroy(context.WithoutCancel(ctx)) }()
+	v, err := view.NewManager(c).CreateContainerView(ctx, w.p.folder.Reference(), []string{"VirtualMachine"}, true)
+	if err != nil {
+		return fmt.Errorf("vsphere watch: create a container view: %w", err)
+	}
+	defer func() { _ = v.Destroy(context.WithoutCancel(ctx)) }()
+
+	filter := &property.WaitFilter{}
+	filter.Spec.ObjectSet = []types.ObjectSpec{{
+		Obj:       v.Reference(),
+		Skip:      types.NewBool(true),
+		SelectSet: []types.BaseSelectionSpec{&types.TraversalSpec{Type: "ContainerView", Path: "view"}},
+	}}
+	filter.Spec.PropSet = []types.PropertySpec{{Type: "VirtualMachine", PathSet: vmProps}}
+	filter.Options = &types.WaitOptions{MaxWaitSeconds: types.NewInt32(60)}
+
+	fresh := map[types.ManagedObjectReference]*mo.VirtualMachine{}
+	first := true
+	return property.WaitForUpdatesEx(ctx, pc, filter, func(updates []types.ObjectUpdate) bool {
+		if first {
+			// The first answer, and the pages after it while truncated,
+			// are the full state: gather it, then swap it in.
+			for _, u := range updates {
+				m := &mo.VirtualMachine{}
+				m.Self = u.Obj
+				mo.ApplyPropertyChange(m, u.ChangeSet)
+				fresh[u.Obj] = m
+			}
+			if !filter.Truncated {
+				first = false
+				w.replace(fresh)
+			}
+			return false
+		}
+		w.apply(updates)
+		return false
+	})
+}
+
+// replace swaps in a full copy and reports what differs from the last.
+func (w *Watch) replace(all map[types.ManagedObjectReference]*mo.VirtualMachine) {
+	w.mu.Lock()
+	old := w.byName
+	w.byRef = all
+	w.byName = make(map[string]vmprovider.VM, len(all))
+	for _, m := range all {
+		w.byName[m.Name] = toVM(*m)
+	}
+	var changed []vmprovider.VM
+	var gone []vmprovider.VM
+	for name, vm := range w.byName {
+		if before, ok := old[name]; !ok || !sameVM(before, vm) {
+			changed = append(changed, vm)
+		}
+	}
+	for _, name := range slices.Sorted(maps.Keys(old)) {
+		if _, ok := w.byName[name]; !ok {
+			gone = append(gone, old[name])
+		}
+	}
+	select {
+	case <-w.synced:
+	default:
+		close(w.synced)
+	}
+	w.mu.Unlock()
+	w.notify(changed, gone)
+}
+
+// apply applies incremental updates.
+func (w *Watch) apply(updates []types.ObjectUpdate) {
+	var changed, gone []vmprovider.VM
+	w.mu.Lock()
+	for _, u := range updates {
+		m, ok := w.byRef[u.Obj]
+		switch u.Kind {
+		case types.ObjectUpdateKindLeave:
+			if ok {
+				delete(w.byRef, u.Obj)
+				vm := toVM(*m)
+				if cur, ok := w.byName[m.Name]; ok && cur.InstanceUUID == vm.InstanceUUID {
+					delete(w.byName, m.Name)
+				}
+				gone = append(gone, vm)
+			}
+			continue
+		case types.ObjectUpdateKindEnter:
+			m = &mo.VirtualMachine{}
+			m.Self = u.Obj
+			w.byRef[u.Obj] = m
+		default:
+			if !ok {
+				continue
+			}
+		}
+		oldName := m.Name
+		mo.ApplyPropertyChange(m, u.ChangeSet)
+		if oldName != "" && oldName != m.Name {
+			delete(w.byName, oldName)
+		}
+		vm := toVM(*m)
+		w.byName[m.Name] = vm
+		changed = append(changed, vm)
+	}
+	w.mu.Unlock()
+	w.notify(changed, gone)
+}
+
+// put records vm, as a write through the provider left it, before the
+// watch reports it.
+func (w *Watch) put(vm vmprovider.VM) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	w.byName[vm.Name] = vm
+}
+
+// forget drops the VM called name, as a write through the provider
+// destroyed it.
+func (w *Watch) forget(name string) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	delete(w.byName, name)
+}
+
+func (w *Watch) notify(changed, gone []vmprovider.VM) {
+	for _, f := range w.onChange {
+		for _, vm := range changed {
+			f(vm, false)
+		}
+		for _, vm := range gone {
+			f(vm, true)
+		}
+	}
+}
+
+// sameVM reports whether two states of a VM are equal.
+func sameVM(a, b vmprovider.VM) bool {
+	return a.Name == b.Name && a.InstanceUUID == b.InstanceUUID && a.Power == b.Power && a.Owner == b.Owner &&
+		a.OwnerName == b.OwnerName && a.CreatedAt.Equal(b.CreatedAt) && a.BootedAt.Equal(b.BootedAt) &&
+		slices.Equal(a.IPAddresses, b.IPAddresses) && a.Hostname == b.Hostname &&
+		a.ToolsRunning == b.ToolsRunning && a.Heartbeat == b.Heartbeat
+}

@@ -1,0 +1,175 @@
+package vsphere_test
+
+import (
+	"context"
+	"errors"
+	"slices"
+	"testing"
+	"time"
+
+	simgate "github.com/replicakit/replicakit/internal/vcsim"
+	"github.com/replicakit/replicakit/internal/vcsimtest"
+	"github.com/replicakit/replicakit/vmprovider"
+	"github.com/replicakit/replicakit/vmprovider/vsphere"
+)
+
+// watching runs a simulator (counting calls), a provider and a watch of it
+// for the test; events receives every change the watch reports.
+func watching(t *testing.T) (*vcsimtest.Sim, *simgate.Faults, *vsphere.Provider, *vsphere.Watch, <-chan event) {
+	t.Helper()
+	calls := &simgate.Faults{}
+	sim := vcsimtest.StartFaulty(t, calls)
+	p, err := vsphere.New(context.Background(), sim.Config())
+	if err != nil {
+		t.Fatal(err)
+	}
+	w := vsphere.NewWatch(p)
+	events := make(chan event, 256)
+	w.OnChange(func(vm vmprovider.VM, gone bool) { events <- event{vm, gone} })
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- w.Run(ctx) }()
+	t.Cleanup(func() {
+		cancel()
+		if err := <-done; err != nil {
+			t.Errorf("Run: %v", err)
+		}
+		_ = p.Close(context.Background())
+	})
+	select {
+	case <-w.Synced():
+	case <-time.After(30 * time.Second):
+		t.Fatal("the watch never synced")
+	}
+	return sim, calls, p, w, events
+}
+
+type event struct {
+	vm   vmprovider.VM
+	gone bool
+}
+
+// await reads events until one satisfies ok.
+func await(t *testing.T, events <-chan event, what string, ok func(event) bool) {
+	t.Helper()
+	timeout := time.After(30 * time.Second)
+	for {
+		select {
+		case e := <-events:
+			if ok(e) {
+				return
+			}
+		case <-timeout:
+			t.Fatalf("the watch never reported %s", what)
+		}
+	}
+}
+
+// TestWatch_FollowsChanges: a VM created, powered off, given a guest
+// address and destroyed behind the cache's back is reported at each step,
+// and Cached answers from what the watch saw.
+func TestWatch_FollowsChanges(t *testing.T) {
+	sim, _, p, w, events := watching(t)
+	ctx := context.Background()
+	cached := vsphere.Cached{Provider: p, Watch: w}
+	if _, err := p.Create(ctx, vmprovider.Spec{Name: "w-0", Owner: ownerA, PowerOn: true}); err != nil {
+		t.Fatal(err)
+	}
+	await(t, events, "w-0 on", func(e event) bool {
+		return e.vm.Name == "w-0" && !e.gone && e.vm.Power == vmprovider.PoweredOn && e.vm.Owner == ownerA.UID && e.vm.OwnerName == ownerA.Name
+	})
+	if err := p.SetPower(ctx, "w-0", ownerA.UID, vmprovider.PoweredOff); err != nil {
+		t.Fatal(err)
+	}
+	await(t, events, "w-0 off", func(e event) bool { return e.vm.Name == "w-0" && e.vm.Power == vmprovider.PoweredOff })
+	if err := p.SetPower(ctx, "w-0", ownerA.UID, vmprovider.PoweredOn); err != nil {
+		t.Fatal(err)
+	}
+	if err := simgate.ReportGuest(ctx, sim.Config(), "w-0", "10.3.0.4"); err != nil {
+		t.Fatal(err)
+	}
+	await(t, events, "w-0's address", func(e event) bool {
+		return e.vm.Name == "w-0" && slices.Equal(e.vm.IPAddresses, []string{"10.3.0.4"}) && e.vm.Heartbeat == vmprovider.HeartbeatGreen
+	})
+	if vm, err := cached.Get(ctx, "w-0"); err != nil || !slices.Equal(vm.IPAddresses, []string{"10.3.0.4"}) {
+		t.Errorf("Cached.Get = %+v, %v; want the address", vm, err)
+	}
+	if l, err := cached.List(ctx, ownerA.UID); err != nil || len(l) != 1 {
+		t.Errorf("Cached.List = %v, %v; want w-0", l, err)
+	}
+	if err := p.Delete(ctx, "w-0", ownerA.UID); err != nil {
+		t.Fatal(err)
+	}
+	await(t, events, "w-0 gone", func(e event) bool { return e.vm.Name == "w-0" && e.gone })
+	if _, err := cached.Get(ctx, "w-0"); !errors.Is(err, vmprovider.ErrNotFound) {
+		t.Errorf("Cached.Get after the destroy = %v, want ErrNotFound", err)
+	}
+}
+
+// TestCached_WritesThrough: what Cached creates or destroys is in its
+// answers at once, before the watch reports it.
+func TestCached_WritesThrough(t *testing.T) {
+	_, _, p, w, _ := watching(t)
+	ctx := context.Background()
+	cached := vsphere.Cached{Provider: p, Watch: w}
+	if _, err := cached.Create(ctx, vmprovider.Spec{Name: "wt", Owner: ownerA, PowerOn: true}); err != nil {
+		t.Fatal(err)
+	}
+	if vm, err := cached.Get(ctx, "wt"); err != nil || vm.Power != vmprovider.PoweredOn {
+		t.Errorf("Get right after Create = %+v, %v", vm, err)
+	}
+	if err := cached.Delete(ctx, "wt", ownerA.UID); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := cached.Get(ctx, "wt"); !errors.Is(err, vmprovider.ErrNotFound) {
+		t.Errorf("Get right after Delete = %v, want ErrNotFound", err)
+	}
+}
+
+// TestWatch_SettledCostsNoCalls: once synced, reads through Cached cost
+// vCenter nothing; only the watch's long poll reaches it.
+func TestWatch_SettledCostsNoCalls(t *testing.T) {
+	_, calls, p, w, _ := watching(t)
+	ctx := context.Background()
+	for i := range 5 {
+		if _, err := p.Create(ctx, vmprovider.Spec{Name: "s-" + string(rune('a'+i)), Owner: ownerA, PowerOn: true}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	time.Sleep(500 * time.Millisecond) // the watch catches up
+	cached := vsphere.Cached{Provider: p, Watch: w}
+	before := calls.Calls()
+	for range 100 {
+		if l, err := cached.List(ctx, ownerA.UID); err != nil || len(l) != 5 {
+			t.Fatalf("List = %d VMs, %v; want 5", len(l), err)
+		}
+		if _, err := cached.Get(ctx, "s-a"); err != nil {
+			t.Fatal(err)
+		}
+	}
+	time.Sleep(time.Second)
+	after := calls.Calls()
+	for m, n := range after {
+		if m != "WaitForUpdatesEx" && n != before[m] {
+			t.Errorf("%s: %d calls while settled, want 0", m, n-before[m])
+		}
+	}
+}
+
+// TestWatch_SurvivesLostSession: when every session is terminated, the
+// watch builds its collector again and reports what changed meanwhile.
+func TestWatch_SurvivesLostSession(t *testing.T) {
+	sim, _, _, w, events := watching(t)
+	ctx := context.Background()
+	terminateAll(t, sim)
+	other, err := vsphere.New(ctx, sim.Config())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer func() { _ = other.Close(ctx) }()
+	if _, err := other.Create(ctx, vmprovider.Spec{Name: "after-loss", Owner: ownerA}); err != nil {
+		t.Fatal(err)
+	}
+	await(t, events, "the VM made after the session was lost", func(e event) bool { return e.vm.Name == "after-loss" && !e.gone })
+	t.Logf("watch restarts: %d", w.Restarts())
+}
