@@ -242,8 +242,12 @@ func (c CloudInit) Guest() (hostname string, addresses []string, err error) {
 			} `json:"ethernets"`
 		} `json:"network"`
 	}
+	var mapping map[string]any
+	if err := yaml.Unmarshal([]byte(c.MetaData), &mapping); err != nil {
+		return "", nil, fmt.Errorf("cloudInit.metaData is not a YAML mapping: %w", err)
+	}
 	if err := yaml.Unmarshal([]byte(c.MetaData), &md); err != nil {
-		return "", nil, fmt.Errorf("cloudInit.metaData is not a YAML mapping of cloud-init's metadata: %w", err)
+		return "", nil, fmt.Errorf("cloudInit.metaData: hostname, local-hostname or network.ethernets.<name>.addresses has the wrong shape (want strings, and a list of strings for addresses)")
 	}
 	hostname = md.LocalHostname
 	if hostname == "" {

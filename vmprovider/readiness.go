@@ -62,7 +62,8 @@ func Replicas(vms []VM, wantOn bool) []replicaset.Replica {
 // VM booted but not when its guest came up, so a VM's ReadySince is its
 // boot time with ReadyWhenPoweredOn, and otherwise the first call that saw
 // it ready (a VM already ready at the first call counts from its boot, so
-// a restarted program does not wait MinReady again). The zero Tracker uses
+// a restarted program does not wait MinReady again). A VM whose platform
+// reports no boot time counts from the first call that saw it ready. The zero Tracker uses
 // ReadyWhenPoweredOn. A Tracker is not safe for concurrent use.
 type Tracker struct {
 	// Readiness is the choice applied.
@@ -87,15 +88,17 @@ func (t *Tracker) Replicas(vms []VM, wantOn bool, now time.Time) []replicaset.Re
 		case t.Readiness.Ready(vm):
 			r.Phase, r.Ready = replicaset.PhaseRunning, true
 			r.ReadySince = vm.BootedAt
-			if t.Readiness != "" && t.Readiness != ReadyWhenPoweredOn {
+			if (t.Readiness != "" && t.Readiness != ReadyWhenPoweredOn) || (vm.BootedAt.IsZero() && !now.IsZero()) {
 				key := vm.InstanceUUID
 				if key == "" {
 					key = vm.Name
 				}
 				since, ok := t.since[key]
-				if !ok && !first {
+				switch {
+				case ok:
+				case !first || vm.BootedAt.IsZero():
 					since = now
-				} else if !ok {
+				default:
 					since = vm.BootedAt
 				}
 				next[key], r.ReadySince = since, since

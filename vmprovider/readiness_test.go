@@ -47,7 +47,8 @@ func TestReadiness_Ready(t *testing.T) {
 // passes: Ready is the readiness choice's verdict; ReadySince is the boot
 // time under ReadyWhenPoweredOn, else the boot time for a VM ready at the
 // first pass, else the time of the pass that first saw it ready since it
-// was last unready or unlisted; never later than the pass.
+// was last unready or unlisted (also under ReadyWhenPoweredOn when the boot
+// time is unknown); never later than the pass.
 func TestTracker_AgainstModel(t *testing.T) {
 	rapid.Check(t, func(t *rapid.T) {
 		choice := rapid.SampledFrom([]vmprovider.Readiness{"", vmprovider.ReadyWhenPoweredOn, vmprovider.ReadyWhenGuestHeartbeat, vmprovider.ReadyWhenIPAddress}).Draw(t, "readiness")
@@ -62,7 +63,10 @@ func TestTracker_AgainstModel(t *testing.T) {
 				if !rapid.Bool().Draw(t, fmt.Sprintf("listed%d", i)) {
 					continue
 				}
-				vm := vmprovider.VM{Name: fmt.Sprintf("vm-%d", i), InstanceUUID: fmt.Sprintf("uuid-%d", i), BootedAt: now.Add(-time.Hour)}
+				vm := vmprovider.VM{Name: fmt.Sprintf("vm-%d", i), InstanceUUID: fmt.Sprintf("uuid-%d", i)}
+				if rapid.Bool().Draw(t, "bootTimeKnown") {
+					vm.BootedAt = now.Add(-time.Hour)
+				}
 				vm.Power = rapid.SampledFrom([]vmprovider.PowerState{vmprovider.PoweredOn, vmprovider.PoweredOff, vmprovider.Suspended}).Draw(t, "power")
 				if rapid.Bool().Draw(t, "green") {
 					vm.Heartbeat = vmprovider.HeartbeatGreen
@@ -91,12 +95,12 @@ func TestTracker_AgainstModel(t *testing.T) {
 					continue
 				}
 				want := vm.BootedAt
-				if choice == vmprovider.ReadyWhenGuestHeartbeat || choice == vmprovider.ReadyWhenIPAddress {
+				if choice == vmprovider.ReadyWhenGuestHeartbeat || choice == vmprovider.ReadyWhenIPAddress || vm.BootedAt.IsZero() {
 					s, ok := since[vm.InstanceUUID]
 					switch {
 					case ok:
 						want = s
-					case pass > 0:
+					case pass > 0 || vm.BootedAt.IsZero():
 						want = at
 					}
 					next[vm.InstanceUUID] = want

@@ -25,6 +25,12 @@
 // folders below it in one property retrieval over a container view. Tasks in flight are bounded
 // (Config.MaxTasks).
 //
+// [Watch] keeps an in-memory copy of those VMs with one property collector
+// waiting for updates over a container view (WaitForUpdatesEx), built
+// again after a lost session, and reports each change; [Cached] answers Get
+// and List from it and changes vCenter through the Provider, so a settled
+// operator costs vCenter no call beyond the watch's long poll.
+//
 // The package's tests and examples run against vcsim, govmomi's in-process
 // vCenter simulator.
 package vsphere

@@ -136,3 +136,38 @@ func ExampleConnect() {
 	// VirtualCenter
 	// true
 }
+
+// Read VMs from memory: a Watch keeps a copy of the provider's VMs current
+// with one property collector, and Cached answers Get and List from it
+// while it creates, powers and destroys through the provider.
+func ExampleCached() {
+	cfg, stop := vcsim("administrator@vsphere.local", "example-pw")
+	defer stop()
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	p, err := vsphere.New(ctx, cfg)
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	owner := vmprovider.Owner{UID: "uid-web", Name: "default/web"}
+	if _, err := p.Create(ctx, vmprovider.Spec{Name: "web-0", Owner: owner, PowerOn: true}); err != nil {
+		fmt.Println(err)
+		return
+	}
+
+	w := vsphere.NewWatch(p)
+	w.OnChange(func(vm vmprovider.VM, gone bool) {}) // say, enqueue vm.OwnerName
+	done := make(chan error)
+	go func() { done <- w.Run(ctx) }()
+	cached := vsphere.Cached{Provider: p, Watch: w}
+
+	vms, err := cached.List(ctx, owner.UID) // waits for the first full copy
+	fmt.Println(len(vms), vms[0].Name, vms[0].Power, vms[0].OwnerName, err)
+	cancel()
+	fmt.Println(<-done)
+	_ = p.Close(context.Background())
+	// Output:
+	// 1 web-0 PoweredOn default/web <nil>
+	// <nil>
+}

@@ -174,3 +174,15 @@ func TestCreate_InvalidSpec(t *testing.T) {
 		})
 	}
 }
+
+// TestCreate_MetaDataShape: metadata that is YAML but not a mapping, or a
+// mapping of the wrong shape, says so in words, not in Go types.
+func TestCreate_MetaDataShape(t *testing.T) {
+	_, p := start(t)
+	for _, md := range []string{"just a string", "[1, 2]", "network:\n  ethernets:\n    eth0:\n      addresses: 10.0.0.1\n"} {
+		_, err := p.Create(context.Background(), vmprovider.Spec{Name: "shape", Owner: ownerA, CloudInit: &vmprovider.CloudInit{MetaData: md}})
+		if !errors.Is(err, vmprovider.ErrInvalidSpec) || !strings.Contains(err.Error(), "cloudInit.metaData") || strings.Contains(err.Error(), "struct {") {
+			t.Errorf("metadata %q: %v; want ErrInvalidSpec naming cloudInit.metaData without Go types", md, err)
+		}
+	}
+}

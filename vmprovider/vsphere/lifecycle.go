@@ -37,7 +37,7 @@ func (p *Provider) Create(ctx context.Context, spec vmprovider.Spec) (vmprovider
 	}
 	tmpl, err := p.templateVM(ctx, tmplPath)
 	if err != nil {
-		return vmprovider.VM{}, err
+		return vmprovider.VM{}, fmt.Errorf("VM %q: %w", spec.Name, err)
 	}
 	defer p.lockName(spec.Name)()
 

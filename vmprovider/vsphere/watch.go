@@ -32,20 +32,37 @@ type Watch struct {
 	mu       sync.RWMutex
 	byRef    map[types.ManagedObjectReference]*mo.VirtualMachine
 	byName   map[string]vmprovider.VM
+	written  map[string]written // by name: what a write through Cached left
 	synced   chan struct{}
 	onChange []func(vm vmprovider.VM, gone bool)
 	restarts int
 }
 
+// written is the state a write left (gone, for a destroy), which reads
+// return until the watch reports a state that agrees with it or pinFor
+// has passed: updates from before the write, still on their way, must not
+// take a read back in time.
+type written struct {
+	vm    vmprovider.VM
+	gone  bool
+	until time.Time
+}
+
+// pinFor bounds how long a write's state overrides the watch's.
+const pinFor = 10 * time.Second
+
 // NewWatch returns a watch of p's VMs; Run starts it.
 func NewWatch(p *Provider) *Watch {
 	return &Watch{p: p, byRef: map[types.ManagedObjectReference]*mo.VirtualMachine{},
-		byName: map[string]vmprovider.VM{}, synced: make(chan struct{})}
+		byName: map[string]vmprovider.VM{}, written: map[string]written{}, synced: make(chan struct{})}
 }
 
 // OnChange registers f, called (from Run's goroutine, one call at a time)
-// with a VM's new state whenever it appears or changes, and with its last
-// state and gone set when it disappears. Register before Run.
+// with a VM's new state whenever it appears or what VM reports of it
+// changes, and with its last state and gone set when it disappears; every
+// VM below the folder is reported, whoever owns it (VM.Owner says). f must
+// not block for long: the watch waits for it. Register every f before Run
+// starts; OnChange is not safe to call while Run runs.
 func (w *Watch) OnChange(f func(vm vmprovider.VM, gone bool)) {
 	w.onChange = append(w.onChange, f)
 }
@@ -65,6 +82,9 @@ func (w *Watch) Restarts() int {
 func (w *Watch) Get(name string) (vmprovider.VM, bool) {
 	w.mu.RLock()
 	defer w.mu.RUnlock()
+	if wr, ok := w.written[name]; ok && time.Now().Before(wr.until) {
+		return wr.vm, !wr.gone
+	}
 	vm, ok := w.byName[name]
 	return vm, ok
 }
@@ -74,9 +94,18 @@ func (w *Watch) List(owner string) []vmprovider.VM {
 	w.mu.RLock()
 	defer w.mu.RUnlock()
 	var out []vmprovider.VM
-	for _, vm := range w.byName {
+	now := time.Now()
+	for name, vm := range w.byName {
+		if wr, ok := w.written[name]; ok && now.Before(wr.until) {
+			continue // below
+		}
 		if owner != "" && vm.Owner == owner {
 			out = append(out, vm)
+		}
+	}
+	for _, wr := range w.written {
+		if now.Before(wr.until) && !wr.gone && owner != "" && wr.vm.Owner == owner {
+			out = append(out, wr.vm)
 		}
 	}
 	slices.SortFunc(out, func(a, b vmprovider.VM) int { return cmpString(a.Name, b.Name) })
@@ -183,6 +212,13 @@ func (w *Watch) replace(all map[types.ManagedObjectReference]*mo.VirtualMachine)
 			gone = append(gone, old[name])
 		}
 	}
+	now := time.Now()
+	for name, wr := range w.written {
+		cur, ok := w.byName[name]
+		if !now.Before(wr.until) || (wr.gone && !ok) || (!wr.gone && ok && agrees(wr.vm, cur)) {
+			delete(w.written, name)
+		}
+	}
 	select {
 	case <-w.synced:
 	default:
@@ -206,6 +242,9 @@ func (w *Watch) apply(updates []types.ObjectUpdate) {
 				if cur, ok := w.byName[m.Name]; ok && cur.InstanceUUID == vm.InstanceUUID {
 					delete(w.byName, m.Name)
 				}
+				if wr, ok := w.written[m.Name]; ok && wr.gone {
+					delete(w.written, m.Name)
+				}
 				gone = append(gone, vm)
 			}
 			continue
@@ -219,32 +258,47 @@ func (w *Watch) apply(updates []types.ObjectUpdate) {
 			}
 		}
 		oldName := m.Name
+		before, had := w.byName[m.Name]
 		mo.ApplyPropertyChange(m, u.ChangeSet)
 		if oldName != "" && oldName != m.Name {
 			delete(w.byName, oldName)
 		}
 		vm := toVM(*m)
 		w.byName[m.Name] = vm
-		changed = append(changed, vm)
+		if wr, ok := w.written[m.Name]; ok && !wr.gone && agrees(wr.vm, vm) {
+			delete(w.written, m.Name)
+		}
+		if !had || !sameVM(before, vm) {
+			changed = append(changed, vm)
+		}
 	}
 	w.mu.Unlock()
 	w.notify(changed, gone)
 }
 
-// put records vm, as a write through the provider left it, before the
-// watch reports it.
+// put records vm, as a write through the provider left it, for reads
+// until the watch reports a state that agrees.
 func (w *Watch) put(vm vmprovider.VM) {
 	w.mu.Lock()
 	defer w.mu.Unlock()
-	w.byName[vm.Name] = vm
+	w.written[vm.Name] = written{vm: vm, until: time.Now().Add(pinFor)}
 }
 
-// forget drops the VM called name, as a write through the provider
-// destroyed it.
+// forget records that the VM called name is gone, as a write through the
+// provider destroyed it, for reads until the watch reports it gone.
 func (w *Watch) forget(name string) {
 	w.mu.Lock()
 	defer w.mu.Unlock()
-	delete(w.byName, name)
+	if _, ok := w.byName[name]; !ok {
+		return
+	}
+	w.written[name] = written{gone: true, until: time.Now().Add(pinFor)}
+}
+
+// agrees reports whether the watch's state of a VM has caught up with what
+// a write left: the same VM in the same power state.
+func agrees(wrote, seen vmprovider.VM) bool {
+	return wrote.InstanceUUID == seen.InstanceUUID && wrote.Power == seen.Power
 }
 
 func (w *Watch) notify(changed, gone []vmprovider.VM) {

@@ -3,6 +3,7 @@ package vsphere_test
 import (
 	"context"
 	"errors"
+	"fmt"
 	"slices"
 	"testing"
 	"time"
@@ -172,4 +173,41 @@ func TestWatch_SurvivesLostSession(t *testing.T) {
 	}
 	await(t, events, "the VM made after the session was lost", func(e event) bool { return e.vm.Name == "after-loss" && !e.gone })
 	t.Logf("watch restarts: %d", w.Restarts())
+}
+
+// TestCached_NeverGoesBack: right after Cached.Create returned a powered-on
+// VM, reads never show an older state that the watch had still on its way
+// (the clone's powered-off VM), and right after Delete never show it again.
+func TestCached_NeverGoesBack(t *testing.T) {
+	_, _, p, w, _ := watching(t)
+	ctx := context.Background()
+	cached := vsphere.Cached{Provider: p, Watch: w}
+	for i := range 10 {
+		name := fmt.Sprintf("nb-%d", i)
+		if _, err := cached.Create(ctx, vmprovider.Spec{Name: name, Owner: ownerA, PowerOn: true}); err != nil {
+			t.Fatal(err)
+		}
+		for range 20 {
+			vm, err := cached.Get(ctx, name)
+			if err != nil || vm.Power != vmprovider.PoweredOn {
+				t.Fatalf("Get(%s) after Create = %s, %v; want PoweredOn", name, vm.Power, err)
+			}
+			if l, err := cached.List(ctx, ownerA.UID); err != nil || len(l) != i+1 {
+				t.Fatalf("List after creating %s = %d VMs, %v; want %d", name, len(l), err, i+1)
+			}
+			time.Sleep(time.Millisecond)
+		}
+	}
+	for i := range 10 {
+		name := fmt.Sprintf("nb-%d", i)
+		if err := cached.Delete(ctx, name, ownerA.UID); err != nil {
+			t.Fatal(err)
+		}
+		for range 20 {
+			if _, err := cached.Get(ctx, name); !errors.Is(err, vmprovider.ErrNotFound) {
+				t.Fatalf("Get(%s) after Delete = %v, want ErrNotFound", name, err)
+			}
+			time.Sleep(time.Millisecond)
+		}
+	}
 }
