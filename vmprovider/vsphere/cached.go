@@ -11,9 +11,11 @@ import (
 // Cached is a vmprovider.Provider that answers Get and List from a Watch,
 // without calling vCenter, and creates, powers and destroys through the
 // Provider (which reads the VM live before it changes it, so a stale copy
-// never decides an action). A VM that Create returns, or that Delete
-// destroyed, is recorded in the watch at once, so the next Get sees it
-// before the watch reports it. Get and List wait for the watch's first
+// never decides an action). What Create returned, the power SetPower set
+// and what Delete destroyed are recorded in the watch at once, and reads
+// return them until the watch reports a state that agrees (or ten seconds
+// pass), so an update from before the write cannot take a read back in
+// time. Get and List wait for the watch's first
 // full copy. Run the watch (Watch.Run) for as long as the Cached is used.
 type Cached struct {
 	// Provider makes the changes.
@@ -65,7 +67,11 @@ func (c Cached) List(ctx context.Context, owner string) ([]vmprovider.VM, error)
 
 // SetPower implements vmprovider.Provider.
 func (c Cached) SetPower(ctx context.Context, name, owner string, state vmprovider.PowerState) error {
-	return c.Provider.SetPower(ctx, name, owner, state)
+	err := c.Provider.SetPower(ctx, name, owner, state)
+	if err == nil {
+		c.Watch.powered(name, state)
+	}
+	return err
 }
 
 // Delete implements vmprovider.Provider.

@@ -2,9 +2,11 @@ package vsphere
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"strings"
 
+	"github.com/vmware/govmomi/find"
 	"github.com/vmware/govmomi/object"
 	"github.com/vmware/govmomi/vim25/types"
 
@@ -25,7 +27,7 @@ func (p *Provider) place(ctx context.Context, spec vmprovider.Spec) (placement, 
 	pl := placement{folder: p.folder, pool: p.pool.Reference(), store: p.store.Reference()}
 	o := spec.Placement
 	invalid := func(field, path string, err error) error {
-		return fmt.Errorf("VM %q: placement.%s %q: %w: %w", spec.Name, field, path, err, vmprovider.ErrInvalidSpec)
+		return fmt.Errorf("VM %q: placement.%s %q: %w", spec.Name, field, path, invalidIfMissing(err))
 	}
 	if o.ResourcePool != "" {
 		pool, err := p.resourcePool(ctx, o.ResourcePool)
@@ -47,11 +49,24 @@ func (p *Provider) place(ctx context.Context, spec vmprovider.Spec) (placement, 
 			return pl, invalid("folder", o.Folder, err)
 		}
 		if f.Reference() != p.folder.Reference() && !strings.HasPrefix(f.InventoryPath, p.folder.InventoryPath+"/") {
-			return pl, invalid("folder", o.Folder, fmt.Errorf("not inside the provider's folder %s, where it looks for its VMs", p.folder.InventoryPath))
+			return pl, fmt.Errorf("VM %q: placement.folder %q: not inside the provider's folder %s, where it looks for its VMs: %w",
+				spec.Name, o.Folder, p.folder.InventoryPath, vmprovider.ErrInvalidSpec)
 		}
 		pl.folder = f
 	}
 	return pl, nil
+}
+
+// invalidIfMissing wraps a lookup's error with ErrInvalidSpec when the path
+// does not resolve (nothing or several found); any other error (a timeout,
+// a lost session) is returned as it is, to be retried.
+func invalidIfMissing(err error) error {
+	var nf *find.NotFoundError
+	var mf *find.MultipleFoundError
+	if errors.As(err, &nf) || errors.As(err, &mf) {
+		return fmt.Errorf("%w: %w", err, vmprovider.ErrInvalidSpec)
+	}
+	return err
 }
 
 // networkChanges moves the template's network adapters to spec's networks
@@ -70,11 +85,11 @@ func (p *Provider) networkChanges(ctx context.Context, tmpl *object.VirtualMachi
 	for i, name := range spec.Networks {
 		net, err := p.finder.Network(ctx, name)
 		if err != nil {
-			return nil, nil, fmt.Errorf("VM %q: networks[%d] %q: %w: %w", spec.Name, i, name, err, vmprovider.ErrInvalidSpec)
+			return nil, nil, fmt.Errorf("VM %q: networks[%d] %q: %w", spec.Name, i, name, invalidIfMissing(err))
 		}
 		backing, err := net.EthernetCardBackingInfo(ctx)
 		if err != nil {
-			return nil, nil, fmt.Errorf("VM %q: networks[%d] %q: %w: %w", spec.Name, i, name, err, vmprovider.ErrInvalidSpec)
+			return nil, nil, fmt.Errorf("VM %q: networks[%d] %q: %w", spec.Name, i, name, err)
 		}
 		if i < len(cards) {
 			card := cards[i]

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"net"
 	"slices"
 	"sync"
 
@@ -168,7 +169,7 @@ func (p *Provider) templateVM(ctx context.Context, path string) (*object.Virtual
 	}
 	vm, err := p.finder.VirtualMachine(ctx, path)
 	if err != nil {
-		return nil, fmt.Errorf("template %s: %w: %w", path, err, vmprovider.ErrInvalidSpec)
+		return nil, fmt.Errorf("template %s: %w", path, invalidIfMissing(err))
 	}
 	p.mu.Lock()
 	p.templates[path] = vm
@@ -321,13 +322,17 @@ func toVM(m mo.VirtualMachine) vmprovider.VM {
 }
 
 // guestAddresses lists the guest's addresses: its primary one, then every
-// other on its adapters in order, each once.
+// other on its adapters in order, each once; link-local and loopback
+// addresses (an IPv6 fe80:: before DHCP answers, say) are left out, so an
+// address means one others can reach.
 func guestAddresses(g *types.GuestInfo) []string {
 	var out []string
 	add := func(a string) {
-		if a != "" && !slices.Contains(out, a) {
-			out = append(out, a)
+		ip := net.ParseIP(a)
+		if a == "" || slices.Contains(out, a) || (ip != nil && (ip.IsLinkLocalUnicast() || ip.IsLoopback())) {
+			return
 		}
+		out = append(out, a)
 	}
 	add(g.IpAddress)
 	for _, nic := range g.Net {

@@ -123,12 +123,12 @@ func cmpString(a, b string) int {
 }
 
 // Run keeps the copy current until ctx ends, and returns nil then. A failed
-// wait is retried with a fresh collector after a backoff from one second to
-// thirty.
+// wait is retried with a fresh collector after a backoff from one second,
+// doubling to thirty while attempts fail before their first full copy.
 func (w *Watch) Run(ctx context.Context) error {
 	backoff := time.Second
 	for {
-		err := w.watch(ctx)
+		synced, err := w.watch(ctx)
 		if ctx.Err() != nil {
 			return nil
 		}
@@ -136,26 +136,32 @@ func (w *Watch) Run(ctx context.Context) error {
 		w.restarts++
 		w.mu.Unlock()
 		_ = err // the next full copy reports what changed meanwhile
+		if synced {
+			backoff = time.Second
+		}
 		select {
 		case <-ctx.Done():
 			return nil
 		case <-time.After(backoff):
 		}
-		backoff = min(2*backoff, 30*time.Second)
+		if !synced {
+			backoff = min(2*backoff, 30*time.Second)
+		}
 	}
 }
 
-// watch makes one collector and view and waits on them until an error.
-func (w *Watch) watch(ctx context.Context) (err error) {
+// watch makes one collector and view and waits on them, without a time
+// limit, until an error; synced says whether it took a full copy.
+func (w *Watch) watch(ctx context.Context) (synced bool, err error) {
 	c := w.p.client
 	pc, err := property.DefaultCollector(c).Create(ctx)
 	if err != nil {
-		return fmt.Errorf("vsphere watch: create a property collector: %w", err)
+		return false, fmt.Errorf("vsphere watch: create a property collector: %w", err)
 	}
 	defer func() { _ = pc.Destroy(context.WithoutCancel(ctx)) }()
 	v, err := view.NewManager(c).CreateContainerView(ctx, w.p.folder.Reference(), []string{"VirtualMachine"}, true)
 	if err != nil {
-		return fmt.Errorf("vsphere watch: create a container view: %w", err)
+		return false, fmt.Errorf("vsphere watch: create a container view: %w", err)
 	}
 	defer func() { _ = v.Destroy(context.WithoutCancel(ctx)) }()
 
@@ -166,19 +172,27 @@ func (w *Watch) watch(ctx context.Context) (err error) {
 		SelectSet: []types.BaseSelectionSpec{&types.TraversalSpec{Type: "ContainerView", Path: "view"}},
 	}}
 	filter.Spec.PropSet = []types.PropertySpec{{Type: "VirtualMachine", PathSet: vmProps}}
-	filter.Options = &types.WaitOptions{MaxWaitSeconds: types.NewInt32(60)}
+	// No MaxWaitSeconds: govmomi's collector returns nil when such a wait
+	// times out, and a new wait would start again from a full copy.
 
 	fresh := map[types.ManagedObjectReference]*mo.VirtualMachine{}
 	first := true
-	return property.WaitForUpdatesEx(ctx, pc, filter, func(updates []types.ObjectUpdate) bool {
+	err = property.WaitForUpdatesEx(ctx, pc, filter, func(updates []types.ObjectUpdate) bool {
 		if first {
 			// The first answer, and the pages after it while truncated,
 			// are the full state: gather it, then swap it in.
 			for _, u := range updates {
-				m := &mo.VirtualMachine{}
-				m.Self = u.Obj
-				mo.ApplyPropertyChange(m, u.ChangeSet)
-				fresh[u.Obj] = m
+				switch m, ok := fresh[u.Obj]; {
+				case u.Kind == types.ObjectUpdateKindLeave:
+					delete(fresh, u.Obj)
+				case ok && u.Kind == types.ObjectUpdateKindModify:
+					mo.ApplyPropertyChange(m, u.ChangeSet)
+				default:
+					m = &mo.VirtualMachine{}
+					m.Self = u.Obj
+					mo.ApplyPropertyChange(m, u.ChangeSet)
+					fresh[u.Obj] = m
+				}
 			}
 			if !filter.Truncated {
 				first = false
@@ -189,6 +203,10 @@ func (w *Watch) watch(ctx context.Context) (err error) {
 		w.apply(updates)
 		return false
 	})
+	if err == nil && ctx.Err() == nil {
+		err = fmt.Errorf("vsphere watch: the wait for updates ended")
+	}
+	return !first, err
 }
 
 // replace swaps in a full copy and reports what differs from the last.
@@ -260,10 +278,15 @@ func (w *Watch) apply(updates []types.ObjectUpdate) {
 		oldName := m.Name
 		before, had := w.byName[m.Name]
 		mo.ApplyPropertyChange(m, u.ChangeSet)
-		if oldName != "" && oldName != m.Name {
-			delete(w.byName, oldName)
-		}
 		vm := toVM(*m)
+		if oldName != "" && oldName != m.Name {
+			// Renamed: the old name is gone, if it was this VM's.
+			if cur, ok := w.byName[oldName]; ok && cur.InstanceUUID == vm.InstanceUUID {
+				delete(w.byName, oldName)
+				gone = append(gone, cur)
+			}
+			before, had = w.byName[m.Name]
+		}
 		w.byName[m.Name] = vm
 		if wr, ok := w.written[m.Name]; ok && !wr.gone && agrees(wr.vm, vm) {
 			delete(w.written, m.Name)
@@ -289,10 +312,26 @@ func (w *Watch) put(vm vmprovider.VM) {
 func (w *Watch) forget(name string) {
 	w.mu.Lock()
 	defer w.mu.Unlock()
-	if _, ok := w.byName[name]; !ok {
+	w.written[name] = written{gone: true, until: time.Now().Add(pinFor)}
+}
+
+// powered records that a write through the provider set the power of the
+// VM called name to state, for reads until the watch reports it so.
+func (w *Watch) powered(name string, state vmprovider.PowerState) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	vm, ok := w.byName[name]
+	if wr, pinned := w.written[name]; pinned && !wr.gone && time.Now().Before(wr.until) {
+		vm, ok = wr.vm, true
+	}
+	if !ok || vm.Power == state {
 		return
 	}
-	w.written[name] = written{gone: true, until: time.Now().Add(pinFor)}
+	vm.Power = state
+	if state != vmprovider.PoweredOn {
+		vm.BootedAt, vm.IPAddresses, vm.Heartbeat, vm.ToolsRunning = time.Time{}, nil, vmprovider.HeartbeatGray, false
+	}
+	w.written[name] = written{vm: vm, until: time.Now().Add(pinFor)}
 }
 
 // agrees reports whether the watch's state of a VM has caught up with what
@@ -303,11 +342,11 @@ func agrees(wrote, seen vmprovider.VM) bool {
 
 func (w *Watch) notify(changed, gone []vmprovider.VM) {
 	for _, f := range w.onChange {
-		for _, vm := range changed {
-			f(vm, false)
-		}
 		for _, vm := range gone {
 			f(vm, true)
+		}
+		for _, vm := range changed {
+			f(vm, false)
 		}
 	}
 }

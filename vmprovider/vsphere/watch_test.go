@@ -211,3 +211,24 @@ func TestCached_NeverGoesBack(t *testing.T) {
 		}
 	}
 }
+
+// TestGuest_LinkLocalIsNoAddress: a guest that reports only a link-local
+// address (IPv6's fe80::, before DHCP answers) has no address, so it is not
+// ready by address.
+func TestGuest_LinkLocalIsNoAddress(t *testing.T) {
+	sim, p := start(t)
+	ctx := context.Background()
+	if _, err := p.Create(ctx, vmprovider.Spec{Name: "ll", Owner: ownerA, PowerOn: true}); err != nil {
+		t.Fatal(err)
+	}
+	if err := simgate.ReportGuest(ctx, sim.Config(), "ll", "fe80::250:56ff:fe8a:1"); err != nil {
+		t.Fatal(err)
+	}
+	vm, err := p.Get(ctx, "ll")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(vm.IPAddresses) != 0 || vmprovider.ReadyWhenIPAddress.Ready(vm) {
+		t.Errorf("addresses %v, ready by address %v; want none, false", vm.IPAddresses, vmprovider.ReadyWhenIPAddress.Ready(vm))
+	}
+}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"strings"
@@ -146,16 +147,22 @@ func (r *VirtualMachineReconciler) Reconcile(ctx context.Context, req reconcile.
 	return reconcile.Result{RequeueAfter: wait}, r.setStatus(ctx, &vm, got, cond)
 }
 
-// GuestPollInterval is how often a powered-on VirtualMachine that is not yet
-// ready by its spec.readiness is read again, without a Watch.
+// GuestPollInterval is how often a VirtualMachine that is not yet ready
+// (by its spec.readiness, or not yet powered off as asked) is read again,
+// without a Watch.
 const GuestPollInterval = 5 * time.Second
 
 // readyCondition is the Ready condition of a VM in got's state, and how
 // long to wait before reading it again when it is waiting on its guest.
 func readyCondition(vm *vmv1.VirtualMachine, name string, want vmv1.PowerState, got vmprovider.VM) (metav1.Condition, time.Duration) {
 	if want != vmv1.PoweredOn {
-		return metav1.Condition{Type: "Ready", Status: metav1.ConditionTrue, Reason: string(got.Power),
-			Message: fmt.Sprintf("vSphere VM %s is %s", name, got.Power)}, 0
+		cond := metav1.Condition{Type: "Ready", Status: metav1.ConditionTrue, Reason: string(got.Power),
+			Message: fmt.Sprintf("vSphere VM %s is %s", name, got.Power)}
+		if got.Power != vmprovider.PoweredOff {
+			cond.Status = metav1.ConditionFalse // not yet what was asked for
+			return cond, GuestPollInterval
+		}
+		return cond, 0
 	}
 	rd := vmprovider.Readiness(vm.Spec.Readiness)
 	if rd == "" {
@@ -197,7 +204,7 @@ func providerSpec(vm *vmv1.VirtualMachine, name string, want vmv1.PowerState) (v
 		}
 	}
 	if b := vm.Spec.Bootstrap; b != nil && b.CloudInit != nil {
-		md, err := withDefaults(b.CloudInit.MetaData, map[string]string{"instance-id": string(vm.UID), "local-hostname": vm.Name})
+		md, err := withDefaults(b.CloudInit.MetaData, string(vm.UID), vm.Name)
 		if err != nil {
 			return spec, fmt.Errorf("VM %q: spec.bootstrap.cloudInit.metaData: %w: %w", name, err, vmprovider.ErrInvalidSpec)
 		}
@@ -206,22 +213,40 @@ func providerSpec(vm *vmv1.VirtualMachine, name string, want vmv1.PowerState) (v
 	return spec, nil
 }
 
-// withDefaults adds each default key that the YAML mapping metadata lacks.
-func withDefaults(metadata string, defaults map[string]string) (string, error) {
-	m := map[string]any{}
+// withDefaults adds instance-id and local-hostname to the YAML mapping
+// metadata unless it gives them (a hostname given counts for
+// local-hostname). It adds lines in front of a block mapping and leaves the
+// rest as written; a document in another style is written out again.
+func withDefaults(metadata, instanceID, hostname string) (string, error) {
+	var m map[string]any
 	if err := yaml.Unmarshal([]byte(metadata), &m); err != nil {
 		return "", fmt.Errorf("not a YAML mapping: %w", err)
+	}
+	var add []string
+	if _, ok := m["instance-id"]; !ok {
+		add = append(add, "instance-id", instanceID)
+	}
+	_, local := m["local-hostname"]
+	if _, host := m["hostname"]; !local && !host {
+		add = append(add, "local-hostname", hostname)
+	}
+	trimmed := strings.TrimSpace(metadata)
+	if trimmed == "" || !strings.HasPrefix(trimmed, "{") && !strings.HasPrefix(trimmed, "---") {
+		var b strings.Builder
+		for i := 0; i < len(add); i += 2 {
+			v, _ := json.Marshal(add[i+1]) // a JSON string is a YAML string
+			fmt.Fprintf(&b, "%s: %s\n", add[i], v)
+		}
+		return b.String() + metadata, nil
 	}
 	if m == nil {
 		m = map[string]any{}
 	}
-	for k, v := range defaults {
-		if _, ok := m[k]; !ok {
-			m[k] = v
-		}
+	for i := 0; i < len(add); i += 2 {
+		m[add[i]] = add[i+1]
 	}
-	b, err := yaml.Marshal(m)
-	return string(b), err
+	out, err := yaml.Marshal(m)
+	return string(out), err
 }
 
 // fail records err in the Ready condition and returns it for a retry with
@@ -273,17 +298,25 @@ func (r *VirtualMachineReconciler) SetupWithManager(mgr ctrl.Manager) error {
 	b := ctrl.NewControllerManagedBy(mgr).Named("virtualmachine").For(&vmv1.VirtualMachine{})
 	if r.Watch != nil {
 		changes := make(chan event.TypedGenericEvent[*vmv1.VirtualMachine], 1024)
+		stopped := make(chan struct{})
 		r.Watch.OnChange(func(vm vmprovider.VM, _ bool) {
 			ns, name, ok := strings.Cut(vm.OwnerName, "/")
 			if vm.Owner == "" || !ok {
 				return // not one of ours
 			}
-			changes <- event.TypedGenericEvent[*vmv1.VirtualMachine]{
+			select {
+			case changes <- event.TypedGenericEvent[*vmv1.VirtualMachine]{
 				Object: &vmv1.VirtualMachine{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name}},
+			}:
+			case <-stopped: // shutting down: nobody reads any more
 			}
 		})
 		b = b.WatchesRawSource(source.Channel(changes, &handler.TypedEnqueueRequestForObject[*vmv1.VirtualMachine]{}))
-		if err := mgr.Add(manager.RunnableFunc(r.Watch.Run)); err != nil {
+		run := func(ctx context.Context) error {
+			go func() { <-ctx.Done(); close(stopped) }()
+			return r.Watch.Run(ctx)
+		}
+		if err := mgr.Add(manager.RunnableFunc(run)); err != nil {
 			return err
 		}
 	}
