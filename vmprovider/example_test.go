@@ -92,3 +92,24 @@ network:
 	// Output:
 	// web-0 [10.20.0.5] <nil>
 }
+
+// Give each replica made from one template its own identity: the name
+// becomes instance-id and local-hostname, ahead of the template's metadata.
+// Set (through Actuator) does this for every VM it creates.
+func ExampleCloudInit_Personalized() {
+	tmpl := vmprovider.CloudInit{MetaData: "network:\n  version: 2\n  ethernets:\n    eth0:\n      dhcp4: true\n"}
+	ci, err := tmpl.Personalized("web-zmdmm", "web-zmdmm")
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	fmt.Print(ci.MetaData)
+	// Output:
+	// instance-id: "web-zmdmm"
+	// local-hostname: "web-zmdmm"
+	// network:
+	//   version: 2
+	//   ethernets:
+	//     eth0:
+	//       dhcp4: true
+}

@@ -115,7 +115,8 @@ func TestTracker_AgainstModel(t *testing.T) {
 }
 
 // TestSet_Readiness: a Set with an unknown readiness refuses to act; with
-// ReadyWhenIPAddress its VMs customized with addresses come up ready.
+// ReadyWhenIPAddress its VMs customized with addresses come up ready, each
+// with its own hostname.
 func TestSet_Readiness(t *testing.T) {
 	fake := &vmprovidertest.Fake{Now: func() time.Time { return now }}
 	tmpl := vmprovider.Spec{Owner: vmprovider.Owner{UID: "uid-r"}, PowerOn: true,
@@ -140,5 +141,10 @@ func TestSet_Readiness(t *testing.T) {
 	s := replicaset.Summarize(tr.Replicas(vms, true, now), 0, now)
 	if len(vms) != 2 || s.Ready != 2 {
 		t.Errorf("VMs %+v: %d ready by address, want 2 of 2", vms, s.Ready)
+	}
+	for _, vm := range vms {
+		if vm.Hostname != vm.Name {
+			t.Errorf("%s: hostname %q, want its own name (metadata personalized per VM)", vm.Name, vm.Hostname)
+		}
 	}
 }

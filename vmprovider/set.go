@@ -25,10 +25,19 @@ type Actuator struct {
 
 var _ execute.Actuator = Actuator{}
 
-// Create creates the VM called name.
+// Create creates the VM called name. A template's cloud-init metadata is
+// personalized with the name as instance-id and local-hostname, unless it
+// gives them (CloudInit.Personalized).
 func (a Actuator) Create(ctx context.Context, name string) error {
 	s := a.Template
 	s.Name = name
+	if s.CloudInit != nil {
+		ci, err := s.CloudInit.Personalized(name, name)
+		if err != nil {
+			return fmt.Errorf("VM %q: %w", name, err)
+		}
+		s.CloudInit = &ci
+	}
 	_, err := a.Provider.Create(ctx, s)
 	return err
 }

@@ -4,7 +4,6 @@ import (
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"strings"
@@ -24,7 +23,6 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/manager"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 	"sigs.k8s.io/controller-runtime/pkg/source"
-	"sigs.k8s.io/yaml"
 
 	vmv1 "github.com/replicakit/replicakit/examples/vmset/api/v1alpha1"
 	"github.com/replicakit/replicakit/naming"
@@ -204,49 +202,13 @@ func providerSpec(vm *vmv1.VirtualMachine, name string, want vmv1.PowerState) (v
 		}
 	}
 	if b := vm.Spec.Bootstrap; b != nil && b.CloudInit != nil {
-		md, err := withDefaults(b.CloudInit.MetaData, string(vm.UID), vm.Name)
+		ci, err := vmprovider.CloudInit{UserData: b.CloudInit.UserData, MetaData: b.CloudInit.MetaData}.Personalized(string(vm.UID), vm.Name)
 		if err != nil {
-			return spec, fmt.Errorf("VM %q: spec.bootstrap.cloudInit.metaData: %w: %w", name, err, vmprovider.ErrInvalidSpec)
+			return spec, fmt.Errorf("VM %q: spec.bootstrap.%w", name, err)
 		}
-		spec.CloudInit = &vmprovider.CloudInit{UserData: b.CloudInit.UserData, MetaData: md}
+		spec.CloudInit = &ci
 	}
 	return spec, nil
-}
-
-// withDefaults adds instance-id and local-hostname to the YAML mapping
-// metadata unless it gives them (a hostname given counts for
-// local-hostname). It adds lines in front of a block mapping and leaves the
-// rest as written; a document in another style is written out again.
-func withDefaults(metadata, instanceID, hostname string) (string, error) {
-	var m map[string]any
-	if err := yaml.Unmarshal([]byte(metadata), &m); err != nil {
-		return "", fmt.Errorf("not a YAML mapping: %w", err)
-	}
-	var add []string
-	if _, ok := m["instance-id"]; !ok {
-		add = append(add, "instance-id", instanceID)
-	}
-	_, local := m["local-hostname"]
-	if _, host := m["hostname"]; !local && !host {
-		add = append(add, "local-hostname", hostname)
-	}
-	trimmed := strings.TrimSpace(metadata)
-	if trimmed == "" || !strings.HasPrefix(trimmed, "{") && !strings.HasPrefix(trimmed, "---") {
-		var b strings.Builder
-		for i := 0; i < len(add); i += 2 {
-			v, _ := json.Marshal(add[i+1]) // a JSON string is a YAML string
-			fmt.Fprintf(&b, "%s: %s\n", add[i], v)
-		}
-		return b.String() + metadata, nil
-	}
-	if m == nil {
-		m = map[string]any{}
-	}
-	for i := 0; i < len(add); i += 2 {
-		m[add[i]] = add[i+1]
-	}
-	out, err := yaml.Marshal(m)
-	return string(out), err
 }
 
 // fail records err in the Ready condition and returns it for a retry with

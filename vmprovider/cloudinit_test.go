@@ -1,13 +1,16 @@
-package controllers
+package vmprovider_test
 
 import (
+	"errors"
 	"testing"
 
 	"pgregory.net/rapid"
 	"sigs.k8s.io/yaml"
+
+	"github.com/replicakit/replicakit/vmprovider"
 )
 
-func TestWithDefaults(t *testing.T) {
+func TestCloudInit_Personalized(t *testing.T) {
 	for _, tc := range []struct {
 		name, in   string
 		want       map[string]any
@@ -20,7 +23,7 @@ func TestWithDefaults(t *testing.T) {
 		{name: "flow style", in: "{hostname: db1}", want: map[string]any{"instance-id": "uid", "hostname": "db1"}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			out, err := withDefaults(tc.in, "uid", "web-0")
+			out, err := personalize(tc.in, "uid", "web-0")
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -41,20 +44,26 @@ func TestWithDefaults(t *testing.T) {
 			}
 		})
 	}
-	if _, err := withDefaults("a: [b", "uid", "web-0"); err == nil {
-		t.Error("unparsable metadata accepted")
+	if _, err := personalize("a: [b", "uid", "web-0"); !errors.Is(err, vmprovider.ErrInvalidSpec) {
+		t.Errorf("unparsable metadata: %v, want ErrInvalidSpec", err)
 	}
+}
+
+// personalize is Personalized on metadata alone.
+func personalize(metadata, instanceID, hostname string) (string, error) {
+	c, err := vmprovider.CloudInit{MetaData: metadata}.Personalized(instanceID, hostname)
+	return c.MetaData, err
 }
 
 func endsWith(s, suffix string) bool {
 	return len(s) >= len(suffix) && s[len(s)-len(suffix):] == suffix
 }
 
-// TestWithDefaults_Properties: for any block mapping of string values and
+// TestCloudInit_Personalized_Properties: for any block mapping of string values and
 // any identity, the result is a mapping holding every given key unchanged,
 // plus instance-id and local-hostname where neither they (nor hostname)
 // were given.
-func TestWithDefaults_Properties(t *testing.T) {
+func TestCloudInit_Personalized_Properties(t *testing.T) {
 	rapid.Check(t, func(t *rapid.T) {
 		keys := rapid.SliceOfDistinct(rapid.SampledFrom([]string{"instance-id", "local-hostname", "hostname", "public-keys", "x"}), rapid.ID[string]).Draw(t, "keys")
 		given := map[string]string{}
@@ -67,7 +76,7 @@ func TestWithDefaults_Properties(t *testing.T) {
 		}
 		id := rapid.StringMatching(`[a-z0-9:"' -]{1,20}`).Draw(t, "id")
 		host := rapid.StringMatching(`[a-z0-9-]{1,20}`).Draw(t, "host")
-		out, err := withDefaults(in, id, host)
+		out, err := personalize(in, id, host)
 		if err != nil {
 			t.Fatal(err)
 		}
