@@ -113,3 +113,27 @@ func ExampleCloudInit_Personalized() {
 	//     eth0:
 	//       dhcp4: true
 }
+
+// A Set's status under its readiness choice: here the VMs count as ready
+// once their guests report an address, which cloud-init's metadata gives
+// them as they boot.
+func ExampleSet_Status() {
+	p := &vmprovidertest.Fake{}
+	set := &vmprovider.Set{
+		Provider: p,
+		Template: vmprovider.Spec{Owner: vmprovider.Owner{UID: "uid-web"}, PowerOn: true,
+			CloudInit: &vmprovider.CloudInit{MetaData: "network: {version: 2, ethernets: {eth0: {addresses: [10.0.0.5/24]}}}"}},
+		Readiness: vmprovider.ReadyWhenIPAddress,
+		Policy:    deletionpolicy.Random{Seed: 1},
+		Names:     naming.Random{Base: "web", Source: rand.NewPCG(1, 2)},
+	}
+	now := time.Now()
+	if _, _, err := set.Scale(context.Background(), 2, now); err != nil {
+		fmt.Println(err)
+		return
+	}
+	st, err := set.Status(context.Background(), now)
+	fmt.Println(st.Replicas, st.Ready, err)
+	// Output:
+	// 2 2 <nil>
+}

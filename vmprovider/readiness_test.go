@@ -136,11 +136,16 @@ func TestSet_Readiness(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	var tr vmprovider.Tracker
-	tr.Readiness = vmprovider.ReadyWhenIPAddress
-	s := replicaset.Summarize(tr.Replicas(vms, true, now), 0, now)
-	if len(vms) != 2 || s.Ready != 2 {
-		t.Errorf("VMs %+v: %d ready by address, want 2 of 2", vms, s.Ready)
+	s, err := set.Status(context.Background(), now)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(vms) != 2 || s.Replicas != 2 || s.Ready != 2 {
+		t.Errorf("VMs %+v: status %+v; want 2 of 2 ready by address", vms, s)
+	}
+	without := &vmprovider.Set{Provider: fake, Template: vmprovider.Spec{Owner: vmprovider.Owner{UID: "uid-r"}}, Readiness: vmprovider.ReadyWhenGuestHeartbeat}
+	if s, err := without.Status(context.Background(), now); err != nil || s.Replicas != 2 || s.Ready != 0 {
+		t.Errorf("by heartbeat (gray on the Fake): %+v, %v; want 2 replicas, 0 ready", s, err)
 	}
 	for _, vm := range vms {
 		if vm.Hostname != vm.Name {

@@ -92,15 +92,10 @@ type ordinals interface {
 func (s *Set) Scale(ctx context.Context, desired int, now time.Time) (replicaset.Plan, execute.Result, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	vms, err := s.Provider.List(ctx, s.Template.Owner.UID)
+	vms, current, err := s.observe(ctx, now)
 	if err != nil {
-		return replicaset.Plan{}, execute.Result{}, fmt.Errorf("list VMs of %q: %w", s.Template.Owner.UID, err)
-	}
-	if err := s.Readiness.Validate(); err != nil {
 		return replicaset.Plan{}, execute.Result{}, err
 	}
-	s.tracker.Readiness = s.Readiness
-	current := s.tracker.Replicas(vms, s.Template.PowerOn, now)
 	if o, ok := s.Names.(ordinals); ok {
 		for i := range current {
 			current[i].Ordinal, current[i].HasOrdinal = o.Ordinal(current[i].Name)
@@ -122,6 +117,33 @@ func (s *Set) Scale(ctx context.Context, desired int, now time.Time) (replicaset
 	}
 	res := execute.Plan(ctx, Actuator{Provider: s.Provider, Template: s.Template}, plan, names, s.Options)
 	return plan, res, res.Err
+}
+
+// Status lists the Set's VMs and returns their status at now (live,
+// ready, and available for Spec.MinReady) under the Set's Readiness, with
+// the ready times Scale uses.
+func (s *Set) Status(ctx context.Context, now time.Time) (replicaset.Status, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	_, current, err := s.observe(ctx, now)
+	if err != nil {
+		return replicaset.Status{}, err
+	}
+	return replicaset.Summarize(current, s.Spec.MinReady, now), nil
+}
+
+// observe lists the Set's VMs and describes them for the planner. The
+// Set's lock is held.
+func (s *Set) observe(ctx context.Context, now time.Time) ([]VM, []replicaset.Replica, error) {
+	if err := s.Readiness.Validate(); err != nil {
+		return nil, nil, err
+	}
+	vms, err := s.Provider.List(ctx, s.Template.Owner.UID)
+	if err != nil {
+		return nil, nil, fmt.Errorf("list VMs of %q: %w", s.Template.Owner.UID, err)
+	}
+	s.tracker.Readiness = s.Readiness
+	return vms, s.tracker.Replicas(vms, s.Template.PowerOn, now), nil
 }
 
 // namer is Names, with the Set's own source where it needs one.
