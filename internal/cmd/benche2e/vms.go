@@ -25,52 +25,36 @@ import (
 // writes.
 const settledWindow = 20 * time.Second
 
-// vms times 0→n VMs through the example operator on vcsim, against the same
-// n clones made directly through the provider at its task concurrency;
-// then counts the vCenter calls (beyond the watch's long poll) and API
-// writes of the settled set over settledWindow, per minute; then times
-// sets×per sets created at once, with the CPU of this process (the
-// operator and the simulator both run in it).
+// vms times 0→n VMs through the example operator on vcsim, reading vCenter
+// through its watch; counts the settled set's vCenter calls (beyond the
+// watch's long poll) and API writes over settledWindow, per minute; times
+// sets sets of per VMs created at once, with the CPU of this process (the
+// operator and the simulator both run in it); and sets the 0→n beside the
+// same n clones made directly through the provider at its task
+// concurrency, and beside the operator reading vCenter on every reconcile.
 func (b *bench) vms(ctx context.Context, n, sets, per int) ([]line, error) {
-	// Served one call at a time, as the tests and the example operator's
-	// embedded simulator serve it: concurrent, vcsim deadlocks a clone
-	// against a property collector's long poll. The raw loop gets the same.
-	calls := &vcsim.Faults{} // counts calls; injects nothing
-	sim, err := vcsim.New(calls.Serialized)
+	op, err := b.startOperator(ctx, true)
 	if err != nil {
 		return nil, err
 	}
-	defer sim.Close()
-	p, err := vsphere.New(ctx, sim.Config())
+	defer op.close()
+	ns, took, err := op.createSets(ctx, "vms", 1, n)
 	if err != nil {
 		return nil, err
 	}
-	defer p.Close(context.Background())
-	stop, err := b.runManager(b.env.Config, vsphere.DefaultMaxTasks, func(mgr ctrl.Manager) error {
-		return controllers.Setup(mgr, controllers.NewVirtualMachineReconciler(p))
-	})
-	if err != nil {
-		return nil, err
-	}
-	defer stop()
-
-	ns, err := b.namespace(ctx, "vms")
-	if err != nil {
-		return nil, err
-	}
-	start := time.Now()
-	if err := b.c.Create(ctx, vmSet(ns, "bench", n)); err != nil {
-		return nil, err
-	}
-	if err := settleVMs(ctx, b, sim, ns, []string{"bench"}, n); err != nil {
-		return nil, err
-	}
-	took := time.Since(start)
 
 	time.Sleep(2 * time.Second)
-	callsBefore, writesBefore := calls.Calls(), mustWrites(ctx, b)
+	callsBefore := op.calls.Calls()
+	writesBefore, err := scrapeWrites(ctx, b.cs)
+	if err != nil {
+		return nil, err
+	}
 	time.Sleep(settledWindow)
-	callsAfter, writesAfter := calls.Calls(), mustWrites(ctx, b)
+	callsAfter := op.calls.Calls()
+	writesAfter, err := scrapeWrites(ctx, b.cs)
+	if err != nil {
+		return nil, err
+	}
 	var vc int64
 	for m, k := range callsAfter {
 		if m != "WaitForUpdatesEx" {
@@ -78,94 +62,115 @@ func (b *bench) vms(ctx context.Context, n, sets, per int) ([]line, error) {
 		}
 	}
 	perMinute := float64(time.Minute) / float64(settledWindow)
-	apiWrites := writesAfter.minus(writesBefore).total()
-
-	raw, err := rawClones(ctx, n)
-	if err != nil {
-		return nil, err
-	}
-	direct, err := b.vmsWithoutWatch(ctx, n)
-	if err != nil {
-		return nil, err
-	}
-	ref := fmt.Sprintf("%d provider clones, %d at a time", n, vsphere.DefaultMaxTasks)
-	lines := []line{
-		{what: fmt.Sprintf("0→%d VMs through the example operator, reading a vCenter watch (%v per VM)", n, (took / time.Duration(n)).Round(time.Millisecond)),
-			kit: took, ref: raw, refName: ref, goal: "≤ 1.3"},
-		{what: fmt.Sprintf("0→%d VMs through the example operator, reading vCenter per reconcile (%v per VM)", n, (direct / time.Duration(n)).Round(time.Millisecond)),
-			kit: direct, ref: raw, refName: ref, goal: "-"},
-	}
 	fmt.Printf("  settled %d VMs: %.0f vCenter calls per minute beyond the watch's long poll (%v), %.0f API writes per minute\n",
-		n, float64(vc)*perMinute, callsAfter, apiWrites*perMinute)
+		n, float64(vc)*perMinute, callsAfter, writesAfter.minus(writesBefore).total()*perMinute)
 
-	if err := b.c.Delete(ctx, vmSet(ns, "bench", 0)); err != nil {
+	if err := b.c.DeleteAllOf(ctx, &vmv1.VirtualMachineReplicaSet{}, client.InNamespace(ns)); err != nil {
 		return nil, err
 	}
-	if err := settleVMs(ctx, b, sim, ns, nil, 0); err != nil {
-		return nil, err
-	}
-	fleetNS, err := b.namespace(ctx, "vmsets")
-	if err != nil {
+	if err := settleVMs(ctx, b, op.sim, ns, 0, 0); err != nil {
 		return nil, err
 	}
 	cpu0, err := cpuOf(os.Getpid())
 	if err != nil {
 		return nil, err
 	}
-	start = time.Now()
-	var names []string
-	for i := range sets {
-		name := fmt.Sprintf("set-%03d", i)
-		names = append(names, name)
-		if err := b.c.Create(ctx, vmSet(fleetNS, name, per)); err != nil {
-			return nil, err
-		}
-	}
-	if err := settleVMs(ctx, b, sim, fleetNS, names, sets*per); err != nil {
+	_, fleetTook, err := op.createSets(ctx, "vmsets", sets, per)
+	if err != nil {
 		return nil, err
 	}
-	fleetTook := time.Since(start)
 	cpu1, err := cpuOf(os.Getpid())
 	if err != nil {
 		return nil, err
 	}
 	fmt.Printf("  %d sets of %d VMs created at once: converged in %v; CPU of the operator and the simulator (one process) %v\n",
 		sets, per, fleetTook.Round(time.Millisecond), (cpu1 - cpu0).Round(10*time.Millisecond))
-	return lines, nil
+
+	raw, err := rawClones(ctx, n)
+	if err != nil {
+		return nil, err
+	}
+	direct, err := b.startOperator(ctx, false)
+	if err != nil {
+		return nil, err
+	}
+	defer direct.close()
+	_, directTook, err := direct.createSets(ctx, "vms-direct", 1, n)
+	if err != nil {
+		return nil, err
+	}
+	ref := fmt.Sprintf("%d provider clones, %d at a time", n, vsphere.DefaultMaxTasks)
+	return []line{
+		{what: fmt.Sprintf("0→%d VMs through the example operator, reading a vCenter watch (%v per VM)", n, (took / time.Duration(n)).Round(time.Millisecond)),
+			kit: took, ref: raw, refName: ref, goal: "≤ 1.3"},
+		{what: fmt.Sprintf("0→%d VMs through the example operator, reading vCenter per reconcile (%v per VM)", n, (directTook / time.Duration(n)).Round(time.Millisecond)),
+			kit: directTook, ref: raw, refName: ref, goal: "-"},
+	}, nil
 }
 
-// vmsWithoutWatch times 0→n VMs through the example operator reading
-// vCenter on every reconcile (no watch), on a fresh simulator.
-func (b *bench) vmsWithoutWatch(ctx context.Context, n int) (time.Duration, error) {
-	sim, err := vcsim.New(vcsim.Serialized)
+// vmOperator is the example operator running in this process on a
+// simulator of its own.
+type vmOperator struct {
+	b     *bench
+	sim   *vcsim.Sim
+	calls *vcsim.Faults // counts calls; injects nothing
+	close func()
+}
+
+// startOperator starts a simulator serving one call at a time, as the
+// tests and the example operator's embedded simulator serve it
+// (concurrent, vcsim deadlocks a clone against a property collector's long
+// poll; the raw loop gets the same), and the operator on it, reading
+// vCenter through a watch or on every reconcile.
+func (b *bench) startOperator(ctx context.Context, watch bool) (*vmOperator, error) {
+	o := &vmOperator{b: b, calls: &vcsim.Faults{}}
+	sim, err := vcsim.New(o.calls.Serialized)
 	if err != nil {
-		return 0, err
+		return nil, err
 	}
-	defer sim.Close()
+	o.sim = sim
 	p, err := vsphere.New(ctx, sim.Config())
 	if err != nil {
-		return 0, err
+		sim.Close()
+		return nil, err
 	}
-	defer p.Close(context.Background())
+	r := &controllers.VirtualMachineReconciler{Provider: p}
+	if watch {
+		r = controllers.NewVirtualMachineReconciler(p)
+	}
 	stop, err := b.runManager(b.env.Config, vsphere.DefaultMaxTasks, func(mgr ctrl.Manager) error {
-		return controllers.Setup(mgr, &controllers.VirtualMachineReconciler{Provider: p})
+		return controllers.Setup(mgr, r)
 	})
 	if err != nil {
-		return 0, err
+		_ = p.Close(context.Background())
+		sim.Close()
+		return nil, err
 	}
-	defer stop()
-	ns, err := b.namespace(ctx, "vms-direct")
+	o.close = func() {
+		stop()
+		_ = p.Close(context.Background())
+		sim.Close()
+	}
+	return o, nil
+}
+
+// createSets creates sets sets of per VMs at once in a fresh namespace and
+// returns it and how long until they settled.
+func (o *vmOperator) createSets(ctx context.Context, prefix string, sets, per int) (string, time.Duration, error) {
+	ns, err := o.b.namespace(ctx, prefix)
 	if err != nil {
-		return 0, err
+		return "", 0, err
 	}
 	start := time.Now()
-	if err := b.c.Create(ctx, vmSet(ns, "bench", n)); err != nil {
-		return 0, err
+	for i := range sets {
+		if err := o.b.c.Create(ctx, vmSet(ns, fmt.Sprintf("set-%03d", i), per)); err != nil {
+			return "", 0, err
+		}
 	}
-	if err := settleVMs(ctx, b, sim, ns, []string{"bench"}, n); err != nil {
-		return 0, err
+	if err := settleVMs(ctx, o.b, o.sim, ns, sets, sets*per); err != nil {
+		return "", 0, err
 	}
-	return time.Since(start), nil
+	return ns, time.Since(start), nil
 }
 
 // vmSet is a VirtualMachineReplicaSet of n VMs.
@@ -181,15 +186,15 @@ func vmSet(ns, name string, n int) *vmv1.VirtualMachineReplicaSet {
 }
 
 // settleVMs waits until ns holds n live VirtualMachines, all powered on,
-// the same VMs are in vCenter, and the namespace holds the sets named
-// (at least as many), each reporting all its replicas ready.
-func settleVMs(ctx context.Context, b *bench, sim *vcsim.Sim, ns string, sets []string, n int) error {
+// the same VMs are in vCenter, and at least sets sets, each reporting all
+// its replicas ready.
+func settleVMs(ctx context.Context, b *bench, sim *vcsim.Sim, ns string, sets, n int) error {
 	var st vmcheck.State
 	err := wait.PollUntilContextTimeout(ctx, 100*time.Millisecond, 10*time.Minute, true, func(ctx context.Context) (bool, error) {
 		// Kubernetes first, from the API server alone: reading vCenter on
 		// every poll would queue the harness at the simulator's gate with
 		// the operator, which the raw loop it is compared with never does.
-		if !kubernetesSettled(ctx, b, ns, len(sets), n) {
+		if !kubernetesSettled(ctx, b, ns, sets, n) {
 			return false, nil
 		}
 		var err error
@@ -224,15 +229,6 @@ func kubernetesSettled(ctx context.Context, b *bench, ns string, sets, n int) bo
 		}
 	}
 	return true
-}
-
-// mustWrites scrapes the API server's write counters, or returns none.
-func mustWrites(ctx context.Context, b *bench) writes {
-	w, err := scrapeWrites(ctx, b.cs)
-	if err != nil {
-		return writes{}
-	}
-	return w
 }
 
 // rawClones creates n powered-on VMs straight through the provider on a
