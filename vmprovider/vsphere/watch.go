@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"maps"
 	"slices"
+	"strings"
 	"sync"
 	"time"
 
@@ -108,18 +109,8 @@ func (w *Watch) List(owner string) []vmprovider.VM {
 			out = append(out, wr.vm)
 		}
 	}
-	slices.SortFunc(out, func(a, b vmprovider.VM) int { return cmpString(a.Name, b.Name) })
+	slices.SortFunc(out, func(a, b vmprovider.VM) int { return strings.Compare(a.Name, b.Name) })
 	return out
-}
-
-func cmpString(a, b string) int {
-	switch {
-	case a < b:
-		return -1
-	case a > b:
-		return 1
-	}
-	return 0
 }
 
 // Run keeps the copy current until ctx ends, and returns nil then. A failed
