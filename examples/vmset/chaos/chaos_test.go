@@ -12,9 +12,9 @@ import (
 	"github.com/go-logr/logr"
 	"sigs.k8s.io/controller-runtime/pkg/log"
 
+	"github.com/replicakit/replicakit/examples/internal/vmcheck"
 	"github.com/replicakit/replicakit/internal/faults"
 	"github.com/replicakit/replicakit/internal/testenv"
-	"github.com/replicakit/replicakit/internal/vmcheck"
 )
 
 var env *testenv.Env

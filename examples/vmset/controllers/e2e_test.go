@@ -15,11 +15,11 @@ import (
 	"k8s.io/utils/ptr"
 	ctrl "sigs.k8s.io/controller-runtime"
 
+	"github.com/replicakit/replicakit/examples/internal/vmcheck"
 	vmv1 "github.com/replicakit/replicakit/examples/vmset/api/v1alpha1"
 	"github.com/replicakit/replicakit/examples/vmset/controllers"
 	"github.com/replicakit/replicakit/internal/testenv"
 	"github.com/replicakit/replicakit/internal/vcsimtest"
-	"github.com/replicakit/replicakit/internal/vmcheck"
 	"github.com/replicakit/replicakit/vmprovider/vsphere"
 )
 

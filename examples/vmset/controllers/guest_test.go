@@ -15,11 +15,11 @@ import (
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	"github.com/replicakit/replicakit/examples/internal/vmcheck"
 	vmv1 "github.com/replicakit/replicakit/examples/vmset/api/v1alpha1"
 	"github.com/replicakit/replicakit/examples/vmset/controllers"
 	"github.com/replicakit/replicakit/internal/testenv"
 	"github.com/replicakit/replicakit/internal/vcsim"
-	"github.com/replicakit/replicakit/internal/vmcheck"
 )
 
 // TestGuestReadiness: a set whose VMs count as ready once their guest

@@ -9,9 +9,9 @@ import (
 	"github.com/vmware/govmomi/simulator"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	"github.com/replicakit/replicakit/examples/internal/vmcheck"
 	vmv1 "github.com/replicakit/replicakit/examples/vmset/api/v1alpha1"
 	"github.com/replicakit/replicakit/examples/vmset/controllers"
-	"github.com/replicakit/replicakit/internal/vmcheck"
 )
 
 // TestStuckDeletion scales 3→1 while one VirtualMachine is stuck in

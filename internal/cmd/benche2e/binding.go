@@ -15,7 +15,7 @@ import (
 	"k8s.io/client-go/tools/clientcmd"
 	ctrl "sigs.k8s.io/controller-runtime"
 
-	"github.com/replicakit/replicakit/internal/vmcheck"
+	"github.com/replicakit/replicakit/internal/benchkit"
 )
 
 // The binding runs in a process of its own, as kube-controller-manager
@@ -95,8 +95,8 @@ func serveBinding(kubeconfig string, qps float32, burst int, profile string) err
 	cfg.DisableCompression = true
 	ctx, cancel := signal.NotifyContext(context.Background(), syscall.SIGTERM, os.Interrupt)
 	defer cancel()
-	b := &bench{scheme: vmcheck.Scheme()}
-	stop, err := b.runManager(cfg, 0, func(mgr ctrl.Manager) error {
+	b := &bench{scheme: newScheme()}
+	stop, err := benchkit.RunManager(cfg, b.scheme, 0, func(mgr ctrl.Manager) error {
 		return newWidgetReconciler().SetupWithManager(mgr, "widget")
 	})
 	if err != nil {

@@ -11,11 +11,7 @@ import (
 	"syscall"
 	"time"
 
-	"k8s.io/client-go/rest"
-	"k8s.io/utils/ptr"
-	ctrl "sigs.k8s.io/controller-runtime"
-	"sigs.k8s.io/controller-runtime/pkg/config"
-	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
+	"github.com/replicakit/replicakit/internal/benchkit"
 )
 
 // owner is one side of the comparison: it makes an owner of n Pods in a
@@ -47,7 +43,7 @@ func (b *bench) compare(ctx context.Context, l limit, runs int, cascade bool) ([
 		o                 owner
 		up, down          []time.Duration
 		casc              time.Duration
-		upW, downW, cascW writes
+		upW, downW, cascW benchkit.Writes
 		accepted          []time.Duration // how long each scale write took
 	}
 	rs := &side{o: rsOwner{b}}
@@ -151,31 +147,6 @@ func (b *bench) startReplicaSetController(l limit) (stop func(), pid int, err er
 	}
 	stop()
 	return nil, 0, fmt.Errorf("kube-controller-manager's ReplicaSet controller did not sync in 60s")
-}
-
-// runManager starts a manager on cfg with the controllers setup registers
-// (concurrency reconciles each, 0 for the default) and waits for its cache.
-func (b *bench) runManager(cfg *rest.Config, concurrency int, setup func(ctrl.Manager) error) (stop func(), err error) {
-	mgr, err := ctrl.NewManager(cfg, ctrl.Options{
-		Scheme:                 b.scheme,
-		Metrics:                metricsserver.Options{BindAddress: "0"},
-		HealthProbeBindAddress: "0",
-		Controller:             config.Controller{SkipNameValidation: ptr.To(true), MaxConcurrentReconciles: concurrency},
-	})
-	if err != nil {
-		return nil, err
-	}
-	if err := setup(mgr); err != nil {
-		return nil, err
-	}
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan error, 1)
-	go func() { done <- mgr.Start(ctx) }()
-	if !mgr.GetCache().WaitForCacheSync(ctx) {
-		cancel()
-		return nil, fmt.Errorf("manager: cache did not sync: %v", <-done)
-	}
-	return func() { cancel(); <-done }, nil
 }
 
 type rsOwner struct{ b *bench }

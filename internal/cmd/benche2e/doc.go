@@ -12,8 +12,9 @@
 // (events and status included). At 1000/1000 it runs eleven times (-runs),
 // alternating which side goes first, and reports the median times and the
 // median of the per-run ratios (sub-second runs on two cores swing from 0.7
-// to 1.6 either way). It also counts the writes of a steady-state pass and
-// times 0→100 VMs through the example operator on vcsim.
+// to 1.6 either way). It also counts the writes of a steady-state pass.
+// The VMs through the example operator are measured by the examples module's
+// own benchmark (examples/internal/cmd/benchvms); `make bench-e2e` runs both.
 //
 // The binding runs in a process of its own, as kube-controller-manager
 // does: the harness starts itself again with -serve-binding.

@@ -7,7 +7,6 @@ import (
 	"fmt"
 	"log/slog"
 	"os"
-	"runtime/pprof"
 	"sync"
 	"text/tabwriter"
 	"time"
@@ -17,22 +16,19 @@ import (
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
+	utilruntime "k8s.io/apimachinery/pkg/util/runtime"
 	"k8s.io/client-go/kubernetes"
+	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
 	"k8s.io/client-go/rest"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	"github.com/replicakit/replicakit/internal/benchkit"
 	"github.com/replicakit/replicakit/internal/testenv"
-	"github.com/replicakit/replicakit/internal/vmcheck"
 )
 
 func main() {
 	n := flag.Int("n", 500, "Pods per scale-up")
-	vms := flag.Int("vms", 100, "VMs through the example operator")
-	vmSets := flag.String("vm-sets", "100x3", "sets of VMs created at once through the example operator, KxM: K sets of M VMs")
-	vmsOnly := flag.Bool("vms-only", false, "measure only the VMs through the example operator")
-	cpuprofile := flag.String("cpuprofile", "", "write this process's CPU profile (the example operator and vcsim run in it) to this file")
-	crds := flag.String("crds", "examples/vmset/config/crd/bases", "the example operator's CRDs")
 	fastOnly := flag.Bool("fast-only", false, "measure only at 1000/1000")
 	runs := flag.Int("runs", 11, "runs at 1000/1000 (medians are reported)")
 	serve := flag.Bool("serve-binding", false, "run only the binding's manager (started by the harness itself)")
@@ -63,25 +59,8 @@ func main() {
 		}
 		return
 	}
-	vf, err := parseFleets(*vmSets)
-	if err != nil || len(vf) != 1 {
-		fmt.Fprintln(os.Stderr, "benche2e: -vm-sets wants one KxM:", err)
-		os.Exit(2)
-	}
-	if *cpuprofile != "" {
-		f, err := os.Create(*cpuprofile)
-		if err == nil {
-			err = pprof.StartCPUProfile(f)
-		}
-		if err != nil {
-			fmt.Fprintln(os.Stderr, "benche2e:", err)
-			os.Exit(2)
-		}
-		defer pprof.StopCPUProfile()
-	}
-	fo := fleetOptions{fleets: fleets, runs: *ownerRuns, idle: *idle, only: *ownersOnly, vmSets: vf[0], vmsOnly: *vmsOnly}
-	if err := run(context.Background(), limits, *runs, *n, *vms, *crds, *profile, fo); err != nil {
-		pprof.StopCPUProfile()
+	fo := fleetOptions{fleets: fleets, runs: *ownerRuns, idle: *idle, only: *ownersOnly}
+	if err := run(context.Background(), limits, *runs, *n, *profile, fo); err != nil {
 		fmt.Fprintln(os.Stderr, "benche2e:", err)
 		os.Exit(1)
 	}
@@ -98,7 +77,7 @@ type limit struct {
 type line struct {
 	what            string
 	kit, ref        time.Duration
-	kitWrites, refW writes
+	kitWrites, refW benchkit.Writes
 	perReplica      int
 	refName, goal   string
 	runs            string  // per-run ratios, when there were several
@@ -111,22 +90,14 @@ type fleetOptions struct {
 	runs   int
 	idle   time.Duration
 	only   bool // skip everything else
-	// vmSets is the sets of VMs created at once through the example
-	// operator; vmsOnly measures only the VMs.
-	vmSets  fleet
-	vmsOnly bool
 }
 
 // run measures at each of limits (runs times at 1000/1000, medians
-// reported), then the raw loop, the many-owner fleets, the steady state and
-// the VMs.
-func run(ctx context.Context, limits []limit, fastRuns, n, vms int, crds, profile string, fo fleetOptions) error {
-	scheme := vmcheck.Scheme()
-	if err := apiextensionsv1.AddToScheme(scheme); err != nil {
-		return err
-	}
+// reported), then the raw loop, the many-owner fleets and the steady state.
+func run(ctx context.Context, limits []limit, fastRuns, n int, profile string, fo fleetOptions) error {
+	scheme := newScheme()
 	fmt.Println("Starting etcd, kube-apiserver and kube-controller-manager (garbage collector) ...")
-	env, err := testenv.Start(testenv.Options{CRDs: []*apiextensionsv1.CustomResourceDefinition{testenv.WidgetCRD()}, CRDDirectoryPaths: []string{crds}, Scheme: scheme})
+	env, err := testenv.Start(testenv.Options{CRDs: []*apiextensionsv1.CustomResourceDefinition{testenv.WidgetCRD()}, Scheme: scheme})
 	if err != nil {
 		return err
 	}
@@ -146,15 +117,6 @@ func run(ctx context.Context, limits []limit, fastRuns, n, vms int, crds, profil
 	b := &bench{env: env, cs: cs, c: c, n: n, scheme: scheme, profile: profile}
 
 	var lines []line
-	if fo.vmsOnly {
-		fmt.Printf("0→%d VMs through the example operator on vcsim ...\n", vms)
-		vm, err := b.vms(ctx, vms, fo.vmSets.k, fo.vmSets.m)
-		if err != nil {
-			return err
-		}
-		print(vm, nil, n)
-		return nil
-	}
 	if fo.only {
 		fmt.Printf("Many owners, 1000 QPS / burst 1000: %v ...\n", fo.fleets)
 		ls, err := b.owners(ctx, fo.fleets, fo.runs, fo.idle)
@@ -200,17 +162,11 @@ func run(ctx context.Context, limits []limit, fastRuns, n, vms int, crds, profil
 	if err != nil {
 		return err
 	}
-	fmt.Printf("0→%d VMs through the example operator on vcsim ...\n", vms)
-	vm, err := b.vms(ctx, vms, fo.vmSets.k, fo.vmSets.m)
-	if err != nil {
-		return err
-	}
-	lines = append(lines, vm...)
 	print(lines, steady, n)
 	return nil
 }
 
-func print(lines []line, steady writes, n int) {
+func print(lines []line, steady benchkit.Writes, n int) {
 	w := tabwriter.NewWriter(os.Stdout, 0, 0, 2, ' ', 0)
 	fmt.Fprintln(w, "\nmeasurement\treplicakit\tbaseline\tbaseline is\tratio\tper run\tgoal\treplicakit writes/replica\tbaseline writes/replica\treplicakit writes")
 	for _, l := range lines {
@@ -223,15 +179,15 @@ func print(lines []line, steady writes, n int) {
 		}
 		kw, rw := "-", "-"
 		if l.perReplica > 0 {
-			kw = fmt.Sprintf("%.3f", l.kitWrites.total()/float64(l.perReplica))
+			kw = fmt.Sprintf("%.3f", l.kitWrites.Total()/float64(l.perReplica))
 			if l.refW != nil {
-				rw = fmt.Sprintf("%.3f", l.refW.total()/float64(l.perReplica))
+				rw = fmt.Sprintf("%.3f", l.refW.Total()/float64(l.perReplica))
 			}
 		}
 		fmt.Fprintf(w, "%s\t%v\t%v\t%s\t%s\t%s\t%s\t%s\t%s\t%v\n", l.what, l.kit.Round(time.Millisecond), l.ref.Round(time.Millisecond), l.refName, ratio, l.runs, l.goal, kw, rw, l.kitWrites)
 	}
 	if steady != nil {
-		fmt.Fprintf(w, "steady-state pass (5 reconciles of a settled %d-Pod Widget)\t\t\t\t\t\t0 writes\t\t\t%.0f writes: %v\n", n, steady.total(), steady)
+		fmt.Fprintf(w, "steady-state pass (5 reconciles of a settled %d-Pod Widget)\t\t\t\t\t\t0 writes\t\t\t%.0f writes: %v\n", n, steady.Total(), steady)
 	}
 	w.Flush()
 }
@@ -243,7 +199,7 @@ type bench struct {
 	c   client.Client // the harness's own writes, unthrottled like cs
 	n   int
 	seq int
-	// scheme knows the built-in kinds and the example operator's.
+	// scheme knows the built-in kinds and CRDs.
 	scheme *runtime.Scheme
 	// profile, when set, is where binding processes write CPU profiles,
 	// numbered by profiles.
@@ -255,11 +211,7 @@ type bench struct {
 func (b *bench) namespace(ctx context.Context, prefix string) (string, error) {
 	b.seq++
 	ns := fmt.Sprintf("%s-%d", prefix, b.seq)
-	if _, err := b.cs.CoreV1().Namespaces().Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}, metav1.CreateOptions{}); err != nil {
-		return "", err
-	}
-	_, err := b.cs.CoreV1().ServiceAccounts(ns).Create(ctx, &corev1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Name: "default"}}, metav1.CreateOptions{})
-	return ns, err
+	return ns, benchkit.Namespace(ctx, b.cs, ns)
 }
 
 // podNamespace creates a namespace and follows its Pods.
@@ -278,8 +230,8 @@ func (b *bench) podNamespace(ctx context.Context, prefix string) (string, *podCo
 // accepted: an owner's scale or delete is then timed from the change the
 // controller can see, not from how long the API server took to take it
 // (printed as "scale writes accepted in").
-func (b *bench) timed(ctx context.Context, pods *podCount, want int, fromAccepted bool, do func() error) (time.Duration, writes, error) {
-	before, err := scrapeWrites(ctx, b.cs)
+func (b *bench) timed(ctx context.Context, pods *podCount, want int, fromAccepted bool, do func() error) (time.Duration, benchkit.Writes, error) {
+	before, err := benchkit.ScrapeWrites(ctx, b.cs)
 	if err != nil {
 		return 0, nil, err
 	}
@@ -295,11 +247,11 @@ func (b *bench) timed(ctx context.Context, pods *podCount, want int, fromAccepte
 	}
 	took := time.Since(start)
 	time.Sleep(3 * time.Second)
-	after, err := scrapeWrites(ctx, b.cs)
+	after, err := benchkit.ScrapeWrites(ctx, b.cs)
 	if err != nil {
 		return 0, nil, err
 	}
-	w := after.minus(before)
+	w := after.Minus(before)
 	delete(w, "widgets") // the harness's own spec writes
 	delete(w, "replicasets")
 	delete(w, "namespaces")
@@ -310,7 +262,7 @@ func (b *bench) timed(ctx context.Context, pods *podCount, want int, fromAccepte
 // times, and reports the median beside kit, the binding's 0→n.
 func (b *bench) rawLoop(ctx context.Context, runs int, kit line) (line, error) {
 	var tooks []time.Duration
-	var w writes
+	var w benchkit.Writes
 	for range runs {
 		took, ww, err := b.rawOnce(ctx)
 		if err != nil {
@@ -322,7 +274,7 @@ func (b *bench) rawLoop(ctx context.Context, runs int, kit line) (line, error) {
 		perReplica: b.n, refName: "16 goroutines, no limit", goal: "≤ 1.3"}, nil
 }
 
-func (b *bench) rawOnce(ctx context.Context) (time.Duration, writes, error) {
+func (b *bench) rawOnce(ctx context.Context) (time.Duration, benchkit.Writes, error) {
 	ns, pods, err := b.podNamespace(ctx, "raw")
 	if err != nil {
 		return 0, nil, err
@@ -345,4 +297,12 @@ func (b *bench) rawOnce(ctx context.Context) (time.Duration, writes, error) {
 		wg.Wait()
 		return errors.Join(errs...)
 	})
+}
+
+// newScheme knows client-go's kinds and CRDs.
+func newScheme() *runtime.Scheme {
+	s := runtime.NewScheme()
+	utilruntime.Must(clientgoscheme.AddToScheme(s))
+	utilruntime.Must(apiextensionsv1.AddToScheme(s))
+	return s
 }

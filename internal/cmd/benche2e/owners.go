@@ -4,8 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"os"
-	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -19,6 +17,7 @@ import (
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	"github.com/replicakit/replicakit/internal/benchkit"
 	"github.com/replicakit/replicakit/internal/widgetkind"
 )
 
@@ -58,7 +57,7 @@ type fleetRun struct {
 	// upServer and downServer are the CPU the API server and etcd spent
 	// meanwhile: the work each side's owners and writes cost them.
 	upServer, downServer time.Duration
-	upW, downW           writes // the API server's writes, taken after the idle window
+	upW, downW           benchkit.Writes // the API server's writes, taken after the idle window
 }
 
 // owners measures each fleet runs times on both sides, at 1000/1000,
@@ -122,7 +121,7 @@ func fleetLines(f fleet, kit, rs []fleetRun) []line {
 		return line{what: fmt.Sprintf("%s owners in one namespace, %s", f, what), kit: median(k), ref: median(r),
 			refName: "ReplicaSet controller", goal: goal, runs: ratios(k, r), ratio: medianRatio(k, r)}
 	}
-	withWrites := func(l line, kw, rw writes) line {
+	withWrites := func(l line, kw, rw benchkit.Writes) line {
 		l.kitWrites, l.refW, l.perReplica = kw, rw, f.k*f.m
 		return l
 	}
@@ -175,24 +174,24 @@ func (b *bench) fleetOnce(ctx context.Context, o fleetOwner, pid int, f fleet, i
 		wg.Wait()
 		return errors.Join(errs...)
 	}
-	servers, err := pidsNamed("kube-apiserver", "etcd")
+	servers, err := benchkit.PIDsNamed("kube-apiserver", "etcd")
 	if err != nil {
 		return r, err
 	}
 	server := func() time.Duration {
 		var sum time.Duration
 		for _, p := range servers {
-			c, _ := cpuOf(p)
+			c, _ := benchkit.CPUOf(p)
 			sum += c
 		}
 		return sum
 	}
-	cpu0, err := cpuOf(pid)
+	cpu0, err := benchkit.CPUOf(pid)
 	if err != nil {
 		return r, err
 	}
 	s0 := server()
-	w0, err := scrapeWrites(ctx, b.cs)
+	w0, err := benchkit.ScrapeWrites(ctx, b.cs)
 	if err != nil {
 		return r, err
 	}
@@ -207,18 +206,18 @@ func (b *bench) fleetOnce(ctx context.Context, o fleetOwner, pid int, f fleet, i
 		return r, err
 	}
 	r.up = time.Since(start)
-	cpu1, err := cpuOf(pid)
+	cpu1, err := benchkit.CPUOf(pid)
 	if err != nil {
 		return r, err
 	}
 	r.upServer = server() - s0
 	time.Sleep(idle)
-	cpu2, err := cpuOf(pid)
+	cpu2, err := benchkit.CPUOf(pid)
 	if err != nil {
 		return r, err
 	}
 	s2 := server()
-	w1, err := scrapeWrites(ctx, b.cs)
+	w1, err := benchkit.ScrapeWrites(ctx, b.cs)
 	if err != nil {
 		return r, err
 	}
@@ -233,18 +232,18 @@ func (b *bench) fleetOnce(ctx context.Context, o fleetOwner, pid int, f fleet, i
 		return r, err
 	}
 	r.down = time.Since(start)
-	cpu3, err := cpuOf(pid)
+	cpu3, err := benchkit.CPUOf(pid)
 	if err != nil {
 		return r, err
 	}
 	r.downServer = server() - s2
 	r.upCPU, r.idle, r.downCPU = cpu1-cpu0, cpu2-cpu1, cpu3-cpu2
 	time.Sleep(3 * time.Second) // trailing status writes and events
-	w2, err := scrapeWrites(ctx, b.cs)
+	w2, err := benchkit.ScrapeWrites(ctx, b.cs)
 	if err != nil {
 		return r, err
 	}
-	r.upW, r.downW = ownWrites(w1.minus(w0)), ownWrites(w2.minus(w1))
+	r.upW, r.downW = ownWrites(w1.Minus(w0)), ownWrites(w2.Minus(w1))
 	if err := each(func(i int) error { return o.deleteNamed(ctx, ns, name(i)) }); err != nil {
 		return r, err
 	}
@@ -269,51 +268,6 @@ func awaitReports(ctx context.Context, o fleetOwner, ns string, k, n int) error 
 		case <-time.After(100 * time.Millisecond):
 		}
 	}
-}
-
-// pidsNamed lists the processes whose command name is one of names.
-func pidsNamed(names ...string) ([]int, error) {
-	dirs, err := os.ReadDir("/proc")
-	if err != nil {
-		return nil, err
-	}
-	var out []int
-	for _, d := range dirs {
-		pid, err := strconv.Atoi(d.Name())
-		if err != nil {
-			continue
-		}
-		comm, err := os.ReadFile(fmt.Sprintf("/proc/%d/comm", pid))
-		if err == nil && slices.Contains(names, strings.TrimSpace(string(comm))) {
-			out = append(out, pid)
-		}
-	}
-	if len(out) == 0 {
-		return nil, fmt.Errorf("no process named %v", names)
-	}
-	return out, nil
-}
-
-// cpuOf reads the user and system CPU time process pid has used, from
-// /proc/pid/stat (in clock ticks of 1/100 s, as Linux reports them).
-func cpuOf(pid int) (time.Duration, error) {
-	raw, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
-	if err != nil {
-		return 0, err
-	}
-	// Fields after the command name, which is in parentheses: state is
-	// field 3, utime 14 and stime 15.
-	s := string(raw)
-	fields := strings.Fields(s[strings.LastIndexByte(s, ')')+1:])
-	if len(fields) < 13 {
-		return 0, fmt.Errorf("/proc/%d/stat: too few fields", pid)
-	}
-	utime, err1 := strconv.ParseInt(fields[11], 10, 64)
-	stime, err2 := strconv.ParseInt(fields[12], 10, 64)
-	if err := errors.Join(err1, err2); err != nil {
-		return 0, err
-	}
-	return time.Duration(utime+stime) * 10 * time.Millisecond, nil
 }
 
 func (r rsOwner) createNamed(ctx context.Context, ns, name string, n int) error {
@@ -381,7 +335,7 @@ func (w widgetOwner) deleteNamed(ctx context.Context, ns, name string) error {
 }
 
 // ownWrites leaves out the harness's own writes to the owners.
-func ownWrites(w writes) writes {
+func ownWrites(w benchkit.Writes) benchkit.Writes {
 	delete(w, "widgets")
 	delete(w, "replicasets")
 	delete(w, "namespaces")

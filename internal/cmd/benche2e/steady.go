@@ -8,12 +8,13 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	"github.com/replicakit/replicakit/internal/benchkit"
 	"github.com/replicakit/replicakit/internal/widgetkind"
 )
 
 // steady settles a Widget of n Pods, makes the binding reconcile it five
 // more times (annotation changes), and returns the writes they caused.
-func (b *bench) steady(ctx context.Context) (writes, error) {
+func (b *bench) steady(ctx context.Context) (benchkit.Writes, error) {
 	stop, _, err := b.startBinding(limit{qps: 1000, burst: 1000})
 	if err != nil {
 		return nil, err
@@ -31,7 +32,7 @@ func (b *bench) steady(ctx context.Context) (writes, error) {
 		return nil, err
 	}
 	time.Sleep(3 * time.Second)
-	before, err := scrapeWrites(ctx, b.cs)
+	before, err := benchkit.ScrapeWrites(ctx, b.cs)
 	if err != nil {
 		return nil, err
 	}
@@ -43,11 +44,11 @@ func (b *bench) steady(ctx context.Context) (writes, error) {
 		time.Sleep(300 * time.Millisecond)
 	}
 	time.Sleep(3 * time.Second)
-	after, err := scrapeWrites(ctx, b.cs)
+	after, err := benchkit.ScrapeWrites(ctx, b.cs)
 	if err != nil {
 		return nil, err
 	}
-	w := after.minus(before)
+	w := after.Minus(before)
 	delete(w, "widgets") // the five nudges
 	return w, nil
 }

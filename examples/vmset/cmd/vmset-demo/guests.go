@@ -10,9 +10,9 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	"github.com/replicakit/replicakit/examples/internal/vmcheck"
 	vmv1 "github.com/replicakit/replicakit/examples/vmset/api/v1alpha1"
 	"github.com/replicakit/replicakit/internal/vcsim"
-	"github.com/replicakit/replicakit/internal/vmcheck"
 )
 
 // webSet is the set of the guests step.

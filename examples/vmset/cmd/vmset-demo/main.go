@@ -10,14 +10,14 @@ import (
 	"path/filepath"
 	"syscall"
 
+	"github.com/replicakit/replicakit/examples/internal/vmcheck"
 	"github.com/replicakit/replicakit/internal/testenv"
-	"github.com/replicakit/replicakit/internal/vmcheck"
 )
 
 func main() {
 	var o options
 	flag.StringVar(&o.manager, "manager", "bin/vmset-manager", "the vmset-manager binary")
-	flag.StringVar(&o.config, "config", "examples/vmset/config", "the example operator's config folder (CRDs, samples)")
+	flag.StringVar(&o.config, "config", "vmset/config", "the example operator's config folder (CRDs, samples)")
 	flag.BoolVar(&o.keep, "keep", false, "start everything and keep it running until Ctrl-C instead of playing the story")
 	flag.Parse()
 

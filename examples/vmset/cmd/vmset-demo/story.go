@@ -11,8 +11,8 @@ import (
 
 	"k8s.io/apimachinery/pkg/util/wait"
 
+	"github.com/replicakit/replicakit/examples/internal/vmcheck"
 	"github.com/replicakit/replicakit/internal/testenv"
-	"github.com/replicakit/replicakit/internal/vmcheck"
 	"github.com/replicakit/replicakit/vmprovider/vsphere"
 )
 

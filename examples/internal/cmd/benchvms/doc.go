@@ -1,0 +1,13 @@
+// Command benchvms measures VMs through the example operator on vcsim
+// (`make bench-e2e` runs it after the binding's benchmark).
+//
+// On one real API server (etcd and kube-apiserver built by `make tools`) and
+// a simulator serving one call at a time, it times 0→N VMs through the
+// example operator reading vCenter through its watch, beside the same N
+// clones made straight through the provider at its task bound and beside
+// the operator reading vCenter on every reconcile; counts a settled set's
+// vCenter calls (beyond the watch's long poll) and API writes per minute;
+// and times K sets of M VMs created at once, with the CPU of this process,
+// where the operator and the simulator both run. -cpuprofile writes that
+// process's CPU profile.
+package main

@@ -1,0 +1,107 @@
+package main
+
+import (
+	"context"
+	"flag"
+	"fmt"
+	"log/slog"
+	"os"
+	"runtime/pprof"
+	"text/tabwriter"
+	"time"
+
+	"github.com/go-logr/logr"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/rest"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/replicakit/replicakit/examples/internal/vmcheck"
+	"github.com/replicakit/replicakit/internal/benchkit"
+	"github.com/replicakit/replicakit/internal/testenv"
+)
+
+func main() {
+	n := flag.Int("vms", 100, "VMs in the one set timed from 0")
+	sets := flag.String("vm-sets", "100x3", "sets of VMs created at once, KxM: K sets of M VMs")
+	cpuprofile := flag.String("cpuprofile", "", "write this process's CPU profile (the example operator and vcsim run in it) to this file")
+	crds := flag.String("crds", "vmset/config/crd/bases", "the example operator's CRDs")
+	flag.Parse()
+	var k, m int
+	if _, err := fmt.Sscanf(*sets, "%dx%d", &k, &m); err != nil || k < 1 || m < 1 || *n < 1 {
+		fmt.Fprintf(os.Stderr, "benchvms: -vm-sets %q: want KxM, such as 100x3, and -vms at least 1\n", *sets)
+		os.Exit(2)
+	}
+	// Only the controllers' errors, to standard error.
+	ctrl.SetLogger(logr.FromSlogHandler(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelError})))
+	if *cpuprofile != "" {
+		f, err := os.Create(*cpuprofile)
+		if err == nil {
+			err = pprof.StartCPUProfile(f)
+		}
+		if err != nil {
+			fmt.Fprintln(os.Stderr, "benchvms:", err)
+			os.Exit(2)
+		}
+	}
+	err := run(context.Background(), *crds, *n, k, m)
+	pprof.StopCPUProfile()
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "benchvms:", err)
+		os.Exit(1)
+	}
+}
+
+// run starts the API server, measures and prints the table.
+func run(ctx context.Context, crds string, n, sets, per int) error {
+	fmt.Println("Starting etcd and kube-apiserver ...")
+	env, err := testenv.Start(testenv.Options{CRDDirectoryPaths: []string{crds}, Scheme: vmcheck.Scheme()})
+	if err != nil {
+		return err
+	}
+	defer env.Stop()
+	admin := rest.CopyConfig(env.Config)
+	admin.QPS, admin.Burst = -1, 0 // the harness is never the bottleneck
+	cs, err := kubernetes.NewForConfig(admin)
+	if err != nil {
+		return err
+	}
+	c, err := client.New(admin, client.Options{Scheme: vmcheck.Scheme()})
+	if err != nil {
+		return err
+	}
+	b := &bench{env: env, cs: cs, c: c}
+	fmt.Printf("0→%d VMs through the example operator on vcsim ...\n", n)
+	rows, err := b.vms(ctx, n, sets, per)
+	if err != nil {
+		return err
+	}
+	w := tabwriter.NewWriter(os.Stdout, 0, 0, 2, ' ', 0)
+	fmt.Fprintln(w, "\nmeasurement\texample operator\tbaseline\tbaseline is\tratio\tgoal")
+	for _, r := range rows {
+		fmt.Fprintf(w, "%s\t%v\t%v\t%s\t%.2f\t%s\n", r.what, r.took.Round(time.Millisecond), r.ref.Round(time.Millisecond), r.refName, float64(r.took)/float64(r.ref), r.goal)
+	}
+	return w.Flush()
+}
+
+// row is one line of the printed table.
+type row struct {
+	what          string
+	took, ref     time.Duration
+	refName, goal string
+}
+
+// bench holds what every measurement shares.
+type bench struct {
+	env *testenv.Env
+	cs  kubernetes.Interface
+	c   client.Client // the harness's own writes, unthrottled like cs
+	seq int
+}
+
+// namespace creates a fresh namespace with its default service account.
+func (b *bench) namespace(ctx context.Context, prefix string) (string, error) {
+	b.seq++
+	ns := fmt.Sprintf("%s-%d", prefix, b.seq)
+	return ns, benchkit.Namespace(ctx, b.cs, ns)
+}
