@@ -14,8 +14,18 @@
 //
 // It is an ordinary controller-runtime manager: leader election
 // (--leader-elect), health probes on --health-probe-bind-address (/healthz,
-// /readyz), Prometheus metrics over HTTP on --metrics-bind-address,
-// structured logs (--log-format json or text) and events.
+// /readyz), Prometheus metrics on --metrics-bind-address (:8443), structured
+// logs (--log-format json or text) and events.
+//
+// Metrics are served over HTTPS to authenticated and authorized clients
+// only, as kubebuilder's scaffold serves them: a scraper presents a bearer
+// token, which the manager checks with a TokenReview, and must be allowed
+// GET on the non-resource URL /metrics, which it checks with a
+// SubjectAccessReview (bind the vmset-metrics-reader ClusterRole to the
+// scraper's service account). The certificate is tls.crt and tls.key in
+// --metrics-cert-dir, reloaded when they change, or else a self-signed one
+// made at start. --metrics-secure=false serves plain HTTP to anyone, for a
+// manager on a laptop.
 //
 // Run vmset-manager -help for every flag.
 package main

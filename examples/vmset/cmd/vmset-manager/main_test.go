@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"crypto/tls"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -106,7 +107,7 @@ func TestDeployment(t *testing.T) {
 	}()
 
 	for _, path := range []string{"/healthz", "/readyz"} {
-		if body := poll(t, "http://"+probeAddr+path, "ok"); body == "" {
+		if body := poll(t, "http://"+probeAddr+path, "", "ok"); body == "" {
 			t.Fatalf("%s never answered ok; logs:\n%s", path, logs.Tail(3000))
 		}
 	}
@@ -147,9 +148,7 @@ func TestDeployment(t *testing.T) {
 			t.Errorf("no %s event recorded by the service account; reasons: %v", want, reasons)
 		}
 	}
-	if body := poll(t, "http://"+metricsAddr+"/metrics", `replicakit_children_created_total{kind="VirtualMachineReplicaSet"} 2`); body == "" {
-		t.Errorf("metrics lack the binding's counters")
-	}
+	checkMetrics(t, e, "https://"+metricsAddr+"/metrics", token)
 	if err := e.Client.Delete(ctx, set); err != nil {
 		t.Fatal(err)
 	}
@@ -270,20 +269,67 @@ func waitFor(t *testing.T, what string, cond func(context.Context) (bool, error)
 	}
 }
 
-// poll GETs url until the body holds want, for up to a minute; it returns
-// the body, or "" when it never did.
-func poll(t *testing.T, url, want string) string {
+// checkMetrics requires the metrics server at url to refuse a request
+// without a token (401) and one from the manager's own account, which may
+// not read metrics (403), and to serve the binding's counters to a service
+// account bound to the shipped vmset-metrics-reader role.
+func checkMetrics(t *testing.T, e *testenv.Env, url, managerToken string) {
+	t.Helper()
+	ctx := context.Background()
+	sa := &corev1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Namespace: systemNS, Name: "scraper"}}
+	if err := e.Client.Create(ctx, sa); err != nil {
+		t.Fatal(err)
+	}
+	if out, err := e.Kubectl(ctx, "create", "clusterrolebinding", "scraper", "--clusterrole=vmset-metrics-reader", "--serviceaccount="+systemNS+":scraper"); err != nil {
+		t.Fatalf("%v\n%s", err, out)
+	}
+	token, err := e.Kubectl(ctx, "create", "token", "scraper", "-n", systemNS, "--duration=1h")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, tt := range []struct {
+		who, token string
+		want       int
+	}{{"nobody", "", http.StatusUnauthorized}, {"the manager", managerToken, http.StatusForbidden}} {
+		if code, _, err := get(url, tt.token); err != nil || code != tt.want {
+			t.Errorf("GET %s as %s: status %d, %v; want %d", url, tt.who, code, err, tt.want)
+		}
+	}
+	if body := poll(t, url, strings.TrimSpace(token), `replicakit_children_created_total{kind="VirtualMachineReplicaSet"} 2`); body == "" {
+		t.Errorf("metrics lack the binding's counters")
+	}
+}
+
+// get GETs url, with token as a bearer token unless empty, trusting any
+// certificate (the metrics server's is self-signed); it returns the status
+// and body.
+func get(url, token string) (int, string, error) {
+	req, err := http.NewRequest(http.MethodGet, url, nil)
+	if err != nil {
+		return 0, "", err
+	}
+	if token != "" {
+		req.Header.Set("Authorization", "Bearer "+token)
+	}
+	c := &http.Client{Timeout: 10 * time.Second, Transport: &http.Transport{TLSClientConfig: &tls.Config{InsecureSkipVerify: true}}}
+	res, err := c.Do(req)
+	if err != nil {
+		return 0, "", err
+	}
+	defer res.Body.Close()
+	b, err := io.ReadAll(res.Body)
+	return res.StatusCode, string(b), err
+}
+
+// poll GETs url (with token, unless empty) until the body holds want, for
+// up to a minute; it returns the body, or "" when it never did.
+func poll(t *testing.T, url, token, want string) string {
 	t.Helper()
 	var body string
 	_ = wait.PollUntilContextTimeout(context.Background(), 100*time.Millisecond, 60*time.Second, true, func(ctx context.Context) (bool, error) {
-		res, err := http.Get(url)
-		if err != nil {
-			return false, nil
-		}
-		defer res.Body.Close()
-		b, _ := io.ReadAll(res.Body)
-		body = string(b)
-		return res.StatusCode == http.StatusOK && strings.Contains(body, want), nil
+		code, b, err := get(url, token)
+		body = b
+		return err == nil && code == http.StatusOK && strings.Contains(body, want), nil
 	})
 	if !strings.Contains(body, want) {
 		t.Errorf("GET %s: never held %q; last body %.300q", url, want, body)

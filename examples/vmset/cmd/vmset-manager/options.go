@@ -19,6 +19,9 @@ var errUsage = errors.New("usage")
 type options struct {
 	kubeconfig              string
 	metricsAddr             string
+	metricsSecure           bool
+	metricsCertDir          string
+	enableHTTP2             bool
 	probeAddr               string
 	leaderElect             bool
 	leaderElectionID        string
@@ -58,7 +61,10 @@ func parse(args []string, getenv func(string) string, stderr io.Writer) (options
 	fs := flag.NewFlagSet("vmset-manager", flag.ContinueOnError)
 	fs.SetOutput(stderr)
 	fs.StringVar(&o.kubeconfig, "kubeconfig", "", "kubeconfig file (else $KUBECONFIG, in-cluster, ~/.kube/config)")
-	fs.StringVar(&o.metricsAddr, "metrics-bind-address", ":8080", `metrics address; "0" turns metrics off`)
+	fs.StringVar(&o.metricsAddr, "metrics-bind-address", ":8443", `metrics address; "0" turns metrics off`)
+	fs.BoolVar(&o.metricsSecure, "metrics-secure", true, "serve metrics over HTTPS to clients the API server authenticates (TokenReview) and authorizes for GET /metrics (SubjectAccessReview); false: plain HTTP to anyone")
+	fs.StringVar(&o.metricsCertDir, "metrics-cert-dir", "", "folder holding tls.crt and tls.key for the metrics server, reloaded when they change (empty: a self-signed certificate made at start)")
+	fs.BoolVar(&o.enableHTTP2, "enable-http2", false, "serve metrics over HTTP/2 too (off: HTTP/2's rapid-reset and stream-cancellation attacks, CVE-2023-44487 and CVE-2023-39325)")
 	fs.StringVar(&o.probeAddr, "health-probe-bind-address", ":8081", `address of /healthz and /readyz; "0" turns them off`)
 	fs.BoolVar(&o.leaderElect, "leader-elect", false, "elect a leader so that only one replica of the operator reconciles")
 	fs.StringVar(&o.leaderElectionID, "leader-election-id", "vmset.replicakit.io", "name of the leader election Lease")
@@ -92,6 +98,9 @@ func parse(args []string, getenv func(string) string, stderr io.Writer) (options
 	}
 	if o.concurrency < 1 {
 		return o, fmt.Errorf("%w: -max-concurrent-reconciles %d: want at least 1", errUsage, o.concurrency)
+	}
+	if o.metricsCertDir != "" && !o.metricsSecure {
+		return o, fmt.Errorf("%w: -metrics-cert-dir applies only with -metrics-secure", errUsage)
 	}
 	if o.vsphere.MaxTasks < 1 {
 		return o, fmt.Errorf("%w: -vsphere-max-tasks %d: want at least 1", errUsage, o.vsphere.MaxTasks)

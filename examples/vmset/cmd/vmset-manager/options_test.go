@@ -53,6 +53,7 @@ func TestParse(t *testing.T) {
 		{name: "no vCenter tasks", args: []string{"-vsphere-max-tasks=0"}, wantErr: "want at least 1"},
 		{name: "unknown flag", args: []string{"-replicas=3"}, wantErr: "flag provided but not defined"},
 		{name: "stray argument", args: []string{"now"}, wantErr: "unexpected arguments"},
+		{name: "a metrics certificate for plain HTTP", args: []string{"-vcsim", "-metrics-secure=false", "-metrics-cert-dir=/etc/certs"}, wantErr: "applies only with -metrics-secure"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -80,7 +81,7 @@ func TestHelp(t *testing.T) {
 	if !errors.Is(err, flag.ErrHelp) {
 		t.Fatalf("parse -help: %v", err)
 	}
-	for _, want := range []string{"-kubeconfig", "-leader-elect", "-vsphere-url", "$VSPHERE_URL", "-vcsim", "-vcsim-env-file"} {
+	for _, want := range []string{"-kubeconfig", "-leader-elect", "-vsphere-url", "$VSPHERE_URL", "-vcsim", "-vcsim-env-file", "-metrics-secure", "-metrics-cert-dir"} {
 		if !strings.Contains(out.String(), want) {
 			t.Errorf("usage lacks %q:\n%s", want, out.String())
 		}

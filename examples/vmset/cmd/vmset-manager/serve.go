@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"crypto/tls"
 	"fmt"
 	"io"
 	"log/slog"
@@ -16,6 +17,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client/config"
 	ctrlconfig "sigs.k8s.io/controller-runtime/pkg/config"
 	"sigs.k8s.io/controller-runtime/pkg/healthz"
+	"sigs.k8s.io/controller-runtime/pkg/metrics/filters"
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 
 	vmv1 "github.com/replicakit/replicakit/examples/vmset/api/v1alpha1"
@@ -69,7 +71,7 @@ func serve(ctx context.Context, opts options, stderr io.Writer) error {
 	}
 	mgr, err := ctrl.NewManager(restConfig, ctrl.Options{
 		Scheme:                        scheme,
-		Metrics:                       metricsserver.Options{BindAddress: opts.metricsAddr},
+		Metrics:                       metricsOptions(opts),
 		HealthProbeBindAddress:        opts.probeAddr,
 		LeaderElection:                opts.leaderElect,
 		LeaderElectionID:              opts.leaderElectionID,
@@ -89,8 +91,30 @@ func serve(ctx context.Context, opts options, stderr io.Writer) error {
 	if err := controllers.Setup(mgr, controllers.NewVirtualMachineReconciler(provider)); err != nil {
 		return fmt.Errorf("controllers: %w", err)
 	}
-	log.Info("starting the manager", "leaderElection", opts.leaderElect, "metrics", opts.metricsAddr, "probes", opts.probeAddr)
+	log.Info("starting the manager", "leaderElection", opts.leaderElect, "metrics", opts.metricsAddr, "metricsSecure", opts.metricsSecure, "probes", opts.probeAddr)
 	return mgr.Start(ctx)
+}
+
+// The metrics server asks the API server who a scraper is and whether it
+// may GET /metrics:
+// +kubebuilder:rbac:groups=authentication.k8s.io,resources=tokenreviews,verbs=create
+// +kubebuilder:rbac:groups=authorization.k8s.io,resources=subjectaccessreviews,verbs=create
+
+// metricsOptions serves metrics on opts.metricsAddr: with metricsSecure,
+// over HTTPS (the certificate in metricsCertDir, else a self-signed one)
+// to clients the API server authenticates and authorizes for GET
+// /metrics, as kubebuilder's scaffold does; HTTP/1.1 only unless
+// enableHTTP2.
+func metricsOptions(opts options) metricsserver.Options {
+	m := metricsserver.Options{BindAddress: opts.metricsAddr, SecureServing: opts.metricsSecure}
+	if !opts.enableHTTP2 {
+		m.TLSOpts = append(m.TLSOpts, func(c *tls.Config) { c.NextProtos = []string{"http/1.1"} })
+	}
+	if opts.metricsSecure {
+		m.FilterProvider = filters.WithAuthenticationAndAuthorization
+		m.CertDir = opts.metricsCertDir
+	}
+	return m
 }
 
 // newLogger returns a structured logger writing JSON or text to w.
