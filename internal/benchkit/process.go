@@ -17,6 +17,7 @@ import (
 	"k8s.io/client-go/rest"
 	"k8s.io/utils/ptr"
 	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/config"
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 )
@@ -78,13 +79,23 @@ func Namespace(ctx context.Context, cs kubernetes.Interface, name string) error 
 
 // RunManager starts a manager on cfg, without metrics or probes, with the
 // controllers setup registers (concurrency reconciles each, 0 for the
-// default), and waits for its cache. stop ends it and waits until it has.
-func RunManager(cfg *rest.Config, scheme *runtime.Scheme, concurrency int, setup func(ctrl.Manager) error) (stop func(), err error) {
+// default), and waits for its cache. Given namespaces, the manager sees
+// only those (so that managers measured one after another never reconcile
+// what an earlier one left); else all. stop ends it and waits until it has.
+func RunManager(cfg *rest.Config, scheme *runtime.Scheme, concurrency int, setup func(ctrl.Manager) error, namespaces ...string) (stop func(), err error) {
+	var only map[string]cache.Config
+	for _, ns := range namespaces {
+		if only == nil {
+			only = map[string]cache.Config{}
+		}
+		only[ns] = cache.Config{}
+	}
 	mgr, err := ctrl.NewManager(cfg, ctrl.Options{
 		Scheme:                 scheme,
 		Metrics:                metricsserver.Options{BindAddress: "0"},
 		HealthProbeBindAddress: "0",
 		Controller:             config.Controller{SkipNameValidation: ptr.To(true), MaxConcurrentReconciles: concurrency},
+		Cache:                  cache.Options{DefaultNamespaces: only},
 	})
 	if err != nil {
 		return nil, err

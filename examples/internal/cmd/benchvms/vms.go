@@ -34,12 +34,21 @@ const settledWindow = 20 * time.Second
 // same n clones made directly through the provider at its task
 // concurrency, and beside the operator reading vCenter on every reconcile.
 func (b *bench) vms(ctx context.Context, n, sets, per int) ([]row, error) {
-	op, err := b.startOperator(ctx, true)
+	var nss []string
+	for _, prefix := range []string{"vms", "vmsets", "vms-direct"} {
+		ns, err := b.namespace(ctx, prefix)
+		if err != nil {
+			return nil, err
+		}
+		nss = append(nss, ns)
+	}
+	ns, fleetNS, directNS := nss[0], nss[1], nss[2]
+	op, err := b.startOperator(ctx, true, ns, fleetNS)
 	if err != nil {
 		return nil, err
 	}
 	defer op.close()
-	ns, took, err := op.createSets(ctx, "vms", 1, n)
+	took, err := op.createSets(ctx, ns, 1, n)
 	if err != nil {
 		return nil, err
 	}
@@ -76,7 +85,7 @@ func (b *bench) vms(ctx context.Context, n, sets, per int) ([]row, error) {
 	if err != nil {
 		return nil, err
 	}
-	_, fleetTook, err := op.createSets(ctx, "vmsets", sets, per)
+	fleetTook, err := op.createSets(ctx, fleetNS, sets, per)
 	if err != nil {
 		return nil, err
 	}
@@ -87,16 +96,20 @@ func (b *bench) vms(ctx context.Context, n, sets, per int) ([]row, error) {
 	fmt.Printf("  %d sets of %d VMs created at once: converged in %v; CPU of the operator and the simulator (one process) %v\n",
 		sets, per, fleetTook.Round(time.Millisecond), (cpu1 - cpu0).Round(10*time.Millisecond))
 
+	// One operator at a time, on namespaces of its own: two would compete
+	// for the CPU, and reconcile each other's VirtualMachines into their
+	// own simulators if they shared namespaces.
+	op.close()
 	raw, err := rawClones(ctx, n)
 	if err != nil {
 		return nil, err
 	}
-	direct, err := b.startOperator(ctx, false)
+	direct, err := b.startOperator(ctx, false, directNS)
 	if err != nil {
 		return nil, err
 	}
 	defer direct.close()
-	_, directTook, err := direct.createSets(ctx, "vms-direct", 1, n)
+	directTook, err := direct.createSets(ctx, directNS, 1, n)
 	if err != nil {
 		return nil, err
 	}
@@ -115,15 +128,16 @@ type vmOperator struct {
 	b     *bench
 	sim   *vcsim.Sim
 	calls *vcsim.Faults // counts calls; injects nothing
-	close func()
+	close func()        // idempotent
 }
 
 // startOperator starts a simulator serving one call at a time, as the
 // tests and the example operator's embedded simulator serve it
 // (concurrent, vcsim deadlocks a clone against a property collector's long
 // poll; the raw loop gets the same), and the operator on it, reading
-// vCenter through a watch or on every reconcile.
-func (b *bench) startOperator(ctx context.Context, watch bool) (*vmOperator, error) {
+// vCenter through a watch or on every reconcile, and seeing only
+// namespaces.
+func (b *bench) startOperator(ctx context.Context, watch bool, namespaces ...string) (*vmOperator, error) {
 	o := &vmOperator{b: b, calls: &vcsim.Faults{}}
 	sim, err := vcsim.New(o.calls.Serialized)
 	if err != nil {
@@ -141,37 +155,36 @@ func (b *bench) startOperator(ctx context.Context, watch bool) (*vmOperator, err
 	}
 	stop, err := benchkit.RunManager(b.env.Config, vmcheck.Scheme(), vsphere.DefaultMaxTasks, func(mgr ctrl.Manager) error {
 		return controllers.Setup(mgr, r)
-	})
+	}, namespaces...)
 	if err != nil {
 		_ = p.Close(context.Background())
 		sim.Close()
 		return nil, err
 	}
+	var once sync.Once
 	o.close = func() {
-		stop()
-		_ = p.Close(context.Background())
-		sim.Close()
+		once.Do(func() {
+			stop()
+			_ = p.Close(context.Background())
+			sim.Close()
+		})
 	}
 	return o, nil
 }
 
-// createSets creates sets sets of per VMs at once in a fresh namespace and
-// returns it and how long until they settled.
-func (o *vmOperator) createSets(ctx context.Context, prefix string, sets, per int) (string, time.Duration, error) {
-	ns, err := o.b.namespace(ctx, prefix)
-	if err != nil {
-		return "", 0, err
-	}
+// createSets creates sets sets of per VMs at once in ns and returns how
+// long until they settled.
+func (o *vmOperator) createSets(ctx context.Context, ns string, sets, per int) (time.Duration, error) {
 	start := time.Now()
 	for i := range sets {
 		if err := o.b.c.Create(ctx, vmSet(ns, fmt.Sprintf("set-%03d", i), per)); err != nil {
-			return "", 0, err
+			return 0, err
 		}
 	}
 	if err := settleVMs(ctx, o.b, o.sim, ns, sets, sets*per); err != nil {
-		return "", 0, err
+		return 0, err
 	}
-	return ns, time.Since(start), nil
+	return time.Since(start), nil
 }
 
 // vmSet is a VirtualMachineReplicaSet of n VMs.

@@ -16,7 +16,7 @@ import (
 
 func main() {
 	var o options
-	flag.StringVar(&o.manager, "manager", "bin/vmset-manager", "the vmset-manager binary")
+	flag.StringVar(&o.manager, "manager", "", "the vmset-manager binary (default: vmset-manager in the repository's bin/, where `make manager` builds it)")
 	flag.StringVar(&o.config, "config", "vmset/config", "the example operator's config folder (CRDs, samples)")
 	flag.BoolVar(&o.keep, "keep", false, "start everything and keep it running until Ctrl-C instead of playing the story")
 	flag.Parse()
@@ -60,6 +60,13 @@ func run(ctx context.Context, o options) (err error) {
 		return err
 	}
 	defer os.RemoveAll(dir)
+	if o.manager == "" {
+		bin, err := testenv.BinDir()
+		if err != nil {
+			return err
+		}
+		o.manager = filepath.Join(bin, "vmset-manager")
+	}
 	m, err := startManager(ctx, o.manager, env.Kubeconfig, dir)
 	if err != nil {
 		return err

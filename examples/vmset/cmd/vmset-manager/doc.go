@@ -23,9 +23,12 @@
 // GET on the non-resource URL /metrics, which it checks with a
 // SubjectAccessReview (bind the vmset-metrics-reader ClusterRole to the
 // scraper's service account). The certificate is tls.crt and tls.key in
-// --metrics-cert-dir, reloaded when they change, or else a self-signed one
-// made at start. --metrics-secure=false serves plain HTTP to anyone, for a
-// manager on a laptop.
+// --metrics-cert-dir (refused at start when either is missing), reloaded
+// when they change; without the flag, those in controller-runtime's
+// default folder ($TMPDIR/k8s-metrics-server/serving-certs) or else a
+// self-signed one made at start.
+// HTTP/2 is off unless --enable-http2. --metrics-secure=false serves plain
+// HTTP to anyone, for a manager on a laptop.
 //
 // Run vmset-manager -help for every flag.
 package main

@@ -7,6 +7,7 @@ import (
 	"io"
 	"log/slog"
 	"os"
+	"path/filepath"
 	"strings"
 
 	"github.com/replicakit/replicakit/vmprovider/vsphere"
@@ -63,8 +64,8 @@ func parse(args []string, getenv func(string) string, stderr io.Writer) (options
 	fs.StringVar(&o.kubeconfig, "kubeconfig", "", "kubeconfig file (else $KUBECONFIG, in-cluster, ~/.kube/config)")
 	fs.StringVar(&o.metricsAddr, "metrics-bind-address", ":8443", `metrics address; "0" turns metrics off`)
 	fs.BoolVar(&o.metricsSecure, "metrics-secure", true, "serve metrics over HTTPS to clients the API server authenticates (TokenReview) and authorizes for GET /metrics (SubjectAccessReview); false: plain HTTP to anyone")
-	fs.StringVar(&o.metricsCertDir, "metrics-cert-dir", "", "folder holding tls.crt and tls.key for the metrics server, reloaded when they change (empty: a self-signed certificate made at start)")
-	fs.BoolVar(&o.enableHTTP2, "enable-http2", false, "serve metrics over HTTP/2 too (off: HTTP/2's rapid-reset and stream-cancellation attacks, CVE-2023-44487 and CVE-2023-39325)")
+	fs.StringVar(&o.metricsCertDir, "metrics-cert-dir", "", "folder holding tls.crt and tls.key for the metrics server, reloaded when they change (empty: controller-runtime's $TMPDIR/k8s-metrics-server/serving-certs if it holds them, else a self-signed certificate made at start)")
+	fs.BoolVar(&o.enableHTTP2, "enable-http2", false, "with -metrics-secure, serve metrics over HTTP/2 too (off: HTTP/2's rapid-reset and stream-cancellation attacks, CVE-2023-44487 and CVE-2023-39325)")
 	fs.StringVar(&o.probeAddr, "health-probe-bind-address", ":8081", `address of /healthz and /readyz; "0" turns them off`)
 	fs.BoolVar(&o.leaderElect, "leader-elect", false, "elect a leader so that only one replica of the operator reconciles")
 	fs.StringVar(&o.leaderElectionID, "leader-election-id", "vmset.replicakit.io", "name of the leader election Lease")
@@ -99,8 +100,18 @@ func parse(args []string, getenv func(string) string, stderr io.Writer) (options
 	if o.concurrency < 1 {
 		return o, fmt.Errorf("%w: -max-concurrent-reconciles %d: want at least 1", errUsage, o.concurrency)
 	}
-	if o.metricsCertDir != "" && !o.metricsSecure {
-		return o, fmt.Errorf("%w: -metrics-cert-dir applies only with -metrics-secure", errUsage)
+	if !o.metricsSecure && (o.metricsCertDir != "" || o.enableHTTP2) {
+		return o, fmt.Errorf("%w: -metrics-cert-dir and -enable-http2 apply only with -metrics-secure", errUsage)
+	}
+	for _, f := range []string{"tls.crt", "tls.key"} {
+		// controller-runtime would fall back to a self-signed certificate,
+		// hiding a bad mount.
+		if o.metricsCertDir == "" {
+			break
+		}
+		if _, err := os.Stat(filepath.Join(o.metricsCertDir, f)); err != nil {
+			return o, fmt.Errorf("%w: -metrics-cert-dir: %v", errUsage, err)
+		}
 	}
 	if o.vsphere.MaxTasks < 1 {
 		return o, fmt.Errorf("%w: -vsphere-max-tasks %d: want at least 1", errUsage, o.vsphere.MaxTasks)

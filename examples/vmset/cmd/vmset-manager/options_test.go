@@ -21,6 +21,12 @@ func TestParse(t *testing.T) {
 	if err := os.WriteFile(pwFile, []byte("from-file\n"), 0o600); err != nil {
 		t.Fatal(err)
 	}
+	certDir := t.TempDir()
+	for _, f := range []string{"tls.crt", "tls.key"} {
+		if err := os.WriteFile(filepath.Join(certDir, f), []byte("PEM"), 0o600); err != nil {
+			t.Fatal(err)
+		}
+	}
 	real := map[string]string{
 		"VSPHERE_URL": "https://vc.example.com/sdk", "VSPHERE_USERNAME": "env-user", "VSPHERE_PASSWORD": "env-pw",
 		"VSPHERE_DATACENTER": "dc1", "VSPHERE_TEMPLATE": "ubuntu",
@@ -53,7 +59,10 @@ func TestParse(t *testing.T) {
 		{name: "no vCenter tasks", args: []string{"-vsphere-max-tasks=0"}, wantErr: "want at least 1"},
 		{name: "unknown flag", args: []string{"-replicas=3"}, wantErr: "flag provided but not defined"},
 		{name: "stray argument", args: []string{"now"}, wantErr: "unexpected arguments"},
-		{name: "a metrics certificate for plain HTTP", args: []string{"-vcsim", "-metrics-secure=false", "-metrics-cert-dir=/etc/certs"}, wantErr: "applies only with -metrics-secure"},
+		{name: "a metrics certificate for plain HTTP", args: []string{"-vcsim", "-metrics-secure=false", "-metrics-cert-dir=" + certDir}, wantErr: "apply only with -metrics-secure"},
+		{name: "HTTP/2 for plain HTTP", args: []string{"-vcsim", "-metrics-secure=false", "-enable-http2"}, wantErr: "apply only with -metrics-secure"},
+		{name: "a metrics certificate folder without its files", args: []string{"-vcsim", "-metrics-cert-dir=" + t.TempDir()}, wantErr: "tls.crt"},
+		{name: "a metrics certificate folder with its files", args: []string{"-vcsim", "-metrics-cert-dir=" + certDir}, want: vsphere.Config{MaxTasks: vsphere.DefaultMaxTasks}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
