@@ -2,7 +2,6 @@ package replicaset
 
 import (
 	"cmp"
-	"container/heap"
 	"fmt"
 	"reflect"
 	"slices"
@@ -30,6 +29,30 @@ import (
 //
 // Protected replicas are never chosen; if protection leaves too few
 // candidates, Plan.Shortfall says how many short and why.
+//
+// Zones (Spec.Zones listed): each planned create is assigned a zone
+// (Plan.CreateZones), the listed zone with the fewest live replicas first,
+// counting those assigned before it, the earlier listed zone on a tie, and
+// skipping zones in Spec.ZoneBackoff until their backoff ends. The deletion
+// order becomes:
+//
+//  1. replicas already being deleted, as above;
+//  2. then replicas marked for deletion;
+//  3. then replicas in no listed zone (a zone removed from the list, or
+//     none known);
+//  4. then broken replicas: not provisioned or failed (PhasePending,
+//     PhaseFailed);
+//  5. then the rest, one at a time from the listed zone with the most live
+//     replicas left (protected ones count, and victims chosen before leave),
+//     the later listed zone on a tie, skipping zones with no candidate left;
+//     inside that zone, the policy's order;
+//
+// within tiers 2 to 4, the policy's order; ties everywhere by name, then
+// UID. So a scale-down of healthy replicas never takes a zone further from
+// balance: after a pass that is neither capped nor held back by
+// protection, live replicas per listed zone differ by at most one (or by
+// no more than before). Replicas are never moved from one zone to another
+// to restore balance; Plan.Unbalanced says when and why zones stay apart.
 //
 // Compute returns an error wrapping ErrInvalidSpec for a bad spec,
 // ErrInvalidReplica for an empty or repeated name or a repeated UID, and
@@ -64,6 +87,10 @@ func Compute(spec Spec, current []Replica, policy Ranker, now time.Time) (Plan, 
 	}
 	slices.SortFunc(p.Deleting, compareIdentity)
 
+	var zc zoneCounts
+	if len(spec.Zones) > 0 {
+		zc = countZones(spec, current)
+	}
 	limit := spec.maxPerPass()
 	counted := live
 	if !spec.ReplaceDeleting {
@@ -74,6 +101,7 @@ func Compute(spec Spec, current []Replica, policy Ranker, now time.Time) (Plan, 
 		want := spec.Desired - counted
 		p.Create = min(want, limit)
 		p.Deferred = want - p.Create
+		p.CreateZones = assignZones(spec, zc, p.Create, now)
 	case live > spec.Desired:
 		want := live - spec.Desired
 		if want > candidates {
@@ -87,7 +115,15 @@ func Compute(spec Spec, current []Replica, policy Ranker, now time.Time) (Plan, 
 		}
 		n := min(want, limit)
 		p.Deferred = want - n
-		p.Delete = chooseVictims(current, n, candidates, policy, Env{Now: now, MinReady: spec.MinReady, Seed: spec.Seed})
+		env := Env{Now: now, MinReady: spec.MinReady, Seed: spec.Seed}
+		if len(spec.Zones) > 0 {
+			p.Delete = chooseZonedVictims(current, zc, n, policy, env)
+		} else {
+			p.Delete = chooseVictims(current, n, candidates, policy, env)
+		}
+	}
+	if len(spec.Zones) > 0 {
+		p.Unbalanced = unbalanced(spec, current, zc, p, now)
 	}
 	return p, nil
 }
@@ -154,21 +190,8 @@ func chooseVictims(current []Replica, n, candidates int, policy Ranker, env Env)
 func smallest(current []Replica, n int, policy Ranker, env Env) []victim {
 	h := victimHeap(make([]victim, 0, n))
 	for i := range current {
-		r := &current[i]
-		if r.Deleting || r.Protected {
-			continue
-		}
-		v := victim{marked: r.MarkedForDeletion, rank: policy.Rank(*r, env), r: r}
-		if len(h) < n {
-			h = append(h, v)
-			if len(h) == n {
-				heap.Init(&h)
-			}
-			continue
-		}
-		if compareVictims(v, h[0]) < 0 {
-			h[0] = v
-			heap.Fix(&h, 0)
+		if r := &current[i]; !r.Deleting && !r.Protected {
+			h.keep(victim{marked: r.MarkedForDeletion, rank: policy.Rank(*r, env), r: r}, n)
 		}
 	}
 	slices.SortFunc(h, compareVictims)

@@ -44,6 +44,13 @@
 //     place it is stated), under every policy; a replica already being
 //     deleted is never in Delete, it is listed in Deleting.
 //   - Protected replicas are never in Delete; a Shortfall says how many short.
+//   - Zones: with Spec.Zones, every create has a zone (Plan.CreateZones),
+//     never one backing off while another is not; a set whose replicas are
+//     healthy, unmarked and unprotected and spread within one of balance
+//     stays so after every pass while no zone backs off, capped or not;
+//     creates, and scale-downs of healthy replicas, never take zones
+//     further apart; Plan.Unbalanced is set exactly when the zones will
+//     end more than one apart. [SummarizeZones] reports status per zone.
 //   - Determinism: the same spec, replicas (in any order), policy and time
 //     give the same plan.
 //   - Convergence: carrying out plans repeatedly reaches Desired (or the

@@ -2,6 +2,7 @@ package replicaset_test
 
 import (
 	"fmt"
+	"slices"
 	"time"
 
 	"github.com/replicakit/replicakit/deletionpolicy"
@@ -42,6 +43,59 @@ func ExampleCompute_shortfall() {
 	// Output:
 	// 1
 	// 2 of 2 live replicas are protected from scale-in; remove the protection from 1 of them to reach 1
+}
+
+// Spread six replicas over three zones, then scale to four: the creates
+// fill the zones in turn, and the scale-down takes one replica from each
+// of the two later listed zones, leaving 2/1/1. A zone whose creates fail
+// backs off, and the missing replica goes elsewhere meanwhile.
+func ExampleCompute_zones() {
+	now := time.Date(2026, 11, 30, 12, 0, 0, 0, time.UTC)
+	spec := replicaset.Spec{Desired: 6, Zones: []string{"cluster-a", "cluster-b", "cluster-c"}}
+	up, _ := replicaset.Compute(spec, nil, deletionpolicy.Oldest{}, now)
+	fmt.Println(up.CreateZones)
+
+	var replicas []replicaset.Replica
+	for i, zone := range up.CreateZones {
+		replicas = append(replicas, replicaset.Replica{Name: fmt.Sprintf("web-%d", i), Zone: zone, Phase: replicaset.PhaseRunning})
+	}
+	spec.Desired = 4
+	down, _ := replicaset.Compute(spec, replicas, deletionpolicy.Oldest{}, now)
+	fmt.Println(down)
+
+	// Back to six while cluster-b refuses creates.
+	left := slices.DeleteFunc(replicas, func(r replicaset.Replica) bool {
+		return slices.ContainsFunc(down.Delete, func(v replicaset.Replica) bool { return v.Name == r.Name })
+	})
+	spec.Desired = 6
+	spec.ZoneBackoff = []replicaset.ZoneBackoff{{Zone: "cluster-b", Until: now.Add(time.Minute)}}
+	again, _ := replicaset.Compute(spec, left, deletionpolicy.Oldest{}, now)
+	fmt.Println(again.CreateZones)
+	fmt.Println(again.Unbalanced)
+	// Output:
+	// [cluster-a cluster-b cluster-c cluster-a cluster-b cluster-c]
+	// create=0 delete=[web-2 web-1] deleting=[] deferred=0
+	// [cluster-c cluster-a]
+	// zones hold cluster-a=3 cluster-b=1 cluster-c=2 live replicas: creates avoid cluster-b, backing off after failures
+}
+
+// Report a spread set's status per zone: the listed zones in their order,
+// then any zone a replica is in although the spec no longer lists it.
+func ExampleSummarizeZones() {
+	now := time.Date(2026, 11, 30, 12, 0, 0, 0, time.UTC)
+	replicas := []replicaset.Replica{
+		{Name: "web-0", Zone: "cluster-a", Ready: true},
+		{Name: "web-1", Zone: "cluster-a"},
+		{Name: "web-2", Zone: "cluster-old", Ready: true},
+		{Name: "web-3", Zone: "cluster-b", Deleting: true},
+	}
+	for _, z := range replicaset.SummarizeZones(replicas, []string{"cluster-a", "cluster-b"}, 0, now) {
+		fmt.Printf("%s listed=%v replicas=%d ready=%d\n", z.Zone, z.Listed, z.Replicas, z.Ready)
+	}
+	// Output:
+	// cluster-a listed=true replicas=2 ready=1
+	// cluster-b listed=true replicas=0 ready=0
+	// cluster-old listed=false replicas=1 ready=1
 }
 
 // Report status, and requeue exactly when the next replica becomes

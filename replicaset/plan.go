@@ -24,6 +24,14 @@ type Plan struct {
 	// Shortfall is set when scale-in protection prevents reaching the
 	// desired count.
 	Shortfall Shortfall
+	// CreateZones, when the spec lists zones, holds the zone of each of
+	// the Create new replicas (len(CreateZones) == Create); nil otherwise.
+	CreateZones []string
+	// Unbalanced, when the spec lists zones, says why the live replicas
+	// per listed zone will still differ by more than one once this plan is
+	// carried out (a zone backing off, protection, the per-pass cap,
+	// replicas in zones no longer listed); empty when they will not.
+	Unbalanced string
 }
 
 // Shortfall explains why a plan cannot reach the desired count.
@@ -47,13 +55,20 @@ func (p Plan) IsZero() bool {
 //
 //	create=1 delete=[b c] deleting=[a] deferred=0
 //
-// A shortfall adds " shortfall=N (reason)".
+// Zones add " zones=[a b]" (CreateZones), a shortfall " shortfall=N
+// (reason)", and an imbalance " unbalanced=(reason)".
 func (p Plan) String() string {
 	var b strings.Builder
 	fmt.Fprintf(&b, "create=%d delete=%s deleting=%s deferred=%d",
 		p.Create, names(p.Delete), names(p.Deleting), p.Deferred)
+	if len(p.CreateZones) > 0 {
+		fmt.Fprintf(&b, " zones=[%s]", strings.Join(p.CreateZones, " "))
+	}
 	if p.Shortfall.Count > 0 {
 		fmt.Fprintf(&b, " shortfall=%d (%s)", p.Shortfall.Count, p.Shortfall.Reason)
+	}
+	if p.Unbalanced != "" {
+		fmt.Fprintf(&b, " unbalanced=(%s)", p.Unbalanced)
 	}
 	return b.String()
 }

@@ -17,7 +17,8 @@ import (
 )
 
 // naiveCompute is the reference Compute is checked against: the semantics
-// written as plainly as possible, with a full sort instead of a heap.
+// written as plainly as possible, with a full sort instead of a heap, and
+// with zones one victim and one create at a time, rescanning everything.
 func naiveCompute(spec replicaset.Spec, rs []replicaset.Replica, policy replicaset.Ranker, now time.Time) replicaset.Plan {
 	var p replicaset.Plan
 	var live, candidates []replicaset.Replica
@@ -37,6 +38,7 @@ func naiveCompute(spec replicaset.Spec, rs []replicaset.Replica, policy replicas
 	if limit == 0 {
 		limit = 500
 	}
+	zones := naiveZoneCounts(spec, live)
 	counted := len(live)
 	if !spec.ReplaceDeleting {
 		counted += len(p.Deleting)
@@ -44,30 +46,114 @@ func naiveCompute(spec replicaset.Spec, rs []replicaset.Replica, policy replicas
 	if counted < spec.Desired {
 		p.Create = min(spec.Desired-counted, limit)
 		p.Deferred = spec.Desired - counted - p.Create
+		p.CreateZones = naiveCreateZones(spec, zones, p.Create, now)
 		return p
 	}
 	if len(live) <= spec.Desired {
 		return p
 	}
 	env := replicaset.Env{Now: now, MinReady: spec.MinReady, Seed: spec.Seed}
-	slices.SortFunc(candidates, func(a, b replicaset.Replica) int {
-		if a.MarkedForDeletion != b.MarkedForDeletion {
-			if a.MarkedForDeletion {
-				return -1
-			}
-			return 1
-		}
-		if c := policy.Rank(a, env).Compare(policy.Rank(b, env)); c != 0 {
-			return c
-		}
-		return cmp.Or(cmp.Compare(a.Name, b.Name), cmp.Compare(a.UID, b.UID))
-	})
 	want := len(live) - spec.Desired
 	p.Shortfall.Count = max(0, want-len(candidates))
 	want -= p.Shortfall.Count
 	n := min(want, limit)
-	p.Delete, p.Deferred = candidates[:n], want-n
+	p.Deferred = want - n
+	// Each victim in turn: the best remaining candidate, zones' counts
+	// updated after each.
+	before := func(a, b replicaset.Replica) bool {
+		if len(spec.Zones) > 0 {
+			ta, tb := naiveTier(spec, a), naiveTier(spec, b)
+			if ta != tb {
+				return ta < tb
+			}
+			if ta == 3 && a.Zone != b.Zone {
+				if zones[a.Zone] != zones[b.Zone] {
+					return zones[a.Zone] > zones[b.Zone]
+				}
+				return slices.Index(spec.Zones, a.Zone) > slices.Index(spec.Zones, b.Zone)
+			}
+		}
+		if a.MarkedForDeletion != b.MarkedForDeletion {
+			return a.MarkedForDeletion
+		}
+		if c := policy.Rank(a, env).Compare(policy.Rank(b, env)); c != 0 {
+			return c < 0
+		}
+		return cmp.Or(cmp.Compare(a.Name, b.Name), cmp.Compare(a.UID, b.UID)) < 0
+	}
+	for range n {
+		best := 0
+		for i := range candidates {
+			if before(candidates[i], candidates[best]) {
+				best = i
+			}
+		}
+		v := candidates[best]
+		p.Delete = append(p.Delete, v)
+		candidates = slices.Delete(candidates, best, best+1)
+		if _, ok := zones[v.Zone]; ok {
+			zones[v.Zone]--
+		}
+	}
 	return p
+}
+
+// naiveZoneCounts counts the live replicas of each listed zone.
+func naiveZoneCounts(spec replicaset.Spec, live []replicaset.Replica) map[string]int {
+	zones := map[string]int{}
+	for _, z := range spec.Zones {
+		zones[z] = 0
+	}
+	for _, r := range live {
+		if _, ok := zones[r.Zone]; ok {
+			zones[r.Zone]++
+		}
+	}
+	return zones
+}
+
+// naiveCreateZones places n creates one by one in the least populated
+// listed zone not backing off (any, when all are), the first listed on a
+// tie.
+func naiveCreateZones(spec replicaset.Spec, zones map[string]int, n int, now time.Time) []string {
+	if len(spec.Zones) == 0 || n == 0 {
+		return nil
+	}
+	var ok []string
+	for _, z := range spec.Zones {
+		if !slices.ContainsFunc(spec.ZoneBackoff, func(b replicaset.ZoneBackoff) bool { return b.Zone == z && b.Until.After(now) }) {
+			ok = append(ok, z)
+		}
+	}
+	if len(ok) == 0 {
+		ok = spec.Zones
+	}
+	var out []string
+	for range n {
+		best := ok[0]
+		for _, z := range ok {
+			if zones[z] < zones[best] {
+				best = z
+			}
+		}
+		zones[best]++
+		out = append(out, best)
+	}
+	return out
+}
+
+// naiveTier is a candidate's zone tier: 0 marked, 1 in no listed zone, 2
+// not provisioned or failed, 3 the rest.
+func naiveTier(spec replicaset.Spec, r replicaset.Replica) int {
+	switch {
+	case r.MarkedForDeletion:
+		return 0
+	case !slices.Contains(spec.Zones, r.Zone):
+		return 1
+	case r.Phase == replicaset.PhasePending || r.Phase == replicaset.PhaseFailed:
+		return 2
+	}
+	return 3
 }
 
 func TestCompute_Properties(t *testing.T) {
@@ -167,6 +253,8 @@ func TestCompute_Properties(t *testing.T) {
 		}
 		naive := naiveCompute(spec, rs, policy, now)
 		ignoreReason := cmpopts.IgnoreFields(replicaset.Shortfall{}, "Reason")
+		// Unbalanced is checked by the zone properties.
+		naive.Unbalanced, p.Unbalanced = "", ""
 		if diff := gocmp.Diff(naive, p, cmpopts.EquateEmpty(), ignoreReason); diff != "" {
 			t.Fatalf("Compute disagrees with the naive reference (-naive +Compute):\n%s", diff)
 		}

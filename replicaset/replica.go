@@ -84,6 +84,10 @@ type Replica struct {
 	Ordinal int
 	// HasOrdinal reports whether Ordinal is set.
 	HasOrdinal bool
+
+	// Zone is the failure domain the replica runs in (Spec.Zones); empty
+	// when unknown or when the set does not spread.
+	Zone string
 }
 
 // Available reports whether r counts as available at now: it is ready, not

@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"hash/maphash"
+	"slices"
 	"time"
 )
 
@@ -16,7 +17,8 @@ const DefaultMaxPerPass = 500
 // to act on it; match them with errors.Is.
 var (
 	// ErrInvalidSpec means the Spec cannot be planned for: a negative
-	// desired count, cap or availability window.
+	// desired count, cap or availability window, or an empty or repeated
+	// zone.
 	ErrInvalidSpec = errors.New("replicaset: invalid spec")
 	// ErrInvalidReplica means the current replicas are inconsistent: an
 	// empty name, or a name or UID that appears twice.
@@ -48,6 +50,29 @@ type Spec struct {
 	// give every owner a seed of its own that never changes (a hash of
 	// its UID, say). Only policies with randomness use it.
 	Seed uint64
+	// Zones lists the failure domains to spread replicas over, such as
+	// availability zones or vSphere clusters; a replica's zone is
+	// Replica.Zone. The order breaks ties: creates go to the earlier of
+	// two equally populated zones, deletes come from the later one. Names
+	// must be non-empty and distinct. Empty: no spreading, and Compute
+	// plans exactly as it does without zones. Compute's documentation
+	// states how zones change the deletion order.
+	Zones []string
+	// ZoneBackoff lists zones in which creates failed recently, and until
+	// when to avoid each: while a backoff lasts, Compute places new
+	// replicas in the other listed zones (in all of them again when every
+	// listed zone is backing off). The caller keeps it, typically from the
+	// zones an executor reported failing, so that it can be shown in
+	// status. Entries for zones not listed are ignored.
+	ZoneBackoff []ZoneBackoff
+}
+
+// ZoneBackoff says that creates in Zone are avoided until Until.
+type ZoneBackoff struct {
+	// Zone is the zone's name, as in Spec.Zones.
+	Zone string
+	// Until is when the zone may be tried again.
+	Until time.Time
 }
 
 // maxPerPass returns the effective per-pass cap.
@@ -71,6 +96,14 @@ func (s Spec) Validate() error {
 	}
 	if s.MinReady < 0 {
 		errs = append(errs, fmt.Errorf("min ready %v is negative: %w", s.MinReady, ErrInvalidSpec))
+	}
+	for i, z := range s.Zones {
+		switch {
+		case z == "":
+			errs = append(errs, fmt.Errorf("zone %d has an empty name: %w", i, ErrInvalidSpec))
+		case slices.Contains(s.Zones[:i], z):
+			errs = append(errs, fmt.Errorf("zone %q is listed twice: %w", z, ErrInvalidSpec))
+		}
 	}
 	return errors.Join(errs...)
 }

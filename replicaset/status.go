@@ -1,6 +1,10 @@
 package replicaset
 
-import "time"
+import (
+	"slices"
+	"strings"
+	"time"
+)
 
 // Status is what a replica set reports about its replicas, computed from what
 // was observed.
@@ -89,5 +93,52 @@ func SlowStart(total, initial int) []int {
 			size *= 2
 		}
 	}
+	return out
+}
+
+// ZoneStatus is the status of a set's replicas in one zone.
+type ZoneStatus struct {
+	// Zone is the zone's name; empty for replicas whose zone is unknown.
+	Zone string
+	// Listed reports whether the spec lists the zone (Spec.Zones).
+	Listed bool
+	// Replicas, Ready and Available count the zone's live replicas as
+	// Status does.
+	Replicas, Ready, Available int
+}
+
+// SummarizeZones computes the status of current per zone at now: one
+// entry for each of zones in their order (replicas or not), then one for
+// each other zone a live replica is in, by name, the unknown zone ("")
+// first. Replicas being deleted count nowhere.
+func SummarizeZones(current []Replica, zones []string, minReady time.Duration, now time.Time) []ZoneStatus {
+	out := make([]ZoneStatus, len(zones))
+	at := make(map[string]int, len(zones))
+	for i, z := range zones {
+		out[i] = ZoneStatus{Zone: z, Listed: true}
+		at[z] = i
+	}
+	listed := len(out)
+	for i := range current {
+		r := &current[i]
+		if r.Deleting {
+			continue
+		}
+		k, ok := at[r.Zone]
+		if !ok {
+			k = len(out)
+			at[r.Zone] = k
+			out = append(out, ZoneStatus{Zone: r.Zone})
+		}
+		s := &out[k]
+		s.Replicas++
+		if r.Ready {
+			s.Ready++
+		}
+		if r.Available(minReady, now) {
+			s.Available++
+		}
+	}
+	slices.SortFunc(out[listed:], func(a, b ZoneStatus) int { return strings.Compare(a.Zone, b.Zone) })
 	return out
 }

@@ -43,6 +43,7 @@ func Replica() *rapid.Generator[replicaset.Replica] {
 		if rapid.Bool().Draw(t, "hasOrdinal") {
 			r.HasOrdinal, r.Ordinal = true, n
 		}
+		r.Zone = rapid.SampledFrom(zoneNames).Draw(t, "zone")
 		return r
 	})
 }
@@ -52,17 +53,40 @@ func Replicas(max int) *rapid.Generator[[]replicaset.Replica] {
 	return rapid.SliceOfNDistinct(Replica(), 0, max, func(r replicaset.Replica) string { return r.Name })
 }
 
+// zoneNames are the zones replicas are drawn in: "" (none known), those
+// Zones lists, and one it never lists.
+var zoneNames = []string{"", "a", "b", "c", "x"}
+
 // Spec generates a valid spec: small desired counts and caps (0 meaning the
-// default) so that capped passes are common.
+// default) so that capped passes are common; half of them spread over
+// zones (some of "a", "b", "c" in any order, with backoffs now and then).
 func Spec() *rapid.Generator[replicaset.Spec] {
 	return rapid.Custom(func(t *rapid.T) replicaset.Spec {
-		return replicaset.Spec{
+		s := replicaset.Spec{
 			Desired:         rapid.IntRange(0, 60).Draw(t, "desired"),
 			MaxPerPass:      rapid.SampledFrom([]int{0, 1, 2, 3, 5, 8}).Draw(t, "maxPerPass"),
 			ReplaceDeleting: rapid.Bool().Draw(t, "replaceDeleting"),
 			MinReady:        time.Duration(rapid.IntRange(0, 120).Draw(t, "minReady")) * time.Second,
 			Seed:            rapid.Uint64().Draw(t, "seed"),
 		}
+		if rapid.Bool().Draw(t, "spread") {
+			s.Zones = Zones().Draw(t, "zones")
+			for _, z := range s.Zones {
+				if rapid.IntRange(0, 3).Draw(t, "failing") == 0 {
+					s.ZoneBackoff = append(s.ZoneBackoff, replicaset.ZoneBackoff{Zone: z, Until: moment(t, "until")})
+				}
+			}
+		}
+		return s
+	})
+}
+
+// Zones generates one to three distinct zones of "a", "b" and "c", in any
+// order.
+func Zones() *rapid.Generator[[]string] {
+	return rapid.Custom(func(t *rapid.T) []string {
+		all := rapid.Permutation([]string{"a", "b", "c"}).Draw(t, "order")
+		return all[:rapid.IntRange(1, 3).Draw(t, "spread")]
 	})
 }
 
@@ -79,7 +103,8 @@ func Policy(t *rapid.T) (string, deletionpolicy.Policy) {
 }
 
 // Apply returns the replicas a platform would hold after carrying out plan
-// on current: created gives the new replicas' names (running and ready);
+// on current: created gives the new replicas' names (running and ready, in
+// plan.CreateZones' zones when it has them);
 // replicas in plan.Delete are being deleted; and when finish is true every
 // replica being deleted is gone. It does not modify current.
 func Apply(current []replicaset.Replica, plan replicaset.Plan, created []string, finish bool) []replicaset.Replica {
@@ -95,9 +120,13 @@ func Apply(current []replicaset.Replica, plan replicaset.Plan, created []string,
 		}
 		out = append(out, r)
 	}
-	for _, name := range created {
-		out = append(out, replicaset.Replica{Name: name, UID: "uid-" + name, CreatedAt: Now(),
-			Phase: replicaset.PhaseRunning, Ready: true, ReadySince: Now()})
+	for i, name := range created {
+		r := replicaset.Replica{Name: name, UID: "uid-" + name, CreatedAt: Now(),
+			Phase: replicaset.PhaseRunning, Ready: true, ReadySince: Now()}
+		if i < len(plan.CreateZones) {
+			r.Zone = plan.CreateZones[i]
+		}
+		out = append(out, r)
 	}
 	return out
 }

@@ -1,0 +1,315 @@
+package replicaset
+
+import (
+	"container/heap"
+	"fmt"
+	"slices"
+	"strings"
+	"time"
+)
+
+// zoneCounts holds the listed zones, each replica's zone as an index into
+// them (-1: none listed), and the live replicas (not being deleted,
+// protected or not) in each zone.
+type zoneCounts struct {
+	zones []string
+	of    []int32 // by index into current
+	live  []int
+}
+
+func countZones(spec Spec, current []Replica) zoneCounts {
+	zc := zoneCounts{zones: spec.Zones, of: make([]int32, len(current)), live: make([]int, len(spec.Zones))}
+	for i := range current {
+		r := &current[i]
+		z := zc.index(r.Zone)
+		zc.of[i] = int32(z)
+		if z >= 0 && !r.Deleting {
+			zc.live[z]++
+		}
+	}
+	return zc
+}
+
+// index returns zone's position in the listed zones, or -1. A linear scan:
+// sets spread over a handful of zones, and it beats a map's hashing there.
+func (zc zoneCounts) index(zone string) int {
+	if zone == "" {
+		return -1
+	}
+	for i, z := range zc.zones {
+		if z == zone {
+			return i
+		}
+	}
+	return -1
+}
+
+// backingOff reports, per listed zone, whether spec.ZoneBackoff avoids it
+// at now; all false when every listed zone is backing off, so that a set
+// whose every zone failed still tries them all.
+func backingOff(spec Spec, now time.Time) []bool {
+	off := make([]bool, len(spec.Zones))
+	all := len(spec.Zones) > 0
+	for i, z := range spec.Zones {
+		for _, b := range spec.ZoneBackoff {
+			if b.Zone == z && now.Before(b.Until) {
+				off[i] = true
+			}
+		}
+		all = all && off[i]
+	}
+	if all {
+		clear(off)
+	}
+	return off
+}
+
+// assignZones returns the zone of each of n new replicas: each goes to the
+// listed zone with the fewest live replicas (those already assigned
+// included), skipping zones backing off, the earlier listed zone on a tie.
+func assignZones(spec Spec, zc zoneCounts, n int, now time.Time) []string {
+	if n == 0 || len(spec.Zones) == 0 {
+		return nil
+	}
+	off := backingOff(spec, now)
+	counts := slices.Clone(zc.live)
+	out := make([]string, n)
+	for i := range out {
+		best := -1
+		for z := range counts {
+			if !off[z] && (best < 0 || counts[z] < counts[best]) {
+				best = z
+			}
+		}
+		counts[best]++
+		out[i] = spec.Zones[best]
+	}
+	return out
+}
+
+// Zone tiers of the deletion order, lowest deleted first (see Compute).
+const (
+	zoneTierMarked   = iota // marked for deletion
+	zoneTierUnlisted        // in no listed zone
+	zoneTierBroken          // not provisioned or failed
+	zoneTierHealthy         // the rest: taken from the most populated zone
+)
+
+// tierOf places a candidate in the zone tiers.
+func tierOf(r *Replica, zone int) int {
+	switch {
+	case r.MarkedForDeletion:
+		return zoneTierMarked
+	case zone < 0:
+		return zoneTierUnlisted
+	case r.Phase == PhasePending || r.Phase == PhaseFailed:
+		return zoneTierBroken
+	}
+	return zoneTierHealthy
+}
+
+// zonedVictim is a deletion candidate with its tier and zone.
+type zonedVictim struct {
+	victim
+	tier, zone int
+}
+
+func compareZoned(a, b zonedVictim) int {
+	if a.tier != b.tier {
+		return a.tier - b.tier
+	}
+	return compareVictims(a.victim, b.victim)
+}
+
+// chooseZonedVictims returns the first n deletion candidates in the zoned
+// deletion order that Compute states: marked, then in no listed zone, then
+// broken, each tier by policy and identity; then the healthy ones, each
+// taken from the listed zone with the most live replicas left (the later
+// listed zone on a tie), by policy and identity inside the zone.
+//
+// It ranks only what it may take: the early tiers (usually few), then,
+// once counting has said how many victims each zone gives, the healthy
+// candidates of those zones, kept in a bounded heap per zone.
+func chooseZonedVictims(current []Replica, zc zoneCounts, n int, policy Ranker, env Env) []Replica {
+	if n == 0 {
+		return nil
+	}
+	var early []zonedVictim
+	healthy := make([]int, len(zc.zones)) // healthy candidates per zone
+	for i := range current {
+		r := &current[i]
+		if r.Deleting || r.Protected {
+			continue
+		}
+		z := int(zc.of[i])
+		if t := tierOf(r, z); t != zoneTierHealthy {
+			early = append(early, zonedVictim{victim{marked: r.MarkedForDeletion, rank: policy.Rank(*r, env), r: r}, t, z})
+			continue
+		}
+		healthy[z]++
+	}
+	slices.SortFunc(early, compareZoned)
+	if len(early) >= n {
+		return replicasOf(early[:n])
+	}
+	counts := slices.Clone(zc.live)
+	out := make([]Replica, 0, n)
+	for _, v := range early {
+		out = append(out, *v.r)
+		if v.zone >= 0 {
+			counts[v.zone]--
+		}
+	}
+	order := drain(counts, healthy, n-len(early))
+	want := countEach(order, len(zc.zones))
+	heaps := make([]victimHeap, len(zc.zones))
+	for i := range current {
+		r := &current[i]
+		z := zc.of[i]
+		if z < 0 || want[z] == 0 || r.Deleting || r.Protected || tierOf(r, int(z)) != zoneTierHealthy {
+			continue
+		}
+		heaps[z].keep(victim{rank: policy.Rank(*r, env), r: r}, want[z])
+	}
+	taken := make([]int, len(zc.zones))
+	for z := range heaps {
+		slices.SortFunc(heaps[z], compareVictims)
+	}
+	for _, z := range order {
+		out = append(out, *heaps[z][taken[z]].r)
+		taken[z]++
+	}
+	return out
+}
+
+// keep adds v to h, a max-heap of at most k victims in deletion order,
+// dropping the one deleted last when full.
+func (h *victimHeap) keep(v victim, k int) {
+	if len(*h) < k {
+		*h = append(*h, v)
+		if len(*h) == k {
+			heap.Init(h)
+		}
+		return
+	}
+	if compareVictims(v, (*h)[0]) < 0 {
+		(*h)[0] = v
+		heap.Fix(h, 0)
+	}
+}
+
+// drain returns the zone of each of up to n healthy victims in turn: the
+// zone with the most live replicas left among those with a candidate left,
+// the later listed on a tie.
+func drain(counts, healthy []int, n int) []int {
+	h := &zoneHeap{counts: counts}
+	left := slices.Clone(healthy)
+	for z := range counts {
+		if left[z] > 0 {
+			h.zones = append(h.zones, z)
+		}
+	}
+	heap.Init(h)
+	var order []int
+	for len(order) < n && h.Len() > 0 {
+		z := h.zones[0]
+		order = append(order, z)
+		counts[z]--
+		if left[z]--; left[z] == 0 {
+			heap.Pop(h)
+		} else {
+			heap.Fix(h, 0)
+		}
+	}
+	return order
+}
+
+func countEach(order []int, zones int) []int {
+	k := make([]int, zones)
+	for _, z := range order {
+		k[z]++
+	}
+	return k
+}
+
+func replicasOf(vs []zonedVictim) []Replica {
+	out := make([]Replica, len(vs))
+	for i := range vs {
+		out[i] = *vs[i].r
+	}
+	return out
+}
+
+// zoneHeap orders zones by live replicas, most first, the later listed
+// first on a tie.
+type zoneHeap struct {
+	zones  []int
+	counts []int
+}
+
+func (h *zoneHeap) Len() int { return len(h.zones) }
+func (h *zoneHeap) Less(i, j int) bool {
+	a, b := h.zones[i], h.zones[j]
+	if h.counts[a] != h.counts[b] {
+		return h.counts[a] > h.counts[b]
+	}
+	return a > b
+}
+func (h *zoneHeap) Swap(i, j int) { h.zones[i], h.zones[j] = h.zones[j], h.zones[i] }
+func (h *zoneHeap) Push(x any)    { h.zones = append(h.zones, x.(int)) }
+func (h *zoneHeap) Pop() any {
+	z := h.zones[len(h.zones)-1]
+	h.zones = h.zones[:len(h.zones)-1]
+	return z
+}
+
+// unbalanced says why the listed zones' live replicas will differ by more
+// than one after p is carried out, or "" when they will not.
+func unbalanced(spec Spec, current []Replica, zc zoneCounts, p Plan, now time.Time) string {
+	after := slices.Clone(zc.live)
+	for _, r := range p.Delete {
+		if z := zc.index(r.Zone); z >= 0 {
+			after[z]--
+		}
+	}
+	for _, zone := range p.CreateZones {
+		after[zc.index(zone)]++
+	}
+	lo, hi := slices.Min(after), slices.Max(after)
+	if hi-lo <= 1 {
+		return ""
+	}
+	spread := fmt.Sprintf("zones hold %s live replicas", counts(spec.Zones, after))
+	var off []string
+	for z, b := range backingOff(spec, now) {
+		if b {
+			off = append(off, spec.Zones[z])
+		}
+	}
+	stray := 0
+	for i := range current {
+		if !current[i].Deleting && zc.of[i] < 0 {
+			stray++
+		}
+	}
+	switch {
+	case len(off) > 0:
+		return fmt.Sprintf("%s: creates avoid %s, backing off after failures", spread, strings.Join(off, ", "))
+	case p.Deferred > 0:
+		return fmt.Sprintf("%s: the per-pass cap deferred %d", spread, p.Deferred)
+	case p.Shortfall.Count > 0 || len(p.Delete) > 0:
+		return fmt.Sprintf("%s: protected, marked or broken replicas went first or could not go", spread)
+	case stray > 0:
+		return fmt.Sprintf("%s, and %d in zones not listed: replicas are not moved between zones", spread, stray)
+	}
+	return fmt.Sprintf("%s: replicas are not moved between zones", spread)
+}
+
+// counts renders zones and their counts as "a=2 b=1".
+func counts(zones []string, n []int) string {
+	parts := make([]string, len(zones))
+	for i, z := range zones {
+		parts[i] = fmt.Sprintf("%s=%d", z, n[i])
+	}
+	return strings.Join(parts, " ")
+}
