@@ -40,8 +40,8 @@ import (
 //  2. then replicas marked for deletion;
 //  3. then replicas in no listed zone (a zone removed from the list, or
 //     none known);
-//  4. then broken replicas: not provisioned or failed (PhasePending,
-//     PhaseFailed);
+//  4. then broken replicas: not provisioned, which includes those still
+//     being provisioned, or failed (PhasePending, PhaseFailed);
 //  5. then the rest, one at a time from the listed zone with the most live
 //     replicas left (protected ones count, and victims chosen before leave),
 //     the later listed zone on a tie, skipping zones with no candidate left;
@@ -158,44 +158,18 @@ func compareIdentity(a, b Replica) int {
 }
 
 // chooseVictims returns the first n deletion candidates (live, unprotected)
-// in deletion order. When n is small beside the number of candidates (the
-// usual scale-down, capped at 500 per pass) it keeps only the n best in a
-// bounded max-heap, costing O(N log n); otherwise it sorts all candidates.
+// in deletion order.
 func chooseVictims(current []Replica, n, candidates int, policy Ranker, env Env) []Replica {
 	if n == 0 {
 		return nil
 	}
-	var vs []victim
-	if n*8 >= candidates {
-		vs = make([]victim, 0, candidates)
-		for i := range current {
-			if r := &current[i]; !r.Deleting && !r.Protected {
-				vs = append(vs, victim{marked: r.MarkedForDeletion, rank: policy.Rank(*r, env), r: r})
-			}
-		}
-		slices.SortFunc(vs, compareVictims)
-		vs = vs[:n]
-	} else {
-		vs = smallest(current, n, policy, env)
-	}
-	out := make([]Replica, len(vs))
-	for i := range vs {
-		out[i] = *vs[i].r
-	}
-	return out
-}
-
-// smallest returns the n first candidates in deletion order, sorted, using
-// a bounded max-heap.
-func smallest(current []Replica, n int, policy Ranker, env Env) []victim {
-	h := victimHeap(make([]victim, 0, n))
+	vs := make([]victim, 0, candidates)
 	for i := range current {
 		if r := &current[i]; !r.Deleting && !r.Protected {
-			h.keep(victim{marked: r.MarkedForDeletion, rank: policy.Rank(*r, env), r: r}, n)
+			vs = append(vs, victim{marked: r.MarkedForDeletion, rank: policy.Rank(*r, env), r: r})
 		}
 	}
-	slices.SortFunc(h, compareVictims)
-	return h
+	return inOrder(vs, n)
 }
 
 // victimHeap is a max-heap in deletion order: its root is the candidate that

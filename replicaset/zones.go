@@ -286,19 +286,27 @@ func unbalanced(spec Spec, current []Replica, zc zoneCounts, p Plan, now time.Ti
 			off = append(off, spec.Zones[z])
 		}
 	}
-	stray := 0
+	stray, held := 0, false
 	for i := range current {
-		if !current[i].Deleting && zc.of[i] < 0 {
+		r, z := &current[i], zc.of[i]
+		switch {
+		case r.Deleting:
+		case z < 0:
 			stray++
+		case r.Protected && after[z] > lo+1:
+			held = true // a protected replica keeps its zone above the rest
 		}
 	}
+	early := slices.ContainsFunc(p.Delete, func(r Replica) bool { return tierOf(&r, zc.index(r.Zone)) != zoneTierHealthy })
 	switch {
 	case len(off) > 0:
 		return fmt.Sprintf("%s: creates avoid %s, backing off after failures", spread, strings.Join(off, ", "))
 	case p.Deferred > 0:
 		return fmt.Sprintf("%s: the per-pass cap deferred %d", spread, p.Deferred)
-	case p.Shortfall.Count > 0 || len(p.Delete) > 0:
-		return fmt.Sprintf("%s: protected, marked or broken replicas went first or could not go", spread)
+	case p.Shortfall.Count > 0 || held && len(p.Delete) > 0:
+		return fmt.Sprintf("%s: protected replicas cannot go", spread)
+	case early:
+		return fmt.Sprintf("%s: marked, broken or unlisted replicas went first", spread)
 	case stray > 0:
 		return fmt.Sprintf("%s, and %d in zones not listed: replicas are not moved between zones", spread, stray)
 	}

@@ -78,7 +78,19 @@ func TestCompute_Zones(t *testing.T) {
 		spec:     replicaset.Spec{Desired: 3, Zones: []string{"a", "b"}},
 		replicas: []replicaset.Replica{protected(a1), protected(a2), protected(a3), b1, b2},
 		want: replicaset.Plan{Delete: []replicaset.Replica{b1, b2},
-			Unbalanced: "zones hold a=3 b=0 live replicas: protected, marked or broken replicas went first or could not go"},
+			Unbalanced: "zones hold a=3 b=0 live replicas: protected replicas cannot go"},
+	}, {
+		desc:     "an empty zone stays empty on a scale-down: not moved, whatever went",
+		spec:     replicaset.Spec{Desired: 3, Zones: abc},
+		replicas: []replicaset.Replica{a1, a2, a3, b1, b2, b3},
+		want: replicaset.Plan{Delete: []replicaset.Replica{b1, a1, b2},
+			Unbalanced: "zones hold a=2 b=1 c=0 live replicas: replicas are not moved between zones"},
+	}, {
+		desc:     "a broken replica goes first even from the smallest zone",
+		spec:     replicaset.Spec{Desired: 4, Zones: abc},
+		replicas: []replicaset.Replica{a1, a2, b1, b2, broken(c1)},
+		want: replicaset.Plan{Delete: []replicaset.Replica{broken(c1)},
+			Unbalanced: "zones hold a=2 b=2 c=0 live replicas: marked, broken or unlisted replicas went first"},
 	}, {
 		desc:     "replicas are not moved to restore balance",
 		spec:     replicaset.Spec{Desired: 3, Zones: abc},

@@ -15,4 +15,9 @@
 //
 // The caller supplies the names of the replicas to create (see the naming
 // package), so that a create retried after a lost response is idempotent.
+//
+// A plan that spreads replicas over zones (replicaset.Spec.Zones) needs a
+// ZonedActuator, which is told each new replica's zone; the result lists
+// the zones whose creates failed (Result.FailedZones), for the caller to
+// back off (replicaset.Spec.ZoneBackoff) on the next passes.
 package execute

@@ -4,8 +4,11 @@ import (
 	"context"
 	"fmt"
 	"slices"
+	"strings"
 	"sync"
+	"time"
 
+	"github.com/replicakit/replicakit/deletionpolicy"
 	"github.com/replicakit/replicakit/replicaset"
 	"github.com/replicakit/replicakit/replicaset/execute"
 )
@@ -44,4 +47,42 @@ func ExamplePlan() {
 	// Output:
 	// [web-0 web-1 web-2] <nil>
 	// [web-0 web-1 web-2]
+}
+
+// racks is a platform of zones, one of which refuses every create.
+type racks struct {
+	shelf
+	down string
+}
+
+func (r *racks) CreateIn(ctx context.Context, name, zone string) error {
+	if zone == r.down {
+		return fmt.Errorf("zone %s: no capacity", zone)
+	}
+	return r.Create(ctx, zone+"/"+name)
+}
+
+// Spread three replicas over three zones while zone-b is down: the result
+// names it, for the next pass to back off from it (Spec.ZoneBackoff) and
+// place the missing replica elsewhere.
+func ExampleZonedActuator() {
+	now := time.Date(2026, 11, 30, 12, 0, 0, 0, time.UTC)
+	spec := replicaset.Spec{Desired: 3, Zones: []string{"zone-a", "zone-b", "zone-c"}}
+	plan, _ := replicaset.Compute(spec, nil, deletionpolicy.Random{}, now)
+	r := &racks{down: "zone-b"}
+	res := execute.Plan(context.Background(), r, plan, []string{"web-0", "web-1", "web-2"}, execute.Options{InitialBatch: 3})
+	slices.Sort(r.names)
+	fmt.Println(r.names, res.FailedZones)
+
+	var current []replicaset.Replica
+	for _, n := range r.names {
+		zone, name, _ := strings.Cut(n, "/")
+		current = append(current, replicaset.Replica{Name: name, Zone: zone})
+	}
+	spec.ZoneBackoff = []replicaset.ZoneBackoff{{Zone: res.FailedZones[0], Until: now.Add(time.Minute)}}
+	next, _ := replicaset.Compute(spec, current, deletionpolicy.Random{}, now)
+	fmt.Println(next.CreateZones)
+	// Output:
+	// [zone-a/web-0 zone-c/web-2] [zone-b]
+	// [zone-a]
 }

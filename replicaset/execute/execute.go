@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"sync"
 
 	"github.com/replicakit/replicakit/replicaset"
@@ -20,6 +21,15 @@ type Actuator interface {
 	Delete(ctx context.Context, r replicaset.Replica) error
 }
 
+// ZonedActuator is an Actuator that can place a new replica in a zone. Plan
+// needs one to carry out a plan with zones (replicaset.Plan.CreateZones).
+type ZonedActuator interface {
+	Actuator
+	// CreateIn creates a replica with the given name in the given zone.
+	// Like Create, it must be idempotent.
+	CreateIn(ctx context.Context, name, zone string) error
+}
+
 // Operation names used in OpError.
 const (
 	OpCreate = "create"
@@ -30,12 +40,19 @@ const (
 // nothing was done.
 var ErrNameCount = errors.New("execute: names do not match the plan")
 
+// ErrNoZones means the plan places creates in zones but the Actuator is
+// not a ZonedActuator; nothing was done.
+var ErrNoZones = errors.New("execute: the plan has zones but the actuator cannot place by zone")
+
 // OpError records a failed operation on one replica, like os.PathError.
 type OpError struct {
 	// Op is OpCreate or OpDelete.
 	Op string
 	// Name is the replica's name.
 	Name string
+	// Zone is the zone a create was for; empty without zones and for
+	// deletes.
+	Zone string
 	// Err is what the actuator returned.
 	Err error
 }
@@ -70,6 +87,10 @@ type Result struct {
 	// started once a create had failed, and anything left when the
 	// context ended.
 	Skipped []string
+	// FailedZones lists, for a plan with zones, the zones in which a
+	// create failed, each once, in plan order: what a caller backs off
+	// (replicaset.Spec.ZoneBackoff).
+	FailedZones []string
 	// Err joins every failure, each an *OpError (and the context's error if
 	// it ended before everything was started); it is nil when every
 	// operation succeeded.
@@ -77,7 +98,10 @@ type Result struct {
 }
 
 // Plan carries out p against a: it creates len(names) replicas with the given
-// names (which must number p.Create) and deletes p.Delete.
+// names (which must number p.Create) and deletes p.Delete. When p places
+// creates in zones, a must be a ZonedActuator: names[i] is created in
+// p.CreateZones[i], and Result.FailedZones lists the zones whose creates
+// failed.
 //
 // Creates start in order under a slow-start allowance: InitialBatch may
 // start at once, and each success lets two more start, so that by the time
@@ -93,15 +117,23 @@ func Plan(ctx context.Context, a Actuator, p replicaset.Plan, names []string, op
 	if len(names) != p.Create {
 		return Result{Err: fmt.Errorf("plan creates %d replicas, %d names given: %w", p.Create, len(names), ErrNameCount)}
 	}
+	create := func(ctx context.Context, i int) error { return a.Create(ctx, names[i]) }
+	if p.CreateZones != nil {
+		za, ok := a.(ZonedActuator)
+		if !ok {
+			return Result{Err: fmt.Errorf("%T: %w", a, ErrNoZones)}
+		}
+		create = func(ctx context.Context, i int) error { return za.CreateIn(ctx, names[i], p.CreateZones[i]) }
+	}
 	var res Result
 	var errs []error
-	res.record(&errs, OpCreate, names, slowStart(ctx, names, opts.InitialBatch, opts.MaxInFlight, a.Create))
+	res.record(&errs, OpCreate, names, p.CreateZones, slowStart(ctx, len(names), opts.InitialBatch, opts.MaxInFlight, create))
 
 	victims := make([]string, len(p.Delete))
 	for i := range p.Delete {
 		victims[i] = p.Delete[i].Name
 	}
-	res.record(&errs, OpDelete, victims, run(ctx, p.Delete, opts.MaxInFlight, a.Delete))
+	res.record(&errs, OpDelete, victims, nil, run(ctx, p.Delete, opts.MaxInFlight, a.Delete))
 
 	if err := ctx.Err(); err != nil && len(res.Skipped) > 0 {
 		errs = append(errs, err)
@@ -114,10 +146,14 @@ func Plan(ctx context.Context, a Actuator, p replicaset.Plan, names []string, op
 // creates) one had failed.
 var errNotStarted = errors.New("not started")
 
-// record files the outcome of one operation per name, appending failures
-// to errs.
-func (r *Result) record(errs *[]error, op string, names []string, outcomes []error) {
+// record files the outcome of one operation per name (in zones, when not
+// nil), appending failures to errs.
+func (r *Result) record(errs *[]error, op string, names, zones []string, outcomes []error) {
 	for i, err := range outcomes {
+		zone := ""
+		if zones != nil {
+			zone = zones[i]
+		}
 		switch {
 		case err == nil && op == OpCreate:
 			r.Created = append(r.Created, names[i])
@@ -126,7 +162,10 @@ func (r *Result) record(errs *[]error, op string, names []string, outcomes []err
 		case err == errNotStarted:
 			r.Skipped = append(r.Skipped, names[i])
 		default:
-			*errs = append(*errs, &OpError{Op: op, Name: names[i], Err: err})
+			*errs = append(*errs, &OpError{Op: op, Name: names[i], Zone: zone, Err: err})
+			if zone != "" && !slices.Contains(r.FailedZones, zone) {
+				r.FailedZones = append(r.FailedZones, zone)
+			}
 		}
 	}
 }
@@ -159,14 +198,14 @@ func run[T any](ctx context.Context, items []T, limit int, op func(context.Conte
 	return errs
 }
 
-// slowStart calls op for names in order, starting one only while fewer
-// than replicaset.SlowStartAllowance(initial, successes so far) have
+// slowStart calls op for the n indices in order, starting one only while
+// fewer than replicaset.SlowStartAllowance(initial, successes so far) have
 // started; after the first failure, or once ctx has ended, it starts
-// nothing more, and those names get errNotStarted. At most limit calls are in flight at once (no bound when
-// limit is zero). It returns each name's outcome by index once every call
-// it started has returned.
-func slowStart(ctx context.Context, names []string, initial, limit int, op func(context.Context, string) error) []error {
-	errs := make([]error, len(names))
+// nothing more, and those indices get errNotStarted. At most limit calls
+// are in flight at once (no bound when limit is zero). It returns each
+// index's outcome once every call it started has returned.
+func slowStart(ctx context.Context, n, initial, limit int, op func(context.Context, int) error) []error {
+	errs := make([]error, n)
 	for i := range errs {
 		errs[i] = errNotStarted
 	}
@@ -177,12 +216,12 @@ func slowStart(ctx context.Context, names []string, initial, limit int, op func(
 	done := make(chan outcome)
 	started, inFlight, succeeded, failed := 0, 0, 0, false
 	for {
-		for !failed && started < len(names) && started < replicaset.SlowStartAllowance(initial, succeeded) &&
+		for !failed && started < n && started < replicaset.SlowStartAllowance(initial, succeeded) &&
 			(limit <= 0 || inFlight < limit) && ctx.Err() == nil {
 			i := started
 			started++
 			inFlight++
-			go func() { done <- outcome{i, op(ctx, names[i])} }()
+			go func() { done <- outcome{i, op(ctx, i)} }()
 		}
 		if inFlight == 0 {
 			return errs

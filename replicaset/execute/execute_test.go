@@ -27,6 +27,7 @@ var errBoom = errors.New("boom")
 type memory struct {
 	mu       sync.Mutex
 	replicas map[string]bool
+	zones    map[string]string // the zone each replica was created in
 	fail     map[string]bool
 	calls    []string
 	inFlight int
@@ -34,10 +35,10 @@ type memory struct {
 	onCall   func(op, name string) // called before each operation, if set
 }
 
-var _ execute.Actuator = (*memory)(nil)
+var _ execute.ZonedActuator = (*memory)(nil)
 
 func newMemory(existing ...string) *memory {
-	m := &memory{replicas: map[string]bool{}, fail: map[string]bool{}}
+	m := &memory{replicas: map[string]bool{}, zones: map[string]string{}, fail: map[string]bool{}}
 	for _, n := range existing {
 		m.replicas[n] = true
 	}
@@ -66,6 +67,10 @@ func (m *memory) do(op, name string, apply func()) error {
 
 func (m *memory) Create(_ context.Context, name string) error {
 	return m.do(execute.OpCreate, name, func() { m.replicas[name] = true })
+}
+
+func (m *memory) CreateIn(_ context.Context, name, zone string) error {
+	return m.do(execute.OpCreate, name, func() { m.replicas[name], m.zones[name] = true, zone })
 }
 
 func (m *memory) Delete(_ context.Context, r replicaset.Replica) error {
@@ -383,7 +388,7 @@ func TestPlan_Properties(t *testing.T) {
 			failing := pass < 10 && rapid.Bool().Draw(t, "failing")
 			var current []replicaset.Replica
 			for _, n := range m.names() {
-				current = append(current, replicaset.Replica{Name: n})
+				current = append(current, replicaset.Replica{Name: n, Zone: m.zones[n]})
 			}
 			p, err := replicaset.Compute(spec, current, policy, replicagen.Now())
 			if err != nil {
@@ -443,4 +448,29 @@ func joined(err error) []error {
 		return j.Unwrap()
 	}
 	return []error{err}
+}
+
+// TestPlan_Zones: each create goes to its planned zone, a failure names
+// its zone in the OpError and in FailedZones, and a plan with zones is
+// refused by an actuator that cannot place by zone.
+func TestPlan_Zones(t *testing.T) {
+	m := newMemory()
+	m.fail["r2"] = true
+	p := replicaset.Plan{Create: 3, CreateZones: []string{"a", "b", "c"}}
+	res := execute.Plan(context.Background(), m, p, []string{"r1", "r2", "r3"}, execute.Options{InitialBatch: 3})
+	if diff := cmp.Diff([]string{"b"}, res.FailedZones); diff != "" {
+		t.Errorf("FailedZones (-want +got):\n%s", diff)
+	}
+	var op *execute.OpError
+	if !errors.As(res.Err, &op) || op.Name != "r2" || op.Zone != "b" {
+		t.Errorf("Err = %v; want an *OpError for r2 in zone b", res.Err)
+	}
+	if diff := cmp.Diff(map[string]string{"r1": "a", "r3": "c"}, m.zones); diff != "" {
+		t.Errorf("zones created in (-want +got):\n%s", diff)
+	}
+
+	plain := funcActuator(func(string) error { t.Fatal("create called"); return nil })
+	if res := execute.Plan(context.Background(), plain, p, []string{"r1", "r2", "r3"}, execute.Options{}); !errors.Is(res.Err, execute.ErrNoZones) {
+		t.Errorf("plan with zones on a plain actuator: %v; want ErrNoZones", res.Err)
+	}
 }
