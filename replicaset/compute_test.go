@@ -2,7 +2,6 @@ package replicaset_test
 
 import (
 	"errors"
-	"fmt"
 	"testing"
 	"time"
 
@@ -141,11 +140,7 @@ func TestCompute_SeedStory(t *testing.T) {
 		if err != nil {
 			t.Fatalf("Compute(desired=%d): %v", desired, err)
 		}
-		var created []string
-		for range p.Create {
-			serial++
-			created = append(created, fmt.Sprintf("test-rs-%d", serial))
-		}
+		created := replicagen.Names("test-rs-", &serial, p.Create)
 		set = replicagen.Apply(set, p, created, true)
 		return p
 	}

@@ -3,7 +3,6 @@ package replicaset_test
 import (
 	"cmp"
 	"errors"
-	"fmt"
 	"slices"
 	"testing"
 	"time"
@@ -302,11 +301,7 @@ func TestCompute_Converges(t *testing.T) {
 			if pass > bound {
 				t.Fatalf("not converged after %d passes: %v", pass, p)
 			}
-			var created []string
-			for range p.Create {
-				serial++
-				created = append(created, fmt.Sprintf("new-%d", serial))
-			}
+			created := replicagen.Names("new-", &serial, p.Create)
 			before := counted(set)
 			finish := pass >= lagging || rapid.Bool().Draw(t, "finish")
 			set = replicagen.Apply(set, p, created, finish)

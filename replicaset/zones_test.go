@@ -181,11 +181,7 @@ func TestZones_StayBalanced(t *testing.T) {
 			if p.Unbalanced != "" {
 				t.Fatalf("step %d: %v", step, p)
 			}
-			var created []string
-			for range p.Create {
-				serial++
-				created = append(created, fmt.Sprintf("new-%d", serial))
-			}
+			created := replicagen.Names("new-", &serial, p.Create)
 			set = replicagen.Apply(set, p, created, true)
 			if n, d := spread(zones, set); d > 1 {
 				t.Fatalf("step %d: plan %v left zones at %v", step, p, n)

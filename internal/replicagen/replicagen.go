@@ -102,6 +102,17 @@ func Policy(t *rapid.T) (string, deletionpolicy.Policy) {
 	return name, p
 }
 
+// Names returns n new replica names, prefix followed by the numbers after
+// *serial, which it advances.
+func Names(prefix string, serial *int, n int) []string {
+	out := make([]string, n)
+	for i := range out {
+		*serial++
+		out[i] = fmt.Sprintf("%s%d", prefix, *serial)
+	}
+	return out
+}
+
 // Apply returns the replicas a platform would hold after carrying out plan
 // on current: created gives the new replicas' names (running and ready, in
 // plan.CreateZones' zones when it has them);
