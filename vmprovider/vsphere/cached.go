@@ -12,7 +12,8 @@ import (
 // without calling vCenter, and creates, powers and destroys through the
 // Provider (which reads the VM live before it changes it, so a stale copy
 // never decides an action). What Create returned, the power SetPower set
-// and what Delete destroyed are recorded in the watch at once, and reads
+// and what Delete destroyed are recorded in the watch at once (and a VM a
+// write finds gone is dropped from it), and reads
 // return them until the watch reports a state that agrees (or ten seconds
 // pass), so an update from before the write cannot take a read back in
 // time. Get and List wait for the watch's first
@@ -68,8 +69,11 @@ func (c Cached) List(ctx context.Context, owner string) ([]vmprovider.VM, error)
 // SetPower implements vmprovider.Provider.
 func (c Cached) SetPower(ctx context.Context, name, owner string, state vmprovider.PowerState) error {
 	err := c.Provider.SetPower(ctx, name, owner, state)
-	if err == nil {
+	switch {
+	case err == nil:
 		c.Watch.powered(name, state)
+	case errors.Is(err, vmprovider.ErrNotFound):
+		c.Watch.vanished(name)
 	}
 	return err
 }
@@ -77,8 +81,11 @@ func (c Cached) SetPower(ctx context.Context, name, owner string, state vmprovid
 // Delete implements vmprovider.Provider.
 func (c Cached) Delete(ctx context.Context, name, owner string) error {
 	err := c.Provider.Delete(ctx, name, owner)
-	if err == nil || errors.Is(err, vmprovider.ErrNotFound) {
+	switch {
+	case err == nil:
 		c.Watch.forget(name)
+	case errors.Is(err, vmprovider.ErrNotFound):
+		c.Watch.vanished(name)
 	}
 	return err
 }

@@ -306,6 +306,18 @@ func (w *Watch) forget(name string) {
 	w.written[name] = written{gone: true, until: time.Now().Add(pinFor)}
 }
 
+// vanished records that a write through the provider found no VM called
+// name: the watch's copy, if any, is dropped (a later update about the VM
+// brings it back) and reads say it is gone until the watch agrees. It
+// corrects a copy the watch kept after missing the VM's removal, as
+// govmomi's simulator can make it do.
+func (w *Watch) vanished(name string) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	delete(w.byName, name)
+	w.written[name] = written{gone: true, until: time.Now().Add(pinFor)}
+}
+
 // powered records that a write through the provider set the power of the
 // VM called name to state, for reads until the watch reports it so.
 func (w *Watch) powered(name string, state vmprovider.PowerState) {

@@ -1,8 +1,13 @@
 package vsphere
 
 import (
+	"context"
+	"errors"
 	"testing"
 
+	"github.com/vmware/govmomi/simulator"
+	"github.com/vmware/govmomi/vim25"
+	"github.com/vmware/govmomi/vim25/mo"
 	"github.com/vmware/govmomi/vim25/types"
 
 	"github.com/replicakit/replicakit/vmprovider"
@@ -44,5 +49,46 @@ func TestWatch_WriteOutlivesOlderUpdates(t *testing.T) {
 	w.apply([]types.ObjectUpdate{{Kind: types.ObjectUpdateKindLeave, Obj: ref}})
 	if _, pinned := w.written["web-0"]; pinned {
 		t.Errorf("the leave left the destroy's override in place")
+	}
+}
+
+// TestCached_WriteThatFindsNoVMCorrectsTheCache: a VM the watch still holds
+// but vCenter no longer has (govmomi's simulator can drop a Leave when its
+// container view changes in the same batch) is forgotten as soon as a
+// write through Cached finds it gone, so the next read says not found and
+// the caller creates it again, instead of failing on the phantom forever.
+func TestCached_WriteThatFindsNoVMCorrectsTheCache(t *testing.T) {
+	model := simulator.VPX()
+	model.Cluster = 2
+	err := model.Run(func(ctx context.Context, c *vim25.Client) error {
+		p, err := NewWithClient(ctx, c, Config{ResourcePool: "/DC0/host/DC0_C1", Datastore: "LocalDS_0"})
+		if err != nil {
+			t.Fatal(err)
+		}
+		w := NewWatch(p)
+		w.replace(map[types.ManagedObjectReference]*mo.VirtualMachine{}) // synced, empty
+		w.apply([]types.ObjectUpdate{{Kind: types.ObjectUpdateKindEnter, Obj: types.ManagedObjectReference{Type: "VirtualMachine", Value: "vm-gone"},
+			ChangeSet: []types.PropertyChange{
+				{Name: "name", Val: "ghost"},
+				{Name: "config.extraConfig", Val: []types.BaseOptionValue{&types.OptionValue{Key: KeyOwnerUID, Value: "uid-1"}}},
+				{Name: "runtime.powerState", Val: types.VirtualMachinePowerStatePoweredOff},
+			}}})
+		cached := Cached{Provider: p, Watch: w}
+		if _, err := cached.Get(ctx, "ghost"); err != nil {
+			t.Fatalf("the phantom is not in the cache to begin with: %v", err)
+		}
+		if err := cached.SetPower(ctx, "ghost", "uid-1", vmprovider.PoweredOn); !errors.Is(err, vmprovider.ErrNotFound) {
+			t.Fatalf("SetPower on a VM vCenter lacks: %v; want ErrNotFound", err)
+		}
+		if vm, err := cached.Get(ctx, "ghost"); !errors.Is(err, vmprovider.ErrNotFound) {
+			t.Fatalf("after the write found it gone: Get = %+v, %v; want ErrNotFound", vm, err)
+		}
+		if l, _ := cached.List(ctx, "uid-1"); len(l) != 0 {
+			t.Fatalf("after the write found it gone: List = %v; want none", l)
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
 	}
 }

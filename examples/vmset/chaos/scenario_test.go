@@ -227,8 +227,28 @@ func converge(t *testing.T, e *testenv.Env, sim *vcsimtest.Sim, ns string, desir
 		return last == nil && st.Settled(desired), nil
 	})
 	if err != nil {
-		t.Fatalf("not converged on %d: %v (last read error: %v)", desired, st, last)
+		t.Fatalf("not converged on %d: %v (last read error: %v)%s", desired, st, last, unsettled(e, ns))
 	}
+}
+
+// unsettled describes the namespace's VirtualMachines that are not powered
+// on, with their Ready condition, for a failure message.
+func unsettled(e *testenv.Env, ns string) string {
+	var l vmv1.VirtualMachineList
+	if err := e.Client.List(context.Background(), &l, client.InNamespace(ns)); err != nil {
+		return fmt.Sprintf("; list VirtualMachines: %v", err)
+	}
+	var out strings.Builder
+	for _, vm := range l.Items {
+		if vm.Status.PowerState == string(vmv1.PoweredOn) && vm.DeletionTimestamp == nil {
+			continue
+		}
+		fmt.Fprintf(&out, "\n  %s: power %q, deleting %v, generation %d observed %d", vm.Name, vm.Status.PowerState, vm.DeletionTimestamp != nil, vm.Generation, vm.Status.ObservedGeneration)
+		for _, c := range vm.Status.Conditions {
+			fmt.Fprintf(&out, "; %s=%s %s: %s (at %v)", c.Type, c.Status, c.Reason, c.Message, c.LastTransitionTime.Time.Format(time.TimeOnly))
+		}
+	}
+	return out.String()
 }
 
 // children counts the VirtualMachines controlled by uid, live and being
