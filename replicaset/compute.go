@@ -41,7 +41,9 @@ import (
 //  3. then replicas in no listed zone (a zone removed from the list, or
 //     none known);
 //  4. then broken replicas: not provisioned, which includes those still
-//     being provisioned, or failed (PhasePending, PhaseFailed);
+//     being provisioned, or failed (PhasePending, PhaseFailed); with
+//     Spec.Rebalance only failed ones, so that a replica created to move
+//     the set is not the first to go;
 //  5. then the rest, one at a time from the listed zone with the most live
 //     replicas left (protected ones count, and victims chosen before leave),
 //     the later listed zone on a tie, skipping zones with no candidate left;
@@ -52,7 +54,8 @@ import (
 // balance: after a pass that is neither capped nor held back by
 // protection, live replicas per listed zone differ by at most one (or by
 // no more than before). Replicas are never moved from one zone to another
-// to restore balance; Plan.Unbalanced says when and why zones stay apart.
+// to restore balance unless Spec.Rebalance asks for it; Plan.Unbalanced
+// says when and why zones stay apart.
 //
 // Compute returns an error wrapping ErrInvalidSpec for a bad spec,
 // ErrInvalidReplica for an empty or repeated name or a repeated UID, and
@@ -120,6 +123,15 @@ func Compute(spec Spec, current []Replica, policy Ranker, now time.Time) (Plan, 
 			p.Delete = chooseZonedVictims(current, zc, n, policy, env)
 		} else {
 			p.Delete = chooseVictims(current, n, candidates, policy, env)
+		}
+		if spec.Rebalance && len(spec.Zones) > 0 {
+			var held int
+			p.Delete, held = keepAvailable(spec, current, p.Delete, now)
+			p.Deferred += held
+		}
+	case spec.Rebalance && len(spec.Zones) > 0 && live == spec.Desired && len(p.Deleting) == 0:
+		if z := surge(spec, current, zc, now); z != "" {
+			p.Create, p.CreateZones = 1, []string{z}
 		}
 	}
 	if len(spec.Zones) > 0 {

@@ -48,9 +48,13 @@
 //     never one backing off while another is not; a set whose replicas are
 //     healthy, unmarked and unprotected and spread within one of balance
 //     stays so after every pass while no zone backs off, capped or not;
-//     creates, and scale-downs of healthy replicas, never take zones
-//     further apart; Plan.Unbalanced is set exactly when the zones will
-//     end more than one apart. [SummarizeZones] reports status per zone.
+//     while no zone backs off, creates never take zones further apart, nor
+//     do scale-downs of healthy replicas when none is protected;
+//     Plan.Unbalanced is set exactly when the zones will end more than one
+//     apart. With Spec.Rebalance, passes move a set back into balance one
+//     replica at a time, create before delete, and never take its
+//     available replicas below the desired count (or below where they
+//     were). [SummarizeZones] reports status per zone.
 //   - Determinism: the same spec, replicas (in any order), policy and time
 //     give the same plan.
 //   - Convergence: carrying out plans repeatedly reaches Desired (or the

@@ -18,8 +18,9 @@ type Plan struct {
 	// action: they covered the excess before any replica in Delete was
 	// chosen (see Compute's deletion order).
 	Deleting []Replica
-	// Deferred is how many creates or deletes the per-pass cap held back;
-	// a later pass will ask for them.
+	// Deferred is how many creates or deletes this pass holds back: those
+	// over the per-pass cap, and deletes Spec.Rebalance holds until
+	// replicas coming up are available. A later pass will ask for them.
 	Deferred int
 	// Shortfall is set when scale-in protection prevents reaching the
 	// desired count.

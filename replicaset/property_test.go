@@ -317,6 +317,13 @@ func validInput(spec replicaset.Spec, rs []replicaset.Replica) bool {
 	if spec.Desired < 0 || spec.MaxPerPass < 0 || spec.MinReady < 0 {
 		return false
 	}
+	zones := map[string]bool{}
+	for _, z := range spec.Zones {
+		if z == "" || zones[z] {
+			return false
+		}
+		zones[z] = true
+	}
 	names, uids := map[string]bool{}, map[string]bool{}
 	for _, r := range rs {
 		if r.Name == "" || names[r.Name] || r.UID != "" && uids[r.UID] {
@@ -336,6 +343,7 @@ func TestCompute_ArbitraryInput(t *testing.T) {
 			MaxPerPass:      rapid.IntRange(-3, 10).Draw(t, "maxPerPass"),
 			ReplaceDeleting: rapid.Bool().Draw(t, "replaceDeleting"),
 			MinReady:        time.Duration(rapid.IntRange(-3, 3).Draw(t, "minReady")) * time.Second,
+			Zones:           rapid.SliceOfN(rapid.SampledFrom([]string{"", "a", "b"}), 0, 3).Draw(t, "zones"),
 		}
 		id := rapid.SampledFrom([]string{"", "a", "b", "c"})
 		rs := rapid.SliceOfN(rapid.Custom(func(t *rapid.T) replicaset.Replica {

@@ -66,6 +66,18 @@ type Spec struct {
 	// creates failed), so that status can show it. Entries for zones not
 	// listed are ignored.
 	ZoneBackoff []ZoneBackoff
+	// Rebalance moves replicas back into balance when the listed zones
+	// are more than one apart (after a zone recovered, say) or replicas
+	// sit in zones no longer listed: one at a time, create before delete.
+	// A pass that finds the set at its desired count, every live replica
+	// available and nothing being deleted creates one replica in the
+	// zone with the fewest; a scale-down then deletes from the most
+	// populated zone once the new one is available. With Rebalance, no
+	// scale-down ever takes the available replicas below the desired
+	// count (nor lower than they were), and replicas still coming up are
+	// not taken first as broken but by zone like the rest (failed ones
+	// still are). Without zones it does nothing.
+	Rebalance bool
 }
 
 // ZoneBackoff says that creates in Zone are avoided until Until.

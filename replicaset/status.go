@@ -110,7 +110,9 @@ type ZoneStatus struct {
 // SummarizeZones computes the status of current per zone at now: one
 // entry for each of zones in their order (replicas or not), then one for
 // each other zone a live replica is in, by name, the unknown zone ("")
-// first. Replicas being deleted count nowhere.
+// first. Replicas being deleted count nowhere. zones is meant to be
+// Spec.Zones, which Compute requires to be distinct and non-empty; a
+// repeated zone gets an empty second entry.
 func SummarizeZones(current []Replica, zones []string, minReady time.Duration, now time.Time) []ZoneStatus {
 	out := make([]ZoneStatus, len(zones))
 	at := make(map[string]int, len(zones))

@@ -15,10 +15,12 @@ type zoneCounts struct {
 	zones []string
 	of    []int32 // by index into current
 	live  []int
+	// rebalance is Spec.Rebalance: replicas coming up are not broken.
+	rebalance bool
 }
 
 func countZones(spec Spec, current []Replica) zoneCounts {
-	zc := zoneCounts{zones: spec.Zones, of: make([]int32, len(current)), live: make([]int, len(spec.Zones))}
+	zc := zoneCounts{zones: spec.Zones, of: make([]int32, len(current)), live: make([]int, len(spec.Zones)), rebalance: spec.Rebalance}
 	for i := range current {
 		r := &current[i]
 		z := zc.index(r.Zone)
@@ -95,14 +97,14 @@ const (
 	zoneTierHealthy         // the rest: taken from the most populated zone
 )
 
-// tierOf places a candidate in the zone tiers.
-func tierOf(r *Replica, zone int) int {
+// tier places a candidate in the zone tiers.
+func (zc zoneCounts) tier(r *Replica, zone int) int {
 	switch {
 	case r.MarkedForDeletion:
 		return zoneTierMarked
 	case zone < 0:
 		return zoneTierUnlisted
-	case r.Phase == PhasePending || r.Phase == PhaseFailed:
+	case r.Phase == PhaseFailed, r.Phase == PhasePending && !zc.rebalance:
 		return zoneTierBroken
 	}
 	return zoneTierHealthy
@@ -142,7 +144,7 @@ func chooseZonedVictims(current []Replica, zc zoneCounts, n int, policy Ranker, 
 			continue
 		}
 		z := int(zc.of[i])
-		if t := tierOf(r, z); t != zoneTierHealthy {
+		if t := zc.tier(r, z); t != zoneTierHealthy {
 			early = append(early, zonedVictim{victim{marked: r.MarkedForDeletion, rank: policy.Rank(*r, env), r: r}, t, z})
 			continue
 		}
@@ -166,7 +168,7 @@ func chooseZonedVictims(current []Replica, zc zoneCounts, n int, policy Ranker, 
 	for i := range current {
 		r := &current[i]
 		z := zc.of[i]
-		if z < 0 || want[z] == 0 || r.Deleting || r.Protected || tierOf(r, int(z)) != zoneTierHealthy {
+		if z < 0 || want[z] == 0 || r.Deleting || r.Protected || zc.tier(r, int(z)) != zoneTierHealthy {
 			continue
 		}
 		heaps[z].keep(victim{rank: policy.Rank(*r, env), r: r}, want[z])
@@ -286,23 +288,37 @@ func unbalanced(spec Spec, current []Replica, zc zoneCounts, p Plan, now time.Ti
 			off = append(off, spec.Zones[z])
 		}
 	}
-	stray, held := 0, false
+	// left counts each zone's candidates this plan leaves: a zone above
+	// the rest with none left is held there by protection.
+	left := make([]int, len(after))
+	stray := 0
 	for i := range current {
 		r, z := &current[i], zc.of[i]
 		switch {
 		case r.Deleting:
 		case z < 0:
 			stray++
-		case r.Protected && after[z] > lo+1:
-			held = true // a protected replica keeps its zone above the rest
+		case !r.Protected:
+			left[z]++
 		}
 	}
-	early := slices.ContainsFunc(p.Delete, func(r Replica) bool { return tierOf(&r, zc.index(r.Zone)) != zoneTierHealthy })
+	for _, r := range p.Delete {
+		if z := zc.index(r.Zone); z >= 0 {
+			left[z]--
+		}
+	}
+	held := false
+	for z := range after {
+		held = held || after[z] > lo+1 && left[z] == 0
+	}
+	early := slices.ContainsFunc(p.Delete, func(r Replica) bool { return zc.tier(&r, zc.index(r.Zone)) != zoneTierHealthy })
 	switch {
-	case len(off) > 0:
+	case len(off) > 0 && p.Create > 0:
 		return fmt.Sprintf("%s: creates avoid %s, backing off after failures", spread, strings.Join(off, ", "))
 	case p.Deferred > 0:
 		return fmt.Sprintf("%s: the per-pass cap deferred %d", spread, p.Deferred)
+	case spec.Rebalance:
+		return fmt.Sprintf("%s: rebalancing, one replica at a time, create before delete", spread)
 	case p.Shortfall.Count > 0 || held && len(p.Delete) > 0:
 		return fmt.Sprintf("%s: protected replicas cannot go", spread)
 	case early:
@@ -320,4 +336,55 @@ func counts(zones []string, n []int) string {
 		parts[i] = fmt.Sprintf("%s=%d", z, n[i])
 	}
 	return strings.Join(parts, " ")
+}
+
+// surge returns, with Spec.Rebalance, the zone of the one replica to create
+// to move the set toward balance: when the set is at its desired count
+// with nothing being deleted and no live replica coming up, and either a
+// live replica is in no listed zone or the zone creates would go to holds
+// at least two fewer than the most populated. Else "".
+func surge(spec Spec, current []Replica, zc zoneCounts, now time.Time) string {
+	stray := false
+	for i := range current {
+		r := &current[i]
+		if r.Deleting || comingUp(r, spec.MinReady, now) {
+			return ""
+		}
+		stray = stray || zc.of[i] < 0
+	}
+	zone := assignZones(spec, zc, 1, now)[0]
+	if !stray && zc.live[zc.index(zone)]+1 >= slices.Max(zc.live) {
+		return ""
+	}
+	return zone
+}
+
+// comingUp reports whether live replica r is not yet available but has not
+// failed either.
+func comingUp(r *Replica, minReady time.Duration, now time.Time) bool {
+	return r.Phase != PhaseFailed && !r.Available(minReady, now)
+}
+
+// keepAvailable returns the victims, in order, that Spec.Rebalance lets go
+// in this pass: every one that is not available, and available ones only
+// while the available live replicas stay above the desired count; and how
+// many it held back.
+func keepAvailable(spec Spec, current, victims []Replica, now time.Time) ([]Replica, int) {
+	avail := 0
+	for i := range current {
+		if current[i].Available(spec.MinReady, now) {
+			avail++
+		}
+	}
+	out := victims[:0:0]
+	for _, v := range victims {
+		if v.Available(spec.MinReady, now) {
+			if avail <= spec.Desired {
+				continue
+			}
+			avail--
+		}
+		out = append(out, v)
+	}
+	return out, len(victims) - len(out)
 }

@@ -92,6 +92,17 @@ func TestCompute_Zones(t *testing.T) {
 		want: replicaset.Plan{Delete: []replicaset.Replica{broken(c1)},
 			Unbalanced: "zones hold a=2 b=2 c=0 live replicas: marked, broken or unlisted replicas went first"},
 	}, {
+		desc:     "a protected replica that is not in the way is not blamed",
+		spec:     replicaset.Spec{Desired: 4, Zones: abc},
+		replicas: []replicaset.Replica{protected(a1), a2, a3, b1, b2, b3},
+		want: replicaset.Plan{Delete: []replicaset.Replica{b1, a2},
+			Unbalanced: "zones hold a=2 b=2 c=0 live replicas: replicas are not moved between zones"},
+	}, {
+		desc:     "a backoff is not blamed when nothing is created",
+		spec:     replicaset.Spec{Desired: 3, Zones: []string{"a", "b"}, ZoneBackoff: []replicaset.ZoneBackoff{{Zone: "b", Until: now.Add(time.Minute)}}},
+		replicas: []replicaset.Replica{a1, a2, a3},
+		want:     replicaset.Plan{Unbalanced: "zones hold a=3 b=0 live replicas: replicas are not moved between zones"},
+	}, {
 		desc:     "replicas are not moved to restore balance",
 		spec:     replicaset.Spec{Desired: 3, Zones: abc},
 		replicas: []replicaset.Replica{a1, a2, a3},
@@ -215,8 +226,12 @@ func TestZones_NeverFurtherApart(t *testing.T) {
 		if (after > 1) != (p.Unbalanced != "") {
 			t.Fatalf("zones end at %v but Unbalanced is %q", n, p.Unbalanced)
 		}
+		// Healthy victims only, and no protected replica to skew the zones
+		// the victims come from.
 		healthyOnly := !slices.ContainsFunc(p.Delete, func(r replicaset.Replica) bool {
 			return r.MarkedForDeletion || !slices.Contains(spec.Zones, r.Zone) || r.Phase == replicaset.PhasePending || r.Phase == replicaset.PhaseFailed
+		}) && !slices.ContainsFunc(rs, func(r replicaset.Replica) bool {
+			return r.Protected && !r.Deleting && slices.Contains(spec.Zones, r.Zone)
 		})
 		backoff := slices.ContainsFunc(spec.ZoneBackoff, func(b replicaset.ZoneBackoff) bool { return b.Until.After(replicagen.Now()) })
 		if (p.Create > 0 && !backoff || len(p.Delete) > 0 && healthyOnly) && after > max(before, 1) {
@@ -341,4 +356,94 @@ func TestSummarizeZones(t *testing.T) {
 			t.Fatalf("zones do not add up (-Summarize +zones):\n%s", diff)
 		}
 	})
+}
+
+// TestCompute_Rebalance pins one move: a surge replica in the emptiest
+// zone, deletes held while it comes up, then one from the fullest zone.
+func TestCompute_Rebalance(t *testing.T) {
+	spec := replicaset.Spec{Desired: 3, Zones: []string{"a", "b", "c"}, Rebalance: true}
+	a1, a2, a3 := in("a", aged("a1", 3*time.Hour)), in("a", aged("a2", 2*time.Hour)), in("a", aged("a3", time.Hour))
+	step := func(rs ...replicaset.Replica) replicaset.Plan {
+		t.Helper()
+		p, err := replicaset.Compute(spec, rs, deletionpolicy.Oldest{}, now)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return p
+	}
+	if p := step(a1, a2, a3); p.Create != 1 || !slices.Equal(p.CreateZones, []string{"b"}) {
+		t.Fatalf("3/0/0: %v; want one create in b", p)
+	}
+	b1 := in("b", replicaset.Replica{Name: "b1", UID: "uid-b1", CreatedAt: now, Phase: replicaset.PhasePending})
+	if p := step(a1, a2, a3, b1); len(p.Delete) != 0 || p.Deferred != 1 {
+		t.Fatalf("3/1 with b1 coming up: %v; want the delete held", p)
+	}
+	b1.Phase, b1.Ready, b1.ReadySince = replicaset.PhaseRunning, true, now
+	if p := step(a1, a2, a3, b1); len(p.Delete) != 1 || p.Delete[0].Name != "a1" {
+		t.Fatalf("3/1 with b1 available: %v; want a1 deleted", p)
+	}
+	spec.Rebalance = false
+	if p := step(a1, a2, a3); !p.IsZero() {
+		t.Fatalf("without Rebalance: %v; want nothing", p)
+	}
+}
+
+// TestZones_RebalanceConverges: from any spread of available replicas
+// (some in a zone no longer listed) and any desired count, passes with
+// Rebalance, new replicas coming up for one pass, reach the count with the
+// zones within one and nothing outside them, and no pass takes the
+// available replicas below the desired count or below where they were.
+// (A pass may find the plan empty while replicas come up: Rebalance waits
+// for them.)
+func TestZones_RebalanceConverges(t *testing.T) {
+	rapid.Check(t, func(t *rapid.T) {
+		zones := replicagen.Zones().Draw(t, "zones")
+		var set []replicaset.Replica
+		for i := range rapid.IntRange(0, 12).Draw(t, "start") {
+			name := fmt.Sprintf("r%d", i)
+			set = append(set, replicaset.Replica{Name: name, UID: "uid-" + name, Phase: replicaset.PhaseRunning, Ready: true,
+				Zone: rapid.SampledFrom(append(slices.Clone(zones), "x")).Draw(t, "zone")})
+		}
+		spec := replicaset.Spec{Desired: rapid.IntRange(0, 12).Draw(t, "desired"), Zones: zones, Rebalance: true,
+			MaxPerPass: rapid.IntRange(0, 2).Draw(t, "maxPerPass")}
+		_, policy := replicagen.Policy(t)
+		serial := 0
+		bound := 8*(len(set)+spec.Desired) + 10
+		for pass := range bound {
+			// Replicas come up a pass or more after they were created.
+			for i := range set {
+				if pass > bound/2 || rapid.Bool().Draw(t, "up") {
+					set[i].Phase, set[i].Ready = replicaset.PhaseRunning, true
+				}
+			}
+			p, err := replicaset.Compute(spec, set, policy, replicagen.Now())
+			if err != nil {
+				t.Fatal(err)
+			}
+			if p.IsZero() && available(set) == len(set) {
+				n, d := spread(zones, set)
+				stray := slices.ContainsFunc(set, func(r replicaset.Replica) bool { return !slices.Contains(zones, r.Zone) })
+				if len(set) != spec.Desired || d > 1 || stray {
+					t.Fatalf("pass %d: settled with %d replicas, zones %v, stray %v; want %d balanced", pass, len(set), n, stray, spec.Desired)
+				}
+				return
+			}
+			before := available(set)
+			// New replicas start pending.
+			created := replicagen.Names("new-", &serial, p.Create)
+			set = replicagen.Apply(set, p, created, true)
+			for i := range set[len(set)-len(created):] {
+				r := &set[len(set)-len(created)+i]
+				r.Phase, r.Ready = replicaset.PhasePending, false
+			}
+			if after := available(set); after < min(before, spec.Desired) {
+				t.Fatalf("pass %d: plan %v took available replicas from %d to %d, desired %d", pass, p, before, after, spec.Desired)
+			}
+		}
+		t.Fatalf("not settled: %d replicas, desired %d", len(set), spec.Desired)
+	})
+}
+
+func available(rs []replicaset.Replica) int {
+	return replicaset.Summarize(rs, 0, replicagen.Now()).Available
 }

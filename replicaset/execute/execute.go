@@ -36,8 +36,8 @@ const (
 	OpDelete = "delete"
 )
 
-// ErrNameCount means the names given do not match the plan's Create count;
-// nothing was done.
+// ErrNameCount means the names (or the plan's zones) given do not match the
+// plan's Create count; nothing was done.
 var ErrNameCount = errors.New("execute: names do not match the plan")
 
 // ErrNoZones means the plan places creates in zones but the Actuator is
@@ -118,7 +118,10 @@ func Plan(ctx context.Context, a Actuator, p replicaset.Plan, names []string, op
 		return Result{Err: fmt.Errorf("plan creates %d replicas, %d names given: %w", p.Create, len(names), ErrNameCount)}
 	}
 	create := func(ctx context.Context, i int) error { return a.Create(ctx, names[i]) }
-	if p.CreateZones != nil {
+	if len(p.CreateZones) > 0 {
+		if len(p.CreateZones) != p.Create {
+			return Result{Err: fmt.Errorf("plan creates %d replicas in %d zones: %w", p.Create, len(p.CreateZones), ErrNameCount)}
+		}
 		za, ok := a.(ZonedActuator)
 		if !ok {
 			return Result{Err: fmt.Errorf("%T: %w", a, ErrNoZones)}
@@ -127,13 +130,13 @@ func Plan(ctx context.Context, a Actuator, p replicaset.Plan, names []string, op
 	}
 	var res Result
 	var errs []error
-	res.record(&errs, OpCreate, names, p.CreateZones, slowStart(ctx, len(names), opts.InitialBatch, opts.MaxInFlight, create))
+	res.record(ctx, &errs, OpCreate, names, p.CreateZones, slowStart(ctx, len(names), opts.InitialBatch, opts.MaxInFlight, create))
 
 	victims := make([]string, len(p.Delete))
 	for i := range p.Delete {
 		victims[i] = p.Delete[i].Name
 	}
-	res.record(&errs, OpDelete, victims, nil, run(ctx, p.Delete, opts.MaxInFlight, a.Delete))
+	res.record(ctx, &errs, OpDelete, victims, nil, run(ctx, p.Delete, opts.MaxInFlight, a.Delete))
 
 	if err := ctx.Err(); err != nil && len(res.Skipped) > 0 {
 		errs = append(errs, err)
@@ -147,8 +150,9 @@ func Plan(ctx context.Context, a Actuator, p replicaset.Plan, names []string, op
 var errNotStarted = errors.New("not started")
 
 // record files the outcome of one operation per name (in zones, when not
-// nil), appending failures to errs.
-func (r *Result) record(errs *[]error, op string, names, zones []string, outcomes []error) {
+// nil), appending failures to errs. A create that failed because ctx ended
+// says nothing about its zone.
+func (r *Result) record(ctx context.Context, errs *[]error, op string, names, zones []string, outcomes []error) {
 	for i, err := range outcomes {
 		zone := ""
 		if zones != nil {
@@ -163,7 +167,7 @@ func (r *Result) record(errs *[]error, op string, names, zones []string, outcome
 			r.Skipped = append(r.Skipped, names[i])
 		default:
 			*errs = append(*errs, &OpError{Op: op, Name: names[i], Zone: zone, Err: err})
-			if zone != "" && !slices.Contains(r.FailedZones, zone) {
+			if zone != "" && !slices.Contains(r.FailedZones, zone) && (ctx.Err() == nil || !errors.Is(err, ctx.Err())) {
 				r.FailedZones = append(r.FailedZones, zone)
 			}
 		}

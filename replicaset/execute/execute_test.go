@@ -469,6 +469,11 @@ func TestPlan_Zones(t *testing.T) {
 		t.Errorf("zones created in (-want +got):\n%s", diff)
 	}
 
+	short := replicaset.Plan{Create: 2, CreateZones: []string{"a"}}
+	if res := execute.Plan(context.Background(), m, short, []string{"r4", "r5"}, execute.Options{}); !errors.Is(res.Err, execute.ErrNameCount) {
+		t.Errorf("2 creates in 1 zone: %v; want ErrNameCount", res.Err)
+	}
+
 	plain := funcActuator(func(string) error { t.Fatal("create called"); return nil })
 	if res := execute.Plan(context.Background(), plain, p, []string{"r1", "r2", "r3"}, execute.Options{}); !errors.Is(res.Err, execute.ErrNoZones) {
 		t.Errorf("plan with zones on a plain actuator: %v; want ErrNoZones", res.Err)
