@@ -26,4 +26,13 @@
 // [Actuator] adapts a Provider to the executor, and [Set] runs one pass of
 // list, plan and act for the VMs of one owner, so a program can keep N VMs in
 // vCenter with no Kubernetes object at all.
+//
+// # Zones
+//
+// A zone is a failure domain and, here, a [Placement]: with Set.Zones
+// mapping each zone of Set.Spec.Zones to where its VMs go (a cluster or
+// resource pool, and optionally a folder and datastore), every new VM is
+// placed in the zone the planner assigned, records it (Spec.Zone, read back
+// as VM.Zone), and a zone whose creates fail is avoided for
+// Set.ZoneBackoff while the other zones take its VMs.
 package vmprovider

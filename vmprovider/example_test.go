@@ -8,6 +8,7 @@ import (
 
 	"github.com/replicakit/replicakit/deletionpolicy"
 	"github.com/replicakit/replicakit/naming"
+	"github.com/replicakit/replicakit/replicaset"
 	"github.com/replicakit/replicakit/vmprovider"
 	"github.com/replicakit/replicakit/vmprovider/vmprovidertest"
 )
@@ -136,4 +137,43 @@ func ExampleSet_Status() {
 	fmt.Println(st.Replicas, st.Ready, err)
 	// Output:
 	// 2 2 <nil>
+}
+
+// Spread a set over three zones, each a placement (a vSphere cluster, say),
+// then scale it down: the VMs leave the fullest zones first.
+func ExampleSet_zones() {
+	ctx := context.Background()
+	p := &vmprovidertest.Fake{}
+	set := &vmprovider.Set{
+		Provider: p,
+		Template: vmprovider.Spec{Owner: vmprovider.Owner{UID: "uid-web"}, PowerOn: true},
+		Policy:   deletionpolicy.Oldest{},
+		Spec:     replicaset.Spec{Zones: []string{"a", "b", "c"}},
+		Zones: map[string]vmprovider.Placement{
+			"a": {ResourcePool: "/DC0/host/cluster-a"},
+			"b": {ResourcePool: "/DC0/host/cluster-b"},
+			"c": {ResourcePool: "/DC0/host/cluster-c"},
+		},
+		Names: naming.Random{Base: "web", Source: rand.NewPCG(1, 2)},
+	}
+	perZone := func() map[string]int {
+		vms, _ := p.List(ctx, "uid-web")
+		n := map[string]int{}
+		for _, vm := range vms {
+			n[vm.Zone]++
+		}
+		return n
+	}
+	for _, desired := range []int{6, 4} {
+		for range 3 { // slow start takes a few passes
+			if _, _, err := set.Scale(ctx, desired, time.Now()); err != nil {
+				fmt.Println(err)
+				return
+			}
+		}
+		fmt.Println(desired, perZone())
+	}
+	// Output:
+	// 6 map[a:2 b:2 c:2]
+	// 4 map[a:2 b:1 c:1]
 }

@@ -61,6 +61,10 @@ type Spec struct {
 	// Placement overrides the provider's default placement for this VM;
 	// its empty fields keep the defaults.
 	Placement Placement
+	// Zone, when set, names the failure domain the VM is placed in
+	// (replicaset.Spec.Zones). It is recorded beside the ownership mark
+	// and reported back as VM.Zone; Placement says where the zone is.
+	Zone string
 }
 
 // CloudInit is the data cloud-init reads in the guest.
@@ -148,6 +152,9 @@ type VM struct {
 	// Heartbeat is the guest's heartbeat health; HeartbeatGreen means
 	// the guest is up and answering.
 	Heartbeat Heartbeat
+	// Zone is the failure domain recorded when the VM was created
+	// (Spec.Zone); empty when none was.
+	Zone string
 }
 
 // Heartbeat is the health of a guest's heartbeat, named as vSphere names it.

@@ -1,6 +1,7 @@
 package vmprovider
 
 import (
+	"cmp"
 	"context"
 	"fmt"
 	"math/rand/v2"
@@ -14,16 +15,20 @@ import (
 
 // Actuator lets execute.Plan apply a replicaset.Plan straight to VMs: it
 // creates VMs from Template under the replica's name and deletes them with
-// Template.Owner's mark.
+// Template.Owner's mark. With Zones it places each VM in its zone
+// (execute.ZonedActuator).
 type Actuator struct {
 	// Provider does the work.
 	Provider Provider
 	// Template is the spec every new VM gets; its Name is replaced by the
 	// replica's name.
 	Template Spec
+	// Zones maps each zone a plan may name to where its VMs go; a zone's
+	// non-empty placement fields override the Template's.
+	Zones map[string]Placement
 }
 
-var _ execute.Actuator = Actuator{}
+var _ execute.ZonedActuator = Actuator{}
 
 // Create creates the VM called name. A template's cloud-init metadata is
 // personalized with the name as instance-id and local-hostname, unless it
@@ -40,6 +45,34 @@ func (a Actuator) Create(ctx context.Context, name string) error {
 	}
 	_, err := a.Provider.Create(ctx, s)
 	return err
+}
+
+// CreateIn creates the VM called name in zone: with the zone's placement
+// over the Template's, and the zone recorded on the VM (VM.Zone). A zone
+// Zones does not hold is an error wrapping ErrInvalidSpec.
+func (a Actuator) CreateIn(ctx context.Context, name, zone string) error {
+	pl, ok := a.Zones[zone]
+	if !ok {
+		return fmt.Errorf("VM %q: no placement for zone %q: %w", name, zone, ErrInvalidSpec)
+	}
+	t := a
+	t.Template.Zone = zone
+	t.Template.Placement = pl.over(a.Template.Placement)
+	return t.Create(ctx, name)
+}
+
+// over returns p with base's fields where p's are empty.
+func (p Placement) over(base Placement) Placement {
+	if p.ResourcePool == "" {
+		p.ResourcePool = base.ResourcePool
+	}
+	if p.Folder == "" {
+		p.Folder = base.Folder
+	}
+	if p.Datastore == "" {
+		p.Datastore = base.Datastore
+	}
+	return p
 }
 
 // Delete destroys r's VM.
@@ -61,9 +94,18 @@ type Set struct {
 	// Policy chooses victims on scale-down.
 	Policy replicaset.Ranker
 	// Spec holds the planner's options for every pass: MaxPerPass,
-	// ReplaceDeleting, MinReady and Seed (see replicaset.Spec). Its Desired
-	// is ignored; Scale's argument is the count.
+	// ReplaceDeleting, MinReady, Seed, and Zones and Rebalance to spread
+	// the VMs over failure domains (see replicaset.Spec). Its Desired is
+	// ignored; Scale's argument is the count. Its ZoneBackoff is ignored
+	// too: the Set keeps the backoff itself (ZoneBackoff below).
 	Spec replicaset.Spec
+	// Zones maps every zone Spec.Zones lists to where its VMs go
+	// (Actuator.Zones); Scale refuses a listed zone without one.
+	Zones map[string]Placement
+	// ZoneBackoff is how long a zone in which a create failed is avoided
+	// by later passes, while they place its VMs in the other zones; zero
+	// means DefaultZoneBackoff.
+	ZoneBackoff time.Duration
 	// Names makes new VM names: naming.Random, or naming.Indexed for
 	// ordinal names. A Namer that also has Indexed's Ordinal method gives
 	// each VM its ordinal, so deletionpolicy.HighestOrdinal ranks by it.
@@ -79,7 +121,12 @@ type Set struct {
 	mu      sync.Mutex
 	source  rand.Source
 	tracker Tracker
+	backoff map[string]time.Time // zone -> avoided until
 }
+
+// DefaultZoneBackoff is how long a Set avoids a zone in which a create
+// failed, when Set.ZoneBackoff is zero.
+const DefaultZoneBackoff = time.Minute
 
 // ordinals is what Names offers when it can read a name's ordinal back.
 type ordinals interface {
@@ -103,6 +150,15 @@ func (s *Set) Scale(ctx context.Context, desired int, now time.Time) (replicaset
 	}
 	spec := s.Spec
 	spec.Desired = desired
+	spec.ZoneBackoff = nil
+	for _, z := range spec.Zones {
+		if _, ok := s.Zones[z]; !ok {
+			return replicaset.Plan{}, execute.Result{}, fmt.Errorf("zone %q has no placement in Set.Zones: %w", z, ErrInvalidSpec)
+		}
+		if until, ok := s.backoff[z]; ok && now.Before(until) {
+			spec.ZoneBackoff = append(spec.ZoneBackoff, replicaset.ZoneBackoff{Zone: z, Until: until})
+		}
+	}
 	plan, err := replicaset.Compute(spec, current, s.Policy, now)
 	if err != nil {
 		return plan, execute.Result{}, err
@@ -115,7 +171,13 @@ func (s *Set) Scale(ctx context.Context, desired int, now time.Time) (replicaset
 	if err != nil {
 		return plan, execute.Result{}, err
 	}
-	res := execute.Plan(ctx, Actuator{Provider: s.Provider, Template: s.Template}, plan, names, s.Options)
+	res := execute.Plan(ctx, Actuator{Provider: s.Provider, Template: s.Template, Zones: s.Zones}, plan, names, s.Options)
+	for _, z := range res.FailedZones {
+		if s.backoff == nil {
+			s.backoff = map[string]time.Time{}
+		}
+		s.backoff[z] = now.Add(cmp.Or(s.ZoneBackoff, DefaultZoneBackoff))
+	}
 	return plan, res, res.Err
 }
 

@@ -14,6 +14,7 @@ import (
 	"github.com/replicakit/replicakit/deletionpolicy"
 	"github.com/replicakit/replicakit/naming"
 	"github.com/replicakit/replicakit/replicaset"
+	"github.com/replicakit/replicakit/replicaset/execute"
 	"github.com/replicakit/replicakit/vmprovider"
 	"github.com/replicakit/replicakit/vmprovider/vmprovidertest"
 )
@@ -180,5 +181,79 @@ func TestSet_PlannerOptions(t *testing.T) {
 	want := []string{"web-0", "web-1", "web-2", "web-3", "web-4", "web-5", "web-6", "web-7", "web-8"}
 	if diff := cmp.Diff(want, got); diff != "" {
 		t.Errorf("after 11→9 with HighestOrdinal (-want +got):\n%s", diff)
+	}
+}
+
+// zoneCounts counts owner's VMs per zone.
+func zoneCounts(t *testing.T, p vmprovider.Provider, owner string) map[string]int {
+	t.Helper()
+	vms, err := p.List(context.Background(), owner)
+	if err != nil {
+		t.Fatal(err)
+	}
+	out := map[string]int{}
+	for _, vm := range vms {
+		out[vm.Zone]++
+	}
+	return out
+}
+
+// TestSet_Zones spreads a Set over three zones, scales it down by zone,
+// routes around a zone whose creates fail (backing off from it for
+// ZoneBackoff), and with Rebalance moves VMs back once the zone recovers.
+func TestSet_Zones(t *testing.T) {
+	ctx := context.Background()
+	var down sync.Map // zone -> true while it refuses creates
+	fake := &vmprovidertest.Fake{Now: func() time.Time { return now }, FailZone: func(zone string) error {
+		if _, ok := down.Load(zone); ok {
+			return errors.New("zone " + zone + " is down")
+		}
+		return nil
+	}}
+	s := &vmprovider.Set{
+		Provider: fake,
+		Template: vmprovider.Spec{Owner: vmprovider.Owner{UID: "uid-web"}, PowerOn: true},
+		Policy:   deletionpolicy.Oldest{},
+		Spec:     replicaset.Spec{Zones: []string{"a", "b", "c"}},
+		Zones:    map[string]vmprovider.Placement{"a": {ResourcePool: "pool-a"}, "b": {ResourcePool: "pool-b"}, "c": {ResourcePool: "pool-c"}},
+		Names:    naming.Random{Base: "web", Source: rand.NewPCG(1, 2)},
+		Options:  execute.Options{InitialBatch: 10},
+	}
+	scale := func(n int, at time.Time) execute.Result {
+		t.Helper()
+		_, res, _ := s.Scale(ctx, n, at)
+		return res
+	}
+	want := func(what string, zones map[string]int) {
+		t.Helper()
+		if diff := cmp.Diff(zones, zoneCounts(t, fake, "uid-web")); diff != "" {
+			t.Fatalf("%s: VMs per zone (-want +got):\n%s", what, diff)
+		}
+	}
+	scale(6, now)
+	want("0 to 6", map[string]int{"a": 2, "b": 2, "c": 2})
+	scale(4, now)
+	want("6 to 4", map[string]int{"a": 2, "b": 1, "c": 1})
+
+	down.Store("b", true)
+	if res := scale(7, now); !slices.Equal(res.FailedZones, []string{"b"}) {
+		t.Fatalf("4 to 7 with b down: FailedZones %v, want [b]", res.FailedZones)
+	}
+	for range 3 {
+		scale(7, now.Add(time.Second))
+	}
+	want("7 with b down", map[string]int{"a": 3, "b": 1, "c": 3})
+
+	// b recovers; after the backoff, Rebalance moves one VM at a time.
+	down.Delete("b")
+	s.Spec.Rebalance = true
+	for i := range 12 {
+		scale(7, now.Add(vmprovider.DefaultZoneBackoff+time.Duration(i)*time.Second))
+	}
+	want("7 rebalanced", map[string]int{"a": 3, "b": 2, "c": 2})
+
+	s.Spec.Zones = append(s.Spec.Zones, "d")
+	if _, _, err := s.Scale(ctx, 7, now); !errors.Is(err, vmprovider.ErrInvalidSpec) {
+		t.Fatalf("a zone without a placement: %v; want ErrInvalidSpec", err)
 	}
 }

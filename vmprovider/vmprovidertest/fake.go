@@ -25,6 +25,10 @@ type Fake struct {
 	// owner for "list"); a non-nil error fails the operation without
 	// effect.
 	Fail func(op, name string) error
+	// FailZone, when set, is called before every create for a zone
+	// (Spec.Zone); a non-nil error fails the create without effect, as a
+	// failure domain that is down would.
+	FailZone func(zone string) error
 	// Now is the clock for creation and boot times; nil means time.Now.
 	Now func() time.Time
 
@@ -67,6 +71,11 @@ func (f *Fake) Create(_ context.Context, spec vmprovider.Spec) (vmprovider.VM, e
 	if err := f.fail("create", spec.Name); err != nil {
 		return vmprovider.VM{}, err
 	}
+	if f.FailZone != nil && spec.Zone != "" {
+		if err := f.FailZone(spec.Zone); err != nil {
+			return vmprovider.VM{}, err
+		}
+	}
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	if vm, ok := f.vms[spec.Name]; ok {
@@ -82,7 +91,7 @@ func (f *Fake) Create(_ context.Context, spec vmprovider.Spec) (vmprovider.VM, e
 	vm := vmprovider.VM{
 		Name: spec.Name, InstanceUUID: fmt.Sprintf("fake-%08d", f.serial),
 		Power: vmprovider.PoweredOff, Owner: spec.Owner.UID, CreatedAt: f.now(),
-		Heartbeat: vmprovider.HeartbeatGray,
+		Heartbeat: vmprovider.HeartbeatGray, Zone: spec.Zone,
 	}
 	if spec.CloudInit != nil {
 		if f.guests == nil {

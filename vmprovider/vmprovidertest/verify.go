@@ -17,7 +17,8 @@ import (
 // checks that:
 //
 //   - Create returns the VM with its name, an instance UUID, the owner's
-//     mark and the asked power state; a second Create returns the same VM;
+//     mark, the asked power state and the zone it was created for; a
+//     second Create returns the same VM;
 //   - Create, SetPower and Delete refuse another owner's VM with an error
 //     wrapping ErrNotOwned, and leave it as it was;
 //   - Get finds any VM, and reports a missing one with ErrNotFound;
@@ -34,7 +35,7 @@ func Verify(ctx context.Context, p vmprovider.Provider, template vmprovider.Spec
 	ownerA := vmprovider.Owner{UID: prefix + "-owner-a", Name: "vmprovidertest/a"}
 	ownerB := vmprovider.Owner{UID: prefix + "-owner-b", Name: "vmprovidertest/b"}
 	specA := template
-	specA.Name, specA.Owner, specA.PowerOn = prefix+"-a", ownerA, true
+	specA.Name, specA.Owner, specA.PowerOn, specA.Zone = prefix+"-a", ownerA, true, "vmprovidertest-zone"
 	specB := template
 	specB.Name, specB.Owner, specB.PowerOn = prefix+"-b", ownerB, false
 	defer func() {
@@ -47,8 +48,8 @@ func Verify(ctx context.Context, p vmprovider.Provider, template vmprovider.Spec
 	if err != nil {
 		return fmt.Errorf("Create(%s): %w", specA.Name, err)
 	}
-	v.check(a.Name == specA.Name && a.InstanceUUID != "" && a.Owner == ownerA.UID && a.Power == vmprovider.PoweredOn,
-		"Create(%s) = %+v: want its name, an instance UUID, owner %q and PoweredOn", specA.Name, a, ownerA.UID)
+	v.check(a.Name == specA.Name && a.InstanceUUID != "" && a.Owner == ownerA.UID && a.Power == vmprovider.PoweredOn && a.Zone == specA.Zone,
+		"Create(%s) = %+v: want its name, an instance UUID, owner %q, PoweredOn and zone %q", specA.Name, a, ownerA.UID, specA.Zone)
 	again, err := p.Create(ctx, specA)
 	v.check(err == nil && again.InstanceUUID == a.InstanceUUID,
 		"Create(%s) again = %+v, %v: want the same VM (idempotent create)", specA.Name, again, err)
@@ -70,8 +71,8 @@ func Verify(ctx context.Context, p vmprovider.Provider, template vmprovider.Spec
 	}
 
 	// Get and List.
-	if got, err := p.Get(ctx, specA.Name); err != nil || got.InstanceUUID != a.InstanceUUID {
-		v.fail("Get(%s) = %+v, %v: want the created VM", specA.Name, got, err)
+	if got, err := p.Get(ctx, specA.Name); err != nil || got.InstanceUUID != a.InstanceUUID || got.Zone != specA.Zone {
+		v.fail("Get(%s) = %+v, %v: want the created VM, in zone %q", specA.Name, got, err, specA.Zone)
 	}
 	_, err = p.Get(ctx, prefix+"-missing")
 	v.check(errors.Is(err, vmprovider.ErrNotFound), "Get(missing) error %v: want ErrNotFound", err)

@@ -62,6 +62,9 @@ func (p *Provider) Create(ctx context.Context, spec vmprovider.Spec) (vmprovider
 		},
 		Customization: customization(spec),
 	}
+	if spec.Zone != "" {
+		clone.Config.ExtraConfig = append(clone.Config.ExtraConfig, &types.OptionValue{Key: KeyZone, Value: spec.Zone})
+	}
 	result, err := p.task(ctx, func(ctx context.Context) (*object.Task, error) {
 		return tmpl.Clone(ctx, pl.folder, spec.Name, clone)
 	})

@@ -24,6 +24,8 @@ import (
 const (
 	KeyOwnerUID  = "replicakit.owner.uid"
 	KeyOwnerName = "replicakit.owner.name"
+	// KeyZone records the zone a VM was created for (vmprovider.Spec.Zone).
+	KeyZone = "replicakit.zone"
 )
 
 // vmProps are the properties read for every VM, in one call.
@@ -291,7 +293,8 @@ func extraConfig(m mo.VirtualMachine, key string) string {
 
 // toVM converts properties read from vCenter.
 func toVM(m mo.VirtualMachine) vmprovider.VM {
-	vm := vmprovider.VM{Name: m.Name, Owner: mark(m), OwnerName: extraConfig(m, KeyOwnerName), Power: vmprovider.PowerState(m.Runtime.PowerState)}
+	vm := vmprovider.VM{Name: m.Name, Owner: mark(m), OwnerName: extraConfig(m, KeyOwnerName), Zone: extraConfig(m, KeyZone),
+		Power: vmprovider.PowerState(m.Runtime.PowerState)}
 	switch m.Runtime.PowerState {
 	case types.VirtualMachinePowerStatePoweredOn:
 		vm.Power = vmprovider.PoweredOn
