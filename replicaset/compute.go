@@ -91,6 +91,7 @@ func Compute(spec Spec, current []Replica, policy Ranker, now time.Time) (Plan, 
 	slices.SortFunc(p.Deleting, compareIdentity)
 
 	var zc zoneCounts
+	held := 0 // deletes Spec.Rebalance holds back
 	if len(spec.Zones) > 0 {
 		zc = countZones(spec, current)
 	}
@@ -125,7 +126,6 @@ func Compute(spec Spec, current []Replica, policy Ranker, now time.Time) (Plan, 
 			p.Delete = chooseVictims(current, n, candidates, policy, env)
 		}
 		if spec.Rebalance && len(spec.Zones) > 0 {
-			var held int
 			p.Delete, held = keepAvailable(spec, current, p.Delete, now)
 			p.Deferred += held
 		}
@@ -135,7 +135,7 @@ func Compute(spec Spec, current []Replica, policy Ranker, now time.Time) (Plan, 
 		}
 	}
 	if len(spec.Zones) > 0 {
-		p.Unbalanced = unbalanced(spec, current, zc, p, now)
+		p.Unbalanced = unbalanced(spec, current, zc, p, held, now)
 	}
 	return p, nil
 }

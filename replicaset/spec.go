@@ -76,7 +76,10 @@ type Spec struct {
 	// scale-down ever takes the available replicas below the desired
 	// count (nor lower than they were), and replicas still coming up are
 	// not taken first as broken but by zone like the rest (failed ones
-	// still are). Without zones it does nothing.
+	// still are). A move needs a replica that is not protected to take
+	// from a fuller zone (or from no listed zone). A replica that never
+	// becomes available, without failing, holds such a scale-down until it
+	// does or fails. Without zones it does nothing.
 	Rebalance bool
 }
 

@@ -266,8 +266,9 @@ func (h *zoneHeap) Pop() any {
 }
 
 // unbalanced says why the listed zones' live replicas will differ by more
-// than one after p is carried out, or "" when they will not.
-func unbalanced(spec Spec, current []Replica, zc zoneCounts, p Plan, now time.Time) string {
+// than one after p is carried out, or "" when they will not; held is how
+// many deletes Spec.Rebalance held back.
+func unbalanced(spec Spec, current []Replica, zc zoneCounts, p Plan, held int, now time.Time) string {
 	after := slices.Clone(zc.live)
 	for _, r := range p.Delete {
 		if z := zc.index(r.Zone); z >= 0 {
@@ -307,19 +308,21 @@ func unbalanced(spec Spec, current []Replica, zc zoneCounts, p Plan, now time.Ti
 			left[z]--
 		}
 	}
-	held := false
+	pinned := false // a zone above the rest has no candidate left
 	for z := range after {
-		held = held || after[z] > lo+1 && left[z] == 0
+		pinned = pinned || after[z] > lo+1 && left[z] == 0
 	}
 	early := slices.ContainsFunc(p.Delete, func(r Replica) bool { return zc.tier(&r, zc.index(r.Zone)) != zoneTierHealthy })
 	switch {
+	case held > 0:
+		return fmt.Sprintf("%s: rebalancing, deletes wait for replicas to become available", spread)
 	case len(off) > 0 && p.Create > 0:
 		return fmt.Sprintf("%s: creates avoid %s, backing off after failures", spread, strings.Join(off, ", "))
 	case p.Deferred > 0:
 		return fmt.Sprintf("%s: the per-pass cap deferred %d", spread, p.Deferred)
 	case spec.Rebalance:
 		return fmt.Sprintf("%s: rebalancing, one replica at a time, create before delete", spread)
-	case p.Shortfall.Count > 0 || held && len(p.Delete) > 0:
+	case p.Shortfall.Count > 0 || pinned && len(p.Delete) > 0:
 		return fmt.Sprintf("%s: protected replicas cannot go", spread)
 	case early:
 		return fmt.Sprintf("%s: marked, broken or unlisted replicas went first", spread)
@@ -340,23 +343,38 @@ func counts(zones []string, n []int) string {
 
 // surge returns, with Spec.Rebalance, the zone of the one replica to create
 // to move the set toward balance: when the set is at its desired count
-// with nothing being deleted and no live replica coming up, and either a
-// live replica is in no listed zone or the zone creates would go to holds
-// at least two fewer than the most populated. Else "".
+// with nothing being deleted and no live replica coming up, and the
+// scale-down that follows can take a replica that is not protected either
+// from no listed zone or from a zone holding at least two more than the
+// one created in. Else "". Each move so found brings the zones strictly
+// closer, so moves end.
 func surge(spec Spec, current []Replica, zc zoneCounts, now time.Time) string {
 	stray := false
+	free := make([]bool, len(zc.zones)) // the zone has an unprotected replica
 	for i := range current {
 		r := &current[i]
 		if r.Deleting || comingUp(r, spec.MinReady, now) {
 			return ""
 		}
-		stray = stray || zc.of[i] < 0
+		switch z := zc.of[i]; {
+		case r.Protected:
+		case z < 0:
+			stray = true
+		default:
+			free[z] = true
+		}
 	}
 	zone := assignZones(spec, zc, 1, now)[0]
-	if !stray && zc.live[zc.index(zone)]+1 >= slices.Max(zc.live) {
-		return ""
+	if stray {
+		return zone
 	}
-	return zone
+	to := zc.live[zc.index(zone)]
+	for z, n := range zc.live {
+		if free[z] && n >= to+2 {
+			return zone
+		}
+	}
+	return ""
 }
 
 // comingUp reports whether live replica r is not yet available but has not

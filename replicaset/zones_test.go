@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"slices"
+	"strings"
 	"testing"
 	"time"
 
@@ -375,8 +376,8 @@ func TestCompute_Rebalance(t *testing.T) {
 		t.Fatalf("3/0/0: %v; want one create in b", p)
 	}
 	b1 := in("b", replicaset.Replica{Name: "b1", UID: "uid-b1", CreatedAt: now, Phase: replicaset.PhasePending})
-	if p := step(a1, a2, a3, b1); len(p.Delete) != 0 || p.Deferred != 1 {
-		t.Fatalf("3/1 with b1 coming up: %v; want the delete held", p)
+	if p := step(a1, a2, a3, b1); len(p.Delete) != 0 || p.Deferred != 1 || !strings.Contains(p.Unbalanced, "wait for replicas to become available") {
+		t.Fatalf("3/1 with b1 coming up: %v; want the delete held, and said so", p)
 	}
 	b1.Phase, b1.Ready, b1.ReadySince = replicaset.PhaseRunning, true, now
 	if p := step(a1, a2, a3, b1); len(p.Delete) != 1 || p.Delete[0].Name != "a1" {
@@ -385,6 +386,18 @@ func TestCompute_Rebalance(t *testing.T) {
 	spec.Rebalance = false
 	if p := step(a1, a2, a3); !p.IsZero() {
 		t.Fatalf("without Rebalance: %v; want nothing", p)
+	}
+
+	// Protection leaves nothing to move: no surge, or it would be deleted
+	// again on every pass.
+	spec.Rebalance = true
+	if p := step(protected(a1), protected(a2), protected(a3)); !p.IsZero() {
+		t.Fatalf("3/0/0 all protected: %v; want nothing", p)
+	}
+	x1 := in("x", protected(aged("x1", time.Hour)))
+	spec.Zones, spec.Desired = []string{"a", "b"}, 2
+	if p := step(x1, a1); !p.IsZero() {
+		t.Fatalf("a protected replica in an unlisted zone: %v; want nothing", p)
 	}
 }
 

@@ -179,7 +179,9 @@ type Provider interface {
 	// name already exists with spec.Owner's mark, Create returns it instead
 	// (a retried create after a lost response); if it exists without that
 	// mark, Create returns a *NotOwnedError. An invalid spec gives an error
-	// wrapping ErrInvalidSpec. A failed create leaves no VM behind.
+	// wrapping ErrInvalidSpec. A failed create leaves no VM behind. The VM
+	// keeps spec.Zone, and Get and List report it as VM.Zone (a Set
+	// spreading over zones reads its VMs' zones from List).
 	Create(ctx context.Context, spec Spec) (VM, error)
 	// Get returns the VM called name, whoever owns it, or an error
 	// wrapping ErrNotFound.

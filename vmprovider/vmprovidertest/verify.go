@@ -76,8 +76,8 @@ func Verify(ctx context.Context, p vmprovider.Provider, template vmprovider.Spec
 	}
 	_, err = p.Get(ctx, prefix+"-missing")
 	v.check(errors.Is(err, vmprovider.ErrNotFound), "Get(missing) error %v: want ErrNotFound", err)
-	v.list(ownerA.UID, specA.Name)
-	v.list(ownerB.UID, specB.Name)
+	v.list(ownerA.UID, specA.Zone, specA.Name)
+	v.list(ownerB.UID, specB.Zone, specB.Name)
 
 	// Power.
 	for _, s := range []vmprovider.PowerState{vmprovider.PoweredOff, vmprovider.PoweredOff, vmprovider.PoweredOn} {
@@ -97,7 +97,7 @@ func Verify(ctx context.Context, p vmprovider.Provider, template vmprovider.Spec
 		_, err := p.Create(ctx, bad)
 		v.check(errors.Is(err, vmprovider.ErrInvalidSpec), "Create(%+v) error %v: want ErrInvalidSpec", bad, err)
 	}
-	v.list(ownerA.UID, specA.Name) // the invalid creates made nothing
+	v.list(ownerA.UID, specA.Zone, specA.Name) // the invalid creates made nothing
 
 	// Delete, twice.
 	for i := range 2 {
@@ -105,7 +105,7 @@ func Verify(ctx context.Context, p vmprovider.Provider, template vmprovider.Spec
 	}
 	_, err = p.Get(ctx, specA.Name)
 	v.check(errors.Is(err, vmprovider.ErrNotFound), "after Delete, Get(%s) error %v: want ErrNotFound", specA.Name, err)
-	v.list(ownerA.UID)
+	v.list(ownerA.UID, specA.Zone)
 	v.check(p.Delete(ctx, specB.Name, ownerB.UID) == nil, "Delete(%s) by its owner failed", specB.Name)
 	return errors.Join(v.errs...)
 }
@@ -134,7 +134,7 @@ func (v *verifier) notOwned(err error, format string, args ...any) {
 }
 
 // list checks that owner's VMs are exactly want.
-func (v *verifier) list(owner string, want ...string) {
+func (v *verifier) list(owner string, zone string, want ...string) {
 	vms, err := v.p.List(v.ctx, owner)
 	if err != nil {
 		v.fail("List(%s): %v", owner, err)
@@ -144,6 +144,7 @@ func (v *verifier) list(owner string, want ...string) {
 	for _, vm := range vms {
 		got = append(got, vm.Name)
 		v.check(vm.Owner == owner, "List(%s) returned %s owned by %q", owner, vm.Name, vm.Owner)
+		v.check(vm.Zone == zone, "List(%s) returned %s in zone %q, want %q", owner, vm.Name, vm.Zone, zone)
 	}
 	slices.Sort(got)
 	v.check(slices.Equal(got, want), "List(%s) = %v, want %v", owner, got, want)

@@ -73,7 +73,7 @@ func (c Cached) SetPower(ctx context.Context, name, owner string, state vmprovid
 	case err == nil:
 		c.Watch.powered(name, state)
 	case errors.Is(err, vmprovider.ErrNotFound):
-		c.Watch.vanished(name)
+		c.Watch.forget(name)
 	}
 	return err
 }
@@ -81,11 +81,8 @@ func (c Cached) SetPower(ctx context.Context, name, owner string, state vmprovid
 // Delete implements vmprovider.Provider.
 func (c Cached) Delete(ctx context.Context, name, owner string) error {
 	err := c.Provider.Delete(ctx, name, owner)
-	switch {
-	case err == nil:
+	if err == nil || errors.Is(err, vmprovider.ErrNotFound) {
 		c.Watch.forget(name)
-	case errors.Is(err, vmprovider.ErrNotFound):
-		c.Watch.vanished(name)
 	}
 	return err
 }

@@ -300,18 +300,12 @@ func (w *Watch) put(vm vmprovider.VM) {
 
 // forget records that the VM called name is gone, as a write through the
 // provider destroyed it, for reads until the watch reports it gone.
+//
+// The watch's copy is dropped too (a later update about the VM brings it
+// back): a destroy that found nothing to destroy, or a write that found no
+// VM, also corrects a copy the watch kept after missing the VM's removal,
+// as govmomi's simulator can make it do.
 func (w *Watch) forget(name string) {
-	w.mu.Lock()
-	defer w.mu.Unlock()
-	w.written[name] = written{gone: true, until: time.Now().Add(pinFor)}
-}
-
-// vanished records that a write through the provider found no VM called
-// name: the watch's copy, if any, is dropped (a later update about the VM
-// brings it back) and reads say it is gone until the watch agrees. It
-// corrects a copy the watch kept after missing the VM's removal, as
-// govmomi's simulator can make it do.
-func (w *Watch) vanished(name string) {
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	delete(w.byName, name)
@@ -359,5 +353,5 @@ func sameVM(a, b vmprovider.VM) bool {
 	return a.Name == b.Name && a.InstanceUUID == b.InstanceUUID && a.Power == b.Power && a.Owner == b.Owner &&
 		a.OwnerName == b.OwnerName && a.CreatedAt.Equal(b.CreatedAt) && a.BootedAt.Equal(b.BootedAt) &&
 		slices.Equal(a.IPAddresses, b.IPAddresses) && a.Hostname == b.Hostname &&
-		a.ToolsRunning == b.ToolsRunning && a.Heartbeat == b.Heartbeat
+		a.ToolsRunning == b.ToolsRunning && a.Heartbeat == b.Heartbeat && a.Zone == b.Zone
 }

@@ -86,6 +86,18 @@ func TestCached_WriteThatFindsNoVMCorrectsTheCache(t *testing.T) {
 		if l, _ := cached.List(ctx, "uid-1"); len(l) != 0 {
 			t.Fatalf("after the write found it gone: List = %v; want none", l)
 		}
+		// A destroy of a VM vCenter no longer has succeeds, and drops the
+		// copy for good, not only while the destroy's pin lasts.
+		w.apply([]types.ObjectUpdate{{Kind: types.ObjectUpdateKindModify, Obj: types.ManagedObjectReference{Type: "VirtualMachine", Value: "vm-gone"},
+			ChangeSet: []types.PropertyChange{{Name: "runtime.powerState", Val: types.VirtualMachinePowerStatePoweredOff}}}})
+		delete(w.written, "ghost")
+		if err := cached.Delete(ctx, "ghost", "uid-1"); err != nil {
+			t.Fatalf("Delete of a VM vCenter lacks: %v", err)
+		}
+		delete(w.written, "ghost") // as when the pin expires
+		if vm, ok := w.Get("ghost"); ok {
+			t.Fatalf("after the destroy's pin: Get = %+v; want it gone", vm)
+		}
 		return nil
 	})
 	if err != nil {
