@@ -7,24 +7,28 @@ import (
 	"time"
 
 	"github.com/google/go-cmp/cmp"
+	"github.com/vmware/govmomi/find"
 	"github.com/vmware/govmomi/simulator"
 	"github.com/vmware/govmomi/vim25/mo"
+	"github.com/vmware/govmomi/vim25/types"
 
 	"github.com/replicakit/replicakit/deletionpolicy"
 	"github.com/replicakit/replicakit/internal/vcsimtest"
 	"github.com/replicakit/replicakit/naming"
 	"github.com/replicakit/replicakit/replicaset"
 	"github.com/replicakit/replicakit/vmprovider"
+	"github.com/replicakit/replicakit/vmprovider/vsphere"
 )
 
 // TestSet_ZonesArePlacements spreads a Set over three zones, each a
-// placement in vCenter (two clusters and a standalone host), and checks
-// where the simulator actually put each VM, through its resource pool's
-// owner, on the way up and after a scale-down by zone.
+// cluster in vCenter (a third is made over the API beside the simulator's
+// two), and checks where the simulator actually put each VM, through its
+// resource pool's owner, on the way up and after a scale-down by zone.
 func TestSet_ZonesArePlacements(t *testing.T) {
 	sim, p := start(t)
 	ctx := context.Background()
-	owners := map[string]string{"zone-a": "DC0_C0", "zone-b": "DC0_C1", "zone-c": "DC0_H0"}
+	addCluster(t, sim, "DC0_C2")
+	owners := map[string]string{"zone-a": "DC0_C0", "zone-b": "DC0_C1", "zone-c": "DC0_C2"}
 	s := &vmprovider.Set{
 		Provider: p,
 		Template: vmprovider.Spec{Owner: ownerA, PowerOn: true},
@@ -33,7 +37,7 @@ func TestSet_ZonesArePlacements(t *testing.T) {
 		Zones: map[string]vmprovider.Placement{
 			"zone-a": {ResourcePool: "/DC0/host/DC0_C0"},
 			"zone-b": {ResourcePool: "/DC0/host/DC0_C1"},
-			"zone-c": {ResourcePool: "/DC0/host/DC0_H0/Resources"},
+			"zone-c": {ResourcePool: "/DC0/host/DC0_C2"},
 		},
 		Names: naming.Random{Base: "web", Source: rand.NewPCG(3, 4)},
 	}
@@ -42,8 +46,8 @@ func TestSet_ZonesArePlacements(t *testing.T) {
 		desired int
 		want    map[string]int
 	}{
-		{6, map[string]int{"DC0_C0": 2, "DC0_C1": 2, "DC0_H0": 2}},
-		{4, map[string]int{"DC0_C0": 2, "DC0_C1": 1, "DC0_H0": 1}},
+		{6, map[string]int{"DC0_C0": 2, "DC0_C1": 2, "DC0_C2": 2}},
+		{4, map[string]int{"DC0_C0": 2, "DC0_C1": 1, "DC0_C2": 1}},
 	} {
 		for range 4 { // slow start: a few passes
 			if _, _, err := s.Scale(ctx, step.desired, now); err != nil {
@@ -82,5 +86,37 @@ func placedIn(t *testing.T, sim *vcsimtest.Sim, name string) string {
 	default:
 		t.Fatalf("VM %s: pool owner %T", name, owner)
 		return ""
+	}
+}
+
+// addCluster creates a cluster called name with one host in DC0's host
+// folder, through the vSphere API.
+func addCluster(t *testing.T, sim *vcsimtest.Sim, name string) {
+	t.Helper()
+	ctx := context.Background()
+	vc, logout, err := vsphere.Connect(ctx, sim.Config())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer func() { _ = logout(ctx) }()
+	f := find.NewFinder(vc, true)
+	dc, err := f.Datacenter(ctx, "DC0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	folders, err := dc.Folders(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cluster, err := folders.HostFolder.CreateCluster(ctx, name, types.ClusterConfigSpecEx{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	task, err := cluster.AddHost(ctx, types.HostConnectSpec{HostName: name + "_H0", UserName: "root", Password: "secret"}, true, nil, nil)
+	if err == nil {
+		err = task.Wait(ctx)
+	}
+	if err != nil {
+		t.Fatalf("add a host to %s: %v", name, err)
 	}
 }
