@@ -173,7 +173,14 @@ func ExampleSet_zones() {
 		}
 		fmt.Println(desired, perZone())
 	}
+	zones, _ := set.ZoneStatus(ctx, time.Now())
+	for _, z := range zones {
+		fmt.Printf("zone %s: replicas=%d ready=%d\n", z.Zone, z.Replicas, z.Ready)
+	}
 	// Output:
 	// 6 map[a:2 b:2 c:2]
 	// 4 map[a:2 b:1 c:1]
+	// zone a: replicas=2 ready=2
+	// zone b: replicas=1 ready=1
+	// zone c: replicas=1 ready=1
 }

@@ -194,6 +194,19 @@ func (s *Set) Status(ctx context.Context, now time.Time) (replicaset.Status, err
 	return replicaset.Summarize(current, s.Spec.MinReady, now), nil
 }
 
+// ZoneStatus lists the Set's VMs and returns their status per zone at now
+// (replicaset.SummarizeZones): the zones of Spec.Zones in their order, then
+// any other zone a VM is in, such as one no longer listed.
+func (s *Set) ZoneStatus(ctx context.Context, now time.Time) ([]replicaset.ZoneStatus, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	_, current, err := s.observe(ctx, now)
+	if err != nil {
+		return nil, err
+	}
+	return replicaset.SummarizeZones(current, s.Spec.Zones, s.Spec.MinReady, now), nil
+}
+
 // observe lists the Set's VMs and describes them for the planner. The
 // Set's lock is held.
 func (s *Set) observe(ctx context.Context, now time.Time) ([]VM, []replicaset.Replica, error) {

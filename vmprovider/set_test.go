@@ -251,6 +251,17 @@ func TestSet_Zones(t *testing.T) {
 		scale(7, now.Add(vmprovider.DefaultZoneBackoff+time.Duration(i)*time.Second))
 	}
 	want("7 rebalanced", map[string]int{"a": 3, "b": 2, "c": 2})
+	zs, err := s.ZoneStatus(ctx, now.Add(time.Hour))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if diff := cmp.Diff([]replicaset.ZoneStatus{
+		{Zone: "a", Listed: true, Replicas: 3, Ready: 3, Available: 3},
+		{Zone: "b", Listed: true, Replicas: 2, Ready: 2, Available: 2},
+		{Zone: "c", Listed: true, Replicas: 2, Ready: 2, Available: 2},
+	}, zs); diff != "" {
+		t.Errorf("ZoneStatus (-want +got):\n%s", diff)
+	}
 
 	s.Spec.Zones = append(s.Spec.Zones, "d")
 	if _, _, err := s.Scale(ctx, 7, now); !errors.Is(err, vmprovider.ErrInvalidSpec) {
