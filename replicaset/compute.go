@@ -184,21 +184,6 @@ func chooseVictims(current []Replica, n, candidates int, policy Ranker, env Env)
 	return inOrder(vs, n)
 }
 
-// victimHeap is a max-heap in deletion order: its root is the candidate that
-// would be deleted last among those kept.
-type victimHeap []victim
-
-func (h victimHeap) Len() int           { return len(h) }
-func (h victimHeap) Less(i, j int) bool { return compareVictims(h[i], h[j]) > 0 }
-func (h victimHeap) Swap(i, j int)      { h[i], h[j] = h[j], h[i] }
-func (h *victimHeap) Push(x any)        { *h = append(*h, x.(victim)) }
-func (h *victimHeap) Pop() any {
-	old := *h
-	v := old[len(old)-1]
-	*h = old[:len(old)-1]
-	return v
-}
-
 // isNil reports whether policy is nil or holds a nil pointer, map, slice,
 // channel or func: a typed nil would panic on its first Rank call.
 func isNil(policy Ranker) bool {

@@ -1,6 +1,9 @@
 package replicaset
 
-import "slices"
+import (
+	"container/heap"
+	"slices"
+)
 
 // keyColumns is how many sort columns a victim has: marked, then the four
 // elements of its Rank.
@@ -98,4 +101,35 @@ func radixSort(vs []victim, idx []int32) []int32 {
 		start = end
 	}
 	return idx
+}
+
+// victimHeap is a max-heap in deletion order: its root is the candidate that
+// would be deleted last among those kept.
+type victimHeap []victim
+
+func (h victimHeap) Len() int           { return len(h) }
+func (h victimHeap) Less(i, j int) bool { return compareVictims(h[i], h[j]) > 0 }
+func (h victimHeap) Swap(i, j int)      { h[i], h[j] = h[j], h[i] }
+func (h *victimHeap) Push(x any)        { *h = append(*h, x.(victim)) }
+func (h *victimHeap) Pop() any {
+	old := *h
+	v := old[len(old)-1]
+	*h = old[:len(old)-1]
+	return v
+}
+
+// keep adds v to h, a max-heap of at most k victims in deletion order,
+// dropping the one deleted last when full.
+func (h *victimHeap) keep(v victim, k int) {
+	if len(*h) < k {
+		*h = append(*h, v)
+		if len(*h) == k {
+			heap.Init(h)
+		}
+		return
+	}
+	if compareVictims(v, (*h)[0]) < 0 {
+		(*h)[0] = v
+		heap.Fix(h, 0)
+	}
 }

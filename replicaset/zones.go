@@ -184,22 +184,6 @@ func chooseZonedVictims(current []Replica, zc zoneCounts, n int, policy Ranker, 
 	return out
 }
 
-// keep adds v to h, a max-heap of at most k victims in deletion order,
-// dropping the one deleted last when full.
-func (h *victimHeap) keep(v victim, k int) {
-	if len(*h) < k {
-		*h = append(*h, v)
-		if len(*h) == k {
-			heap.Init(h)
-		}
-		return
-	}
-	if compareVictims(v, (*h)[0]) < 0 {
-		(*h)[0] = v
-		heap.Fix(h, 0)
-	}
-}
-
 // drain returns the zone of each of up to n healthy victims in turn: the
 // zone with the most live replicas left among those with a candidate left,
 // the later listed on a tie.
@@ -269,28 +253,10 @@ func (h *zoneHeap) Pop() any {
 // than one after p is carried out, or "" when they will not; held is how
 // many deletes Spec.Rebalance held back.
 func unbalanced(spec Spec, current []Replica, zc zoneCounts, p Plan, held int, now time.Time) string {
+	// after counts each listed zone's live replicas once p is carried out,
+	// left its candidates (live, unprotected), stray the live replicas in
+	// no listed zone.
 	after := slices.Clone(zc.live)
-	for _, r := range p.Delete {
-		if z := zc.index(r.Zone); z >= 0 {
-			after[z]--
-		}
-	}
-	for _, zone := range p.CreateZones {
-		after[zc.index(zone)]++
-	}
-	lo, hi := slices.Min(after), slices.Max(after)
-	if hi-lo <= 1 {
-		return ""
-	}
-	spread := fmt.Sprintf("zones hold %s live replicas", counts(spec.Zones, after))
-	var off []string
-	for z, b := range backingOff(spec, now) {
-		if b {
-			off = append(off, spec.Zones[z])
-		}
-	}
-	// left counts each zone's candidates this plan leaves: a zone above
-	// the rest with none left is held there by protection.
 	left := make([]int, len(after))
 	stray := 0
 	for i := range current {
@@ -305,7 +271,22 @@ func unbalanced(spec Spec, current []Replica, zc zoneCounts, p Plan, held int, n
 	}
 	for _, r := range p.Delete {
 		if z := zc.index(r.Zone); z >= 0 {
+			after[z]--
 			left[z]--
+		}
+	}
+	for _, zone := range p.CreateZones {
+		after[zc.index(zone)]++
+	}
+	lo, hi := slices.Min(after), slices.Max(after)
+	if hi-lo <= 1 {
+		return ""
+	}
+	spread := fmt.Sprintf("zones hold %s live replicas", counts(spec.Zones, after))
+	var off []string
+	for z, b := range backingOff(spec, now) {
+		if b {
+			off = append(off, spec.Zones[z])
 		}
 	}
 	pinned := false // a zone above the rest has no candidate left

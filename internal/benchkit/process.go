@@ -67,6 +67,22 @@ func CPUOf(pid int) (time.Duration, error) {
 	return time.Duration(utime+stime) * 10 * time.Millisecond, nil
 }
 
+// Namespaces makes fresh namespaces for a benchmark, numbered in the
+// order it asks for them.
+type Namespaces struct {
+	// CS creates them.
+	CS  kubernetes.Interface
+	seq int
+}
+
+// New creates the namespace prefix-N, N counting up from 1, with its
+// default service account, and returns its name.
+func (n *Namespaces) New(ctx context.Context, prefix string) (string, error) {
+	n.seq++
+	ns := fmt.Sprintf("%s-%d", prefix, n.seq)
+	return ns, Namespace(ctx, n.CS, ns)
+}
+
 // Namespace creates the namespace name with its default service account
 // (no controller-manager makes one for the benchmarks).
 func Namespace(ctx context.Context, cs kubernetes.Interface, name string) error {

@@ -8,7 +8,7 @@
 // creates in flight double per round trip (1, 2, 4, …) and never exceed what
 // the controller's batches would have started for as many successes; unlike
 // batches, a slow create does not hold back the next ones. It starts no
-// create after one has failed;
+// create once one has returned a failure (those already started finish);
 // it starts deletes in plan order; it stops starting work when the context
 // ends; and it reports what succeeded, what was skipped, and every error,
 // each as an *OpError naming the replica.

@@ -108,8 +108,10 @@ type Result struct {
 // k creates have succeeded at most InitialBatch+2k have started: the bound
 // of the Kubernetes ReplicaSet controller's batches (replicaset.SlowStart),
 // without their barrier, since a slow create does not hold back the next
-// ones. After the first failure no further create starts, so a platform
-// that refuses everything costs one call, not p.Create calls. Deletes are
+// ones. Once a create has returned a failure no further create starts
+// (those already in flight finish, and their successes may have let more
+// start before the failure came back), so a platform that refuses
+// everything costs one call, not p.Create calls. Deletes are
 // started in plan order and all attempted, since each removes excess on its
 // own. When ctx ends, nothing more is started. Every failure is reported in
 // Result.Err.

@@ -114,7 +114,7 @@ func run(ctx context.Context, limits []limit, fastRuns, n int, profile string, f
 	if err != nil {
 		return err
 	}
-	b := &bench{env: env, cs: cs, c: c, n: n, scheme: scheme, profile: profile}
+	b := &bench{env: env, cs: cs, c: c, n: n, scheme: scheme, profile: profile, ns: benchkit.Namespaces{CS: cs}}
 
 	var lines []line
 	if fo.only {
@@ -198,7 +198,7 @@ type bench struct {
 	cs  kubernetes.Interface
 	c   client.Client // the harness's own writes, unthrottled like cs
 	n   int
-	seq int
+	ns  benchkit.Namespaces // fresh namespaces
 	// scheme knows the built-in kinds and CRDs.
 	scheme *runtime.Scheme
 	// profile, when set, is where binding processes write CPU profiles,
@@ -207,16 +207,9 @@ type bench struct {
 	profiles int
 }
 
-// namespace creates a fresh namespace with its default service account.
-func (b *bench) namespace(ctx context.Context, prefix string) (string, error) {
-	b.seq++
-	ns := fmt.Sprintf("%s-%d", prefix, b.seq)
-	return ns, benchkit.Namespace(ctx, b.cs, ns)
-}
-
 // podNamespace creates a namespace and follows its Pods.
 func (b *bench) podNamespace(ctx context.Context, prefix string) (string, *podCount, error) {
-	ns, err := b.namespace(ctx, prefix)
+	ns, err := b.ns.New(ctx, prefix)
 	if err != nil {
 		return "", nil, err
 	}

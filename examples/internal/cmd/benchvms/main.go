@@ -70,7 +70,7 @@ func run(ctx context.Context, crds string, n, sets, per int) error {
 	if err != nil {
 		return err
 	}
-	b := &bench{env: env, cs: cs, c: c}
+	b := &bench{env: env, cs: cs, c: c, ns: benchkit.Namespaces{CS: cs}}
 	fmt.Printf("0→%d VMs through the example operator on vcsim ...\n", n)
 	rows, err := b.vms(ctx, n, sets, per)
 	if err != nil {
@@ -95,13 +95,6 @@ type row struct {
 type bench struct {
 	env *testenv.Env
 	cs  kubernetes.Interface
-	c   client.Client // the harness's own writes, unthrottled like cs
-	seq int
-}
-
-// namespace creates a fresh namespace with its default service account.
-func (b *bench) namespace(ctx context.Context, prefix string) (string, error) {
-	b.seq++
-	ns := fmt.Sprintf("%s-%d", prefix, b.seq)
-	return ns, benchkit.Namespace(ctx, b.cs, ns)
+	c   client.Client       // the harness's own writes, unthrottled like cs
+	ns  benchkit.Namespaces // fresh namespaces
 }

@@ -36,7 +36,7 @@ const settledWindow = 20 * time.Second
 func (b *bench) vms(ctx context.Context, n, sets, per int) ([]row, error) {
 	var nss []string
 	for _, prefix := range []string{"vms", "vmsets", "vms-direct"} {
-		ns, err := b.namespace(ctx, prefix)
+		ns, err := b.ns.New(ctx, prefix)
 		if err != nil {
 			return nil, err
 		}
