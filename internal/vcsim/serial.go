@@ -86,14 +86,25 @@ func (g *gate) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 }
 
 // serve passes one call to the simulator and waits for the tasks it
-// started. The gate's lock is held.
+// started, then for any task those started in turn (a destroy deletes the
+// VM's files in a task of its own, which would otherwise run on into the
+// next call). The gate's lock is held.
 func (g *gate) serve(w http.ResponseWriter, r *http.Request) {
 	tee := &teeWriter{ResponseWriter: w}
 	g.sdk(tee, r)
-	for _, m := range taskReturn.FindAllSubmatch(tee.body.Bytes(), -1) {
+	returned := taskReturn.FindAllSubmatch(tee.body.Bytes(), -1)
+	for _, m := range returned {
 		ref := types.ManagedObjectReference{Type: "Task", Value: string(m[1])}
 		if t, ok := g.tasks.Get(ref).(*simulator.Task); ok {
 			t.Wait() // reads the task's state under the simulator's lock
+		}
+	}
+	if len(returned) == 0 {
+		return
+	}
+	for _, o := range g.tasks.AllReference("Task") {
+		if t, ok := o.(*simulator.Task); ok {
+			t.Wait()
 		}
 	}
 }

@@ -100,6 +100,54 @@ func TestSerialized_CallReturnsAfterItsTask(t *testing.T) {
 	}
 }
 
+// TestSerialized_CallReturnsAfterTheTasksItsTaskStarted: a destroy's task
+// deletes the VM's files in a task of its own; with that one held back for
+// a second, serialized, the destroy is answered only after it too has
+// ended, so the next call finds no task running (the file delete once ran
+// on into the next destroy and raced with it on the datastore's VM list).
+func TestSerialized_CallReturnsAfterTheTasksItsTaskStarted(t *testing.T) {
+	simulator.TaskDelay.MethodDelay = map[string]int{"DeleteDatastoreFile": 1000}
+	t.Cleanup(func() { simulator.TaskDelay.MethodDelay = nil })
+	_, c := start(t, vcsim.Serialized)
+	ctx := context.Background()
+	vm, _ := template(t, c)
+	off, err := vm.PowerOff(ctx)
+	if err == nil {
+		err = off.Wait(ctx)
+	}
+	if err != nil {
+		t.Fatal(err)
+	}
+	task, err := vm.Destroy(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var tm mo.TaskManager
+	pc := property.DefaultCollector(c.Client)
+	if err := pc.RetrieveOne(ctx, *c.ServiceContent.TaskManager, []string{"recentTask"}, &tm); err != nil {
+		t.Fatal(err)
+	}
+	var tasks []mo.Task
+	if err := pc.Retrieve(ctx, tm.RecentTask, []string{"info"}, &tasks); err != nil {
+		t.Fatal(err)
+	}
+	names := map[string]types.TaskInfoState{}
+	for _, tk := range tasks {
+		names[tk.Info.Name] = tk.Info.State
+	}
+	if names["DeleteDatastoreFile"] == "" {
+		t.Fatalf("no file delete among the recent tasks %v: the test exercises nothing", names)
+	}
+	for name, state := range names {
+		if state != types.TaskInfoStateSuccess && state != types.TaskInfoStateError {
+			t.Errorf("task %s is %q at the call after the destroy; want it ended", name, state)
+		}
+	}
+	if err := task.Wait(ctx); err != nil {
+		t.Fatal(err)
+	}
+}
+
 // TestSerialized_ClonesWhileReading clones VMs from several goroutines while
 // others read every VM's properties: the pattern of an operator and its
 // tests, which makes the unserialized simulator race with itself under the

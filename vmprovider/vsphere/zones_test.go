@@ -16,7 +16,6 @@ import (
 	"github.com/replicakit/replicakit/internal/vcsimtest"
 	"github.com/replicakit/replicakit/naming"
 	"github.com/replicakit/replicakit/replicaset"
-	"github.com/replicakit/replicakit/replicaset/execute"
 	"github.com/replicakit/replicakit/vmprovider"
 	"github.com/replicakit/replicakit/vmprovider/vsphere"
 )
@@ -41,10 +40,6 @@ func TestSet_ZonesArePlacements(t *testing.T) {
 			"zone-c": {ResourcePool: "/DC0/host/DC0_C2"},
 		},
 		Names: naming.Random{Base: "web", Source: rand.NewPCG(3, 4)},
-		// One VM task at a time: vcsim runs two destroys' tasks at once
-		// against the same datastore and races with itself (seen under
-		// -race), which this test is not about.
-		Options: execute.Options{MaxInFlight: 1},
 	}
 	now := time.Now()
 	for _, step := range []struct {
