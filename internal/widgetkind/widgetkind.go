@@ -42,7 +42,7 @@ func New(ns, name string, replicas int64) *unstructured.Unstructured {
 }
 
 // Spec reads a Widget's spec: replicas, selector, deletePolicy, paused,
-// replaceDeleting and minReadySeconds.
+// replaceDeleting, minReadySeconds, zones and rebalance.
 func Spec(w *unstructured.Unstructured) (kube.Spec, error) {
 	var s kube.Spec
 	replicas, _, err := unstructured.NestedInt64(w.Object, "spec", "replicas")
@@ -64,6 +64,10 @@ func Spec(w *unstructured.Unstructured) (kube.Spec, error) {
 	s.ReplaceDeleting, _, _ = unstructured.NestedBool(w.Object, "spec", "replaceDeleting")
 	minReady, _, _ := unstructured.NestedInt64(w.Object, "spec", "minReadySeconds")
 	s.MinReady = time.Duration(minReady) * time.Second
+	if s.Zones, _, err = unstructured.NestedStringSlice(w.Object, "spec", "zones"); err != nil {
+		return s, fmt.Errorf("spec.zones: %w", err)
+	}
+	s.Rebalance, _, _ = unstructured.NestedBool(w.Object, "spec", "rebalance")
 	return s, nil
 }
 
@@ -95,6 +99,14 @@ func SetStatus(w *unstructured.Unstructured, s kube.Status) {
 		"readyReplicas": int64(s.ReadyReplicas), "availableReplicas": int64(s.AvailableReplicas),
 		"terminatingReplicas": int64(s.TerminatingReplicas), "observedGeneration": s.ObservedGeneration,
 		"selector": s.Selector, "conditions": raw,
+	}
+	if len(s.Zones) > 0 {
+		zones := make([]any, len(s.Zones))
+		for i, z := range s.Zones {
+			zones[i] = map[string]any{"zone": z.Zone, "replicas": int64(z.Replicas),
+				"readyReplicas": int64(z.Ready), "availableReplicas": int64(z.Available)}
+		}
+		status["zones"], status["spread"] = zones, kube.Spread(s.Zones)
 	}
 	_ = unstructured.SetNestedField(w.Object, status, "status")
 }

@@ -36,17 +36,26 @@ type actuator[O, C client.Object] struct {
 	owner O
 }
 
-var _ execute.Actuator = (*actuator[client.Object, client.Object])(nil)
+var _ execute.ZonedActuator = (*actuator[client.Object, client.Object])(nil)
 
-// Create creates the child called name with a controller reference (with
-// blockOwnerDeletion) to the owner. A child of that name that the owner
-// already controls is success: the create was retried, or its response
-// was lost. Only a create that failed without a clear answer, or found the
-// name taken, costs a read from the API server; a refusal costs none.
+// Create creates the child called name in no zone (see CreateIn).
 func (a *actuator[O, C]) Create(ctx context.Context, name string) error {
+	return a.CreateIn(ctx, name, "")
+}
+
+// CreateIn creates the child called name, in zone unless it is empty,
+// with a controller reference (with blockOwnerDeletion) to the owner. A
+// child of that name that the owner already controls is success: the
+// create was retried, or its response was lost. Only a create that failed
+// without a clear answer, or found the name taken, costs a read from the
+// API server; a refusal costs none.
+func (a *actuator[O, C]) CreateIn(ctx context.Context, name, zone string) error {
 	child, err := a.r.Adapter.NewChild(a.owner)
 	if err != nil {
 		return err
+	}
+	if zone != "" {
+		a.r.setZone(child, zone)
 	}
 	child.SetName(name)
 	child.SetNamespace(a.owner.GetNamespace())

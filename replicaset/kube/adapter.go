@@ -26,6 +26,15 @@ type Spec struct {
 	// ReplaceDeleting replaces children being deleted at once instead of
 	// counting them until they are gone.
 	ReplaceDeleting bool
+	// Zones lists the failure domains to spread children over
+	// (replicaset.Spec.Zones: distinct, non-empty); empty spreads
+	// nothing. A child's zone is its ZoneLabel label, unless the Adapter
+	// is a [Zoner]; each new child is put in the zone the plan chose, and
+	// creates avoid a zone for Reconciler.ZoneBackoff after one failed.
+	Zones []string
+	// Rebalance moves children back into balance across Zones, one at a
+	// time, create before delete (replicaset.Spec.Rebalance).
+	Rebalance bool
 }
 
 // Status is what the reconciler reports; the Adapter copies it into the
@@ -46,8 +55,13 @@ type Status struct {
 	ObservedGeneration int64
 	// Selector is the selector in string form, for the scale subresource.
 	Selector string
-	// Conditions are ReplicaFailure, ScalingUp, ScalingDown and Ready, each
-	// with a reason saying why (see the Reason constants).
+	// Zones, when the spec lists zones, is the status per zone: each
+	// listed zone in order, then any other zone a live child is in. Nil
+	// when the spec lists none. [Spread] renders it on one line.
+	Zones []ZoneStatus
+	// Conditions are ReplicaFailure, ScalingUp, ScalingDown and Ready, and
+	// ZonesBalanced when the spec lists zones, each with a reason saying
+	// why (see the Reason constants).
 	Conditions []metav1.Condition
 }
 

@@ -72,10 +72,26 @@ const (
 	// ReasonReplicasNotReady means Ready is False because fewer children
 	// than desired are ready.
 	ReasonReplicasNotReady = "ReplicasNotReady"
+
+	// ReasonZonesBalanced is ZonesBalanced's reason when it is True.
+	ReasonZonesBalanced = "ZonesBalanced"
+	// ReasonZoneFailing means creates failed in a zone, which new
+	// children avoid until its backoff ends; the message names it.
+	ReasonZoneFailing = "ZoneFailing"
+	// ReasonRebalancing means Spec.Rebalance is moving children back
+	// into balance, one at a time.
+	ReasonRebalancing = "Rebalancing"
+	// ReasonPerPassCap means the per-pass cap deferred the creates or
+	// deletes that would balance the zones; the next pass does more.
+	ReasonPerPassCap = "PerPassCap"
+	// ReasonUnbalanced means the zones stay out of balance because
+	// children are not moved between zones without Spec.Rebalance, or
+	// replicas that had to go first were not in the fullest zone.
+	ReasonUnbalanced = "Unbalanced"
 )
 
 // conditions derives the owner's conditions from the pass.
-func conditions(o *observation, d decision, out outcome, failed map[string]error, sum replicaset.Status) []metav1.Condition {
+func conditions(o *observation, d decision, out outcome, failed map[string]error, sum replicaset.Status, zones []ZoneStatus) []metav1.Condition {
 	gen := o.owner.GetGeneration()
 	cond := func(t string, ok bool, reason, msg string) metav1.Condition {
 		s := metav1.ConditionFalse
@@ -123,12 +139,16 @@ func conditions(o *observation, d decision, out outcome, failed map[string]error
 	default:
 		readiness = cond(ConditionReady, true, ReasonReplicasReady, ready)
 	}
-	return []metav1.Condition{
+	conds := []metav1.Condition{
 		failure,
 		scaling(ConditionScalingUp, live < want),
 		scaling(ConditionScalingDown, live > want),
 		readiness,
 	}
+	if len(o.spec.Zones) > 0 {
+		conds = append(conds, zonesCondition(o, d, zones, cond))
+	}
+	return conds
 }
 
 // failure gives ReplicaFailure's reason and message: the most pressing
@@ -167,9 +187,13 @@ func failure(d decision, out outcome) (reason, msg string) {
 
 // MergeConditions sets s's conditions into existing with
 // meta.SetStatusCondition, which keeps the transition time of a condition
-// whose status did not change. Adapters call it from SetStatus.
+// whose status did not change, and removes ZonesBalanced when s has none
+// (the spec no longer lists zones). Adapters call it from SetStatus.
 func (s Status) MergeConditions(existing *[]metav1.Condition) {
 	for _, c := range s.Conditions {
 		meta.SetStatusCondition(existing, c)
+	}
+	if meta.FindStatusCondition(s.Conditions, ConditionZonesBalanced) == nil {
+		meta.RemoveStatusCondition(existing, ConditionZonesBalanced)
 	}
 }

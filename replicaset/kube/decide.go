@@ -62,7 +62,7 @@ func (d decision) acts() bool {
 
 // toExecute is the part of the plan the executor carries out.
 func (d decision) toExecute() replicaset.Plan {
-	return replicaset.Plan{Create: len(d.create), Delete: d.delete}
+	return replicaset.Plan{Create: len(d.create), CreateZones: d.plan.CreateZones, Delete: d.delete}
 }
 
 // decide turns an observation into the pass's decision. It does no I/O, reads
@@ -126,7 +126,8 @@ func decide(o *observation, rl rules) decision {
 // planSpec is the planner's spec for the observed owner.
 func planSpec(o *observation, rl rules) replicaset.Spec {
 	return replicaset.Spec{Desired: o.spec.Replicas, MaxPerPass: rl.maxPerPass,
-		ReplaceDeleting: o.spec.ReplaceDeleting, MinReady: o.spec.MinReady, Seed: o.seed}
+		ReplaceDeleting: o.spec.ReplaceDeleting, MinReady: o.spec.MinReady, Seed: o.seed,
+		Zones: o.spec.Zones, ZoneBackoff: o.backoff, Rebalance: o.spec.Rebalance}
 }
 
 // replicas are the members as the planner sees them, with their ordinals

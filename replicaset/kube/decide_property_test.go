@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"slices"
 	"testing"
+	"time"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
@@ -12,6 +13,7 @@ import (
 
 	"github.com/replicakit/replicakit/deletionpolicy"
 	"github.com/replicakit/replicakit/naming"
+	"github.com/replicakit/replicakit/replicaset"
 )
 
 // drawObservation draws an owner's observation: any spec flags, children
@@ -38,6 +40,9 @@ func drawObservation(t *rapid.T) (*observation, rules) {
 		if rapid.Bool().Draw(t, "ready "+n) {
 			opts = append(opts, notReady)
 		}
+		if z := rapid.SampledFrom([]string{"", "a", "b", "c", "old"}).Draw(t, "zone "+n); z != "" {
+			opts = append(opts, inZone(z))
+		}
 		switch rapid.IntRange(0, 5).Draw(t, "annotation "+n) {
 		case 0:
 			opts = append(opts, annotated(AnnotationScaleInProtection, "true"))
@@ -60,6 +65,11 @@ func drawObservation(t *rapid.T) (*observation, rules) {
 		}
 		o.taken = rapid.SliceOfDistinct(rapid.SampledFrom([]string{"web-0", "web-4", "web-5"}), rapid.ID).Draw(t, "taken")
 		o.seed = rapid.Uint64().Draw(t, "seed")
+		o.spec.Zones = rapid.SampledFrom([][]string{nil, {"a", "b"}, {"a", "b", "c"}}).Draw(t, "zones")
+		o.spec.Rebalance = rapid.Bool().Draw(t, "rebalance")
+		for _, z := range rapid.SliceOfDistinct(rapid.SampledFrom([]string{"a", "b", "c"}), rapid.ID).Draw(t, "backoff") {
+			o.backoff = append(o.backoff, replicaset.ZoneBackoff{Zone: z, Until: testNow.Add(time.Minute)})
+		}
 	})
 	// Another owner's children land among the owner's own (read never
 	// puts them there): decide must ignore them all the same.
@@ -118,8 +128,25 @@ func TestDecide_Properties(t *testing.T) {
 				counted++
 			}
 		}
-		if len(d.create) > 0 && counted+len(d.create) > o.spec.Replicas {
+		surge := 0 // Rebalance moves a child by creating one more first
+		if o.spec.Rebalance && len(o.spec.Zones) > 0 {
+			surge = 1
+		}
+		if len(d.create) > 0 && counted+len(d.create) > o.spec.Replicas+surge {
 			t.Fatalf("%d counted members and %d creates exceed the desired %d", counted, len(d.create), o.spec.Replicas)
+		}
+		if len(o.spec.Zones) > 0 && len(d.plan.CreateZones) != len(d.create) {
+			t.Fatalf("%d creates, %d zones for them", len(d.create), len(d.plan.CreateZones))
+		}
+		avoided := map[string]bool{}
+		for _, b := range o.backoff {
+			avoided[b.Zone] = slices.Contains(o.spec.Zones, b.Zone)
+		}
+		open := slices.ContainsFunc(o.spec.Zones, func(z string) bool { return !avoided[z] })
+		for _, z := range d.plan.CreateZones {
+			if !slices.Contains(o.spec.Zones, z) || open && avoided[z] {
+				t.Fatalf("a create in zone %s: not listed in %v, or backing off (%v) while another is not", z, o.spec.Zones, o.backoff)
+			}
 		}
 		used := slices.Concat(o.taken)
 		for _, c := range slices.Concat(o.children, o.orphans) {

@@ -7,6 +7,7 @@ import (
 	"os"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/google/go-cmp/cmp"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -14,6 +15,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/schema"
 
 	"github.com/replicakit/replicakit/deletionpolicy"
+	"github.com/replicakit/replicakit/replicaset"
 )
 
 var rewrite = flag.Bool("rewrite", false, "rewrite testdata/passes.txt from the code's output")
@@ -85,7 +87,37 @@ func passCases() []passCase {
 			observed(2, nil, func(o *observation) { o.spec.DeletePolicy = "LeastLoaded" }), ordinal, nil},
 		{"the per-pass cap defers the rest to an immediate next pass",
 			observed(3, nil), rules{policies: deletionpolicy.Default(), naming: OrdinalNames, maxPerPass: 2}, nil},
+		{"zones: creates go to the emptiest zones, earlier listed on a tie",
+			observed(4, kids(kid("web-0", inZone("a")), kid("web-1", inZone("a"))), zoned("a", "b", "c")), ordinal, nil},
+		{"zones: scale-down takes from the fullest zone",
+			observed(3, kids(kid("web-0", inZone("a")), kid("web-1", inZone("a")), kid("web-2", inZone("b")), kid("web-3", inZone("c")),
+				kid("web-4", inZone("b"))), zoned("a", "b", "c")), ordinal, nil},
+		{"zones: a child in an unlisted zone, then one in none, go first",
+			observed(2, kids(kid("web-0", inZone("a")), kid("web-1", inZone("old")), kid("web-2"), kid("web-3", inZone("b"))),
+				zoned("a", "b")), ordinal, nil},
+		{"zones: creates in b refused: b backs off, the pass looks again when it ends",
+			observed(3, nil, zoned("a", "b", "c")), ordinal,
+			zoneFails("b", apierrors.NewForbidden(schema.GroupResource{Resource: "configmaps"}, "web-1", errors.New("zone b is full")))},
+		{"zones: b backing off: creates avoid it, ZoneFailing says until when",
+			observed(3, kids(kid("web-0", inZone("a"))), zoned("a", "b", "c"), func(o *observation) {
+				o.backoff = []replicaset.ZoneBackoff{{Zone: "b", Until: testNow.Add(40 * time.Second)}}
+			}), ordinal, nil},
+		{"zones: out of balance without Rebalance stays so, Unbalanced says why",
+			observed(3, kids(kid("web-0", inZone("a")), kid("web-1", inZone("a")), kid("web-2", inZone("a"))), zoned("a", "b", "c")), ordinal, nil},
+		{"zones: Rebalance surges one create into the emptiest zone",
+			observed(3, kids(kid("web-0", inZone("a")), kid("web-1", inZone("a")), kid("web-2", inZone("a"))), zoned("a", "b", "c"),
+				func(o *observation) { o.spec.Rebalance = true }), ordinal, nil},
+		{"zones: paused, out of balance: ZonesBalanced says Paused",
+			observed(2, kids(kid("web-0", inZone("a")), kid("web-1", inZone("a"))), zoned("a", "b"),
+				func(o *observation) { o.spec.Paused = true }), ordinal, nil},
+		{"zones: a repeated zone is an invalid spec",
+			observed(2, nil, zoned("a", "a")), ordinal, nil},
 	}
+}
+
+// zoned lists zones in the owner's spec.
+func zoned(zones ...string) func(*observation) {
+	return func(o *observation) { o.spec.Zones = zones }
 }
 
 // TestPasses renders each pass case and compares it with the reviewed

@@ -113,6 +113,24 @@
 // Warning event (on each pass that sees it) and part of the ReplicaFailure
 // condition, naming the child and the value.
 //
+// # Zones
+//
+// An owner whose Spec lists Zones has its children spread over them:
+// each new child is put in the zone the plan chose (replicaset.Compute:
+// fewest live children first), scale-down takes from the fullest zone, and
+// a child's zone is read from its [ZoneLabel] label (topology.kubernetes.io/zone),
+// which the binding also writes on new children, unless the Adapter is a
+// [Zoner] and keeps the zone elsewhere (the example operator's VirtualMachines
+// carry it in spec.zone). When creates in a zone fail, the zone is avoided for
+// Reconciler.ZoneBackoff and the children it should have held go to the
+// others, so the owner still reaches its count; Status.Zones shows each
+// zone's children and backoff, the ZonesBalanced condition says whether the
+// zones are within one of each other and, if not, why (ZoneFailing,
+// ScaleInProtected, PerPassCap, Rebalancing, Unbalanced), and the owner is
+// looked at again when a backoff ends. With Spec.Rebalance the children
+// move back, one at a time, create before delete, never taking available
+// children below the desired count.
+//
 // # Permissions
 //
 // For an owner kind workerpools.example.com and Pod children, the

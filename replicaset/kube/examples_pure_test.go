@@ -9,6 +9,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/utils/ptr"
 
+	"github.com/replicakit/replicakit/replicaset"
 	"github.com/replicakit/replicakit/replicaset/kube"
 )
 
@@ -81,4 +82,18 @@ func ExampleExpectations() {
 	// Output:
 	// Waiting
 	// Met
+}
+
+// ExampleSpread renders an owner's status per zone on one line, as the
+// example operator's VirtualMachineReplicaSet shows it in a printer
+// column: listed zones first, then children in a zone no longer listed.
+func ExampleSpread() {
+	zones := []kube.ZoneStatus{
+		{ZoneStatus: replicaset.ZoneStatus{Zone: "zone-a", Listed: true, Replicas: 2}},
+		{ZoneStatus: replicaset.ZoneStatus{Zone: "zone-b", Listed: true, Replicas: 1}},
+		{ZoneStatus: replicaset.ZoneStatus{Zone: "zone-c", Listed: true, Replicas: 1}},
+		{ZoneStatus: replicaset.ZoneStatus{Zone: "retired", Replicas: 1}},
+	}
+	fmt.Println(kube.Spread(zones))
+	// Output: zone-a=2 zone-b=1 zone-c=1 retired=1
 }

@@ -1,6 +1,7 @@
 package kube
 
 import (
+	"errors"
 	"fmt"
 	"strings"
 	"time"
@@ -35,6 +36,11 @@ var (
 	foreignOwned kidOpt = func(cm *corev1.ConfigMap, _ *bool) { cm.OwnerReferences = controlledBy("uid-db") }
 )
 
+// inZone puts a child in zone z (its ZoneLabel label).
+func inZone(z string) kidOpt {
+	return func(cm *corev1.ConfigMap, _ *bool) { cm.Labels[ZoneLabel] = z }
+}
+
 func annotated(k, v string) kidOpt {
 	return func(cm *corev1.ConfigMap, _ *bool) { cm.Annotations = map[string]string{k: v} }
 }
@@ -54,6 +60,7 @@ func kid(name string, opts ...kidOpt) child {
 	}
 	rep, err := ReplicaOf(cm)
 	rep.Phase, rep.Ready, rep.ReadySince = replicaset.PhaseRunning, ready, cm.CreationTimestamp.Time
+	rep.Zone = cm.Labels[ZoneLabel]
 	return child{obj: cm, replica: rep, costErr: err}
 }
 
@@ -61,7 +68,7 @@ func kid(name string, opts ...kidOpt) child {
 // own children; change edits it further.
 func observed(replicas int, children []child, change ...func(*observation)) *observation {
 	owner := &metav1.PartialObjectMetadata{ObjectMeta: metav1.ObjectMeta{Name: "web", Namespace: "ns", UID: ownerUID, Generation: 1}}
-	o := &observation{owner: owner, key: "ns/web", seed: 1, now: testNow,
+	o := &observation{owner: owner, key: "ns/web", seed: 1, now: testNow, backoffFor: DefaultZoneBackoff,
 		spec:     Spec{Replicas: replicas, Selector: &metav1.LabelSelector{MatchLabels: map[string]string{"app": "web"}}},
 		selector: labels.SelectorFromSet(labels.Set{"app": "web"}), template: labels.Set{"app": "web"}}
 	for _, c := range children {
@@ -105,13 +112,46 @@ func createsFail(err error) func(decision) outcome {
 	}
 }
 
+// zoneFails is the outcome of a decision whose creates in zone failed
+// with err (refused) and whose other creates succeeded.
+func zoneFails(zone string, err error) func(decision) outcome {
+	return func(d decision) outcome {
+		out := outcome{ran: true}
+		var errs []error
+		for i, n := range d.create {
+			if d.plan.CreateZones[i] != zone {
+				out.acted.Created = append(out.acted.Created, n)
+				continue
+			}
+			errs = append(errs, &execute.OpError{Op: execute.OpCreate, Name: n, Zone: zone, Err: err})
+		}
+		out.acted.Err = errors.Join(errs...)
+		if len(errs) > 0 {
+			out.acted.FailedZones = []string{zone}
+		}
+		return out
+	}
+}
+
 // render prints a decision and its verdict the way the tables state them.
 func render(d decision, v verdict) string {
 	var b strings.Builder
 	holds := [...]string{"none", "failure", "deleting", "paused", "waiting"}
 	fmt.Fprintf(&b, "hold=%s adopt=%v release=%v create=%v delete=%v\n",
 		holds[d.hold], namesOf(d.adopt), namesOf(d.release), d.create, replicaNames(d.delete))
+	if len(d.plan.CreateZones) > 0 {
+		fmt.Fprintf(&b, "createZones=%v\n", d.plan.CreateZones)
+	}
 	st := v.status
+	if len(st.Zones) > 0 {
+		fmt.Fprintf(&b, "zones %s", Spread(st.Zones))
+		for _, z := range st.Zones {
+			if !z.BackoffUntil.IsZero() {
+				fmt.Fprintf(&b, " backoff(%s until +%v)", z.Zone, z.BackoffUntil.Sub(testNow))
+			}
+		}
+		b.WriteString("\n")
+	}
 	fmt.Fprintf(&b, "status replicas=%d ready=%d available=%d terminating=%d fullyLabeled=%d\n",
 		st.Replicas, st.ReadyReplicas, st.AvailableReplicas, st.TerminatingReplicas, st.FullyLabeledReplicas)
 	for _, c := range st.Conditions {

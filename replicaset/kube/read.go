@@ -1,6 +1,7 @@
 package kube
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -42,6 +43,11 @@ type observation struct {
 	// taken lists names that objects of others were found to hold: no
 	// new child is given one of them.
 	taken []string
+	// backoff lists the zones creates avoid, after failures, and until
+	// when; a zone whose create fails in this pass is avoided for
+	// backoffFor.
+	backoff    []replicaset.ZoneBackoff
+	backoffFor time.Duration
 }
 
 // child is one child as the pass sees it: the cache's object, never
@@ -72,6 +78,9 @@ func (r *Reconciler[O, C]) read(ctx context.Context, req reconcile.Request) (*ob
 	o.spec, o.specErr = r.Adapter.Spec(owner)
 	if o.specErr == nil {
 		o.selector, o.specErr = selectorOf(o.spec)
+	}
+	if o.specErr == nil {
+		o.specErr = r.checkZones(o.spec.Zones)
 	}
 	if o.specErr == nil {
 		if probe, err := r.Adapter.NewChild(owner); err != nil {
@@ -110,6 +119,7 @@ func (r *Reconciler[O, C]) read(ctx context.Context, req reconcile.Request) (*ob
 		r.Expectations.resetPending(key)
 	}
 	o.taken = r.Expectations.takenNames(key, o.now)
+	o.backoff, o.backoffFor = r.backoff.active(key, o.now), cmp.Or(r.ZoneBackoff, DefaultZoneBackoff)
 	o.children = r.describe(own)
 	o.orphans = r.describe(orphans)
 	return o, nil
@@ -185,6 +195,7 @@ func (r *Reconciler[O, C]) describe(objs []client.Object) []child {
 			continue
 		}
 		rep, err := ReplicaOf(obj)
+		rep.Zone = r.zoneOf(c)
 		r.Adapter.Describe(c, &rep)
 		out = append(out, child{obj: obj, replica: rep, costErr: err})
 	}

@@ -96,12 +96,18 @@ type Reconciler[O, C client.Object] struct {
 	// records none. SetupWithManager registers them with controller-runtime's
 	// registry when nil.
 	Metrics *Metrics
+	// ZoneBackoff is how long creates avoid a zone in which a create
+	// failed (Spec.Zones); zero means DefaultZoneBackoff. The owner's
+	// status shows each zone's backoff (ZoneStatus.BackoffUntil), and the
+	// owner is looked at again when it ends.
+	ZoneBackoff time.Duration
 	// Now is the clock; nil means time.Now.
 	Now func() time.Time
 
 	init    sync.Once
 	index   string        // the suffix of the index names, set by SetupWithManager
 	written writtenStatus // the status last written per owner
+	backoff zoneBackoffs  // the zones each owner's creates avoid, until when
 
 	// The kinds of owner and child, resolved once by SetupWithManager,
 	// for the requests that name objects by metadata alone.
@@ -144,6 +150,10 @@ const (
 	// ConditionReady is True when the desired number of children live
 	// and are ready.
 	ConditionReady = "Ready"
+	// ConditionZonesBalanced, set only when the spec lists zones, is True
+	// when the live children of the listed zones differ by at most one
+	// and none lives elsewhere; False says why not.
+	ConditionZonesBalanced = "ZonesBalanced"
 )
 
 // ErrSelectorMismatch means the owner's selector does not select the

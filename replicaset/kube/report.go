@@ -28,6 +28,7 @@ func (r *Reconciler[O, C]) report(ctx context.Context, o *observation, d decisio
 	r.Expectations.Forgive(o.key, v.forgive...)
 	r.Expectations.ForgiveDeletes(o.key, v.forgiveUIDs...)
 	r.Expectations.noteTaken(o.key, v.taken, o.now)
+	r.backoff.fail(o.key, out.acted.FailedZones, o.now.Add(o.backoffFor))
 	if r.Events != nil {
 		for _, e := range v.events {
 			r.Events.Eventf(o.owner, nil, e.kind, e.reason, e.action, "%s", e.text)
@@ -168,4 +169,5 @@ func statusJSON(obj client.Object) ([]byte, error) {
 func (r *Reconciler[O, C]) forget(key string) {
 	r.Expectations.Forget(key)
 	r.written.forget(key)
+	r.backoff.forget(key)
 }

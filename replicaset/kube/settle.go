@@ -31,6 +31,9 @@ type verdict struct {
 	forgive     []string
 	forgiveUIDs []string
 	taken       []string
+	// backoff is the owner's zone backoff after the pass: the zones
+	// still backing off and those whose creates failed in it.
+	backoff []replicaset.ZoneBackoff
 	// publish says to write status. A pass whose writes all succeeded,
 	// and a pass waiting for the cache to show earlier writes, leave it to
 	// the pass that sees those writes: what they observed is already
@@ -53,7 +56,8 @@ func settle(o *observation, d decision, out outcome) verdict {
 	var v verdict
 	failed := failures(out.acted)
 	v.forgive, v.forgiveUIDs, v.taken = forgiveness(d, out, failed)
-	v.status = status(o, d, out, failed)
+	v.backoff = backoffAfter(o, out.acted.FailedZones, o.now.Add(o.backoffFor))
+	v.status = status(o, d, out, failed, v.backoff)
 	acted := out.ran || len(out.adopted) > 0 || len(out.released) > 0
 	clean := out.claimErr == nil && out.acted.Err == nil
 	// A gone owner has no status to write; a pass that could not confirm
@@ -79,6 +83,14 @@ func settle(o *observation, d decision, out outcome) verdict {
 	default:
 		if after, ok := replicaset.NextAvailable(replicasOf(d.members), o.spec.MinReady, o.now); ok {
 			v.requeue = after
+		}
+		// A zone's backoff ending changes the plan (creates may go
+		// there again; Rebalance may move children back), and no
+		// event will say so.
+		for _, b := range v.backoff {
+			if after := b.Until.Sub(o.now); v.requeue == 0 || after < v.requeue {
+				v.requeue = after
+			}
 		}
 	}
 	return v
@@ -153,12 +165,14 @@ func onlyTaken(err error) bool {
 }
 
 // status counts the members the pass observed.
-func status(o *observation, d decision, out outcome, failed map[string]error) Status {
+func status(o *observation, d decision, out outcome, failed map[string]error, backoff []replicaset.ZoneBackoff) Status {
 	st := Status{ObservedGeneration: o.owner.GetGeneration()}
 	if o.selector != nil {
 		st.Selector = o.selector.String()
 	}
-	sum := replicaset.Summarize(replicasOf(d.members), o.spec.MinReady, o.now)
+	members := replicasOf(d.members)
+	sum := replicaset.Summarize(members, o.spec.MinReady, o.now)
+	st.Zones = zoneStatus(o, members, backoff)
 	st.Replicas, st.ReadyReplicas = int32(sum.Replicas), int32(sum.Ready)
 	st.AvailableReplicas, st.TerminatingReplicas = int32(sum.Available), int32(sum.Terminating)
 	if o.template != nil {
@@ -169,7 +183,7 @@ func status(o *observation, d decision, out outcome, failed map[string]error) St
 			}
 		}
 	}
-	st.Conditions = conditions(o, d, out, failed, sum)
+	st.Conditions = conditions(o, d, out, failed, sum, st.Zones)
 	return st
 }
 

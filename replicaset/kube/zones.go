@@ -1,0 +1,240 @@
+package kube
+
+import (
+	"fmt"
+	"slices"
+	"strings"
+	"sync"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/validation"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/replicakit/replicakit/replicaset"
+)
+
+// ZoneLabel is the label a child's zone is read from and written to when
+// the Adapter is not a [Zoner]: Kubernetes' well-known
+// topology.kubernetes.io/zone.
+const ZoneLabel = corev1.LabelTopologyZone
+
+// DefaultZoneBackoff is how long creates avoid a zone in which a create
+// failed, when Reconciler.ZoneBackoff is zero.
+const DefaultZoneBackoff = time.Minute
+
+// Zoner is implemented by an Adapter whose children record their zone
+// somewhere else than the [ZoneLabel] label, such as a field of their
+// spec. The Reconciler checks for it once per call; an Adapter that is not
+// a Zoner gets the label.
+type Zoner[C client.Object] interface {
+	// Zone returns the child's zone, or "" when it has none. The child is
+	// the cache's own object: read it, never modify it.
+	Zone(child C) string
+	// SetZone puts a new child, as NewChild returned it, in zone (one of
+	// the owner's Spec.Zones) before it is created.
+	SetZone(child C, zone string)
+}
+
+// ZoneStatus is the status of an owner's children in one zone.
+type ZoneStatus struct {
+	replicaset.ZoneStatus
+	// BackoffUntil, when not zero, is when creates in the zone resume:
+	// a create failed there, and new children go to the other zones
+	// until then.
+	BackoffUntil time.Time
+}
+
+// zoneOf is the zone of child c.
+func (r *Reconciler[O, C]) zoneOf(c C) string {
+	if z, ok := any(r.Adapter).(Zoner[C]); ok {
+		return z.Zone(c)
+	}
+	return c.GetLabels()[ZoneLabel]
+}
+
+// setZone puts the new child c in zone.
+func (r *Reconciler[O, C]) setZone(c C, zone string) {
+	if z, ok := any(r.Adapter).(Zoner[C]); ok {
+		z.SetZone(c, zone)
+		return
+	}
+	l := c.GetLabels()
+	if l == nil {
+		l = map[string]string{}
+	}
+	l[ZoneLabel] = zone
+	c.SetLabels(l)
+}
+
+// checkZones refuses zones that the ZoneLabel label cannot hold, when
+// zones are written to it (the Adapter is not a Zoner).
+func (r *Reconciler[O, C]) checkZones(zones []string) error {
+	if _, ok := any(r.Adapter).(Zoner[C]); ok {
+		return nil
+	}
+	for _, z := range zones {
+		if errs := validation.IsValidLabelValue(z); len(errs) > 0 {
+			return fmt.Errorf("zone %q cannot be the value of label %s: %s", z, ZoneLabel, strings.Join(errs, "; "))
+		}
+	}
+	return nil
+}
+
+// zoneBackoffs remembers, per owner, the zones whose creates failed and
+// until when they are avoided.
+type zoneBackoffs struct {
+	mu sync.Mutex
+	m  map[string]map[string]time.Time // owner key -> zone -> until
+}
+
+// active lists the owner's zones still backing off at now, by zone, and
+// forgets the ones whose time is up.
+func (b *zoneBackoffs) active(key string, now time.Time) []replicaset.ZoneBackoff {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	var out []replicaset.ZoneBackoff
+	for z, until := range b.m[key] {
+		if !now.Before(until) {
+			delete(b.m[key], z)
+			continue
+		}
+		out = append(out, replicaset.ZoneBackoff{Zone: z, Until: until})
+	}
+	if len(b.m[key]) == 0 {
+		delete(b.m, key)
+	}
+	slices.SortFunc(out, func(a, b replicaset.ZoneBackoff) int { return strings.Compare(a.Zone, b.Zone) })
+	return out
+}
+
+// fail backs off each of zones until until.
+func (b *zoneBackoffs) fail(key string, zones []string, until time.Time) {
+	if len(zones) == 0 {
+		return
+	}
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if b.m == nil {
+		b.m = map[string]map[string]time.Time{}
+	}
+	if b.m[key] == nil {
+		b.m[key] = map[string]time.Time{}
+	}
+	for _, z := range zones {
+		b.m[key][z] = until
+	}
+}
+
+func (b *zoneBackoffs) forget(key string) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	delete(b.m, key)
+}
+
+// backoffAfter is the verdict's zone backoff: the zones that failed in
+// this pass join those still backing off.
+func backoffAfter(o *observation, failed []string, until time.Time) []replicaset.ZoneBackoff {
+	out := slices.Clone(o.backoff)
+	for _, z := range failed {
+		out = slices.DeleteFunc(out, func(b replicaset.ZoneBackoff) bool { return b.Zone == z })
+		out = append(out, replicaset.ZoneBackoff{Zone: z, Until: until})
+	}
+	return out
+}
+
+// zoneStatus is the status per zone of the members, with each zone's
+// backoff; nil when the spec lists no zones.
+func zoneStatus(o *observation, members []replicaset.Replica, backoff []replicaset.ZoneBackoff) []ZoneStatus {
+	if len(o.spec.Zones) == 0 {
+		return nil
+	}
+	sum := replicaset.SummarizeZones(members, o.spec.Zones, o.spec.MinReady, o.now)
+	out := make([]ZoneStatus, len(sum))
+	for i, s := range sum {
+		out[i].ZoneStatus = s
+		for _, b := range backoff {
+			if b.Zone == s.Zone {
+				out[i].BackoffUntil = b.Until
+			}
+		}
+	}
+	return out
+}
+
+// Spread renders zones as "a=2 b=1 c=1" (live children per zone, listed
+// zones first), with "?" for children in no zone: a status field for a
+// printer column.
+func Spread(zones []ZoneStatus) string {
+	parts := make([]string, len(zones))
+	for i, z := range zones {
+		name := z.Zone
+		if name == "" {
+			name = "?"
+		}
+		parts[i] = fmt.Sprintf("%s=%d", name, z.Replicas)
+	}
+	return strings.Join(parts, " ")
+}
+
+// balanced reports whether the live children of the listed zones differ
+// by at most one and none lives in an unlisted zone or in none.
+func balanced(zones []ZoneStatus) bool {
+	lo, hi := -1, 0
+	for _, z := range zones {
+		if !z.Listed {
+			if z.Replicas > 0 {
+				return false
+			}
+			continue
+		}
+		if lo < 0 || z.Replicas < lo {
+			lo = z.Replicas
+		}
+		hi = max(hi, z.Replicas)
+	}
+	return hi-lo <= 1
+}
+
+// zonesCondition is ZonesBalanced: True when the children are spread
+// evenly now and the pass's plan keeps them so; otherwise False, saying
+// why they are not or will not be once the plan is carried out.
+func zonesCondition(o *observation, d decision, zones []ZoneStatus, cond func(t string, ok bool, reason, msg string) metav1.Condition) metav1.Condition {
+	spread := "zones hold " + Spread(zones) + " live replicas"
+	if d.hold == holdFailure {
+		return cond(ConditionZonesBalanced, false, ReasonReplicaFailure, spread)
+	}
+	now := balanced(zones)
+	if now && d.plan.Unbalanced == "" {
+		return cond(ConditionZonesBalanced, true, ReasonZonesBalanced, spread)
+	}
+	msg := d.plan.Unbalanced
+	if msg == "" {
+		msg = spread
+	}
+	var failing []string
+	for _, z := range zones {
+		if z.Listed && !z.BackoffUntil.IsZero() {
+			failing = append(failing, fmt.Sprintf("%s (until %s)", z.Zone, z.BackoffUntil.UTC().Format(time.RFC3339)))
+		}
+	}
+	switch {
+	case d.hold == holdPaused:
+		return cond(ConditionZonesBalanced, false, ReasonPaused, msg)
+	case d.hold == holdDeleting:
+		return cond(ConditionZonesBalanced, false, ReasonOwnerDeleting, msg)
+	case len(failing) > 0:
+		return cond(ConditionZonesBalanced, false, ReasonZoneFailing,
+			fmt.Sprintf("%s; creates failed in %s", msg, strings.Join(failing, ", ")))
+	case d.plan.Shortfall.Count > 0:
+		return cond(ConditionZonesBalanced, false, ReasonScaleInProtected, msg)
+	case d.plan.Unbalanced == "":
+		return cond(ConditionZonesBalanced, false, ReasonScaling, msg+": this pass balances them")
+	case o.spec.Rebalance:
+		return cond(ConditionZonesBalanced, false, ReasonRebalancing, msg)
+	case d.plan.Deferred > 0:
+		return cond(ConditionZonesBalanced, false, ReasonPerPassCap, msg)
+	}
+	return cond(ConditionZonesBalanced, false, ReasonUnbalanced, msg)
+}
