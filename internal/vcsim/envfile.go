@@ -10,6 +10,7 @@ import (
 
 	"github.com/vmware/govmomi/find"
 	"github.com/vmware/govmomi/property"
+	"github.com/vmware/govmomi/vim25"
 	"github.com/vmware/govmomi/vim25/mo"
 	"github.com/vmware/govmomi/vim25/types"
 
@@ -79,6 +80,57 @@ func VMNames(ctx context.Context, cfg vsphere.Config) ([]string, error) {
 		return nil, err
 	}
 	defer func() { _ = logout(context.WithoutCancel(ctx)) }()
+	vms, err := folderVMs(ctx, vc, cfg, "name")
+	if err != nil {
+		return nil, err
+	}
+	names := make([]string, 0, len(vms))
+	for _, vm := range vms {
+		names = append(names, vm.Name)
+	}
+	slices.Sort(names)
+	return names, nil
+}
+
+// VMClusters is VMNames with where each VM runs: the name of the cluster
+// (or standalone host) owning its resource pool, by VM name.
+func VMClusters(ctx context.Context, cfg vsphere.Config) (map[string]string, error) {
+	vc, logout, err := vsphere.Connect(ctx, cfg)
+	if err != nil {
+		return nil, err
+	}
+	defer func() { _ = logout(context.WithoutCancel(ctx)) }()
+	vms, err := folderVMs(ctx, vc, cfg, "name", "resourcePool")
+	if err != nil {
+		return nil, err
+	}
+	pc := property.DefaultCollector(vc)
+	owners := map[types.ManagedObjectReference]string{} // pool -> its owner's name
+	out := make(map[string]string, len(vms))
+	for _, vm := range vms {
+		p := vm.ResourcePool
+		if p == nil {
+			out[vm.Name] = ""
+			continue
+		}
+		if _, ok := owners[*p]; !ok {
+			var pool mo.ResourcePool
+			if err := pc.RetrieveOne(ctx, *p, []string{"owner"}, &pool); err != nil {
+				return nil, err
+			}
+			var cr mo.ManagedEntity
+			if err := pc.RetrieveOne(ctx, pool.Owner, []string{"name"}, &cr); err != nil {
+				return nil, err
+			}
+			owners[*p] = cr.Name
+		}
+		out[vm.Name] = owners[*p]
+	}
+	return out, nil
+}
+
+// folderVMs reads props of the VMs in the VM folder of cfg's datacenter.
+func folderVMs(ctx context.Context, vc *vim25.Client, cfg vsphere.Config, props ...string) ([]mo.VirtualMachine, error) {
 	dc, err := find.NewFinder(vc, false).DatacenterOrDefault(ctx, cfg.Datacenter)
 	if err != nil {
 		return nil, err
@@ -95,14 +147,9 @@ func VMNames(ctx context.Context, cfg vsphere.Config) ([]string, error) {
 	refs := slices.DeleteFunc(folder.ChildEntity, func(r types.ManagedObjectReference) bool { return r.Type != "VirtualMachine" })
 	var vms []mo.VirtualMachine
 	if len(refs) > 0 {
-		if err := pc.Retrieve(ctx, refs, []string{"name"}, &vms); err != nil {
+		if err := pc.Retrieve(ctx, refs, props, &vms); err != nil {
 			return nil, err // a VM destroyed meanwhile: the caller reads again
 		}
 	}
-	names := make([]string, 0, len(vms))
-	for _, vm := range vms {
-		names = append(names, vm.Name)
-	}
-	slices.Sort(names)
-	return names, nil
+	return vms, nil
 }

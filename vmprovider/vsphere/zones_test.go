@@ -7,17 +7,14 @@ import (
 	"time"
 
 	"github.com/google/go-cmp/cmp"
-	"github.com/vmware/govmomi/find"
 	"github.com/vmware/govmomi/simulator"
 	"github.com/vmware/govmomi/vim25/mo"
-	"github.com/vmware/govmomi/vim25/types"
 
 	"github.com/replicakit/replicakit/deletionpolicy"
 	"github.com/replicakit/replicakit/internal/vcsimtest"
 	"github.com/replicakit/replicakit/naming"
 	"github.com/replicakit/replicakit/replicaset"
 	"github.com/replicakit/replicakit/vmprovider"
-	"github.com/replicakit/replicakit/vmprovider/vsphere"
 )
 
 // TestSet_ZonesArePlacements spreads a Set over three zones, each a
@@ -89,34 +86,10 @@ func placedIn(t *testing.T, sim *vcsimtest.Sim, name string) string {
 	}
 }
 
-// addCluster creates a cluster called name with one host in DC0's host
-// folder, through the vSphere API.
+// addCluster adds a third cluster to the simulator (see vcsim.Sim.AddCluster).
 func addCluster(t *testing.T, sim *vcsimtest.Sim, name string) {
 	t.Helper()
-	ctx := context.Background()
-	vc, logout, err := vsphere.Connect(ctx, sim.Config())
-	if err != nil {
+	if err := sim.AddCluster(context.Background(), name); err != nil {
 		t.Fatal(err)
-	}
-	defer func() { _ = logout(ctx) }()
-	f := find.NewFinder(vc, true)
-	dc, err := f.Datacenter(ctx, "DC0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	folders, err := dc.Folders(ctx)
-	if err != nil {
-		t.Fatal(err)
-	}
-	cluster, err := folders.HostFolder.CreateCluster(ctx, name, types.ClusterConfigSpecEx{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	task, err := cluster.AddHost(ctx, types.HostConnectSpec{HostName: name + "_H0", UserName: "root", Password: "secret"}, true, nil, nil)
-	if err == nil {
-		err = task.Wait(ctx)
-	}
-	if err != nil {
-		t.Fatalf("add a host to %s: %v", name, err)
 	}
 }

@@ -114,3 +114,19 @@ func Scheme() *runtime.Scheme {
 	utilruntime.Must(vmv1.AddToScheme(s))
 	return s
 }
+
+// Spread counts the VMs in vCenter whose names start with ns and '-' per
+// cluster they run in, read over the API.
+func Spread(ctx context.Context, vc vsphere.Config, ns string) (map[string]int, error) {
+	where, err := vcsim.VMClusters(ctx, vc)
+	if err != nil {
+		return nil, fmt.Errorf("read where vCenter VMs run: %w", err)
+	}
+	out := map[string]int{}
+	for name, cluster := range where {
+		if strings.HasPrefix(name, ns+"-") {
+			out[cluster]++
+		}
+	}
+	return out, nil
+}

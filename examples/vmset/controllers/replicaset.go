@@ -1,6 +1,10 @@
 package controllers
 
 import (
+	"fmt"
+	"maps"
+	"slices"
+	"strings"
 	"time"
 
 	"k8s.io/apimachinery/pkg/api/meta"
@@ -14,16 +18,29 @@ import (
 )
 
 // ReplicaSetAdapter tells replicakit's binding about VirtualMachineReplicaSet
-// (the owner) and VirtualMachine (the child).
-type ReplicaSetAdapter struct{}
+// (the owner) and VirtualMachine (the child). A VirtualMachine's zone is
+// its spec.zone (kube.Zoner).
+type ReplicaSetAdapter struct {
+	// Zones are the zones the operator has placements for; a set listing
+	// another is refused (InvalidSpec, naming it).
+	Zones []string
+}
 
-var _ kube.Adapter[*vmv1.VirtualMachineReplicaSet, *vmv1.VirtualMachine] = ReplicaSetAdapter{}
+var (
+	_ kube.Adapter[*vmv1.VirtualMachineReplicaSet, *vmv1.VirtualMachine] = ReplicaSetAdapter{}
+	_ kube.Zoner[*vmv1.VirtualMachine]                                   = ReplicaSetAdapter{}
+)
 
 // Spec implements kube.Adapter.
-func (ReplicaSetAdapter) Spec(s *vmv1.VirtualMachineReplicaSet) (kube.Spec, error) {
+func (a ReplicaSetAdapter) Spec(s *vmv1.VirtualMachineReplicaSet) (kube.Spec, error) {
 	replicas := 1
 	if s.Spec.Replicas != nil {
 		replicas = int(*s.Spec.Replicas)
+	}
+	for _, z := range s.Spec.Zones {
+		if !slices.Contains(a.Zones, z) {
+			return kube.Spec{}, fmt.Errorf("spec.zones: zone %q has no placement in the operator's configuration (%s)", z, known(a.Zones))
+		}
 	}
 	return kube.Spec{
 		Replicas:     replicas,
@@ -31,11 +48,27 @@ func (ReplicaSetAdapter) Spec(s *vmv1.VirtualMachineReplicaSet) (kube.Spec, erro
 		DeletePolicy: s.Spec.DeletePolicy,
 		MinReady:     time.Duration(s.Spec.MinReadySeconds) * time.Second,
 		Paused:       s.Spec.Paused,
+		Zones:        s.Spec.Zones,
+		Rebalance:    s.Spec.Rebalance,
 	}, nil
 }
 
+// known lists zones for an error message.
+func known(zones []string) string {
+	if len(zones) == 0 {
+		return "it has none: give -zone or $VSPHERE_ZONES"
+	}
+	return "it has " + strings.Join(zones, ", ")
+}
+
+// Zone implements kube.Zoner: a VirtualMachine's zone is its spec.zone.
+func (ReplicaSetAdapter) Zone(vm *vmv1.VirtualMachine) string { return vm.Spec.Zone }
+
+// SetZone implements kube.Zoner.
+func (ReplicaSetAdapter) SetZone(vm *vmv1.VirtualMachine, zone string) { vm.Spec.Zone = zone }
+
 // NewChild implements kube.Adapter.
-func (ReplicaSetAdapter) NewChild(s *vmv1.VirtualMachineReplicaSet) (*vmv1.VirtualMachine, error) {
+func (a ReplicaSetAdapter) NewChild(s *vmv1.VirtualMachineReplicaSet) (*vmv1.VirtualMachine, error) {
 	return &vmv1.VirtualMachine{
 		ObjectMeta: metav1.ObjectMeta{
 			Labels:      copyMap(s.Spec.Template.Metadata.Labels),
@@ -47,7 +80,7 @@ func (ReplicaSetAdapter) NewChild(s *vmv1.VirtualMachineReplicaSet) (*vmv1.Virtu
 
 // Describe implements kube.Adapter: a VirtualMachine is pending until vCenter
 // has it, ready while its Ready condition is true.
-func (ReplicaSetAdapter) Describe(vm *vmv1.VirtualMachine, r *replicaset.Replica) {
+func (a ReplicaSetAdapter) Describe(vm *vmv1.VirtualMachine, r *replicaset.Replica) {
 	ready := meta.FindStatusCondition(vm.Status.Conditions, "Ready")
 	switch {
 	case vm.Status.InstanceUUID == "":
@@ -61,7 +94,7 @@ func (ReplicaSetAdapter) Describe(vm *vmv1.VirtualMachine, r *replicaset.Replica
 }
 
 // SetStatus implements kube.Adapter.
-func (ReplicaSetAdapter) SetStatus(s *vmv1.VirtualMachineReplicaSet, st kube.Status) {
+func (a ReplicaSetAdapter) SetStatus(s *vmv1.VirtualMachineReplicaSet, st kube.Status) {
 	s.Status.Replicas = st.Replicas
 	s.Status.FullyLabeledReplicas = st.FullyLabeledReplicas
 	s.Status.ReadyReplicas = st.ReadyReplicas
@@ -69,6 +102,18 @@ func (ReplicaSetAdapter) SetStatus(s *vmv1.VirtualMachineReplicaSet, st kube.Sta
 	s.Status.TerminatingReplicas = st.TerminatingReplicas
 	s.Status.ObservedGeneration = st.ObservedGeneration
 	s.Status.Selector = st.Selector
+	s.Status.Zones, s.Status.Spread = nil, ""
+	for _, z := range st.Zones {
+		zs := vmv1.ZoneStatus{Zone: z.Zone, Replicas: int32(z.Replicas),
+			ReadyReplicas: int32(z.Ready), AvailableReplicas: int32(z.Available)}
+		if !z.BackoffUntil.IsZero() {
+			zs.BackoffUntil = &metav1.Time{Time: z.BackoffUntil.Truncate(time.Second)}
+		}
+		s.Status.Zones = append(s.Status.Zones, zs)
+	}
+	if len(st.Zones) > 0 {
+		s.Status.Spread = kube.Spread(st.Zones)
+	}
 	st.MergeConditions(&s.Status.Conditions)
 }
 
@@ -94,10 +139,11 @@ func copyMap(m map[string]string) map[string]string {
 // +kubebuilder:rbac:groups=vm.replicakit.io,resources=virtualmachines,verbs=get;list;watch;create;patch;delete
 // +kubebuilder:rbac:groups=events.k8s.io,resources=events,verbs=create;patch
 
-// NewReplicaSetReconciler returns the VirtualMachineReplicaSet reconciler.
-func NewReplicaSetReconciler() *kube.Reconciler[*vmv1.VirtualMachineReplicaSet, *vmv1.VirtualMachine] {
+// NewReplicaSetReconciler returns the VirtualMachineReplicaSet reconciler
+// for an operator with placements for zones.
+func NewReplicaSetReconciler(zones []string) *kube.Reconciler[*vmv1.VirtualMachineReplicaSet, *vmv1.VirtualMachine] {
 	return &kube.Reconciler[*vmv1.VirtualMachineReplicaSet, *vmv1.VirtualMachine]{
-		Adapter:        ReplicaSetAdapter{},
+		Adapter:        ReplicaSetAdapter{Zones: zones},
 		EmptyOwner:     func() *vmv1.VirtualMachineReplicaSet { return &vmv1.VirtualMachineReplicaSet{} },
 		EmptyChild:     func() *vmv1.VirtualMachine { return &vmv1.VirtualMachine{} },
 		EmptyChildList: func() client.ObjectList { return &vmv1.VirtualMachineList{} },
@@ -113,5 +159,6 @@ func Setup(mgr ctrl.Manager, p *VirtualMachineReconciler) error {
 	if err := p.SetupWithManager(mgr); err != nil {
 		return err
 	}
-	return NewReplicaSetReconciler().SetupWithManager(mgr, "virtualmachinereplicaset")
+	zones := slices.Sorted(maps.Keys(p.Zones))
+	return NewReplicaSetReconciler(zones).SetupWithManager(mgr, "virtualmachinereplicaset")
 }

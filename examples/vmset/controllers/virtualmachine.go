@@ -6,6 +6,8 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
+	"maps"
+	"slices"
 	"strings"
 	"time"
 
@@ -46,7 +48,16 @@ type VirtualMachineReconciler struct {
 	Watch *vsphere.Watch
 	// Events records events on VirtualMachines; nil records none.
 	Events events.EventRecorder
+	// Zones maps each zone a VirtualMachine may name (spec.zone) to
+	// where its VM goes, over the provider's default placement. A
+	// VirtualMachine naming another zone fails with the reason
+	// UnknownZone.
+	Zones map[string]vmprovider.Placement
 }
+
+// ErrUnknownZone means a VirtualMachine names a zone the operator has no
+// placement for.
+var ErrUnknownZone = errors.New("unknown zone")
 
 // NewVirtualMachineReconciler returns a reconciler that reads vCenter from
 // a watch of p's VMs (vsphere.Cached) and changes it through p: a
@@ -111,11 +122,14 @@ func (r *VirtualMachineReconciler) Reconcile(ctx context.Context, req reconcile.
 	got, err := r.Provider.Get(ctx, name)
 	switch {
 	case errors.Is(err, vmprovider.ErrNotFound):
-		spec, serr := providerSpec(&vm, name, want)
+		spec, serr := providerSpec(&vm, name, want, r.Zones)
 		if serr == nil {
 			got, err = r.Provider.Create(ctx, spec)
 		} else {
 			err = serr
+		}
+		if errors.Is(err, ErrUnknownZone) {
+			return reconcile.Result{}, reconcile.TerminalError(r.fail(ctx, &vm, "UnknownZone", err))
 		}
 		if errors.Is(err, vmprovider.ErrInvalidSpec) {
 			return reconcile.Result{}, reconcile.TerminalError(r.fail(ctx, &vm, "InvalidSpec", err))
@@ -187,14 +201,22 @@ var waitingFor = map[vmprovider.Readiness]string{
 	vmprovider.ReadyWhenIPAddress:      "an IP address",
 }
 
-// providerSpec is the VM to create for vm: its hardware, networks and
-// cloud-init data, with instance-id and local-hostname added to the
-// metadata unless given.
-func providerSpec(vm *vmv1.VirtualMachine, name string, want vmv1.PowerState) (vmprovider.Spec, error) {
+// providerSpec is the VM to create for vm: its hardware, networks,
+// cloud-init data (with instance-id and local-hostname added to the
+// metadata unless given) and, with a zone, the zone's placement.
+func providerSpec(vm *vmv1.VirtualMachine, name string, want vmv1.PowerState, zones map[string]vmprovider.Placement) (vmprovider.Spec, error) {
 	spec := vmprovider.Spec{
 		Name: name, Owner: vmprovider.Owner{UID: string(vm.UID), Name: vm.Namespace + "/" + vm.Name},
 		Template: vm.Spec.Template, CPUs: vm.Spec.CPUs, MemoryMiB: vm.Spec.MemoryMiB,
 		PowerOn: want == vmv1.PoweredOn,
+	}
+	if z := vm.Spec.Zone; z != "" {
+		pl, ok := zones[z]
+		if !ok {
+			return spec, fmt.Errorf("VM %q: spec.zone %q has no placement in the operator's configuration (%s): %w",
+				name, z, known(slices.Sorted(maps.Keys(zones))), ErrUnknownZone)
+		}
+		spec.Zone, spec.Placement = z, pl
 	}
 	if n := vm.Spec.Network; n != nil {
 		for _, i := range n.Interfaces {

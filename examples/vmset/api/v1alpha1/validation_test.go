@@ -86,6 +86,12 @@ func TestCRDs_DefaultsAndValidation(t *testing.T) {
 		{"empty network name", func(s *vmv1.VirtualMachineReplicaSet) {
 			s.Spec.Template.Spec.Network = &vmv1.VirtualMachineNetwork{Interfaces: []vmv1.NetworkInterface{{}}}
 		}, "spec.template.spec.network.interfaces[0].network: Invalid value"},
+		{"a zone listed twice", func(s *vmv1.VirtualMachineReplicaSet) { s.Spec.Zones = []string{"zone-a", "zone-b", "zone-a"} },
+			`spec.zones[2]: Duplicate value: "zone-a"`},
+		{"a zone no label can hold", func(s *vmv1.VirtualMachineReplicaSet) { s.Spec.Zones = []string{"zone a"} },
+			"spec.zones[0]: Invalid value"},
+		{"an empty zone", func(s *vmv1.VirtualMachineReplicaSet) { s.Spec.Zones = []string{""} },
+			"spec.zones[0]: Invalid value"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.desc, func(t *testing.T) {
@@ -142,6 +148,7 @@ func TestCRDs_VirtualMachineCloneTimeFields(t *testing.T) {
 		{"bootstrap added", func(v *vmv1.VirtualMachine) {
 			v.Spec.Bootstrap = &vmv1.VirtualMachineBootstrap{CloudInit: &vmv1.CloudInitBootstrap{UserData: "#cloud-config"}}
 		}, "spec.bootstrap cannot change"},
+		{"a zone added", func(v *vmv1.VirtualMachine) { v.Spec.Zone = "zone-a" }, "spec.zone cannot change"},
 		{"readiness", func(v *vmv1.VirtualMachine) { v.Spec.Readiness = vmv1.ReadyWhenIPAddress }, ""},
 	} {
 		t.Run(tc.desc, func(t *testing.T) {

@@ -47,6 +47,16 @@ type VirtualMachineSpec struct {
 	// +kubebuilder:default=PoweredOn
 	// +optional
 	Readiness Readiness `json:"readiness,omitempty"`
+	// Zone is the failure domain the VM is placed in: one of the zones
+	// the operator is configured with (-zone, $VSPHERE_ZONES), each a
+	// cluster or resource pool and optionally a folder and datastore.
+	// Empty: the operator's default placement. A set with spec.zones
+	// sets it on each VirtualMachine it creates. A zone the operator
+	// does not know fails the VM with the reason UnknownZone.
+	// +kubebuilder:validation:MaxLength=63
+	// +kubebuilder:validation:Pattern=`^([A-Za-z0-9]([-A-Za-z0-9_.]*[A-Za-z0-9])?)?$`
+	// +optional
+	Zone string `json:"zone,omitempty"`
 }
 
 // Readiness says when a VM counts as ready.
@@ -147,6 +157,7 @@ type VirtualMachineStatus struct {
 // +kubebuilder:printcolumn:name="POWER-STATE",type=string,JSONPath=`.status.powerState`
 // +kubebuilder:printcolumn:name="READY",type=string,JSONPath=`.status.conditions[?(@.type=="Ready")].status`
 // +kubebuilder:printcolumn:name="IP",type=string,JSONPath=`.status.addresses[0]`
+// +kubebuilder:printcolumn:name="ZONE",type=string,JSONPath=`.spec.zone`
 // +kubebuilder:printcolumn:name="AGE",type=date,JSONPath=`.metadata.creationTimestamp`
 // +kubebuilder:printcolumn:name="HOSTNAME",type=string,JSONPath=`.status.hostname`,priority=1
 // +kubebuilder:printcolumn:name="UUID",type=string,JSONPath=`.status.instanceUUID`,priority=1
@@ -158,6 +169,7 @@ type VirtualMachine struct {
 	// the VM is cloned, and cannot change after.
 	// +kubebuilder:validation:XValidation:rule="has(self.network) == has(oldSelf.network) && (!has(self.network) || self.network == oldSelf.network)",message="spec.network cannot change: adapters are set when the VM is cloned"
 	// +kubebuilder:validation:XValidation:rule="has(self.bootstrap) == has(oldSelf.bootstrap) && (!has(self.bootstrap) || self.bootstrap == oldSelf.bootstrap)",message="spec.bootstrap cannot change: the guest is customized when the VM is cloned"
+	// +kubebuilder:validation:XValidation:rule="(has(self.zone) ? self.zone : '') == (has(oldSelf.zone) ? oldSelf.zone : '')",message="spec.zone cannot change: the VM is placed when it is cloned"
 	Spec VirtualMachineSpec `json:"spec,omitempty"`
 	// Status is the observed VM.
 	Status VirtualMachineStatus `json:"status,omitempty"`

@@ -58,6 +58,43 @@ type VirtualMachineReplicaSetSpec struct {
 	// replicas; status is still reported, with the reason Paused.
 	// +optional
 	Paused bool `json:"paused,omitempty"`
+	// Zones lists the failure domains to spread the replicas over, each
+	// one the operator is configured with (a zone it does not know is
+	// refused with the ReplicaFailure reason InvalidSpec, naming it). New
+	// replicas go to the zone with the fewest, scale-down takes from the
+	// zone with the most, and a zone whose clones fail is avoided for a
+	// while as the others take its replicas. Empty: no spreading.
+	// +kubebuilder:validation:MaxItems=32
+	// +kubebuilder:validation:items:MinLength=1
+	// +kubebuilder:validation:items:MaxLength=63
+	// +kubebuilder:validation:items:Pattern=`^[A-Za-z0-9]([-A-Za-z0-9_.]*[A-Za-z0-9])?$`
+	// +listType=set
+	// +optional
+	Zones []string `json:"zones,omitempty"`
+	// Rebalance moves replicas back into balance across zones (after a
+	// zone recovered, or when zones were added): one at a time, creating
+	// the new replica before deleting one from the fullest zone, never
+	// taking available replicas below spec.replicas.
+	// +optional
+	Rebalance bool `json:"rebalance,omitempty"`
+}
+
+// ZoneStatus is a set's replicas in one zone.
+type ZoneStatus struct {
+	// Zone is the zone's name; empty for replicas in no zone.
+	Zone string `json:"zone"`
+	// Replicas counts live replicas in the zone.
+	Replicas int32 `json:"replicas"`
+	// ReadyReplicas counts the zone's ready replicas.
+	// +optional
+	ReadyReplicas int32 `json:"readyReplicas,omitempty"`
+	// AvailableReplicas counts the zone's available replicas.
+	// +optional
+	AvailableReplicas int32 `json:"availableReplicas,omitempty"`
+	// BackoffUntil, when set, is when new replicas may go to the zone
+	// again: a clone there failed.
+	// +optional
+	BackoffUntil *metav1.Time `json:"backoffUntil,omitempty"`
 }
 
 // VirtualMachineReplicaSetStatus is what the set observed.
@@ -87,7 +124,17 @@ type VirtualMachineReplicaSetStatus struct {
 	// Selector is spec.selector in string form, for the scale subresource.
 	// +optional
 	Selector string `json:"selector,omitempty"`
-	// Conditions: ReplicaFailure, ScalingUp, ScalingDown, Ready.
+	// Zones, when spec.zones is set, counts the replicas per zone: each
+	// listed zone in order, then any other zone a replica is in.
+	// +listType=atomic
+	// +optional
+	Zones []ZoneStatus `json:"zones,omitempty"`
+	// Spread is zones on one line, "zone-a=2 zone-b=1", for kubectl's
+	// -o wide.
+	// +optional
+	Spread string `json:"spread,omitempty"`
+	// Conditions: ReplicaFailure, ScalingUp, ScalingDown, Ready, and
+	// ZonesBalanced when spec.zones is set.
 	// +listType=map
 	// +listMapKey=type
 	// +optional
@@ -107,6 +154,7 @@ type VirtualMachineReplicaSetStatus struct {
 // +kubebuilder:printcolumn:name="DESIRED",type=integer,JSONPath=`.spec.replicas`,priority=1
 // +kubebuilder:printcolumn:name="AVAILABLE",type=integer,JSONPath=`.status.availableReplicas`,priority=1
 // +kubebuilder:printcolumn:name="POLICY",type=string,JSONPath=`.spec.deletePolicy`,priority=1
+// +kubebuilder:printcolumn:name="ZONES",type=string,JSONPath=`.status.spread`,priority=1
 type VirtualMachineReplicaSet struct {
 	metav1.TypeMeta   `json:",inline"`
 	metav1.ObjectMeta `json:"metadata,omitempty"`

@@ -64,7 +64,10 @@ func (s *story) playGuests(ctx context.Context) error {
 	_, err = s.await(ctx, "no VirtualMachine and no vSphere VM left", func(st vmcheck.State) bool {
 		return st.Set == nil && len(st.Want) == 0 && len(st.VCenter) == 0
 	})
-	return err
+	if err != nil {
+		return err
+	}
+	return s.playZones(ctx)
 }
 
 // checkVMs shows the set's VMs with kubectl and checks, on the objects,

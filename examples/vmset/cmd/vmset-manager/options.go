@@ -10,6 +10,7 @@ import (
 	"path/filepath"
 	"strings"
 
+	"github.com/replicakit/replicakit/vmprovider"
 	"github.com/replicakit/replicakit/vmprovider/vsphere"
 )
 
@@ -37,6 +38,8 @@ type options struct {
 	vcsim bool
 	// vcsimEnvFile receives govc's settings for the embedded simulator.
 	vcsimEnvFile string
+	// zones maps each zone VirtualMachines may name to its placement.
+	zones map[string]vmprovider.Placement
 }
 
 // envFlags maps each vCenter flag to the environment variable that supplies
@@ -81,6 +84,8 @@ func parse(args []string, getenv func(string) string, stderr io.Writer) (options
 	}
 	fs.BoolVar(&o.vsphere.Insecure, "vsphere-insecure", getenv("VSPHERE_INSECURE") == "true", "skip vCenter TLS verification (tests only) [$VSPHERE_INSECURE]")
 	fs.IntVar(&o.vsphere.MaxTasks, "vsphere-max-tasks", vsphere.DefaultMaxTasks, "vCenter tasks in flight at once")
+	var zones zoneFlag
+	fs.Var(&zones, "zone", "a zone sets may spread over, repeated: NAME:resourcePool=PATH[,folder=PATH][,datastore=NAME] (a cluster or resource pool, and optionally a folder and datastore) [$VSPHERE_ZONES: entries separated by ';'; with -vcsim and none given: zone-a, zone-b and zone-c, one per simulated cluster]")
 
 	if err := fs.Parse(args); err != nil {
 		if errors.Is(err, flag.ErrHelp) {
@@ -113,6 +118,13 @@ func parse(args []string, getenv func(string) string, stderr io.Writer) (options
 			return o, fmt.Errorf("%w: -metrics-cert-dir: %v", errUsage, err)
 		}
 	}
+	o.zones = zones.zones
+	if env := getenv("VSPHERE_ZONES"); env != "" && o.zones == nil {
+		var err error
+		if o.zones, err = parseZones(env); err != nil {
+			return o, fmt.Errorf("%w: $VSPHERE_ZONES: %v", errUsage, err)
+		}
+	}
 	if o.vsphere.MaxTasks < 1 {
 		return o, fmt.Errorf("%w: -vsphere-max-tasks %d: want at least 1", errUsage, o.vsphere.MaxTasks)
 	}
@@ -137,6 +149,9 @@ func parse(args []string, getenv func(string) string, stderr io.Writer) (options
 	case o.vcsim && (v.Username != "" || v.Password != ""):
 		return o, fmt.Errorf("%w: vCenter credentials given with -vcsim, which needs none", errUsage)
 	case o.vcsim:
+		if o.zones == nil {
+			o.zones = simulatorZones()
+		}
 		return o, nil
 	case o.vcsimEnvFile != "":
 		return o, fmt.Errorf("%w: -vcsim-env-file applies only with -vcsim", errUsage)

@@ -46,6 +46,9 @@ func serve(ctx context.Context, opts options, stderr io.Writer) error {
 		}
 		defer sim.Close()
 		vc = sim.Config()
+		if err := sim.AddCluster(ctx, "DC0_C2"); err != nil {
+			return err
+		}
 		log.Info("-vcsim: running the embedded vCenter simulator; its VMs exist only in this process", "url", vc.URL, "username", vc.Username)
 		if opts.vcsimEnvFile != "" {
 			if err := sim.WriteEnvFile(opts.vcsimEnvFile); err != nil {
@@ -88,7 +91,12 @@ func serve(ctx context.Context, opts options, stderr io.Writer) error {
 	if err := mgr.AddReadyzCheck("ping", healthz.Ping); err != nil {
 		return err
 	}
-	if err := controllers.Setup(mgr, controllers.NewVirtualMachineReconciler(provider)); err != nil {
+	vms := controllers.NewVirtualMachineReconciler(provider)
+	vms.Zones = opts.zones
+	if len(opts.zones) > 0 {
+		log.Info("zones", "zones", formatZones(opts.zones))
+	}
+	if err := controllers.Setup(mgr, vms); err != nil {
 		return fmt.Errorf("controllers: %w", err)
 	}
 	log.Info("starting the manager", "leaderElection", opts.leaderElect, "metrics", opts.metricsAddr, "metricsSecure", opts.metricsSecure, "probes", opts.probeAddr)

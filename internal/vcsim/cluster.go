@@ -1,0 +1,43 @@
+package vcsim
+
+import (
+	"context"
+	"fmt"
+
+	"github.com/vmware/govmomi/find"
+	"github.com/vmware/govmomi/vim25/types"
+
+	"github.com/replicakit/replicakit/vmprovider/vsphere"
+)
+
+// AddCluster adds a cluster called name, with one host (name_H0), to the
+// simulator's datacenter DC0, over the API as a vCenter administrator
+// would: a third failure domain beside DC0_C0 and DC0_C1, without the
+// VMs the simulator would make for a cluster in its model.
+func (s *Sim) AddCluster(ctx context.Context, name string) error {
+	vc, logout, err := vsphere.Connect(ctx, s.Config())
+	if err != nil {
+		return err
+	}
+	defer func() { _ = logout(context.WithoutCancel(ctx)) }()
+	dc, err := find.NewFinder(vc, true).Datacenter(ctx, "DC0")
+	if err != nil {
+		return err
+	}
+	folders, err := dc.Folders(ctx)
+	if err != nil {
+		return err
+	}
+	cluster, err := folders.HostFolder.CreateCluster(ctx, name, types.ClusterConfigSpecEx{})
+	if err != nil {
+		return fmt.Errorf("vcsim: create cluster %s: %w", name, err)
+	}
+	task, err := cluster.AddHost(ctx, types.HostConnectSpec{HostName: name + "_H0", UserName: "root", Password: "secret"}, true, nil, nil)
+	if err == nil {
+		err = task.Wait(ctx)
+	}
+	if err != nil {
+		return fmt.Errorf("vcsim: add a host to %s: %w", name, err)
+	}
+	return nil
+}
