@@ -41,3 +41,19 @@ func (s *Sim) AddCluster(ctx context.Context, name string) error {
 	}
 	return nil
 }
+
+// ResourcePool finds the resource pool at path (such as
+// /DC0/host/DC0_C2/Resources) over the API: what Faults.Refuse names to
+// refuse clones into one cluster.
+func (s *Sim) ResourcePool(ctx context.Context, path string) (types.ManagedObjectReference, error) {
+	vc, logout, err := vsphere.Connect(ctx, s.Config())
+	if err != nil {
+		return types.ManagedObjectReference{}, err
+	}
+	defer func() { _ = logout(context.WithoutCancel(ctx)) }()
+	pool, err := find.NewFinder(vc, false).ResourcePool(ctx, path)
+	if err != nil {
+		return types.ManagedObjectReference{}, fmt.Errorf("vcsim: find resource pool %s: %w", path, err)
+	}
+	return pool.Reference(), nil
+}

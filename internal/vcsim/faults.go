@@ -1,6 +1,7 @@
 package vcsim
 
 import (
+	"bytes"
 	"io"
 	"math/rand/v2"
 	"net/http"
@@ -9,6 +10,7 @@ import (
 	"sync/atomic"
 
 	"github.com/vmware/govmomi/simulator"
+	"github.com/vmware/govmomi/vim25/types"
 )
 
 // Faults makes a serialized simulator answer some calls with an
@@ -23,6 +25,9 @@ import (
 // a read lock, so the race detector reports the simulator rather than the
 // code under test once calls or its statistics are read concurrently. Here
 // the decision is made under the gate's lock and the count is atomic.
+//
+// Refuse makes every call of one method that names one managed object
+// fail, whatever the probability: a zone whose clones all fail.
 //
 // It also counts the calls that reach the gate, by method (Calls); a
 // Faults without Methods injects nothing and only counts.
@@ -41,7 +46,32 @@ type Faults struct {
 	mu       sync.Mutex
 	p        float64
 	rng      *rand.Rand
+	refused  map[refusal]bool
 	injected atomic.Int64
+}
+
+// refusal is a method refused for calls naming one managed object.
+type refusal struct {
+	method string
+	ref    types.ManagedObjectReference
+}
+
+// Refuse makes every call of method whose request names ref (as an
+// argument, such as a clone's target resource pool) fail, until the
+// returned function is called; it is safe to call at any time.
+func (f *Faults) Refuse(method string, ref types.ManagedObjectReference) (lift func()) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if f.refused == nil {
+		f.refused = map[refusal]bool{}
+	}
+	r := refusal{method, ref}
+	f.refused[r] = true
+	return func() {
+		f.mu.Lock()
+		defer f.mu.Unlock()
+		delete(f.refused, r)
+	}
 }
 
 // SetProbability sets the chance that a call of one of Methods fails, from
@@ -64,17 +94,20 @@ func (f *Faults) Injected() int64 {
 	return f.injected.Load()
 }
 
-// fail decides whether a call of method fails and, if so, answers it with
-// the fault.
-func (f *Faults) fail(w http.ResponseWriter, method string) bool {
-	if !slices.Contains(f.Methods, method) {
-		return false
-	}
+// fail decides whether a call of method with the request body fails and,
+// if so, answers it with the fault.
+func (f *Faults) fail(w http.ResponseWriter, method string, body []byte) bool {
 	f.mu.Lock()
-	if f.rng == nil {
-		f.rng = rand.New(rand.NewPCG(f.Seed, f.Seed^0x9e3779b97f4a7c15))
+	hit := false
+	for r := range f.refused {
+		hit = hit || r.method == method && bytes.Contains(body, []byte(`type="`+r.ref.Type+`">`+r.ref.Value+`<`))
 	}
-	hit := f.rng.Float64() < f.p
+	if !hit && slices.Contains(f.Methods, method) {
+		if f.rng == nil {
+			f.rng = rand.New(rand.NewPCG(f.Seed, f.Seed^0x9e3779b97f4a7c15))
+		}
+		hit = f.rng.Float64() < f.p
+	}
 	f.mu.Unlock()
 	if !hit {
 		return false

@@ -9,6 +9,7 @@ import (
 	"testing"
 
 	"github.com/vmware/govmomi/fault"
+	"github.com/vmware/govmomi/find"
 	"github.com/vmware/govmomi/vim25/types"
 
 	"github.com/replicakit/replicakit/internal/vcsim"
@@ -111,4 +112,49 @@ func clones(t *testing.T, s *vcsim.Sim) []string {
 		}
 	}
 	return out
+}
+
+// TestFaults_RefuseOnePool: clones into a refused resource pool fail
+// whatever the probability, clones into another are served, and lifting
+// the refusal serves them again.
+func TestFaults_RefuseOnePool(t *testing.T) {
+	f := &vcsim.Faults{}
+	_, c := start(t, f.Serialized)
+	ctx := context.Background()
+	vm, folder := template(t, c)
+	finder := find.NewFinder(c.Client, true)
+	dc, err := finder.Datacenter(ctx, "DC0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	finder.SetDatacenter(dc)
+	pool := func(path string) types.ManagedObjectReference {
+		p, err := finder.ResourcePool(ctx, path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return p.Reference()
+	}
+	c0, c1 := pool("/DC0/host/DC0_C0/Resources"), pool("/DC0/host/DC0_C1/Resources")
+	clone := func(name string, into types.ManagedObjectReference) error {
+		task, err := vm.Clone(ctx, folder, name, types.VirtualMachineCloneSpec{Location: types.VirtualMachineRelocateSpec{Pool: &into}})
+		if err == nil {
+			err = task.Wait(ctx)
+		}
+		return err
+	}
+	lift := f.Refuse("CloneVM_Task", c1)
+	if err := clone("into-c1", c1); !fault.Is(err, &types.InvalidState{}) {
+		t.Errorf("clone into the refused pool: %v, want an InvalidState fault", err)
+	}
+	if err := clone("into-c0", c0); err != nil {
+		t.Errorf("clone into another pool: %v", err)
+	}
+	lift()
+	if err := clone("into-c1-after", c1); err != nil {
+		t.Errorf("clone into the pool after lifting: %v", err)
+	}
+	if got := f.Injected(); got != 1 {
+		t.Errorf("Injected() = %d, want 1", got)
+	}
 }

@@ -78,7 +78,7 @@ func (g *gate) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	}
 	g.mu.Lock()
 	defer g.mu.Unlock()
-	if g.faults != nil && g.faults.fail(w, method) {
+	if g.faults != nil && g.faults.fail(w, method, body) {
 		return
 	}
 	r.Body = io.NopCloser(bytes.NewReader(body))

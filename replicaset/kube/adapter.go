@@ -30,7 +30,9 @@ type Spec struct {
 	// (replicaset.Spec.Zones: distinct, non-empty); empty spreads
 	// nothing. A child's zone is its ZoneLabel label, unless the Adapter
 	// is a [Zoner]; each new child is put in the zone the plan chose, and
-	// creates avoid a zone for Reconciler.ZoneBackoff after one failed.
+	// creates avoid a zone for Reconciler.ZoneBackoff after one failed
+	// there, or after a child there failed (replicaset.PhaseFailed), which
+	// is then replaced in another zone (see the package documentation).
 	Zones []string
 	// Rebalance moves children back into balance across Zones, one at a
 	// time, create before delete (replicaset.Spec.Rebalance).

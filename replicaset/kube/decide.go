@@ -3,6 +3,8 @@ package kube
 import (
 	"fmt"
 	"math/rand/v2"
+	"slices"
+	"time"
 
 	"k8s.io/apimachinery/pkg/labels"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -53,6 +55,13 @@ type decision struct {
 	// warnings are problems with single children that do not stop the
 	// pass (a malformed deletion cost), one sentence each.
 	warnings []string
+	// failedZones are the listed zones in which members failed
+	// (replicaset.PhaseFailed) and that were not backing off: the pass
+	// backs them off. replaced are those failed members, deleted in this
+	// pass (they are in delete too) and left out of the plan, so that
+	// their replacements go to other zones.
+	failedZones []string
+	replaced    []replicaset.Replica
 }
 
 // acts reports whether the decision writes anything but status.
@@ -105,8 +114,12 @@ func decide(o *observation, rl rules) decision {
 		err = fmt.Errorf("deletion policy %s orders children by ordinal, but this controller names them randomly (Naming is RandomNames); choose another policy: %w",
 			policyName(o.spec), ErrNeedsOrdinalNames)
 	}
+	spec, current := planSpec(o, rl), replicas(d.members, o, rl.naming)
+	if d.hold == holdNone {
+		d.failedZones, d.replaced, spec.ZoneBackoff, current = failedInZones(spec, current, o.backoffFor, o.now)
+	}
 	if err == nil {
-		d.plan, err = replicaset.Compute(planSpec(o, rl), replicas(d.members, o, rl.naming), policy, o.now)
+		d.plan, err = replicaset.Compute(spec, current, policy, o.now)
 	}
 	if err != nil {
 		d.hold, d.failure = holdFailure, err
@@ -119,8 +132,49 @@ func decide(o *observation, rl rules) decision {
 		d.hold, d.failure, d.create = holdFailure, err, nil
 		return d
 	}
-	d.adopt, d.release, d.delete = objects(adopt), objects(release), d.plan.Delete
+	d.adopt, d.release = objects(adopt), objects(release)
+	d.delete = append(slices.Clone(d.plan.Delete), d.replaced...)
 	return d
+}
+
+// failedInZones finds, when the spec lists zones, the members that failed
+// in a listed zone, as the Adapter describes them (replicaset.PhaseFailed,
+// not being deleted, not protected): a create that failed after the
+// child was made, as a VM whose clone vCenter refused. Their zones back off
+// as a failed create's would (for backoffFor from now), and while some
+// listed zone is not backing off they are replaced: returned in replaced
+// and left out of current, so the plan creates their replacements
+// elsewhere. When every zone is backing off they stay, counted and
+// deleted first on scale-down, and nothing churns.
+func failedInZones(spec replicaset.Spec, current []replicaset.Replica, backoffFor time.Duration, now time.Time) (zones []string, replaced []replicaset.Replica, backoff []replicaset.ZoneBackoff, rest []replicaset.Replica) {
+	backoff = spec.ZoneBackoff
+	if len(spec.Zones) == 0 {
+		return nil, nil, backoff, current
+	}
+	failed := func(r *replicaset.Replica) bool {
+		return r.Phase == replicaset.PhaseFailed && !r.Deleting && !r.Protected && slices.Contains(spec.Zones, r.Zone)
+	}
+	avoided := func(z string) bool {
+		return slices.ContainsFunc(backoff, func(b replicaset.ZoneBackoff) bool { return b.Zone == z && now.Before(b.Until) })
+	}
+	for i := range current {
+		if r := &current[i]; failed(r) && !avoided(r.Zone) {
+			zones = append(zones, r.Zone)
+			backoff = append(slices.Clip(backoff), replicaset.ZoneBackoff{Zone: r.Zone, Until: now.Add(backoffFor)})
+		}
+	}
+	if !slices.ContainsFunc(spec.Zones, func(z string) bool { return !avoided(z) }) {
+		return zones, nil, backoff, current
+	}
+	rest = make([]replicaset.Replica, 0, len(current))
+	for _, r := range current {
+		if failed(&r) {
+			replaced = append(replaced, r)
+			continue
+		}
+		rest = append(rest, r)
+	}
+	return zones, replaced, backoff, rest
 }
 
 // planSpec is the planner's spec for the observed owner.

@@ -40,6 +40,9 @@ func drawObservation(t *rapid.T) (*observation, rules) {
 		if rapid.Bool().Draw(t, "ready "+n) {
 			opts = append(opts, notReady)
 		}
+		if rapid.IntRange(0, 3).Draw(t, "failed "+n) == 0 {
+			opts = append(opts, failed)
+		}
 		if z := rapid.SampledFrom([]string{"", "a", "b", "c", "old"}).Draw(t, "zone "+n); z != "" {
 			opts = append(opts, inZone(z))
 		}
@@ -124,8 +127,14 @@ func TestDecide_Properties(t *testing.T) {
 		}
 		counted := 0
 		for _, m := range d.members {
-			if !m.replica.Deleting || !o.spec.ReplaceDeleting {
+			replaced := slices.ContainsFunc(d.replaced, func(r replicaset.Replica) bool { return r.Name == m.replica.Name })
+			if (!m.replica.Deleting || !o.spec.ReplaceDeleting) && !replaced {
 				counted++
+			}
+		}
+		for _, r := range d.replaced {
+			if r.Phase != replicaset.PhaseFailed || !slices.Contains(o.spec.Zones, r.Zone) || r.Protected || !slices.ContainsFunc(d.delete, func(v replicaset.Replica) bool { return v.Name == r.Name }) {
+				t.Fatalf("replaces %s: not failed in a listed zone, protected, or not deleted", r.Name)
 			}
 		}
 		surge := 0 // Rebalance moves a child by creating one more first

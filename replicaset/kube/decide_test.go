@@ -110,6 +110,14 @@ func passCases() []passCase {
 		{"zones: paused, out of balance: ZonesBalanced says Paused",
 			observed(2, kids(kid("web-0", inZone("a")), kid("web-1", inZone("a"))), zoned("a", "b"),
 				func(o *observation) { o.spec.Paused = true }), ordinal, nil},
+		{"zones: a child failed in zone b: b backs off, the child is replaced in another zone",
+			observed(3, kids(kid("web-0", inZone("a")), kid("web-1", inZone("b"), failed), kid("web-2", inZone("c"))), zoned("a", "b", "c")), ordinal, nil},
+		{"zones: every zone backing off: a failed child stays, nothing churns",
+			observed(2, kids(kid("web-0", inZone("a")), kid("web-1", inZone("b"), failed)), zoned("a", "b"), func(o *observation) {
+				o.backoff = []replicaset.ZoneBackoff{{Zone: "a", Until: testNow.Add(time.Minute)}}
+			}), ordinal, nil},
+		{"no zones: a failed child is counted, as before",
+			observed(2, kids(kid("web-0"), kid("web-1", failed))), ordinal, nil},
 		{"zones: a repeated zone is an invalid spec",
 			observed(2, nil, zoned("a", "a")), ordinal, nil},
 	}

@@ -123,7 +123,12 @@
 // [Zoner] and keeps the zone elsewhere (the example operator's VirtualMachines
 // carry it in spec.zone). When creates in a zone fail, the zone is avoided for
 // Reconciler.ZoneBackoff and the children it should have held go to the
-// others, so the owner still reaches its count; Status.Zones shows each
+// others, so the owner still reaches its count. A child that is made but
+// then fails in its zone (the Adapter's Describe says
+// replicaset.PhaseFailed: a VM whose clone vCenter refused) counts as a
+// failed create: its zone backs off and the child is deleted and replaced
+// elsewhere in the same pass, unless every zone is backing off (then it
+// stays, and nothing churns). Status.Zones shows each
 // zone's children and backoff, the ZonesBalanced condition says whether the
 // zones are within one of each other and, if not, why (ZoneFailing,
 // ScaleInProtected, PerPassCap, Rebalancing, Unbalanced), and the owner is

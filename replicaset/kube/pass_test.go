@@ -36,6 +36,18 @@ var (
 	foreignOwned kidOpt = func(cm *corev1.ConfigMap, _ *bool) { cm.OwnerReferences = controlledBy("uid-db") }
 )
 
+// failedMark marks a fixture child that the Adapter describes as failed.
+const failedMark = "test.replicakit.io/failed"
+
+// failed marks a child as failed (replicaset.PhaseFailed).
+var failed kidOpt = func(cm *corev1.ConfigMap, ready *bool) {
+	*ready = false
+	if cm.Annotations == nil {
+		cm.Annotations = map[string]string{}
+	}
+	cm.Annotations[failedMark] = "true"
+}
+
 // inZone puts a child in zone z (its ZoneLabel label).
 func inZone(z string) kidOpt {
 	return func(cm *corev1.ConfigMap, _ *bool) { cm.Labels[ZoneLabel] = z }
@@ -61,6 +73,9 @@ func kid(name string, opts ...kidOpt) child {
 	rep, err := ReplicaOf(cm)
 	rep.Phase, rep.Ready, rep.ReadySince = replicaset.PhaseRunning, ready, cm.CreationTimestamp.Time
 	rep.Zone = cm.Labels[ZoneLabel]
+	if cm.Annotations[failedMark] != "" {
+		rep.Phase = replicaset.PhaseFailed
+	}
 	return child{obj: cm, replica: rep, costErr: err}
 }
 

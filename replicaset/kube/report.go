@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"reflect"
+	"slices"
 	"sync"
 	"time"
 
@@ -28,7 +29,7 @@ func (r *Reconciler[O, C]) report(ctx context.Context, o *observation, d decisio
 	r.Expectations.Forgive(o.key, v.forgive...)
 	r.Expectations.ForgiveDeletes(o.key, v.forgiveUIDs...)
 	r.Expectations.noteTaken(o.key, v.taken, o.now)
-	r.backoff.fail(o.key, out.acted.FailedZones, o.now.Add(o.backoffFor))
+	r.backoff.fail(o.key, slices.Concat(d.failedZones, out.acted.FailedZones), o.now.Add(o.backoffFor))
 	if r.Events != nil {
 		for _, e := range v.events {
 			r.Events.Eventf(o.owner, nil, e.kind, e.reason, e.action, "%s", e.text)

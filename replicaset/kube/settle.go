@@ -3,6 +3,7 @@ package kube
 import (
 	"errors"
 	"fmt"
+	"slices"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
@@ -56,7 +57,7 @@ func settle(o *observation, d decision, out outcome) verdict {
 	var v verdict
 	failed := failures(out.acted)
 	v.forgive, v.forgiveUIDs, v.taken = forgiveness(d, out, failed)
-	v.backoff = backoffAfter(o, out.acted.FailedZones, o.now.Add(o.backoffFor))
+	v.backoff = backoffAfter(o, slices.Concat(d.failedZones, out.acted.FailedZones), o.now.Add(o.backoffFor))
 	v.status = status(o, d, out, failed, v.backoff)
 	acted := out.ran || len(out.adopted) > 0 || len(out.released) > 0
 	clean := out.claimErr == nil && out.acted.Err == nil
@@ -195,6 +196,14 @@ func eventsOf(d decision, out outcome, failed map[string]error) []note {
 	}
 	if len(d.warnings) > 0 {
 		add(corev1.EventTypeWarning, "InvalidAnnotation", "Describe", listNote(d.warnings, "; ", maxNote))
+	}
+	if len(d.replaced) > 0 {
+		names := make([]string, len(d.replaced))
+		for i, r := range d.replaced {
+			names[i] = r.Name + " (zone " + r.Zone + ")"
+		}
+		add(corev1.EventTypeWarning, "ReplaceFailed", "Delete",
+			"Replacing children that failed in their zone, which new children avoid for a while: "+listNote(names, ", ", maxNote))
 	}
 	if len(out.adopted) > 0 {
 		add(corev1.EventTypeNormal, "SuccessfulAdopt", "Adopt", "Adopted "+listNote(out.adopted, ", ", maxNote))

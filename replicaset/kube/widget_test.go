@@ -27,8 +27,14 @@ func (widgets) NewChild(w *unstructured.Unstructured) (*corev1.ConfigMap, error)
 	return &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Labels: l}, Data: map[string]string{"owner": w.GetName()}}, nil
 }
 
-// Describe: a ConfigMap is running and ready from its creation.
+// Describe: a ConfigMap is running and ready from its creation, unless
+// its data says phase: Failed (the tests' stand-in for a platform that
+// failed to make the replica).
 func (widgets) Describe(c *corev1.ConfigMap, r *replicaset.Replica) {
+	if c.Data["phase"] == "Failed" {
+		r.Phase = replicaset.PhaseFailed
+		return
+	}
 	r.Phase, r.Ready, r.ReadySince = replicaset.PhaseRunning, true, c.CreationTimestamp.Time
 }
 

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"maps"
+	"slices"
 	"strings"
 	"sync/atomic"
 	"testing"
@@ -184,6 +185,40 @@ func TestReconciler_Zones(t *testing.T) {
 	waitCondition(t, c, w, kube.ConditionZonesBalanced, "True", kube.ReasonZonesBalanced)
 	if n := lowest.Load(); n < 9 {
 		t.Errorf("rebalancing took the set down to %d live children, want never below 9", n)
+	}
+}
+
+// TestReconciler_FailedChildIsReplacedElsewhere: a child that fails after
+// it was made (as a VM whose clone vCenter refused) counts as a failed
+// create in its zone: the child is deleted, its replacement goes to another
+// zone, and the condition names the failing zone.
+func TestReconciler_FailedChildIsReplacedElsewhere(t *testing.T) {
+	c, ns := startManager(t)
+	w := widget(ns, "failing", 3)
+	w.Object["spec"].(map[string]any)["zones"] = []any{"a", "b", "c"}
+	createObject(t, c, w)
+	converge(t, c, w, 3)
+	waitSpread(t, c, w, map[string]int{"a": 1, "b": 1, "c": 1})
+	var l corev1.ConfigMapList
+	if err := c.List(context.Background(), &l, client.InNamespace(ns), client.MatchingLabels{kube.ZoneLabel: "b"}); err != nil || len(l.Items) != 1 {
+		t.Fatalf("the child in zone b: %v (%d found)", err, len(l.Items))
+	}
+	inB := &l.Items[0]
+	patch := []byte(`{"data":{"phase":"Failed"}}`)
+	if err := c.Patch(context.Background(), inB, client.RawPatch("application/merge-patch+json", patch)); err != nil {
+		t.Fatal(err)
+	}
+	msg := waitCondition(t, c, w, kube.ConditionZonesBalanced, "False", kube.ReasonZoneFailing)
+	if !strings.Contains(msg, "creates failed in b") {
+		t.Errorf("ZonesBalanced says %q, want it to name zone b", msg)
+	}
+	converge(t, c, w, 3)
+	got := spread(t, c, w)
+	if got["b"] != 0 || got["a"]+got["c"] != 3 {
+		t.Errorf("after the child in b failed: children per zone %v, want none in b and three in a and c", got)
+	}
+	if live, _ := children(t, c, w); slices.Contains(live, inB.Name) {
+		t.Errorf("the failed child %s is still live: %v", inB.Name, live)
 	}
 }
 

@@ -54,11 +54,12 @@ func TestChaos(t *testing.T) {
 			rows = append(rows, sc.run(t, e, n, cycles))
 		})
 	}
+	t.Run("zone-outage", func(t *testing.T) { rows = append(rows, zoneOutage(t, e)) })
 	var b strings.Builder
 	w := tabwriter.NewWriter(&b, 0, 0, 2, ' ', 0)
-	fmt.Fprintln(w, "scenario\tcycles\tN\tfaults injected\tmax children\tfinal\tleaked VMs\tduplicate VMs\tforeign changed\ttime")
+	fmt.Fprintln(w, "scenario\tsteps\tfaults injected\tmax children\tfinal\tleaked VMs\tduplicate VMs\tforeign changed\ttime")
 	for _, r := range rows {
-		fmt.Fprintf(w, "%s\t%d\t%d\t%s\t%d\t%s\t%d\t%d\t%d\t%v\n", r.name, cycles, n, r.injected, r.maxChildren, r.final, r.leaked, r.duplicates, r.foreignChanged, r.took.Round(100*time.Millisecond))
+		fmt.Fprintf(w, "%s\t%s\t%s\t%d\t%s\t%d\t%d\t%d\t%v\n", r.name, r.steps, r.injected, r.maxChildren, r.final, r.leaked, r.duplicates, r.foreignChanged, r.took.Round(100*time.Millisecond))
 	}
 	w.Flush()
 	fmt.Print("\n" + b.String())

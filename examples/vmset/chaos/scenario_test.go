@@ -25,6 +25,8 @@ import (
 	"github.com/replicakit/replicakit/internal/testenv"
 	"github.com/replicakit/replicakit/internal/vcsim"
 	"github.com/replicakit/replicakit/internal/vcsimtest"
+	"github.com/replicakit/replicakit/replicaset/kube"
+	"github.com/replicakit/replicakit/vmprovider"
 	"github.com/replicakit/replicakit/vmprovider/vsphere"
 )
 
@@ -40,7 +42,7 @@ type scenario struct {
 
 // row is one line of the printed table.
 type row struct {
-	name, injected, final           string
+	name, steps, injected, final    string
 	maxChildren, leaked, duplicates int
 	foreignChanged                  int
 	took                            time.Duration
@@ -118,7 +120,7 @@ func (sc scenario) run(t *testing.T, e *testenv.Env, n, cycles int) row {
 	w.stop()
 	op.stop()
 
-	r := row{name: sc.name, maxChildren: int(w.max.Load()), final: "converged"}
+	r := row{name: sc.name, steps: fmt.Sprintf("%d × 0→%d→0", cycles, n), maxChildren: int(w.max.Load()), final: "converged"}
 	r.leaked, r.duplicates = leaksAndDuplicates(t, e, sim, ns)
 	if planted != nil {
 		r.foreignChanged = planted.changed(t, e)
@@ -174,6 +176,10 @@ type operator struct {
 	api  *faults.Injector
 	lag  *faults.Lag
 	stop func()
+	// zones are the operator's zone placements, zoneBackoff how long a
+	// set's new VMs avoid a zone whose clone failed (zero: the default).
+	zones       map[string]vmprovider.Placement
+	zoneBackoff time.Duration
 }
 
 // start runs a fresh manager: new caches, expectations and vCenter session.
@@ -190,7 +196,11 @@ func (o *operator) start() {
 		edit = append(edit, func(opts *ctrl.Options) { opts.NewCache = o.lag.NewCache() })
 	}
 	stopMgr := o.e.StartManager(o.t, vmcheck.Scheme(), func(mgr ctrl.Manager) error {
-		return controllers.Setup(mgr, controllers.NewVirtualMachineReconciler(p))
+		r := controllers.NewVirtualMachineReconciler(p)
+		r.Zones = o.zones
+		return controllers.Setup(mgr, r, func(rs *kube.Reconciler[*vmv1.VirtualMachineReplicaSet, *vmv1.VirtualMachine]) {
+			rs.ZoneBackoff = o.zoneBackoff
+		})
 	}, edit...)
 	var once sync.Once
 	o.stop = func() {

@@ -79,10 +79,14 @@ func (a ReplicaSetAdapter) NewChild(s *vmv1.VirtualMachineReplicaSet) (*vmv1.Vir
 }
 
 // Describe implements kube.Adapter: a VirtualMachine is pending until vCenter
-// has it, ready while its Ready condition is true.
+// has it, failed while vCenter refuses to clone it (Ready False with the
+// reason CreateFailed: with zones, the set replaces it in another zone),
+// ready while its Ready condition is true.
 func (a ReplicaSetAdapter) Describe(vm *vmv1.VirtualMachine, r *replicaset.Replica) {
 	ready := meta.FindStatusCondition(vm.Status.Conditions, "Ready")
 	switch {
+	case vm.Status.InstanceUUID == "" && ready != nil && ready.Reason == ReasonCreateFailed:
+		r.Phase = replicaset.PhaseFailed
 	case vm.Status.InstanceUUID == "":
 		r.Phase = replicaset.PhasePending
 	default:
@@ -154,11 +158,16 @@ func NewReplicaSetReconciler(zones []string) *kube.Reconciler[*vmv1.VirtualMachi
 	}
 }
 
-// Setup registers both controllers with mgr, the VirtualMachine one using p.
-func Setup(mgr ctrl.Manager, p *VirtualMachineReconciler) error {
+// Setup registers both controllers with mgr, the VirtualMachine one using p;
+// each of configure may change the replica-set reconciler (its
+// ZoneBackoff, say) before it is set up.
+func Setup(mgr ctrl.Manager, p *VirtualMachineReconciler, configure ...func(*kube.Reconciler[*vmv1.VirtualMachineReplicaSet, *vmv1.VirtualMachine])) error {
 	if err := p.SetupWithManager(mgr); err != nil {
 		return err
 	}
-	zones := slices.Sorted(maps.Keys(p.Zones))
-	return NewReplicaSetReconciler(zones).SetupWithManager(mgr, "virtualmachinereplicaset")
+	rs := NewReplicaSetReconciler(slices.Sorted(maps.Keys(p.Zones)))
+	for _, f := range configure {
+		f(rs)
+	}
+	return rs.SetupWithManager(mgr, "virtualmachinereplicaset")
 }

@@ -55,6 +55,10 @@ type VirtualMachineReconciler struct {
 	Zones map[string]vmprovider.Placement
 }
 
+// ReasonCreateFailed is the Ready condition's reason while vCenter refuses
+// to clone a VirtualMachine's VM; the clone is retried with backoff.
+const ReasonCreateFailed = "CreateFailed"
+
 // ErrUnknownZone means a VirtualMachine names a zone the operator has no
 // placement for.
 var ErrUnknownZone = errors.New("unknown zone")
@@ -135,7 +139,7 @@ func (r *VirtualMachineReconciler) Reconcile(ctx context.Context, req reconcile.
 			return reconcile.Result{}, reconcile.TerminalError(r.fail(ctx, &vm, "InvalidSpec", err))
 		}
 		if err != nil {
-			return reconcile.Result{}, r.fail(ctx, &vm, "CreateFailed", err)
+			return reconcile.Result{}, r.fail(ctx, &vm, ReasonCreateFailed, err)
 		}
 		r.event(&vm, corev1.EventTypeNormal, "Created", "Create", "Created vSphere VM %s", name)
 	case err != nil:

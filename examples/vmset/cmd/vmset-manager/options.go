@@ -9,7 +9,9 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"time"
 
+	"github.com/replicakit/replicakit/replicaset/kube"
 	"github.com/replicakit/replicakit/vmprovider"
 	"github.com/replicakit/replicakit/vmprovider/vsphere"
 )
@@ -40,6 +42,8 @@ type options struct {
 	vcsimEnvFile string
 	// zones maps each zone VirtualMachines may name to its placement.
 	zones map[string]vmprovider.Placement
+	// zoneBackoff is how long new VMs avoid a zone whose clone failed.
+	zoneBackoff time.Duration
 }
 
 // envFlags maps each vCenter flag to the environment variable that supplies
@@ -85,6 +89,7 @@ func parse(args []string, getenv func(string) string, stderr io.Writer) (options
 	fs.BoolVar(&o.vsphere.Insecure, "vsphere-insecure", getenv("VSPHERE_INSECURE") == "true", "skip vCenter TLS verification (tests only) [$VSPHERE_INSECURE]")
 	fs.IntVar(&o.vsphere.MaxTasks, "vsphere-max-tasks", vsphere.DefaultMaxTasks, "vCenter tasks in flight at once")
 	var zones zoneFlag
+	fs.DurationVar(&o.zoneBackoff, "zone-backoff", kube.DefaultZoneBackoff, "how long a set's new VMs avoid a zone after a clone there failed")
 	fs.Var(&zones, "zone", "a zone sets may spread over, repeated: NAME:resourcePool=PATH[,folder=PATH][,datastore=NAME] (a cluster or resource pool, and optionally a folder and datastore) [$VSPHERE_ZONES: entries separated by ';'; with -vcsim and none given: zone-a, zone-b and zone-c, one per simulated cluster]")
 
 	if err := fs.Parse(args); err != nil {
@@ -124,6 +129,9 @@ func parse(args []string, getenv func(string) string, stderr io.Writer) (options
 		if o.zones, err = parseZones(env); err != nil {
 			return o, fmt.Errorf("%w: $VSPHERE_ZONES: %v", errUsage, err)
 		}
+	}
+	if o.zoneBackoff <= 0 {
+		return o, fmt.Errorf("%w: -zone-backoff %v: want a positive duration", errUsage, o.zoneBackoff)
 	}
 	if o.vsphere.MaxTasks < 1 {
 		return o, fmt.Errorf("%w: -vsphere-max-tasks %d: want at least 1", errUsage, o.vsphere.MaxTasks)

@@ -23,6 +23,7 @@ import (
 	vmv1 "github.com/replicakit/replicakit/examples/vmset/api/v1alpha1"
 	"github.com/replicakit/replicakit/examples/vmset/controllers"
 	"github.com/replicakit/replicakit/internal/vcsim"
+	"github.com/replicakit/replicakit/replicaset/kube"
 	"github.com/replicakit/replicakit/vmprovider/vsphere"
 )
 
@@ -96,7 +97,10 @@ func serve(ctx context.Context, opts options, stderr io.Writer) error {
 	if len(opts.zones) > 0 {
 		log.Info("zones", "zones", formatZones(opts.zones))
 	}
-	if err := controllers.Setup(mgr, vms); err != nil {
+	backoff := func(r *kube.Reconciler[*vmv1.VirtualMachineReplicaSet, *vmv1.VirtualMachine]) {
+		r.ZoneBackoff = opts.zoneBackoff
+	}
+	if err := controllers.Setup(mgr, vms, backoff); err != nil {
 		return fmt.Errorf("controllers: %w", err)
 	}
 	log.Info("starting the manager", "leaderElection", opts.leaderElect, "metrics", opts.metricsAddr, "metricsSecure", opts.metricsSecure, "probes", opts.probeAddr)

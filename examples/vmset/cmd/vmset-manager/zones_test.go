@@ -47,6 +47,7 @@ func TestParse_Zones(t *testing.T) {
 		{name: "a key twice", env: real, args: []string{"-zone=a:resourcePool=/x,cluster=/y"}, wantErr: "given twice"},
 		{name: "a zone twice", env: real, args: []string{"-zone=a:resourcePool=/x", "-zone=a:resourcePool=/y"}, wantErr: `zone "a" given twice`},
 		{name: "a bad environment", env: with("VSPHERE_ZONES", "a:resourcePool"), wantErr: "$VSPHERE_ZONES"},
+		{name: "no backoff", env: real, args: []string{"-zone-backoff=0s"}, wantErr: "-zone-backoff 0s"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
