@@ -2,4 +2,11 @@
 // VirtualMachine controller, which realizes each VirtualMachine as a vSphere
 // VM through a vmprovider.Provider, and the VirtualMachineReplicaSet
 // controller, built from replicakit's controller-runtime binding.
+//
+// Zones: VirtualMachineReconciler.Zones maps each zone to a vSphere
+// placement, and a VirtualMachine's spec.zone picks one; the replica-set
+// adapter is a kube.Zoner that reads and writes spec.zone, refuses sets
+// listing a zone without a placement, and describes a VirtualMachine whose
+// clone vCenter refuses as failed, so that the set replaces it in another
+// zone.
 package controllers

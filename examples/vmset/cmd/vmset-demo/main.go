@@ -100,9 +100,17 @@ func printHowTo(env *testenv.Env, m *manager, o options) {
   kubectl scale vmreplicaset test-rs -n demo --replicas=5
   kubectl delete vmreplicaset test-rs -n demo
 
+Spread over zones zone-a, zone-b and zone-c (the simulator's clusters DC0_C0,
+DC0_C1 and DC0_C2; other zones: $VSPHERE_ZONES before make run):
+
+  kubectl apply -n demo -f %s
+  kubectl get vmreplicaset spread-rs -n demo -o wide
+  kubectl get vm -n demo -l app=spread-rs
+
 vCenter (the simulator) for govc, if you have it: set -a; . %s; set +a; govc ls /DC0/vm
 The manager's logs: %s
 
 Press Ctrl-C to stop everything.
-`, env.Kubeconfig, kubectl, filepath.Join(o.config, "samples", "vmreplicaset.yaml"), m.govcEnv, m.log)
+`, env.Kubeconfig, kubectl, filepath.Join(o.config, "samples", "vmreplicaset.yaml"),
+		filepath.Join(o.config, "samples", "vmreplicaset-zones.yaml"), m.govcEnv, m.log)
 }

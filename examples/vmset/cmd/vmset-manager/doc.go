@@ -12,6 +12,14 @@
 // VMs exist nowhere else); it logs where the simulator listens, and
 // --vcsim-env-file also writes govc's settings for it to a file.
 //
+// Zones, the failure domains a set's spec.zones spreads its VMs over, are
+// placements: --zone NAME:resourcePool=PATH[,folder=PATH][,datastore=NAME],
+// repeated, or $VSPHERE_ZONES holding the same entries separated by ';'
+// (flags win). With --vcsim and no zones given, the simulator gets a third
+// cluster and the zones zone-a, zone-b and zone-c, one per cluster.
+// --zone-backoff is how long a set's new VMs avoid a zone after a clone
+// there failed.
+//
 // It is an ordinary controller-runtime manager: leader election
 // (--leader-elect), health probes on --health-probe-bind-address (/healthz,
 // /readyz), Prometheus metrics on --metrics-bind-address (:8443), structured
