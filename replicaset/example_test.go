@@ -98,6 +98,17 @@ func ExampleSummarizeZones() {
 	// cluster-old listed=false replicas=1 ready=1
 }
 
+// Show a set's spread on one line, as a printer column or a log would.
+func ExampleSpread() {
+	now := time.Date(2026, 11, 30, 12, 0, 0, 0, time.UTC)
+	replicas := []replicaset.Replica{
+		{Name: "web-0", Zone: "zone-a"}, {Name: "web-1", Zone: "zone-a"},
+		{Name: "web-2", Zone: "zone-b"}, {Name: "web-3"},
+	}
+	fmt.Println(replicaset.Spread(replicaset.SummarizeZones(replicas, []string{"zone-a", "zone-b", "zone-c"}, 0, now)))
+	// Output: zone-a=2 zone-b=1 zone-c=0 ?=1
+}
+
 // Report status, and requeue exactly when the next replica becomes
 // available.
 func ExampleSummarize() {

@@ -1,6 +1,7 @@
 package replicaset
 
 import (
+	"fmt"
 	"slices"
 	"strings"
 	"time"
@@ -143,4 +144,19 @@ func SummarizeZones(current []Replica, zones []string, minReady time.Duration, n
 	}
 	slices.SortFunc(out[listed:], func(a, b ZoneStatus) int { return strings.Compare(a.Zone, b.Zone) })
 	return out
+}
+
+// Spread renders zones, as SummarizeZones returns them, on one line:
+// "a=2 b=1 c=1", live replicas per zone in order, with "?" for the
+// replicas in no zone. It suits a printer column or a log line.
+func Spread(zones []ZoneStatus) string {
+	parts := make([]string, len(zones))
+	for i, z := range zones {
+		name := z.Zone
+		if name == "" {
+			name = "?"
+		}
+		parts[i] = fmt.Sprintf("%s=%d", name, z.Replicas)
+	}
+	return strings.Join(parts, " ")
 }

@@ -205,6 +205,12 @@ var (
 	ErrNotOwned = errors.New("vmprovider: VM not owned by the caller")
 	// ErrInvalidSpec means a Spec or a requested state cannot be used.
 	ErrInvalidSpec = errors.New("vmprovider: invalid spec")
+	// ErrPlacement means a Spec's placement (its resource pool, datastore
+	// or folder) is not in the platform's inventory, as when a zone's
+	// cluster was removed or renamed; errors wrapping it wrap
+	// ErrInvalidSpec too. For a VM in a zone it says the zone cannot
+	// take VMs, which the next VM may avoid.
+	ErrPlacement = errors.New("vmprovider: placement not in the inventory")
 )
 
 // NotOwnedError says which VM was refused and whose mark it carries.

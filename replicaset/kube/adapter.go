@@ -72,7 +72,9 @@ type Status struct {
 type Adapter[O, C client.Object] interface {
 	// Spec reads the owner's spec. The owner is the cache's own object:
 	// read it, never modify it. An error is invalid user input: the
-	// reconciler reports it in a condition and does not retry.
+	// reconciler reports it in a condition and does not retry; return
+	// with it as much of the spec as could be read (Replicas, Zones),
+	// which status and conditions still report against.
 	Spec(owner O) (Spec, error)
 	// NewChild returns a new child built from the owner's template:
 	// labels, annotations and spec, copied, never shared with the owner

@@ -48,7 +48,8 @@ const (
 	ReasonInvalidAnnotation = "InvalidAnnotation"
 
 	// ReasonScaling means ScalingUp or ScalingDown is True: the set is on
-	// its way to the desired count.
+	// its way to the desired count; for ZonesBalanced, that the pass's
+	// creates and deletes bring the zones within one of each other.
 	ReasonScaling = "Scaling"
 	// ReasonDesiredReplicas means ScalingUp or ScalingDown is False
 	// because there is nothing to do in that direction.
@@ -84,9 +85,11 @@ const (
 	// ReasonPerPassCap means the per-pass cap deferred the creates or
 	// deletes that would balance the zones; the next pass does more.
 	ReasonPerPassCap = "PerPassCap"
-	// ReasonUnbalanced means the zones stay out of balance because
-	// children are not moved between zones without Spec.Rebalance, or
-	// replicas that had to go first were not in the fullest zone.
+	// ReasonUnbalanced means the zones stay out of balance and nothing
+	// moves them: children are not moved between zones without
+	// Spec.Rebalance, children that had to go first were not in the
+	// fullest zone, or protected children sit where Rebalance cannot
+	// take them from.
 	ReasonUnbalanced = "Unbalanced"
 )
 

@@ -118,6 +118,11 @@ func passCases() []passCase {
 			}), ordinal, nil},
 		{"no zones: a failed child is counted, as before",
 			observed(2, kids(kid("web-0"), kid("web-1", failed))), ordinal, nil},
+		{"zones: children in no zone, nothing to do and no Rebalance: Unbalanced, not Scaling",
+			observed(4, kids(kid("web-0", inZone("a")), kid("web-1", inZone("b")), kid("web-2"), kid("web-3")), zoned("a", "b")), ordinal, nil},
+		{"zones: a protected child in no zone that Rebalance cannot move: Unbalanced",
+			observed(2, kids(kid("web-0", inZone("a")), kid("web-1", annotated(AnnotationScaleInProtection, "true"))), zoned("a", "b"),
+				func(o *observation) { o.spec.Rebalance = true }), ordinal, nil},
 		{"zones: a repeated zone is an invalid spec",
 			observed(2, nil, zoned("a", "a")), ordinal, nil},
 	}

@@ -131,7 +131,7 @@
 // stays, and nothing churns). Status.Zones shows each
 // zone's children and backoff, the ZonesBalanced condition says whether the
 // zones are within one of each other and, if not, why (ZoneFailing,
-// ScaleInProtected, PerPassCap, Rebalancing, Unbalanced), and the owner is
+// ScaleInProtected, Scaling, PerPassCap, Rebalancing, Unbalanced), and the owner is
 // looked at again when a backoff ends. With Spec.Rebalance the children
 // move back, one at a time, create before delete, never taking available
 // children below the desired count.

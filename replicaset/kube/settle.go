@@ -217,11 +217,11 @@ func eventsOf(d decision, out outcome, failed map[string]error) []note {
 	}
 	if res := out.acted; len(res.Created) > 0 {
 		add(corev1.EventTypeNormal, "SuccessfulCreate", "Create",
-			fmt.Sprintf("Created %d children: %s", len(res.Created), listNote(res.Created, ", ", maxNote)))
+			fmt.Sprintf("Created %s: %s", count(len(res.Created)), listNote(res.Created, ", ", maxNote)))
 	}
 	if res := out.acted; len(res.Deleted) > 0 {
 		add(corev1.EventTypeNormal, "SuccessfulDelete", "Delete",
-			fmt.Sprintf("Deleted %d children: %s", len(res.Deleted), listNote(res.Deleted, ", ", maxNote)))
+			fmt.Sprintf("Deleted %s: %s", count(len(res.Deleted)), listNote(res.Deleted, ", ", maxNote)))
 	}
 	var failedCreate, failedDelete []string
 	for _, n := range d.create {
@@ -241,6 +241,14 @@ func eventsOf(d decision, out outcome, failed map[string]error) []note {
 		add(corev1.EventTypeWarning, "FailedDelete", "Delete", listNote(failedDelete, "; ", maxNote))
 	}
 	return evs
+}
+
+// count says "1 child" or "n children".
+func count(n int) string {
+	if n == 1 {
+		return "1 child"
+	}
+	return fmt.Sprintf("%d children", n)
 }
 
 func replicasOf(cs []child) []replicaset.Replica {

@@ -163,19 +163,15 @@ func zoneStatus(o *observation, members []replicaset.Replica, backoff []replicas
 	return out
 }
 
-// Spread renders zones as "a=2 b=1 c=1" (live children per zone, listed
-// zones first), with "?" for children in no zone: a status field for a
-// printer column.
+// Spread renders zones on one line as replicaset.Spread does ("a=2 b=1
+// c=1": live children per zone, listed zones first, "?" for children in
+// no zone): a status field for a printer column.
 func Spread(zones []ZoneStatus) string {
-	parts := make([]string, len(zones))
-	for i, z := range zones {
-		name := z.Zone
-		if name == "" {
-			name = "?"
-		}
-		parts[i] = fmt.Sprintf("%s=%d", name, z.Replicas)
+	plain := make([]replicaset.ZoneStatus, len(zones))
+	for i := range zones {
+		plain[i] = zones[i].ZoneStatus
 	}
-	return strings.Join(parts, " ")
+	return replicaset.Spread(plain)
 }
 
 // balanced reports whether the live children of the listed zones differ
@@ -205,13 +201,30 @@ func zonesCondition(o *observation, d decision, zones []ZoneStatus, cond func(t 
 	if d.hold == holdFailure {
 		return cond(ConditionZonesBalanced, false, ReasonReplicaFailure, spread)
 	}
-	now := balanced(zones)
-	if now && d.plan.Unbalanced == "" {
+	if balanced(zones) && d.plan.Unbalanced == "" {
 		return cond(ConditionZonesBalanced, true, ReasonZonesBalanced, spread)
 	}
-	msg := d.plan.Unbalanced
+	// The plan's reason covers the listed zones; children in no listed
+	// zone, left alone, are said here.
+	msg, stuck := d.plan.Unbalanced, false
 	if msg == "" {
-		msg = spread
+		strays, protected := 0, 0
+		for _, m := range d.members {
+			if r := &m.replica; !r.Deleting && !slices.Contains(o.spec.Zones, r.Zone) {
+				strays++
+				if r.Protected {
+					protected++
+				}
+			}
+		}
+		switch stuck = strays > 0 && strays == protected; {
+		case !o.spec.Rebalance:
+			msg = spread + ": replicas in no listed zone are not moved without rebalance"
+		case stuck:
+			msg = spread + ": replicas in no listed zone are protected from scale-in, so rebalancing cannot move them"
+		default:
+			msg = spread + ": rebalancing, one replica at a time, create before delete"
+		}
 	}
 	var failing []string
 	for _, z := range zones {
@@ -219,6 +232,7 @@ func zonesCondition(o *observation, d decision, zones []ZoneStatus, cond func(t 
 			failing = append(failing, fmt.Sprintf("%s (until %s)", z.Zone, z.BackoffUntil.UTC().Format(time.RFC3339)))
 		}
 	}
+	acts := d.plan.Create > 0 || len(d.plan.Delete) > 0
 	switch {
 	case d.hold == holdPaused:
 		return cond(ConditionZonesBalanced, false, ReasonPaused, msg)
@@ -229,9 +243,9 @@ func zonesCondition(o *observation, d decision, zones []ZoneStatus, cond func(t 
 			fmt.Sprintf("%s; creates failed in %s", msg, strings.Join(failing, ", ")))
 	case d.plan.Shortfall.Count > 0:
 		return cond(ConditionZonesBalanced, false, ReasonScaleInProtected, msg)
-	case d.plan.Unbalanced == "":
-		return cond(ConditionZonesBalanced, false, ReasonScaling, msg+": this pass balances them")
-	case o.spec.Rebalance:
+	case acts && d.plan.Unbalanced == "":
+		return cond(ConditionZonesBalanced, false, ReasonScaling, spread+": this pass balances them")
+	case o.spec.Rebalance && !stuck:
 		return cond(ConditionZonesBalanced, false, ReasonRebalancing, msg)
 	case d.plan.Deferred > 0:
 		return cond(ConditionZonesBalanced, false, ReasonPerPassCap, msg)

@@ -27,6 +27,9 @@ func (p *Provider) place(ctx context.Context, spec vmprovider.Spec) (placement, 
 	pl := placement{folder: p.folder, pool: p.pool.Reference(), store: p.store.Reference()}
 	o := spec.Placement
 	invalid := func(field, path string, err error) error {
+		if missing(err) {
+			err = fmt.Errorf("%w: %w", err, vmprovider.ErrPlacement)
+		}
 		return fmt.Errorf("VM %q: placement.%s %q: %w", spec.Name, field, path, invalidIfMissing(err))
 	}
 	if o.ResourcePool != "" {
@@ -61,12 +64,17 @@ func (p *Provider) place(ctx context.Context, spec vmprovider.Spec) (placement, 
 // does not resolve (nothing or several found); any other error (a timeout,
 // a lost session) is returned as it is, to be retried.
 func invalidIfMissing(err error) error {
-	var nf *find.NotFoundError
-	var mf *find.MultipleFoundError
-	if errors.As(err, &nf) || errors.As(err, &mf) {
+	if missing(err) {
 		return fmt.Errorf("%w: %w", err, vmprovider.ErrInvalidSpec)
 	}
 	return err
+}
+
+// missing reports whether a lookup found nothing, or several, at its path.
+func missing(err error) bool {
+	var nf *find.NotFoundError
+	var mf *find.MultipleFoundError
+	return errors.As(err, &nf) || errors.As(err, &mf)
 }
 
 // networkChanges moves the template's network adapters to spec's networks

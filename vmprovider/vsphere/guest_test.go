@@ -149,16 +149,17 @@ func TestCreate_InvalidSpec(t *testing.T) {
 	sim, p := start(t)
 	ctx := context.Background()
 	for _, tc := range []struct {
-		name  string
-		spec  vmprovider.Spec
-		field string
+		name    string
+		spec    vmprovider.Spec
+		field   string
+		missing bool // ErrPlacement: the placement is not in the inventory
 	}{
 		{name: "unknown network", spec: vmprovider.Spec{Networks: []string{"no-such-net"}}, field: `networks[0] "no-such-net"`},
 		{name: "empty network", spec: vmprovider.Spec{Networks: []string{"VM Network", ""}}, field: "networks[1] is empty"},
 		{name: "metadata not YAML", spec: vmprovider.Spec{CloudInit: &vmprovider.CloudInit{MetaData: "local-hostname: [web"}}, field: "cloudInit.metaData"},
 		{name: "metadata not a mapping", spec: vmprovider.Spec{CloudInit: &vmprovider.CloudInit{MetaData: "- a\n- b\n"}}, field: "cloudInit.metaData"},
-		{name: "unknown pool", spec: vmprovider.Spec{Placement: vmprovider.Placement{ResourcePool: "/DC0/host/nope"}}, field: `placement.resourcePool "/DC0/host/nope"`},
-		{name: "unknown datastore", spec: vmprovider.Spec{Placement: vmprovider.Placement{Datastore: "nope"}}, field: `placement.datastore "nope"`},
+		{name: "unknown pool", spec: vmprovider.Spec{Placement: vmprovider.Placement{ResourcePool: "/DC0/host/nope"}}, field: `placement.resourcePool "/DC0/host/nope"`, missing: true},
+		{name: "unknown datastore", spec: vmprovider.Spec{Placement: vmprovider.Placement{Datastore: "nope"}}, field: `placement.datastore "nope"`, missing: true},
 		{name: "folder outside", spec: vmprovider.Spec{Placement: vmprovider.Placement{Folder: "/DC0/host"}}, field: `placement.folder "/DC0/host"`},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
@@ -167,6 +168,9 @@ func TestCreate_InvalidSpec(t *testing.T) {
 			_, err := p.Create(ctx, spec)
 			if !errors.Is(err, vmprovider.ErrInvalidSpec) || !strings.Contains(err.Error(), tc.field) {
 				t.Errorf("Create = %v; want ErrInvalidSpec naming %s", err, tc.field)
+			}
+			if got := errors.Is(err, vmprovider.ErrPlacement); got != tc.missing {
+				t.Errorf("Create = %v; ErrPlacement %v, want %v", err, got, tc.missing)
 			}
 			if n := count(t, sim, "bad"); n != 0 {
 				t.Errorf("%d VMs left behind", n)

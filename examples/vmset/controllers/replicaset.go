@@ -37,12 +37,7 @@ func (a ReplicaSetAdapter) Spec(s *vmv1.VirtualMachineReplicaSet) (kube.Spec, er
 	if s.Spec.Replicas != nil {
 		replicas = int(*s.Spec.Replicas)
 	}
-	for _, z := range s.Spec.Zones {
-		if !slices.Contains(a.Zones, z) {
-			return kube.Spec{}, fmt.Errorf("spec.zones: zone %q has no placement in the operator's configuration (%s)", z, known(a.Zones))
-		}
-	}
-	return kube.Spec{
+	spec := kube.Spec{
 		Replicas:     replicas,
 		Selector:     s.Spec.Selector.ToMeta(),
 		DeletePolicy: s.Spec.DeletePolicy,
@@ -50,7 +45,15 @@ func (a ReplicaSetAdapter) Spec(s *vmv1.VirtualMachineReplicaSet) (kube.Spec, er
 		Paused:       s.Spec.Paused,
 		Zones:        s.Spec.Zones,
 		Rebalance:    s.Spec.Rebalance,
-	}, nil
+	}
+	for _, z := range s.Spec.Zones {
+		if !slices.Contains(a.Zones, z) {
+			// The spec goes with the error: status still says what
+			// was asked for.
+			return spec, fmt.Errorf("spec.zones: zone %q has no placement in the operator's configuration (%s)", z, known(a.Zones))
+		}
+	}
+	return spec, nil
 }
 
 // known lists zones for an error message.
@@ -79,13 +82,14 @@ func (a ReplicaSetAdapter) NewChild(s *vmv1.VirtualMachineReplicaSet) (*vmv1.Vir
 }
 
 // Describe implements kube.Adapter: a VirtualMachine is pending until vCenter
-// has it, failed while vCenter refuses to clone it (Ready False with the
-// reason CreateFailed: with zones, the set replaces it in another zone),
+// has it, failed while vCenter refuses to clone it or its zone's
+// placement is gone (Ready False with the reason CreateFailed or
+// ZoneUnavailable: with zones, the set replaces it in another zone),
 // ready while its Ready condition is true.
 func (a ReplicaSetAdapter) Describe(vm *vmv1.VirtualMachine, r *replicaset.Replica) {
 	ready := meta.FindStatusCondition(vm.Status.Conditions, "Ready")
 	switch {
-	case vm.Status.InstanceUUID == "" && ready != nil && ready.Reason == ReasonCreateFailed:
+	case vm.Status.InstanceUUID == "" && ready != nil && (ready.Reason == ReasonCreateFailed || ready.Reason == ReasonZoneUnavailable):
 		r.Phase = replicaset.PhaseFailed
 	case vm.Status.InstanceUUID == "":
 		r.Phase = replicaset.PhasePending

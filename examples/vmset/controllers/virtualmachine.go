@@ -59,6 +59,11 @@ type VirtualMachineReconciler struct {
 // to clone a VirtualMachine's VM; the clone is retried with backoff.
 const ReasonCreateFailed = "CreateFailed"
 
+// ReasonZoneUnavailable is the Ready condition's reason while the
+// placement of a VirtualMachine's zone is not in vCenter's inventory (its
+// cluster removed or renamed); the clone is retried with backoff.
+const ReasonZoneUnavailable = "ZoneUnavailable"
+
 // ErrUnknownZone means a VirtualMachine names a zone the operator has no
 // placement for.
 var ErrUnknownZone = errors.New("unknown zone")
@@ -134,6 +139,11 @@ func (r *VirtualMachineReconciler) Reconcile(ctx context.Context, req reconcile.
 		}
 		if errors.Is(err, ErrUnknownZone) {
 			return reconcile.Result{}, reconcile.TerminalError(r.fail(ctx, &vm, "UnknownZone", err))
+		}
+		if vm.Spec.Zone != "" && errors.Is(err, vmprovider.ErrPlacement) {
+			// The zone's cluster or pool is gone from vCenter: retried,
+			// as it may come back, and a set replaces the VM elsewhere.
+			return reconcile.Result{}, r.fail(ctx, &vm, ReasonZoneUnavailable, err)
 		}
 		if errors.Is(err, vmprovider.ErrInvalidSpec) {
 			return reconcile.Result{}, reconcile.TerminalError(r.fail(ctx, &vm, "InvalidSpec", err))

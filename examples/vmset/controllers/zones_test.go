@@ -146,6 +146,13 @@ func TestZones_Unknown(t *testing.T) {
 	if err != nil || cond.Reason != "InvalidSpec" || !strings.Contains(cond.Message, `zone "zone-x"`) {
 		t.Fatalf("ReplicaFailure = %+v, want True InvalidSpec naming zone-x", cond)
 	}
+	// Status still says what was asked for (the trial saw "0 of 0").
+	if ready := setCondition(t, e, ns, "Ready"); ready == nil || ready.Status != metav1.ConditionFalse || !strings.Contains(ready.Message, "of 2") {
+		t.Errorf("Ready = %+v, want False, of 2 replicas", ready)
+	}
+	if zb := setCondition(t, e, ns, "ZonesBalanced"); zb == nil || zb.Reason != "ReplicaFailure" {
+		t.Errorf("ZonesBalanced = %+v, want False ReplicaFailure", zb)
+	}
 
 	vm := &vmv1.VirtualMachine{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "lost"},
 		Spec: vmv1.VirtualMachineSpec{CPUs: 1, MemoryMiB: 512, Zone: "zone-x"}}
@@ -169,5 +176,43 @@ func TestZones_Unknown(t *testing.T) {
 	}
 	if len(st.VCenter) != 0 {
 		t.Errorf("vCenter holds %v for a set and a VM in an unknown zone, want nothing", st.VCenter)
+	}
+}
+
+// TestZones_PlacementGone: a zone whose cluster is not in vCenter (removed,
+// renamed) is routed around: its VMs fail with the reason
+// ZoneUnavailable, and the set replaces them in the other zones and
+// reaches its count.
+func TestZones_PlacementGone(t *testing.T) {
+	e := env.Require(t)
+	sim := vcsimtest.Start(t)
+	ctx := context.Background()
+	p, err := vsphere.New(ctx, sim.Config())
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = p.Close(context.Background()) })
+	e.StartManager(t, vmcheck.Scheme(), func(mgr ctrl.Manager) error {
+		r := controllers.NewVirtualMachineReconciler(p)
+		r.Zones = maps.Clone(zones) // zone-c's DC0_C2 is not in this simulator
+		return controllers.Setup(mgr, r)
+	})
+	const ns = "placement-gone"
+	createSet(t, e, ns, 0)
+	patch := []byte(`{"spec":{"replicas":3,"zones":["zone-a","zone-b","zone-c"]}}`)
+	set := &vmv1.VirtualMachineReplicaSet{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "test-rs"}}
+	if err := e.Client.Patch(ctx, set, client.RawPatch("application/merge-patch+json", patch)); err != nil {
+		t.Fatal(err)
+	}
+	settle(t, e, sim, ns, 3)
+	got, err := vmcheck.Spread(ctx, sim.Config(), ns)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got["DC0_C0"]+got["DC0_C1"] != 3 {
+		t.Errorf("VMs per cluster %v, want all three in DC0_C0 and DC0_C1", got)
+	}
+	if zb := setCondition(t, e, ns, "ZonesBalanced"); zb == nil || zb.Reason != "ZoneFailing" || !strings.Contains(zb.Message, "zone-c") {
+		t.Errorf("ZonesBalanced = %+v, want False ZoneFailing naming zone-c", zb)
 	}
 }
