@@ -24,83 +24,124 @@ func (v *victim) column(c int) uint64 {
 
 // inOrder returns the first n of vs in deletion order (compareVictims).
 //
-// It sorts indices with a stable least-significant-digit radix sort over
-// the columns that vary among vs, least significant column first, skipping
-// bytes no two keys differ in, then orders runs of equal keys by identity.
-// That is O(len(vs)) per varying byte: a policy such as Random varies in one
-// column, so ordering costs eight linear passes, where a comparison sort of
-// the 48-byte victims took O(n log n) indirect comparisons and was most of
-// Compute's time.
+// It packs each victim's key into the words of the columns that vary
+// among vs (one word for a policy such as Random), then runs a most
+// significant digit radix sort on indices, one byte at a time, that
+// recurses only into the buckets holding some of the first n: a capped
+// scale-down orders its victims and leaves the rest unsorted. Buckets of
+// a few entries are finished by insertion sort on the whole key and then
+// identity. A comparison sort of the 48-byte victims took O(n log n)
+// indirect comparisons and was most of Compute's time; a least
+// significant digit sort took eight passes over every victim for a
+// 64-bit rank, where this takes about log256(n) and stops at n.
 func inOrder(vs []victim, n int) []Replica {
-	idx := make([]int32, len(vs))
-	for i := range idx {
-		idx[i] = int32(i)
-	}
-	if len(vs) > 1 {
-		idx = radixSort(vs, idx)
-	}
+	s := newKeySort(vs)
+	s.sort(0, len(vs), 0, n)
 	out := make([]Replica, n)
 	for i := range out {
-		out[i] = *vs[idx[i]].r
+		out[i] = *vs[s.idx[i]].r
 	}
 	return out
 }
 
-// radixSort sorts idx, indices into vs, by vs' keys and then identity,
-// and returns it (in idx's array or one of its own).
-func radixSort(vs []victim, idx []int32) []int32 {
-	keys := make([]uint64, len(vs))
-	tmp := make([]int32, len(vs))
-	var varying [keyColumns]bool
-	for c := keyColumns - 1; c >= 0; c-- {
-		var diff uint64
+// keySort sorts indices into vs by their packed keys.
+type keySort struct {
+	vs    []victim
+	words int      // key words per victim: the varying columns
+	keys  []uint64 // victim i's key is keys[i*words : (i+1)*words]
+	idx   []int32  // the order, sorted in place
+	tmp   []int32  // scratch for a bucket's scatter
+}
+
+// smallBucket is the size below which a bucket is insertion sorted.
+const smallBucket = 24
+
+func newKeySort(vs []victim) *keySort {
+	s := &keySort{vs: vs, idx: make([]int32, len(vs)), tmp: make([]int32, len(vs))}
+	for i := range s.idx {
+		s.idx[i] = int32(i)
+	}
+	var cols []int
+	for c := range keyColumns {
 		first := vs[0].column(c)
-		for i := range vs {
-			keys[i] = vs[i].column(c)
-			diff |= keys[i] ^ first
+		for i := 1; i < len(vs); i++ {
+			if vs[i].column(c) != first {
+				cols = append(cols, c)
+				break
+			}
 		}
-		if diff == 0 {
+	}
+	s.words = len(cols)
+	s.keys = make([]uint64, len(vs)*len(cols))
+	for i := range vs {
+		for w, c := range cols {
+			s.keys[i*len(cols)+w] = vs[i].column(c)
+		}
+	}
+	return s
+}
+
+// sort orders idx[lo:hi], whose keys agree before byte b (counted from
+// the most significant byte of the first word), as far as the first n
+// positions of idx need.
+func (s *keySort) sort(lo, hi, b, n int) {
+	for hi-lo > smallBucket && b < 8*s.words && lo < n {
+		w, shift := b/8, uint(56-8*(b%8))
+		digit := func(i int32) int { return int(s.keys[int(i)*s.words+w] >> shift & 0xff) }
+		var count [257]int
+		for _, i := range s.idx[lo:hi] {
+			count[digit(i)+1]++
+		}
+		if count[digit(s.idx[lo])+1] == hi-lo {
+			b++ // every key has this byte: on to the next
 			continue
 		}
-		varying[c] = true
-		for shift := uint(0); shift < 64; shift += 8 {
-			if diff>>shift&0xff == 0 {
-				continue
+		for d := 1; d < len(count); d++ {
+			count[d] += count[d-1]
+		}
+		starts := count
+		for _, i := range s.idx[lo:hi] {
+			d := digit(i)
+			s.tmp[lo+count[d]] = i
+			count[d]++
+		}
+		copy(s.idx[lo:hi], s.tmp[lo:hi])
+		for d := range 256 {
+			from, to := lo+starts[d], lo+starts[d+1]
+			if to-from > 1 && from < n {
+				s.sort(from, to, b+1, n)
 			}
-			var count [257]int
-			for _, i := range idx {
-				count[keys[i]>>shift&0xff+1]++
+		}
+		return
+	}
+	switch {
+	case hi-lo <= 1 || lo >= n:
+	case hi-lo <= smallBucket:
+		s.insertion(lo, hi, b/8)
+	default: // whole keys alike: by identity alone
+		slices.SortFunc(s.idx[lo:hi], func(a, b int32) int { return compareIdentity(*s.vs[a].r, *s.vs[b].r) })
+	}
+}
+
+// insertion sorts idx[lo:hi], whose keys agree before word w, by the rest
+// of their keys and then identity.
+func (s *keySort) insertion(lo, hi, w int) {
+	less := func(a, b int32) bool {
+		ka := s.keys[int(a)*s.words+w : (int(a)+1)*s.words]
+		kb := s.keys[int(b)*s.words+w : (int(b)+1)*s.words]
+		for k := range ka {
+			if ka[k] != kb[k] {
+				return ka[k] < kb[k]
 			}
-			for d := 1; d < len(count); d++ {
-				count[d] += count[d-1]
-			}
-			for _, i := range idx {
-				d := keys[i] >> shift & 0xff
-				tmp[count[d]] = i
-				count[d]++
-			}
-			idx, tmp = tmp, idx
+		}
+		return compareIdentity(*s.vs[a].r, *s.vs[b].r) < 0
+	}
+	idx := s.idx[lo:hi]
+	for i := 1; i < len(idx); i++ {
+		for j := i; j > 0 && less(idx[j], idx[j-1]); j-- {
+			idx[j], idx[j-1] = idx[j-1], idx[j]
 		}
 	}
-	sameKey := func(a, b *victim) bool {
-		for c := range keyColumns {
-			if varying[c] && a.column(c) != b.column(c) {
-				return false
-			}
-		}
-		return true
-	}
-	for start := 0; start < len(idx); {
-		end := start + 1
-		for end < len(idx) && sameKey(&vs[idx[start]], &vs[idx[end]]) {
-			end++
-		}
-		if end-start > 1 {
-			slices.SortFunc(idx[start:end], func(a, b int32) int { return compareIdentity(*vs[a].r, *vs[b].r) })
-		}
-		start = end
-	}
-	return idx
 }
 
 // victimHeap is a max-heap in deletion order: its root is the candidate that

@@ -1,0 +1,41 @@
+package replicaset
+
+import (
+	"fmt"
+	"slices"
+	"testing"
+
+	"pgregory.net/rapid"
+)
+
+// TestInOrder_MatchesASort: inOrder's first n are a full sort's first n
+// under compareVictims, for sets large enough to take the radix path
+// (buckets over smallBucket), with ranks from a few values (long runs of
+// equal keys, decided by identity) to full 64-bit ones, in one or several
+// columns, marked or not.
+func TestInOrder_MatchesASort(t *testing.T) {
+	rapid.Check(t, func(t *rapid.T) {
+		size := rapid.IntRange(1, 400).Draw(t, "size")
+		spread := rapid.SampledFrom([]int64{1, 3, 1000, 1 << 62}).Draw(t, "spread")
+		columns := rapid.IntRange(1, len(Rank{})).Draw(t, "columns")
+		replicas := make([]Replica, size)
+		vs := make([]victim, size)
+		for i := range vs {
+			replicas[i] = Replica{Name: fmt.Sprintf("r-%03d", rapid.IntRange(0, 999).Draw(t, "name")), UID: fmt.Sprint(i)}
+			var rank Rank
+			for c := range columns {
+				rank[c] = rapid.Int64Range(-spread, spread).Draw(t, "rank")
+			}
+			vs[i] = victim{marked: rapid.IntRange(0, 9).Draw(t, "marked") == 0, rank: rank, r: &replicas[i]}
+		}
+		n := rapid.IntRange(0, size).Draw(t, "n")
+		want := slices.Clone(vs)
+		slices.SortFunc(want, compareVictims)
+		got := inOrder(vs, n)
+		for i := range n {
+			if got[i].Name != want[i].r.Name || got[i].UID != want[i].r.UID {
+				t.Fatalf("position %d of %d: %s/%s, want %s/%s", i, n, got[i].Name, got[i].UID, want[i].r.Name, want[i].r.UID)
+			}
+		}
+	})
+}
