@@ -34,12 +34,15 @@ func countZones(spec Spec, current []Replica) zoneCounts {
 
 // index returns zone's position in the listed zones, or -1. A linear scan:
 // sets spread over a handful of zones, and it beats a map's hashing there.
+// Zone names tend to differ in their last byte (zone-a, zone-b; us-east-1a,
+// us-east-1b), which is compared before the whole name.
 func (zc zoneCounts) index(zone string) int {
 	if zone == "" {
 		return -1
 	}
+	last := zone[len(zone)-1]
 	for i, z := range zc.zones {
-		if z == zone {
+		if len(z) == len(zone) && z[len(z)-1] == last && z == zone {
 			return i
 		}
 	}
