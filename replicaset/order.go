@@ -58,6 +58,9 @@ const smallBucket = 24
 
 func newKeySort(vs []victim) *keySort {
 	s := &keySort{vs: vs, idx: make([]int32, len(vs)), tmp: make([]int32, len(vs))}
+	if len(vs) == 0 {
+		return s
+	}
 	for i := range s.idx {
 		s.idx[i] = int32(i)
 	}

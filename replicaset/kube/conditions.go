@@ -54,13 +54,14 @@ const (
 	// ReasonDesiredReplicas means ScalingUp or ScalingDown is False
 	// because there is nothing to do in that direction.
 	ReasonDesiredReplicas = "DesiredReplicas"
-	// ReasonPaused means the owner is paused, so nothing changes.
+	// ReasonPaused means the owner is paused, so nothing changes (also
+	// ZonesBalanced's reason when the zones are out of balance then).
 	ReasonPaused = "Paused"
 	// ReasonOwnerDeleting means the owner is being deleted; the garbage
-	// collector removes its children.
+	// collector removes its children (also ZonesBalanced's reason then).
 	ReasonOwnerDeleting = "OwnerDeleting"
-	// ReasonReplicaFailure means ScalingUp, ScalingDown or Ready cannot
-	// move because of what ReplicaFailure says.
+	// ReasonReplicaFailure means ScalingUp, ScalingDown, Ready or
+	// ZonesBalanced cannot move because of what ReplicaFailure says.
 	ReasonReplicaFailure = "ReplicaFailure"
 	// ReasonReplicasReady is Ready's reason when it is True.
 	ReasonReplicasReady = "ReplicasReady"
@@ -76,8 +77,9 @@ const (
 
 	// ReasonZonesBalanced is ZonesBalanced's reason when it is True.
 	ReasonZonesBalanced = "ZonesBalanced"
-	// ReasonZoneFailing means creates failed in a zone, which new
-	// children avoid until its backoff ends; the message names it.
+	// ReasonZoneFailing means creates failed in a zone, or a child failed
+	// there after it was made (replicaset.PhaseFailed), and new children
+	// avoid it until its backoff ends; the message names it.
 	ReasonZoneFailing = "ZoneFailing"
 	// ReasonRebalancing means Spec.Rebalance is moving children back
 	// into balance, one at a time.

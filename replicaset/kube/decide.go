@@ -4,7 +4,6 @@ import (
 	"fmt"
 	"math/rand/v2"
 	"slices"
-	"time"
 
 	"k8s.io/apimachinery/pkg/labels"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -19,6 +18,14 @@ type rules struct {
 	policies   *deletionpolicy.Registry
 	naming     Naming
 	maxPerPass int
+}
+
+// limit is the per-pass cap on creates and on deletes.
+func (rl rules) limit() int {
+	if rl.maxPerPass > 0 {
+		return rl.maxPerPass
+	}
+	return replicaset.DefaultMaxPerPass
 }
 
 // hold says why a pass makes no change to the children.
@@ -55,12 +62,14 @@ type decision struct {
 	// warnings are problems with single children that do not stop the
 	// pass (a malformed deletion cost), one sentence each.
 	warnings []string
-	// failedZones are the listed zones in which members failed
-	// (replicaset.PhaseFailed) and that were not backing off: the pass
-	// backs them off. replaced are those failed members, deleted in this
-	// pass (they are in delete too) and left out of the plan, so that
-	// their replacements go to other zones.
+	// failedZones are the listed zones that members failing in them
+	// (replicaset.PhaseFailed) back off in this pass; failedNow lists the
+	// UIDs of every member failing in a listed zone, each of which has
+	// now backed its zone off once. replaced are failing members deleted
+	// in this pass (they are in delete too), which the plan counted as
+	// being deleted, so that their replacements go to other zones.
 	failedZones []string
+	failedNow   []string
 	replaced    []replicaset.Replica
 }
 
@@ -115,14 +124,17 @@ func decide(o *observation, rl rules) decision {
 			policyName(o.spec), ErrNeedsOrdinalNames)
 	}
 	spec, current := planSpec(o, rl), replicas(d.members, o, rl.naming)
-	if d.hold == holdNone {
-		d.failedZones, d.replaced, spec.ZoneBackoff, current = failedInZones(spec, current, o.backoffFor, o.now)
+	if err == nil && d.hold == holdNone {
+		var f failing
+		f, spec.ZoneBackoff = failedInZones(spec, current, o, rl.limit())
+		d.failedZones, d.failedNow, d.replaced = f.zones, f.uids, f.replaced
 	}
 	if err == nil {
 		d.plan, err = replicaset.Compute(spec, current, policy, o.now)
 	}
 	if err != nil {
 		d.hold, d.failure = holdFailure, err
+		d.failedZones, d.failedNow, d.replaced = nil, nil, nil
 		return d
 	}
 	if d.hold != holdNone {
@@ -130,51 +142,72 @@ func decide(o *observation, rl rules) decision {
 	}
 	if d.create, err = newNames(o, rl.naming, d.plan.Create); err != nil {
 		d.hold, d.failure, d.create = holdFailure, err, nil
+		d.failedZones, d.failedNow, d.replaced = nil, nil, nil
 		return d
+	}
+	// The replacements share the per-pass cap with the plan's deletes,
+	// which give way: they are in deletion order, and the next pass, at
+	// once, takes the rest.
+	if over := len(d.plan.Delete) + len(d.replaced) - rl.limit(); over > 0 {
+		d.plan.Delete = d.plan.Delete[:len(d.plan.Delete)-over]
+		d.plan.Deferred += over
 	}
 	d.adopt, d.release = objects(adopt), objects(release)
 	d.delete = append(slices.Clone(d.plan.Delete), d.replaced...)
 	return d
 }
 
+// failing is what failedInZones found.
+type failing struct {
+	zones    []string             // zones backed off in this pass
+	uids     []string             // every member failing in a listed zone
+	replaced []replicaset.Replica // those to delete in this pass
+}
+
 // failedInZones finds, when the spec lists zones, the members that failed
 // in a listed zone, as the Adapter describes them (replicaset.PhaseFailed,
 // not being deleted, not protected): a create that failed after the
-// child was made, as a VM whose clone vCenter refused. Their zones back off
-// as a failed create's would (for backoffFor from now), and while some
-// listed zone is not backing off they are replaced: returned in replaced
-// and left out of current, so the plan creates their replacements
-// elsewhere. When every zone is backing off they stay, counted and
-// deleted first on scale-down, and nothing churns.
-func failedInZones(spec replicaset.Spec, current []replicaset.Replica, backoffFor time.Duration, now time.Time) (zones []string, replaced []replicaset.Replica, backoff []replicaset.ZoneBackoff, rest []replicaset.Replica) {
-	backoff = spec.ZoneBackoff
+// child was made, as a VM whose clone vCenter refused.
+//
+// Each such member backs its zone off once (for o.backoffFor from o.now),
+// as a failed create would: the first pass that sees it failing. While
+// some listed zone is not backing off, up to limit of them are replaced:
+// marked as being deleted in current, so that the plan counts them as it
+// counts any child being deleted (ReplaceDeleting decides whether their
+// replacements are made at once) and places the replacements in the other
+// zones. When every zone is backing off they stay until some backoff ends,
+// so a set whose every zone fails replaces one failed child per zone per
+// backoff, not one per pass.
+func failedInZones(spec replicaset.Spec, current []replicaset.Replica, o *observation, limit int) (failing, []replicaset.ZoneBackoff) {
+	var f failing
+	backoff := spec.ZoneBackoff
 	if len(spec.Zones) == 0 {
-		return nil, nil, backoff, current
-	}
-	failed := func(r *replicaset.Replica) bool {
-		return r.Phase == replicaset.PhaseFailed && !r.Deleting && !r.Protected && slices.Contains(spec.Zones, r.Zone)
+		return f, backoff
 	}
 	avoided := func(z string) bool {
-		return slices.ContainsFunc(backoff, func(b replicaset.ZoneBackoff) bool { return b.Zone == z && now.Before(b.Until) })
+		return slices.ContainsFunc(backoff, func(b replicaset.ZoneBackoff) bool { return b.Zone == z && o.now.Before(b.Until) })
 	}
+	var at []int // indices of the failing members in current
 	for i := range current {
-		if r := &current[i]; failed(r) && !avoided(r.Zone) {
-			zones = append(zones, r.Zone)
-			backoff = append(slices.Clip(backoff), replicaset.ZoneBackoff{Zone: r.Zone, Until: now.Add(backoffFor)})
+		r := &current[i]
+		if r.Phase != replicaset.PhaseFailed || r.Deleting || r.Protected || !slices.Contains(spec.Zones, r.Zone) {
+			continue
+		}
+		at = append(at, i)
+		f.uids = append(f.uids, r.UID)
+		if !slices.Contains(o.failedSeen, r.UID) && !avoided(r.Zone) {
+			f.zones = append(f.zones, r.Zone)
+			backoff = append(slices.Clip(backoff), replicaset.ZoneBackoff{Zone: r.Zone, Until: o.now.Add(o.backoffFor)})
 		}
 	}
 	if !slices.ContainsFunc(spec.Zones, func(z string) bool { return !avoided(z) }) {
-		return zones, nil, backoff, current
+		return f, backoff
 	}
-	rest = make([]replicaset.Replica, 0, len(current))
-	for _, r := range current {
-		if failed(&r) {
-			replaced = append(replaced, r)
-			continue
-		}
-		rest = append(rest, r)
+	for _, i := range at[:min(len(at), limit)] {
+		f.replaced = append(f.replaced, current[i])
+		current[i].Deleting = true
 	}
-	return zones, replaced, backoff, rest
+	return f, backoff
 }
 
 // planSpec is the planner's spec for the observed owner.

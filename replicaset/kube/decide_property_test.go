@@ -125,10 +125,13 @@ func TestDecide_Properties(t *testing.T) {
 		if len(d.create) != d.plan.Create {
 			t.Fatalf("%d names for %d creates", len(d.create), d.plan.Create)
 		}
+		// Members count toward the desired count as the plan counts
+		// them: those being deleted, replaced failing ones included,
+		// only until gone (unless ReplaceDeleting).
 		counted := 0
 		for _, m := range d.members {
 			replaced := slices.ContainsFunc(d.replaced, func(r replicaset.Replica) bool { return r.Name == m.replica.Name })
-			if (!m.replica.Deleting || !o.spec.ReplaceDeleting) && !replaced {
+			if !(m.replica.Deleting || replaced) || !o.spec.ReplaceDeleting {
 				counted++
 			}
 		}
@@ -137,12 +140,13 @@ func TestDecide_Properties(t *testing.T) {
 				t.Fatalf("replaces %s: not failed in a listed zone, protected, or not deleted", r.Name)
 			}
 		}
-		surge := 0 // Rebalance moves a child by creating one more first
-		if o.spec.Rebalance && len(o.spec.Zones) > 0 {
-			surge = 1
-		}
-		if len(d.create) > 0 && counted+len(d.create) > o.spec.Replicas+surge {
+		// Rebalance's surge: one create at the desired count, nothing more.
+		surge := o.spec.Rebalance && len(o.spec.Zones) > 0 && counted == o.spec.Replicas && len(d.create) == 1
+		if len(d.create) > 0 && counted+len(d.create) > o.spec.Replicas && !surge {
 			t.Fatalf("%d counted members and %d creates exceed the desired %d", counted, len(d.create), o.spec.Replicas)
+		}
+		if limit := rl.limit(); len(d.create) > limit || len(d.delete) > limit {
+			t.Fatalf("%d creates and %d deletes, over the per-pass cap %d", len(d.create), len(d.delete), limit)
 		}
 		if len(o.spec.Zones) > 0 && len(d.plan.CreateZones) != len(d.create) {
 			t.Fatalf("%d creates, %d zones for them", len(d.create), len(d.plan.CreateZones))
@@ -150,6 +154,9 @@ func TestDecide_Properties(t *testing.T) {
 		avoided := map[string]bool{}
 		for _, b := range o.backoff {
 			avoided[b.Zone] = slices.Contains(o.spec.Zones, b.Zone)
+		}
+		for _, z := range d.failedZones { // backed off by this pass
+			avoided[z] = true
 		}
 		open := slices.ContainsFunc(o.spec.Zones, func(z string) bool { return !avoided[z] })
 		for _, z := range d.plan.CreateZones {

@@ -116,6 +116,13 @@ func passCases() []passCase {
 			observed(2, kids(kid("web-0", inZone("a")), kid("web-1", inZone("b"), failed)), zoned("a", "b"), func(o *observation) {
 				o.backoff = []replicaset.ZoneBackoff{{Zone: "a", Until: testNow.Add(time.Minute)}}
 			}), ordinal, nil},
+		{"zones: the only zone's first failed child backs it off and stays",
+			observed(1, kids(kid("web-0", inZone("a"), failed)), zoned("a")), ordinal, nil},
+		{"zones: a failed child seen before, its zone's backoff over: replaced, no new backoff",
+			observed(1, kids(kid("web-0", inZone("a"), failed)), zoned("a"), func(o *observation) { o.failedSeen = []string{"uid-web-0"} }), ordinal, nil},
+		{"zones: replacements share the per-pass cap with the plan's deletes",
+			observed(1, kids(kid("web-0", inZone("a"), failed), kid("web-1", inZone("a"), failed), kid("web-2", inZone("b")), kid("web-3", inZone("b"))),
+				zoned("a", "b")), rules{policies: deletionpolicy.Default(), naming: OrdinalNames, maxPerPass: 2}, nil},
 		{"no zones: a failed child is counted, as before",
 			observed(2, kids(kid("web-0"), kid("web-1", failed))), ordinal, nil},
 		{"zones: children in no zone, nothing to do and no Rebalance: Unbalanced, not Scaling",

@@ -121,20 +121,30 @@
 // a child's zone is read from its [ZoneLabel] label (topology.kubernetes.io/zone),
 // which the binding also writes on new children, unless the Adapter is a
 // [Zoner] and keeps the zone elsewhere (the example operator's VirtualMachines
-// carry it in spec.zone). When creates in a zone fail, the zone is avoided for
+// carry it in spec.zone). The label records the zone; it places nothing:
+// for a kind that something else places, such as Pods (the scheduler),
+// implement Zoner and set what places the child (a node affinity to the
+// zone) in SetZone.
+//
+// When creates in a zone fail, the zone is avoided for
 // Reconciler.ZoneBackoff and the children it should have held go to the
 // others, so the owner still reaches its count. A child that is made but
 // then fails in its zone (the Adapter's Describe says
-// replicaset.PhaseFailed: a VM whose clone vCenter refused) counts as a
-// failed create: its zone backs off and the child is deleted and replaced
-// elsewhere in the same pass, unless every zone is backing off (then it
-// stays, and nothing churns). Status.Zones shows each
-// zone's children and backoff, the ZonesBalanced condition says whether the
-// zones are within one of each other and, if not, why (ZoneFailing,
-// ScaleInProtected, Scaling, PerPassCap, Rebalancing, Unbalanced), and the owner is
-// looked at again when a backoff ends. With Spec.Rebalance the children
-// move back, one at a time, create before delete, never taking available
-// children below the desired count.
+// replicaset.PhaseFailed: a VM whose clone vCenter refused) backs its zone
+// off the same way, once, and is deleted; the plan counts it as being
+// deleted (Spec.ReplaceDeleting decides whether its replacement is made at
+// once or once it is gone), and the replacement goes to a zone not backing
+// off. While every zone is backing off, failed children stay until a
+// backoff ends, so nothing churns. Replacements share the per-pass cap
+// with the plan's deletes. Status.Zones shows each zone's children and
+// backoff, the ZonesBalanced condition says whether the zones are within
+// one of each other and, if not, why (ZoneFailing, ScaleInProtected,
+// Scaling, PerPassCap, Rebalancing, Unbalanced; ReplicaFailure, Paused or
+// OwnerDeleting when the pass holds), and the owner is looked at again
+// when a backoff ends. The backoff lives in the Reconciler's memory: a
+// restarted controller starts with no zone backing off. With
+// Spec.Rebalance the children move back, one at a time, create before
+// delete, never taking available children below the desired count.
 //
 // # Permissions
 //

@@ -48,6 +48,9 @@ type observation struct {
 	// backoffFor.
 	backoff    []replicaset.ZoneBackoff
 	backoffFor time.Duration
+	// failedSeen lists the UIDs of children seen failing in a listed
+	// zone by an earlier pass: each has backed its zone off already.
+	failedSeen []string
 }
 
 // child is one child as the pass sees it: the cache's object, never
@@ -120,6 +123,7 @@ func (r *Reconciler[O, C]) read(ctx context.Context, req reconcile.Request) (*ob
 	}
 	o.taken = r.Expectations.takenNames(key, o.now)
 	o.backoff, o.backoffFor = r.backoff.active(key, o.now), cmp.Or(r.ZoneBackoff, DefaultZoneBackoff)
+	o.failedSeen = r.backoff.failing(key)
 	o.children = r.describe(own)
 	o.orphans = r.describe(orphans)
 	return o, nil

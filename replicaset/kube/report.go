@@ -7,7 +7,6 @@ import (
 	"errors"
 	"fmt"
 	"reflect"
-	"slices"
 	"sync"
 	"time"
 
@@ -29,7 +28,10 @@ func (r *Reconciler[O, C]) report(ctx context.Context, o *observation, d decisio
 	r.Expectations.Forgive(o.key, v.forgive...)
 	r.Expectations.ForgiveDeletes(o.key, v.forgiveUIDs...)
 	r.Expectations.noteTaken(o.key, v.taken, o.now)
-	r.backoff.fail(o.key, slices.Concat(d.failedZones, out.acted.FailedZones), o.now.Add(o.backoffFor))
+	r.backoff.set(o.key, v.backoff)
+	if d.hold == holdNone {
+		r.backoff.setFailing(o.key, d.failedNow)
+	}
 	if r.Events != nil {
 		for _, e := range v.events {
 			r.Events.Eventf(o.owner, nil, e.kind, e.reason, e.action, "%s", e.text)

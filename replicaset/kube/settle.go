@@ -197,13 +197,16 @@ func eventsOf(d decision, out outcome, failed map[string]error) []note {
 	if len(d.warnings) > 0 {
 		add(corev1.EventTypeWarning, "InvalidAnnotation", "Describe", listNote(d.warnings, "; ", maxNote))
 	}
-	if len(d.replaced) > 0 {
-		names := make([]string, len(d.replaced))
-		for i, r := range d.replaced {
-			names[i] = r.Name + " (zone " + r.Zone + ")"
+	deleted := set(out.acted.Deleted)
+	var replacing []string
+	for _, r := range d.replaced {
+		if deleted[r.Name] {
+			replacing = append(replacing, r.Name+" (zone "+r.Zone+")")
 		}
-		add(corev1.EventTypeWarning, "ReplaceFailed", "Delete",
-			"Replacing children that failed in their zone, which new children avoid for a while: "+listNote(names, ", ", maxNote))
+	}
+	if len(replacing) > 0 {
+		add(corev1.EventTypeWarning, "ReplacingFailed", "Delete",
+			"Deleted children that failed in their zone, to be replaced in zones not backing off: "+listNote(replacing, ", ", maxNote))
 	}
 	if len(out.adopted) > 0 {
 		add(corev1.EventTypeNormal, "SuccessfulAdopt", "Adopt", "Adopted "+listNote(out.adopted, ", ", maxNote))

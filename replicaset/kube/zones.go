@@ -82,49 +82,79 @@ func (r *Reconciler[O, C]) checkZones(zones []string) error {
 	return nil
 }
 
-// zoneBackoffs remembers, per owner, the zones whose creates failed and
-// until when they are avoided.
+// zoneBackoffs remembers, per owner, the zones its creates avoid after
+// failures, until when, and the children seen failing in a zone (each
+// backs its zone off once). It lives in memory: a restarted controller
+// starts with no zone backing off.
 type zoneBackoffs struct {
 	mu sync.Mutex
-	m  map[string]map[string]time.Time // owner key -> zone -> until
+	m  map[string]*ownerZones // by owner key
 }
 
-// active lists the owner's zones still backing off at now, by zone, and
-// forgets the ones whose time is up.
+type ownerZones struct {
+	until   map[string]time.Time // zone -> avoided until
+	failing []string             // UIDs of children seen failing in a zone
+}
+
+func (b *zoneBackoffs) get(key string) *ownerZones {
+	if b.m == nil {
+		b.m = map[string]*ownerZones{}
+	}
+	if b.m[key] == nil {
+		b.m[key] = &ownerZones{until: map[string]time.Time{}}
+	}
+	return b.m[key]
+}
+
+// active lists the owner's zones still backing off at now, by zone.
 func (b *zoneBackoffs) active(key string, now time.Time) []replicaset.ZoneBackoff {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	var out []replicaset.ZoneBackoff
-	for z, until := range b.m[key] {
-		if !now.Before(until) {
-			delete(b.m[key], z)
-			continue
+	if oz := b.m[key]; oz != nil {
+		for z, until := range oz.until {
+			if now.Before(until) {
+				out = append(out, replicaset.ZoneBackoff{Zone: z, Until: until})
+			}
 		}
-		out = append(out, replicaset.ZoneBackoff{Zone: z, Until: until})
-	}
-	if len(b.m[key]) == 0 {
-		delete(b.m, key)
 	}
 	slices.SortFunc(out, func(a, b replicaset.ZoneBackoff) int { return strings.Compare(a.Zone, b.Zone) })
 	return out
 }
 
-// fail backs off each of zones until until.
-func (b *zoneBackoffs) fail(key string, zones []string, until time.Time) {
-	if len(zones) == 0 {
-		return
-	}
+// set replaces the owner's backoff with backoff (a verdict's).
+func (b *zoneBackoffs) set(key string, backoff []replicaset.ZoneBackoff) {
 	b.mu.Lock()
 	defer b.mu.Unlock()
-	if b.m == nil {
-		b.m = map[string]map[string]time.Time{}
+	if len(backoff) == 0 && (b.m[key] == nil || len(b.m[key].failing) == 0) {
+		delete(b.m, key)
+		return
 	}
-	if b.m[key] == nil {
-		b.m[key] = map[string]time.Time{}
+	oz := b.get(key)
+	clear(oz.until)
+	for _, z := range backoff {
+		oz.until[z.Zone] = z.Until
 	}
-	for _, z := range zones {
-		b.m[key][z] = until
+}
+
+// failing returns the UIDs of the owner's children seen failing in a zone.
+func (b *zoneBackoffs) failing(key string) []string {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if oz := b.m[key]; oz != nil {
+		return slices.Clone(oz.failing)
 	}
+	return nil
+}
+
+// setFailing records the children failing in a zone that a pass saw.
+func (b *zoneBackoffs) setFailing(key string, uids []string) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if len(uids) == 0 && b.m[key] == nil {
+		return
+	}
+	b.get(key).failing = slices.Clone(uids)
 }
 
 func (b *zoneBackoffs) forget(key string) {

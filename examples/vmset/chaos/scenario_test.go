@@ -114,6 +114,7 @@ func (sc scenario) run(t *testing.T, e *testenv.Env, n, cycles int) row {
 				restarts = append(restarts, op.restartMidway(ns, set.UID, prev, desired))
 			}
 			converge(t, e, sim, ns, desired)
+			w.bound.Store(int64(desired)) // settled: nothing beyond it from now on
 			prev = desired
 		}
 	}

@@ -7,6 +7,8 @@ import (
 	"errors"
 	"fmt"
 	"maps"
+	"net"
+	"net/url"
 	"slices"
 	"strings"
 	"time"
@@ -56,8 +58,22 @@ type VirtualMachineReconciler struct {
 }
 
 // ReasonCreateFailed is the Ready condition's reason while vCenter refuses
-// to clone a VirtualMachine's VM; the clone is retried with backoff.
+// to clone a VirtualMachine's VM (it answered with a fault); the clone is
+// retried with backoff, and a set with zones replaces the VM elsewhere.
 const ReasonCreateFailed = "CreateFailed"
+
+// ReasonCreateRetrying is the Ready condition's reason when a clone got no
+// answer (a timeout, a lost connection): it is retried with backoff, and
+// does not count against the VM's zone.
+const ReasonCreateRetrying = "CreateRetrying"
+
+// transient reports whether err is a lost answer rather than vCenter's
+// refusal: an ended context or a transport error.
+func transient(err error) bool {
+	var ue *url.Error
+	var ne net.Error
+	return errors.Is(err, context.DeadlineExceeded) || errors.Is(err, context.Canceled) || errors.As(err, &ue) || errors.As(err, &ne)
+}
 
 // ReasonZoneUnavailable is the Ready condition's reason while the
 // placement of a VirtualMachine's zone is not in vCenter's inventory (its
@@ -147,6 +163,9 @@ func (r *VirtualMachineReconciler) Reconcile(ctx context.Context, req reconcile.
 		}
 		if errors.Is(err, vmprovider.ErrInvalidSpec) {
 			return reconcile.Result{}, reconcile.TerminalError(r.fail(ctx, &vm, "InvalidSpec", err))
+		}
+		if err != nil && transient(err) {
+			return reconcile.Result{}, r.fail(ctx, &vm, ReasonCreateRetrying, err)
 		}
 		if err != nil {
 			return reconcile.Result{}, r.fail(ctx, &vm, ReasonCreateFailed, err)
