@@ -7,8 +7,24 @@ import (
 	"github.com/vmware/govmomi/find"
 	"github.com/vmware/govmomi/vim25/types"
 
+	"github.com/replicakit/replicakit/vmprovider"
 	"github.com/replicakit/replicakit/vmprovider/vsphere"
 )
+
+// ThirdCluster is the cluster the zone tests, the demo and the chaos
+// suite add (AddCluster) beside the model's DC0_C0 and DC0_C1.
+const ThirdCluster = "DC0_C2"
+
+// Zones are three zones, one per cluster of a simulator to which
+// ThirdCluster was added: zone-a, zone-b and zone-c in DC0_C0, DC0_C1 and
+// DC0_C2.
+func Zones() map[string]vmprovider.Placement {
+	return map[string]vmprovider.Placement{
+		"zone-a": {ResourcePool: "/DC0/host/DC0_C0"},
+		"zone-b": {ResourcePool: "/DC0/host/DC0_C1"},
+		"zone-c": {ResourcePool: "/DC0/host/" + ThirdCluster},
+	}
+}
 
 // AddCluster adds a cluster called name, with one host (name_H0), to the
 // simulator's datacenter DC0, over the API as a vCenter administrator

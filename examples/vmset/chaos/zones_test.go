@@ -22,15 +22,7 @@ import (
 	"github.com/replicakit/replicakit/internal/testenv"
 	"github.com/replicakit/replicakit/internal/vcsim"
 	"github.com/replicakit/replicakit/internal/vcsimtest"
-	"github.com/replicakit/replicakit/vmprovider"
 )
-
-// outageZones are the zone-outage scenario's zones, one per cluster.
-var outageZones = map[string]vmprovider.Placement{
-	"zone-a": {ResourcePool: "/DC0/host/DC0_C0"},
-	"zone-b": {ResourcePool: "/DC0/host/DC0_C1"},
-	"zone-c": {ResourcePool: "/DC0/host/DC0_C2"},
-}
 
 // zoneOutage spreads a set with Rebalance over three zones while vCenter
 // refuses every clone into zone-c's cluster, scaling 0→9→3→9: each step
@@ -46,11 +38,11 @@ func zoneOutage(t *testing.T, e *testenv.Env) row {
 	}
 	vcf := &vcsim.Faults{}
 	sim := vcsimtest.StartFaulty(t, vcf)
-	if err := sim.AddCluster(ctx, "DC0_C2"); err != nil {
+	if err := sim.AddCluster(ctx, vcsim.ThirdCluster); err != nil {
 		t.Fatal(err)
 	}
 	lift := vcf.Refuse("CloneVM_Task", poolOf(t, sim, "/DC0/host/DC0_C2/Resources"))
-	op := &operator{t: t, e: e, sim: sim, zones: outageZones, zoneBackoff: 2 * time.Second}
+	op := &operator{t: t, e: e, sim: sim, zones: vcsim.Zones(), zoneBackoff: 2 * time.Second}
 	op.start()
 
 	set := &vmv1.VirtualMachineReplicaSet{

@@ -2,6 +2,7 @@ package controllers_test
 
 import (
 	"context"
+	"fmt"
 	"maps"
 	"strings"
 	"testing"
@@ -18,17 +19,13 @@ import (
 	vmv1 "github.com/replicakit/replicakit/examples/vmset/api/v1alpha1"
 	"github.com/replicakit/replicakit/examples/vmset/controllers"
 	"github.com/replicakit/replicakit/internal/testenv"
+	"github.com/replicakit/replicakit/internal/vcsim"
 	"github.com/replicakit/replicakit/internal/vcsimtest"
-	"github.com/replicakit/replicakit/vmprovider"
 	"github.com/replicakit/replicakit/vmprovider/vsphere"
 )
 
-// zones are three zones, one per cluster of a simulator with DC0_C2 added.
-var zones = map[string]vmprovider.Placement{
-	"zone-a": {ResourcePool: "/DC0/host/DC0_C0"},
-	"zone-b": {ResourcePool: "/DC0/host/DC0_C1"},
-	"zone-c": {ResourcePool: "/DC0/host/DC0_C2"},
-}
+// zones are the operator's zones, one per cluster of the simulator.
+var zones = vcsim.Zones()
 
 // startZoned is start with a third cluster and the operator configured
 // with zones.
@@ -37,7 +34,7 @@ func startZoned(t *testing.T) (*testenv.Env, *vcsimtest.Sim) {
 	e := env.Require(t)
 	sim := vcsimtest.Start(t)
 	ctx := context.Background()
-	if err := sim.AddCluster(ctx, "DC0_C2"); err != nil {
+	if err := sim.AddCluster(ctx, vcsim.ThirdCluster); err != nil {
 		t.Fatal(err)
 	}
 	p, err := vsphere.New(ctx, sim.Config())
@@ -51,6 +48,18 @@ func startZoned(t *testing.T) (*testenv.Env, *vcsimtest.Sim) {
 		return controllers.Setup(mgr, r)
 	})
 	return e, sim
+}
+
+// createZonedSet creates namespace ns and in it the set test-rs of n
+// replicas spread over zones.
+func createZonedSet(t *testing.T, e *testenv.Env, ns string, n int, zones ...string) {
+	t.Helper()
+	createSet(t, e, ns, 0)
+	patch := fmt.Appendf(nil, `{"spec":{"replicas":%d,"zones":[%s]}}`, n, `"`+strings.Join(zones, `","`)+`"`)
+	set := &vmv1.VirtualMachineReplicaSet{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "test-rs"}}
+	if err := e.Client.Patch(context.Background(), set, client.RawPatch("application/merge-patch+json", patch)); err != nil {
+		t.Fatal(err)
+	}
 }
 
 // waitSpread waits until vCenter holds the namespace's VMs per cluster as
@@ -75,12 +84,7 @@ func TestZones(t *testing.T) {
 	e, sim := startZoned(t)
 	ctx := context.Background()
 	const ns = "zones"
-	createSet(t, e, ns, 0)
-	patch := []byte(`{"spec":{"replicas":6,"zones":["zone-a","zone-b","zone-c"]}}`)
-	set := &vmv1.VirtualMachineReplicaSet{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "test-rs"}}
-	if err := e.Client.Patch(ctx, set, client.RawPatch("application/merge-patch+json", patch)); err != nil {
-		t.Fatal(err)
-	}
+	createZonedSet(t, e, ns, 6, "zone-a", "zone-b", "zone-c")
 	settle(t, e, sim, ns, 6)
 	waitSpread(t, sim, ns, map[string]int{"DC0_C0": 2, "DC0_C1": 2, "DC0_C2": 2})
 
@@ -132,12 +136,7 @@ func TestZones_Unknown(t *testing.T) {
 	e, sim := startZoned(t)
 	ctx := context.Background()
 	const ns = "unknown-zone"
-	createSet(t, e, ns, 0)
-	patch := []byte(`{"spec":{"replicas":2,"zones":["zone-a","zone-x"]}}`)
-	set := &vmv1.VirtualMachineReplicaSet{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "test-rs"}}
-	if err := e.Client.Patch(ctx, set, client.RawPatch("application/merge-patch+json", patch)); err != nil {
-		t.Fatal(err)
-	}
+	createZonedSet(t, e, ns, 2, "zone-a", "zone-x")
 	var cond *metav1.Condition
 	err := wait.PollUntilContextTimeout(ctx, 100*time.Millisecond, 30*time.Second, true, func(context.Context) (bool, error) {
 		cond = setCondition(t, e, ns, "ReplicaFailure")
@@ -198,12 +197,7 @@ func TestZones_PlacementGone(t *testing.T) {
 		return controllers.Setup(mgr, r)
 	})
 	const ns = "placement-gone"
-	createSet(t, e, ns, 0)
-	patch := []byte(`{"spec":{"replicas":3,"zones":["zone-a","zone-b","zone-c"]}}`)
-	set := &vmv1.VirtualMachineReplicaSet{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "test-rs"}}
-	if err := e.Client.Patch(ctx, set, client.RawPatch("application/merge-patch+json", patch)); err != nil {
-		t.Fatal(err)
-	}
+	createZonedSet(t, e, ns, 3, "zone-a", "zone-b", "zone-c")
 	settle(t, e, sim, ns, 3)
 	got, err := vmcheck.Spread(ctx, sim.Config(), ns)
 	if err != nil {

@@ -47,7 +47,7 @@ func serve(ctx context.Context, opts options, stderr io.Writer) error {
 		}
 		defer sim.Close()
 		vc = sim.Config()
-		if err := sim.AddCluster(ctx, "DC0_C2"); err != nil {
+		if err := sim.AddCluster(ctx, vcsim.ThirdCluster); err != nil {
 			return err
 		}
 		log.Info("-vcsim: running the embedded vCenter simulator; its VMs exist only in this process", "url", vc.URL, "username", vc.Username)

@@ -8,6 +8,7 @@ import (
 
 	"k8s.io/apimachinery/pkg/util/validation"
 
+	"github.com/replicakit/replicakit/internal/vcsim"
 	"github.com/replicakit/replicakit/vmprovider"
 )
 
@@ -113,11 +114,5 @@ func formatZones(zones map[string]vmprovider.Placement) string {
 }
 
 // simulatorZones are the embedded simulator's zones when none are given:
-// one per cluster (the manager adds DC0_C2 to the simulator's two).
-func simulatorZones() map[string]vmprovider.Placement {
-	return map[string]vmprovider.Placement{
-		"zone-a": {ResourcePool: "/DC0/host/DC0_C0"},
-		"zone-b": {ResourcePool: "/DC0/host/DC0_C1"},
-		"zone-c": {ResourcePool: "/DC0/host/DC0_C2"},
-	}
-}
+// one per cluster (the manager adds vcsim.ThirdCluster to the model's two).
+func simulatorZones() map[string]vmprovider.Placement { return vcsim.Zones() }
