@@ -123,8 +123,8 @@
 // [Zoner] and keeps the zone elsewhere (the example operator's VirtualMachines
 // carry it in spec.zone). The label records the zone; it places nothing:
 // for a kind that something else places, such as Pods (the scheduler),
-// implement Zoner and set what places the child (a node affinity to the
-// zone) in SetZone.
+// implement Zoner and set what places the child in SetZone (a node
+// selector or affinity on the zone label: see the Zoner example).
 //
 // When creates in a zone fail, the zone is avoided for
 // Reconciler.ZoneBackoff and the children it should have held go to the

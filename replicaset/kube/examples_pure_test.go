@@ -97,3 +97,32 @@ func ExampleSpread() {
 	fmt.Println(kube.Spread(zones))
 	// Output: zone-a=2 zone-b=1 zone-c=1 retired=1
 }
+
+// podZones keeps a Pod's zone where the scheduler acts on it: a node
+// selector on the well-known zone label (and the label itself, for
+// kubectl -L). An Adapter for Pods embeds it to be a kube.Zoner.
+type podZones struct{}
+
+func (podZones) Zone(p *corev1.Pod) string { return p.Spec.NodeSelector[kube.ZoneLabel] }
+
+func (podZones) SetZone(p *corev1.Pod, zone string) {
+	if p.Spec.NodeSelector == nil {
+		p.Spec.NodeSelector = map[string]string{}
+	}
+	p.Spec.NodeSelector[kube.ZoneLabel] = zone
+	if p.Labels == nil {
+		p.Labels = map[string]string{}
+	}
+	p.Labels[kube.ZoneLabel] = zone
+}
+
+// A Zoner for children that something else places: the binding's default,
+// the zone label alone, would record a Pod's zone without placing it, so
+// the Pod's adapter sets a node selector too.
+func ExampleZoner() {
+	var z kube.Zoner[*corev1.Pod] = podZones{}
+	pod := &corev1.Pod{}
+	z.SetZone(pod, "eu-west-1b")
+	fmt.Println(z.Zone(pod), pod.Spec.NodeSelector)
+	// Output: eu-west-1b map[topology.kubernetes.io/zone:eu-west-1b]
+}
