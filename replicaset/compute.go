@@ -135,7 +135,7 @@ func Compute(spec Spec, current []Replica, policy Ranker, now time.Time) (Plan, 
 		}
 	}
 	if len(spec.Zones) > 0 {
-		p.Unbalanced = unbalanced(spec, current, zc, p, held, now)
+		p.Unbalanced = unbalanced(spec, zc, p, held, now)
 	}
 	return p, nil
 }

@@ -15,18 +15,49 @@ type zoneCounts struct {
 	zones []string
 	of    []int32 // by index into current
 	live  []int
+	// free counts each listed zone's live, unprotected replicas, and
+	// healthy those of them in the healthy tier; stray counts the live
+	// replicas in no listed zone; early indexes the candidates (live,
+	// unprotected) in the tiers before the healthy one.
+	free, healthy []int
+	stray         int
+	early         []int
 	// rebalance is Spec.Rebalance: replicas coming up are not broken.
 	rebalance bool
 }
 
+// countZones counts, in one pass over current, what the zoned planning
+// reads: each replica's zone, and the counts zoneCounts lists.
 func countZones(spec Spec, current []Replica) zoneCounts {
-	zc := zoneCounts{zones: spec.Zones, of: make([]int32, len(current)), live: make([]int, len(spec.Zones)), rebalance: spec.Rebalance}
+	n := len(spec.Zones)
+	zc := zoneCounts{zones: spec.Zones, of: make([]int32, len(current)), rebalance: spec.Rebalance}
+	counts := make([]int, 3*n)
+	zc.live, zc.free, zc.healthy = counts[:n:n], counts[n:2*n:2*n], counts[2*n:]
 	for i := range current {
 		r := &current[i]
 		z := zc.index(r.Zone)
 		zc.of[i] = int32(z)
-		if z >= 0 && !r.Deleting {
+		switch {
+		case r.Deleting:
+			continue
+		case z >= 0:
 			zc.live[z]++
+		default:
+			zc.stray++
+		}
+		if r.Protected {
+			continue
+		}
+		if zc.tier(r, z) != zoneTierHealthy {
+			zc.early = append(zc.early, i)
+			continue
+		}
+		zc.free[z]++
+		zc.healthy[z]++
+	}
+	for _, i := range zc.early {
+		if z := zc.of[i]; z >= 0 {
+			zc.free[z]++
 		}
 	}
 	return zc
@@ -139,19 +170,10 @@ func chooseZonedVictims(current []Replica, zc zoneCounts, n int, policy Ranker, 
 	if n == 0 {
 		return nil
 	}
-	var early []zonedVictim
-	healthy := make([]int, len(zc.zones)) // healthy candidates per zone
-	for i := range current {
-		r := &current[i]
-		if r.Deleting || r.Protected {
-			continue
-		}
-		z := int(zc.of[i])
-		if t := zc.tier(r, z); t != zoneTierHealthy {
-			early = append(early, zonedVictim{victim{marked: r.MarkedForDeletion, rank: policy.Rank(*r, env), r: r}, t, z})
-			continue
-		}
-		healthy[z]++
+	early := make([]zonedVictim, 0, len(zc.early))
+	for _, i := range zc.early {
+		r, z := &current[i], int(zc.of[i])
+		early = append(early, zonedVictim{victim{marked: r.MarkedForDeletion, rank: policy.Rank(*r, env), r: r}, zc.tier(r, z), z})
 	}
 	slices.SortFunc(early, compareZoned)
 	if len(early) >= n {
@@ -165,7 +187,7 @@ func chooseZonedVictims(current []Replica, zc zoneCounts, n int, policy Ranker, 
 			counts[v.zone]--
 		}
 	}
-	order := drain(counts, healthy, n-len(early))
+	order := drain(counts, zc.healthy, n-len(early))
 	want := countEach(order, len(zc.zones))
 	heaps := make([]victimHeap, len(zc.zones))
 	for i := range current {
@@ -255,23 +277,12 @@ func (h *zoneHeap) Pop() any {
 // unbalanced says why the listed zones' live replicas will differ by more
 // than one after p is carried out, or "" when they will not; held is how
 // many deletes Spec.Rebalance held back.
-func unbalanced(spec Spec, current []Replica, zc zoneCounts, p Plan, held int, now time.Time) string {
+func unbalanced(spec Spec, zc zoneCounts, p Plan, held int, now time.Time) string {
 	// after counts each listed zone's live replicas once p is carried out,
 	// left its candidates (live, unprotected), stray the live replicas in
 	// no listed zone.
 	after := slices.Clone(zc.live)
-	left := make([]int, len(after))
-	stray := 0
-	for i := range current {
-		r, z := &current[i], zc.of[i]
-		switch {
-		case r.Deleting:
-		case z < 0:
-			stray++
-		case !r.Protected:
-			left[z]++
-		}
-	}
+	left, stray := slices.Clone(zc.free), zc.stray
 	for _, r := range p.Delete {
 		if z := zc.index(r.Zone); z >= 0 {
 			after[z]--

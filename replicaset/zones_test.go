@@ -104,6 +104,17 @@ func TestCompute_Zones(t *testing.T) {
 		replicas: []replicaset.Replica{a1, a2, a3},
 		want:     replicaset.Plan{Unbalanced: "zones hold a=3 b=0 live replicas: replicas are not moved between zones"},
 	}, {
+		desc:     "a marked replica was its zone's last candidate: the protected rest are blamed",
+		spec:     replicaset.Spec{Desired: 2, Zones: []string{"a", "b"}},
+		replicas: []replicaset.Replica{protected(a1), protected(a2), marked(a3), b1, b2},
+		want: replicaset.Plan{Delete: []replicaset.Replica{marked(a3), b1, b2},
+			Unbalanced: "zones hold a=2 b=0 live replicas: protected replicas cannot go"},
+	}, {
+		desc:     "replicas in no listed zone are counted in the reason",
+		spec:     replicaset.Spec{Desired: 4, Zones: []string{"a", "b"}},
+		replicas: []replicaset.Replica{a1, a2, a3, protected(r("x", "x1", 1))},
+		want:     replicaset.Plan{Unbalanced: "zones hold a=3 b=0 live replicas, and 1 in zones not listed: replicas are not moved between zones"},
+	}, {
 		desc:     "replicas are not moved to restore balance",
 		spec:     replicaset.Spec{Desired: 3, Zones: abc},
 		replicas: []replicaset.Replica{a1, a2, a3},
