@@ -31,13 +31,18 @@ var zones = vcsim.Zones()
 // with zones.
 func startZoned(t *testing.T) (*testenv.Env, *vcsimtest.Sim) {
 	t.Helper()
-	e := env.Require(t)
 	sim := vcsimtest.Start(t)
-	ctx := context.Background()
-	if err := sim.AddCluster(ctx, vcsim.ThirdCluster); err != nil {
+	if err := sim.AddCluster(context.Background(), vcsim.ThirdCluster); err != nil {
 		t.Fatal(err)
 	}
-	p, err := vsphere.New(ctx, sim.Config())
+	return startZonedOn(t, sim), sim
+}
+
+// startZonedOn runs the operator, configured with zones, on sim.
+func startZonedOn(t *testing.T, sim *vcsimtest.Sim) *testenv.Env {
+	t.Helper()
+	e := env.Require(t)
+	p, err := vsphere.New(context.Background(), sim.Config())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -47,7 +52,7 @@ func startZoned(t *testing.T) (*testenv.Env, *vcsimtest.Sim) {
 		r.Zones = zones
 		return controllers.Setup(mgr, r)
 	})
-	return e, sim
+	return e
 }
 
 // createZonedSet creates namespace ns and in it the set test-rs of n
@@ -183,19 +188,9 @@ func TestZones_Unknown(t *testing.T) {
 // ZoneUnavailable, and the set replaces them in the other zones and
 // reaches its count.
 func TestZones_PlacementGone(t *testing.T) {
-	e := env.Require(t)
-	sim := vcsimtest.Start(t)
+	sim := vcsimtest.Start(t) // without vcsim.ThirdCluster: zone-c's cluster is not there
+	e := startZonedOn(t, sim)
 	ctx := context.Background()
-	p, err := vsphere.New(ctx, sim.Config())
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = p.Close(context.Background()) })
-	e.StartManager(t, vmcheck.Scheme(), func(mgr ctrl.Manager) error {
-		r := controllers.NewVirtualMachineReconciler(p)
-		r.Zones = maps.Clone(zones) // zone-c's DC0_C2 is not in this simulator
-		return controllers.Setup(mgr, r)
-	})
 	const ns = "placement-gone"
 	createZonedSet(t, e, ns, 3, "zone-a", "zone-b", "zone-c")
 	settle(t, e, sim, ns, 3)
