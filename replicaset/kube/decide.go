@@ -171,13 +171,14 @@ type failing struct {
 //
 // Each such member backs its zone off once (for o.backoffFor from o.now),
 // as a failed create would: the first pass that sees it failing. While
-// some listed zone is not backing off, up to limit of them are replaced:
-// marked as being deleted in current, so that the plan counts them as it
-// counts any child being deleted (ReplaceDeleting decides whether their
-// replacements are made at once) and places the replacements in the other
-// zones. When every zone is backing off they stay until some backoff ends,
-// so a set whose every zone fails replaces one failed child per zone per
-// backoff, not one per pass.
+// some listed zone is healthy (not backing off, and with no failing
+// member), up to limit of them are replaced: marked as being deleted in
+// current, so that the plan counts them as it counts any child being
+// deleted (ReplaceDeleting decides whether their replacements are made at
+// once) and places the replacements in the zones not backing off. With no
+// healthy zone they stay, as failed children do without zones (a VM's
+// clone is retried where it is, and recovers there with its zone): a set
+// whose every zone fails does not churn.
 func failedInZones(spec replicaset.Spec, current []replicaset.Replica, o *observation, limit int) (failing, []replicaset.ZoneBackoff) {
 	var f failing
 	backoff := spec.ZoneBackoff
@@ -188,19 +189,21 @@ func failedInZones(spec replicaset.Spec, current []replicaset.Replica, o *observ
 		return slices.ContainsFunc(backoff, func(b replicaset.ZoneBackoff) bool { return b.Zone == z && o.now.Before(b.Until) })
 	}
 	var at []int // indices of the failing members in current
+	sick := map[string]bool{}
 	for i := range current {
 		r := &current[i]
 		if r.Phase != replicaset.PhaseFailed || r.Deleting || r.Protected || !slices.Contains(spec.Zones, r.Zone) {
 			continue
 		}
 		at = append(at, i)
+		sick[r.Zone] = true
 		f.uids = append(f.uids, r.UID)
 		if !slices.Contains(o.failedSeen, r.UID) && !avoided(r.Zone) {
 			f.zones = append(f.zones, r.Zone)
 			backoff = append(slices.Clip(backoff), replicaset.ZoneBackoff{Zone: r.Zone, Until: o.now.Add(o.backoffFor)})
 		}
 	}
-	if !slices.ContainsFunc(spec.Zones, func(z string) bool { return !avoided(z) }) {
+	if !slices.ContainsFunc(spec.Zones, func(z string) bool { return !avoided(z) && !sick[z] }) {
 		return f, backoff
 	}
 	for _, i := range at[:min(len(at), limit)] {

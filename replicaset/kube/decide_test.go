@@ -118,8 +118,13 @@ func passCases() []passCase {
 			}), ordinal, nil},
 		{"zones: the only zone's first failed child backs it off and stays",
 			observed(1, kids(kid("web-0", inZone("a"), failed)), zoned("a")), ordinal, nil},
-		{"zones: a failed child seen before, its zone's backoff over: replaced, no new backoff",
+		{"zones: the only zone, a failed child seen before, the backoff over: it stays, no new backoff",
 			observed(1, kids(kid("web-0", inZone("a"), failed)), zoned("a"), func(o *observation) { o.failedSeen = []string{"uid-web-0"} }), ordinal, nil},
+		{"zones: every zone has a failed child, one backoff over: no healthy zone, nothing replaced",
+			observed(2, kids(kid("web-0", inZone("a"), failed), kid("web-1", inZone("b"), failed)), zoned("a", "b"), func(o *observation) {
+				o.failedSeen = []string{"uid-web-0", "uid-web-1"}
+				o.backoff = []replicaset.ZoneBackoff{{Zone: "b", Until: testNow.Add(30 * time.Second)}}
+			}), ordinal, nil},
 		{"zones: replacements share the per-pass cap with the plan's deletes",
 			observed(1, kids(kid("web-0", inZone("a"), failed), kid("web-1", inZone("a"), failed), kid("web-2", inZone("b")), kid("web-3", inZone("b"))),
 				zoned("a", "b")), rules{policies: deletionpolicy.Default(), naming: OrdinalNames, maxPerPass: 2}, nil},

@@ -231,8 +231,21 @@ func zonesCondition(o *observation, d decision, zones []ZoneStatus, cond func(t 
 	if d.hold == holdFailure {
 		return cond(ConditionZonesBalanced, false, ReasonReplicaFailure, spread)
 	}
+	var failing []string
+	for _, z := range zones {
+		if z.Listed && !z.BackoffUntil.IsZero() {
+			failing = append(failing, fmt.Sprintf("%s (until %s)", z.Zone, z.BackoffUntil.UTC().Format(time.RFC3339)))
+		}
+	}
+	avoiding := ""
+	switch listed := len(o.spec.Zones); {
+	case len(failing) == listed && listed > 0:
+		avoiding = "; every zone backs off after failures (" + strings.Join(failing, ", ") + "), so new replicas may go to any"
+	case len(failing) > 0:
+		avoiding = "; new replicas avoid " + strings.Join(failing, ", ") + " after failures there"
+	}
 	if balanced(zones) && d.plan.Unbalanced == "" {
-		return cond(ConditionZonesBalanced, true, ReasonZonesBalanced, spread)
+		return cond(ConditionZonesBalanced, true, ReasonZonesBalanced, spread+avoiding)
 	}
 	// The plan's reason covers the listed zones; children in no listed
 	// zone, left alone, are said here.
@@ -256,12 +269,6 @@ func zonesCondition(o *observation, d decision, zones []ZoneStatus, cond func(t 
 			msg = spread + ": rebalancing, one replica at a time, create before delete"
 		}
 	}
-	var failing []string
-	for _, z := range zones {
-		if z.Listed && !z.BackoffUntil.IsZero() {
-			failing = append(failing, fmt.Sprintf("%s (until %s)", z.Zone, z.BackoffUntil.UTC().Format(time.RFC3339)))
-		}
-	}
 	acts := d.plan.Create > 0 || len(d.plan.Delete) > 0
 	switch {
 	case d.hold == holdPaused:
@@ -269,8 +276,7 @@ func zonesCondition(o *observation, d decision, zones []ZoneStatus, cond func(t 
 	case d.hold == holdDeleting:
 		return cond(ConditionZonesBalanced, false, ReasonOwnerDeleting, msg)
 	case len(failing) > 0:
-		return cond(ConditionZonesBalanced, false, ReasonZoneFailing,
-			fmt.Sprintf("%s; creates failed in %s", msg, strings.Join(failing, ", ")))
+		return cond(ConditionZonesBalanced, false, ReasonZoneFailing, msg+avoiding)
 	case d.plan.Shortfall.Count > 0:
 		return cond(ConditionZonesBalanced, false, ReasonScaleInProtected, msg)
 	case acts && d.plan.Unbalanced == "":

@@ -209,7 +209,7 @@ func TestReconciler_FailedChildIsReplacedElsewhere(t *testing.T) {
 		t.Fatal(err)
 	}
 	msg := waitCondition(t, c, w, kube.ConditionZonesBalanced, "False", kube.ReasonZoneFailing)
-	if !strings.Contains(msg, "creates failed in b") {
+	if !strings.Contains(msg, "avoid b") {
 		t.Errorf("ZonesBalanced says %q, want it to name zone b", msg)
 	}
 	converge(t, c, w, 3)
@@ -219,6 +219,51 @@ func TestReconciler_FailedChildIsReplacedElsewhere(t *testing.T) {
 	}
 	if live, _ := children(t, c, w); slices.Contains(live, inB.Name) {
 		t.Errorf("the failed child %s is still live: %v", inB.Name, live)
+	}
+}
+
+// TestReconciler_EveryZoneFailingDoesNotChurn: with a failed child in every
+// zone there is no healthy zone to move them to, so they stay as they are
+// however often the zones' backoffs end (the trial saw the children of
+// every zone replaced into whichever zone's backoff ended first, over and
+// over).
+func TestReconciler_EveryZoneFailingDoesNotChurn(t *testing.T) {
+	c, ns := startManagerWith(t, func(r *reconciler, _ ctrl.Manager) { r.ZoneBackoff = 300 * time.Millisecond })
+	w := widget(ns, "outage", 2)
+	w.Object["spec"].(map[string]any)["zones"] = []any{"a", "b"}
+	createObject(t, c, w)
+	before := converge(t, c, w, 2)
+	// Paused while both fail, so that no pass sees one zone healthy.
+	pause := func(on bool) {
+		t.Helper()
+		patch := fmt.Appendf(nil, `{"spec":{"paused":%v}}`, on)
+		if err := c.Patch(context.Background(), w, client.RawPatch("application/merge-patch+json", patch)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	pause(true)
+	err := wait.PollUntilContextTimeout(context.Background(), 50*time.Millisecond, 15*time.Second, true, func(ctx context.Context) (bool, error) {
+		got := emptyWidget()
+		if err := c.Get(ctx, client.ObjectKeyFromObject(w), got); err != nil {
+			return false, err
+		}
+		observed, _, _ := unstructured.NestedInt64(got.Object, "status", "observedGeneration")
+		return observed == got.GetGeneration(), nil // the reconciler has seen the pause
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, name := range before {
+		cm := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name}}
+		if err := c.Patch(context.Background(), cm, client.RawPatch("application/merge-patch+json", []byte(`{"data":{"phase":"Failed"}}`))); err != nil {
+			t.Fatal(err)
+		}
+	}
+	pause(false)
+	time.Sleep(3 * time.Second) // ten backoffs
+	live, deleting := children(t, c, w)
+	if !slices.Equal(live, before) || deleting != 0 {
+		t.Errorf("with every zone failing, children went from %v to %v (%d deleting), want them left alone", before, live, deleting)
 	}
 }
 
