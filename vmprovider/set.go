@@ -121,12 +121,12 @@ type Set struct {
 	mu      sync.Mutex
 	source  rand.Source
 	tracker Tracker
-	backoff map[string]time.Time // zone -> avoided until
+	backoff replicaset.Backoff
 }
 
 // DefaultZoneBackoff is how long a Set avoids a zone in which a create
 // failed, when Set.ZoneBackoff is zero.
-const DefaultZoneBackoff = time.Minute
+const DefaultZoneBackoff = replicaset.DefaultZoneBackoff
 
 // ordinals is what Names offers when it can read a name's ordinal back.
 type ordinals interface {
@@ -150,15 +150,12 @@ func (s *Set) Scale(ctx context.Context, desired int, now time.Time) (replicaset
 	}
 	spec := s.Spec
 	spec.Desired = desired
-	spec.ZoneBackoff = nil
 	for _, z := range spec.Zones {
 		if _, ok := s.Zones[z]; !ok {
 			return replicaset.Plan{}, execute.Result{}, fmt.Errorf("zone %q has no placement in Set.Zones: %w", z, ErrInvalidSpec)
 		}
-		if until, ok := s.backoff[z]; ok && now.Before(until) {
-			spec.ZoneBackoff = append(spec.ZoneBackoff, replicaset.ZoneBackoff{Zone: z, Until: until})
-		}
 	}
+	spec.ZoneBackoff = s.backoff.Active(now)
 	plan, err := replicaset.Compute(spec, current, s.Policy, now)
 	if err != nil {
 		return plan, execute.Result{}, err
@@ -172,12 +169,7 @@ func (s *Set) Scale(ctx context.Context, desired int, now time.Time) (replicaset
 		return plan, execute.Result{}, err
 	}
 	res := execute.Plan(ctx, Actuator{Provider: s.Provider, Template: s.Template, Zones: s.Zones}, plan, names, s.Options)
-	for _, z := range res.FailedZones {
-		if s.backoff == nil {
-			s.backoff = map[string]time.Time{}
-		}
-		s.backoff[z] = now.Add(cmp.Or(s.ZoneBackoff, DefaultZoneBackoff))
-	}
+	s.backoff.Fail(res.FailedZones, now.Add(cmp.Or(s.ZoneBackoff, DefaultZoneBackoff)))
 	return plan, res, res.Err
 }
 

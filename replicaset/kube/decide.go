@@ -62,15 +62,17 @@ type decision struct {
 	// warnings are problems with single children that do not stop the
 	// pass (a malformed deletion cost), one sentence each.
 	warnings []string
-	// failedZones are the listed zones that members failing in them
-	// (replicaset.PhaseFailed) back off in this pass; failedNow lists the
-	// UIDs of every member failing in a listed zone, each of which has
-	// now backed its zone off once. replaced are failing members deleted
-	// in this pass (they are in delete too), which the plan counted as
-	// being deleted, so that their replacements go to other zones.
-	failedZones []string
-	failedNow   []string
-	replaced    []replicaset.Replica
+	// backoff is the zones creates avoid after failures, and until when:
+	// the observed backoff, and the zones of members found failing in
+	// them (replicaset.PhaseFailed) for the first time in this pass.
+	// failedNow lists the UIDs of every member failing in a listed zone,
+	// each of which has now backed its zone off once. replaced are
+	// failing members deleted in this pass (they are in delete too), which
+	// the plan counted as being deleted, so that their replacements go to
+	// other zones.
+	backoff   []replicaset.ZoneBackoff
+	failedNow []string
+	replaced  []replicaset.Replica
 }
 
 // acts reports whether the decision writes anything but status.
@@ -93,7 +95,7 @@ func (d decision) toExecute() replicaset.Plan {
 // paused owner holds everything; unmet expectations hold everything. Only
 // then are orphans adopted, strays released and the plan computed.
 func decide(o *observation, rl rules) decision {
-	var d decision
+	d := decision{backoff: o.backoff}
 	for _, c := range o.children {
 		if c.costErr != nil {
 			d.warnings = append(d.warnings, c.costErr.Error())
@@ -125,16 +127,15 @@ func decide(o *observation, rl rules) decision {
 	}
 	spec, current := planSpec(o, rl), replicas(d.members, o, rl.naming)
 	if err == nil && d.hold == holdNone {
-		var f failing
-		f, spec.ZoneBackoff = failedInZones(spec, current, o, rl.limit())
-		d.failedZones, d.failedNow, d.replaced = f.zones, f.uids, f.replaced
+		d.backoff, d.failedNow, d.replaced = failedInZones(spec, current, o, rl.limit())
+		spec.ZoneBackoff = d.backoff
 	}
 	if err == nil {
 		d.plan, err = replicaset.Compute(spec, current, policy, o.now)
 	}
 	if err != nil {
 		d.hold, d.failure = holdFailure, err
-		d.failedZones, d.failedNow, d.replaced = nil, nil, nil
+		d.backoff, d.failedNow, d.replaced = o.backoff, nil, nil
 		return d
 	}
 	if d.hold != holdNone {
@@ -142,7 +143,7 @@ func decide(o *observation, rl rules) decision {
 	}
 	if d.create, err = newNames(o, rl.naming, d.plan.Create); err != nil {
 		d.hold, d.failure, d.create = holdFailure, err, nil
-		d.failedZones, d.failedNow, d.replaced = nil, nil, nil
+		d.backoff, d.failedNow, d.replaced = o.backoff, nil, nil
 		return d
 	}
 	// The replacements share the per-pass cap with the plan's deletes,
@@ -155,13 +156,6 @@ func decide(o *observation, rl rules) decision {
 	d.adopt, d.release = objects(adopt), objects(release)
 	d.delete = append(slices.Clone(d.plan.Delete), d.replaced...)
 	return d
-}
-
-// failing is what failedInZones found.
-type failing struct {
-	zones    []string             // zones backed off in this pass
-	uids     []string             // every member failing in a listed zone
-	replaced []replicaset.Replica // those to delete in this pass
 }
 
 // failedInZones finds, when the spec lists zones, the members that failed
@@ -179,11 +173,13 @@ type failing struct {
 // healthy zone they stay, as failed children do without zones (a VM's
 // clone is retried where it is, and recovers there with its zone): a set
 // whose every zone fails does not churn.
-func failedInZones(spec replicaset.Spec, current []replicaset.Replica, o *observation, limit int) (failing, []replicaset.ZoneBackoff) {
-	var f failing
-	backoff := spec.ZoneBackoff
+//
+// It returns the backoff after the pass, the UIDs of the failing members,
+// and those it replaces.
+func failedInZones(spec replicaset.Spec, current []replicaset.Replica, o *observation, limit int) (backoff []replicaset.ZoneBackoff, uids []string, replaced []replicaset.Replica) {
+	backoff = spec.ZoneBackoff
 	if len(spec.Zones) == 0 {
-		return f, backoff
+		return backoff, nil, nil
 	}
 	avoided := func(z string) bool {
 		return slices.ContainsFunc(backoff, func(b replicaset.ZoneBackoff) bool { return b.Zone == z && o.now.Before(b.Until) })
@@ -197,20 +193,19 @@ func failedInZones(spec replicaset.Spec, current []replicaset.Replica, o *observ
 		}
 		at = append(at, i)
 		sick[r.Zone] = true
-		f.uids = append(f.uids, r.UID)
+		uids = append(uids, r.UID)
 		if !slices.Contains(o.failedSeen, r.UID) && !avoided(r.Zone) {
-			f.zones = append(f.zones, r.Zone)
 			backoff = append(slices.Clip(backoff), replicaset.ZoneBackoff{Zone: r.Zone, Until: o.now.Add(o.backoffFor)})
 		}
 	}
 	if !slices.ContainsFunc(spec.Zones, func(z string) bool { return !avoided(z) && !sick[z] }) {
-		return f, backoff
+		return backoff, uids, nil
 	}
 	for _, i := range at[:min(len(at), limit)] {
-		f.replaced = append(f.replaced, current[i])
+		replaced = append(replaced, current[i])
 		current[i].Deleting = true
 	}
-	return f, backoff
+	return backoff, uids, replaced
 }
 
 // planSpec is the planner's spec for the observed owner.

@@ -152,11 +152,8 @@ func TestDecide_Properties(t *testing.T) {
 			t.Fatalf("%d creates, %d zones for them", len(d.create), len(d.plan.CreateZones))
 		}
 		avoided := map[string]bool{}
-		for _, b := range o.backoff {
+		for _, b := range d.backoff { // observed, and backed off by this pass
 			avoided[b.Zone] = slices.Contains(o.spec.Zones, b.Zone)
-		}
-		for _, z := range d.failedZones { // backed off by this pass
-			avoided[z] = true
 		}
 		open := slices.ContainsFunc(o.spec.Zones, func(z string) bool { return !avoided[z] })
 		for _, z := range d.plan.CreateZones {

@@ -28,7 +28,7 @@ func (r *Reconciler[O, C]) report(ctx context.Context, o *observation, d decisio
 	r.Expectations.Forgive(o.key, v.forgive...)
 	r.Expectations.ForgiveDeletes(o.key, v.forgiveUIDs...)
 	r.Expectations.noteTaken(o.key, v.taken, o.now)
-	r.backoff.set(o.key, v.backoff)
+	r.backoff.record(o.key, v.backoff)
 	if d.hold == holdNone {
 		r.backoff.setFailing(o.key, d.failedNow)
 	}

@@ -3,7 +3,6 @@ package kube
 import (
 	"errors"
 	"fmt"
-	"slices"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
@@ -57,7 +56,7 @@ func settle(o *observation, d decision, out outcome) verdict {
 	var v verdict
 	failed := failures(out.acted)
 	v.forgive, v.forgiveUIDs, v.taken = forgiveness(d, out, failed)
-	v.backoff = backoffAfter(o, slices.Concat(d.failedZones, out.acted.FailedZones), o.now.Add(o.backoffFor))
+	v.backoff = backoffAfter(d.backoff, out.acted.FailedZones, o.now.Add(o.backoffFor))
 	v.status = status(o, d, out, failed, v.backoff)
 	acted := out.ran || len(out.adopted) > 0 || len(out.released) > 0
 	clean := out.claimErr == nil && out.acted.Err == nil

@@ -22,7 +22,7 @@ const ZoneLabel = corev1.LabelTopologyZone
 
 // DefaultZoneBackoff is how long creates avoid a zone in which a create
 // failed, when Reconciler.ZoneBackoff is zero.
-const DefaultZoneBackoff = time.Minute
+const DefaultZoneBackoff = replicaset.DefaultZoneBackoff
 
 // Zoner is implemented by an Adapter whose children record their zone
 // somewhere else than the [ZoneLabel] label, such as a field of their
@@ -92,8 +92,8 @@ type zoneBackoffs struct {
 }
 
 type ownerZones struct {
-	until   map[string]time.Time // zone -> avoided until
-	failing []string             // UIDs of children seen failing in a zone
+	backoff replicaset.Backoff
+	failing []string // UIDs of children seen failing in a zone
 }
 
 func (b *zoneBackoffs) get(key string) *ownerZones {
@@ -101,7 +101,7 @@ func (b *zoneBackoffs) get(key string) *ownerZones {
 		b.m = map[string]*ownerZones{}
 	}
 	if b.m[key] == nil {
-		b.m[key] = &ownerZones{until: map[string]time.Time{}}
+		b.m[key] = &ownerZones{}
 	}
 	return b.m[key]
 }
@@ -110,20 +110,15 @@ func (b *zoneBackoffs) get(key string) *ownerZones {
 func (b *zoneBackoffs) active(key string, now time.Time) []replicaset.ZoneBackoff {
 	b.mu.Lock()
 	defer b.mu.Unlock()
-	var out []replicaset.ZoneBackoff
 	if oz := b.m[key]; oz != nil {
-		for z, until := range oz.until {
-			if now.Before(until) {
-				out = append(out, replicaset.ZoneBackoff{Zone: z, Until: until})
-			}
-		}
+		return oz.backoff.Active(now)
 	}
-	slices.SortFunc(out, func(a, b replicaset.ZoneBackoff) int { return strings.Compare(a.Zone, b.Zone) })
-	return out
+	return nil
 }
 
-// set replaces the owner's backoff with backoff (a verdict's).
-func (b *zoneBackoffs) set(key string, backoff []replicaset.ZoneBackoff) {
+// record keeps backoff (a verdict's: the zones backing off after the
+// pass) as the owner's.
+func (b *zoneBackoffs) record(key string, backoff []replicaset.ZoneBackoff) {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	if len(backoff) == 0 && (b.m[key] == nil || len(b.m[key].failing) == 0) {
@@ -131,9 +126,8 @@ func (b *zoneBackoffs) set(key string, backoff []replicaset.ZoneBackoff) {
 		return
 	}
 	oz := b.get(key)
-	clear(oz.until)
 	for _, z := range backoff {
-		oz.until[z.Zone] = z.Until
+		oz.backoff.Fail([]string{z.Zone}, z.Until)
 	}
 }
 
@@ -165,8 +159,8 @@ func (b *zoneBackoffs) forget(key string) {
 
 // backoffAfter is the verdict's zone backoff: the zones that failed in
 // this pass join those still backing off.
-func backoffAfter(o *observation, failed []string, until time.Time) []replicaset.ZoneBackoff {
-	out := slices.Clone(o.backoff)
+func backoffAfter(backoff []replicaset.ZoneBackoff, failed []string, until time.Time) []replicaset.ZoneBackoff {
+	out := slices.Clone(backoff)
 	for _, z := range failed {
 		out = slices.DeleteFunc(out, func(b replicaset.ZoneBackoff) bool { return b.Zone == z })
 		out = append(out, replicaset.ZoneBackoff{Zone: z, Until: until})

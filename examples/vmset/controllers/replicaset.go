@@ -71,7 +71,7 @@ func (ReplicaSetAdapter) Zone(vm *vmv1.VirtualMachine) string { return vm.Spec.Z
 func (ReplicaSetAdapter) SetZone(vm *vmv1.VirtualMachine, zone string) { vm.Spec.Zone = zone }
 
 // NewChild implements kube.Adapter.
-func (a ReplicaSetAdapter) NewChild(s *vmv1.VirtualMachineReplicaSet) (*vmv1.VirtualMachine, error) {
+func (ReplicaSetAdapter) NewChild(s *vmv1.VirtualMachineReplicaSet) (*vmv1.VirtualMachine, error) {
 	return &vmv1.VirtualMachine{
 		ObjectMeta: metav1.ObjectMeta{
 			Labels:      copyMap(s.Spec.Template.Metadata.Labels),
@@ -86,7 +86,7 @@ func (a ReplicaSetAdapter) NewChild(s *vmv1.VirtualMachineReplicaSet) (*vmv1.Vir
 // placement is gone (Ready False with the reason CreateFailed or
 // ZoneUnavailable: with zones, the set replaces it in another zone),
 // ready while its Ready condition is true.
-func (a ReplicaSetAdapter) Describe(vm *vmv1.VirtualMachine, r *replicaset.Replica) {
+func (ReplicaSetAdapter) Describe(vm *vmv1.VirtualMachine, r *replicaset.Replica) {
 	ready := meta.FindStatusCondition(vm.Status.Conditions, "Ready")
 	switch {
 	case vm.Status.InstanceUUID == "" && ready != nil && (ready.Reason == ReasonCreateFailed || ready.Reason == ReasonZoneUnavailable):
@@ -102,7 +102,7 @@ func (a ReplicaSetAdapter) Describe(vm *vmv1.VirtualMachine, r *replicaset.Repli
 }
 
 // SetStatus implements kube.Adapter.
-func (a ReplicaSetAdapter) SetStatus(s *vmv1.VirtualMachineReplicaSet, st kube.Status) {
+func (ReplicaSetAdapter) SetStatus(s *vmv1.VirtualMachineReplicaSet, st kube.Status) {
 	s.Status.Replicas = st.Replicas
 	s.Status.FullyLabeledReplicas = st.FullyLabeledReplicas
 	s.Status.ReadyReplicas = st.ReadyReplicas

@@ -58,13 +58,7 @@ func (s *story) playGuests(ctx context.Context) error {
 	}
 
 	fmt.Println("\n# Delete the web set")
-	if _, err := s.kubectl(ctx, "delete", "vmreplicaset", "-n", s.ns, webSet); err != nil {
-		return err
-	}
-	_, err = s.await(ctx, "no VirtualMachine and no vSphere VM left", func(st vmcheck.State) bool {
-		return st.Set == nil && len(st.Want) == 0 && len(st.VCenter) == 0
-	})
-	if err != nil {
+	if err := s.deleteSet(ctx, webSet); err != nil {
 		return err
 	}
 	return s.playZones(ctx)

@@ -80,18 +80,25 @@ func (s *story) play(ctx context.Context) error {
 	}
 
 	fmt.Println("\n# Delete the set: the garbage collector removes its VMs, and the operator their vSphere VMs")
-	if _, err := s.kubectl(ctx, "delete", "vmreplicaset", "-n", s.ns, setName); err != nil {
-		return err
-	}
-	if _, err := s.await(ctx, "no VirtualMachine and no vSphere VM left", func(st vmcheck.State) bool {
-		return st.Set == nil && len(st.Want) == 0 && len(st.VCenter) == 0
-	}); err != nil {
+	if err := s.deleteSet(ctx, setName); err != nil {
 		return err
 	}
 	if err := s.getVMs(ctx, nil); err != nil {
 		return err
 	}
 	return s.playGuests(ctx)
+}
+
+// deleteSet deletes the set called name with kubectl and waits until
+// neither Kubernetes nor vCenter holds anything of the namespace's.
+func (s *story) deleteSet(ctx context.Context, name string) error {
+	if _, err := s.kubectl(ctx, "delete", "vmreplicaset", "-n", s.ns, name); err != nil {
+		return err
+	}
+	_, err := s.await(ctx, "no VirtualMachine and no vSphere VM left", func(st vmcheck.State) bool {
+		return st.Set == nil && len(st.Want) == 0 && len(st.VCenter) == 0
+	})
+	return err
 }
 
 // kubectl runs the real kubectl, printing the command and what it said.

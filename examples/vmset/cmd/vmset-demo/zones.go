@@ -46,13 +46,7 @@ func (s *story) playZones(ctx context.Context) error {
 	}
 
 	fmt.Println("\n# Delete the spread set")
-	if _, err := s.kubectl(ctx, "delete", "vmreplicaset", "-n", s.ns, spreadSet); err != nil {
-		return err
-	}
-	_, err := s.await(ctx, "no VirtualMachine and no vSphere VM left", func(st vmcheck.State) bool {
-		return st.Set == nil && len(st.Want) == 0 && len(st.VCenter) == 0
-	})
-	return err
+	return s.deleteSet(ctx, spreadSet)
 }
 
 // checkSpread reads from vCenter, over the API, which cluster each of the
