@@ -111,7 +111,10 @@ func RunManager(cfg *rest.Config, scheme *runtime.Scheme, concurrency int, setup
 		Metrics:                metricsserver.Options{BindAddress: "0"},
 		HealthProbeBindAddress: "0",
 		Controller:             config.Controller{SkipNameValidation: ptr.To(true), MaxConcurrentReconciles: concurrency},
-		Cache:                  cache.Options{DefaultNamespaces: only},
+		// Managed fields trimmed from every cached object, as
+		// kube-controller-manager's informers trim them: no controller
+		// here reads them, and they are most of a small object.
+		Cache: cache.Options{DefaultNamespaces: only, DefaultTransform: cache.TransformStripManagedFields()},
 	})
 	if err != nil {
 		return nil, err

@@ -97,7 +97,10 @@ func serveBinding(kubeconfig string, qps float32, burst int, profile string) err
 	defer cancel()
 	b := &bench{scheme: newScheme()}
 	stop, err := benchkit.RunManager(cfg, b.scheme, 0, func(mgr ctrl.Manager) error {
-		return newWidgetReconciler().SetupWithManager(mgr, "widget")
+		if err := newWidgetReconciler().SetupWithManager(mgr, "widget"); err != nil {
+			return err
+		}
+		return newSetReconciler().SetupWithManager(mgr, "statefulset")
 	})
 	if err != nil {
 		return err

@@ -48,12 +48,11 @@ func (b *bench) compare(ctx context.Context, l limit, runs int, cascade bool) ([
 	}
 	rs := &side{o: rsOwner{b}}
 	kit := &side{o: widgetOwner{b}}
+	set := &side{o: setOwner{b}} // the binding with a built-in owner: like for like
 	for run := range runs {
-		order := []*side{rs, kit}
-		if run%2 == 1 {
-			order = []*side{kit, rs} // neither always goes first
-		}
-		for _, s := range order {
+		sides := []*side{rs, kit, set}
+		for i := range sides {
+			s := sides[(i+run)%len(sides)] // none always goes first
 			ns, pods, err := b.podNamespace(ctx, "bench")
 			if err != nil {
 				return nil, err
@@ -100,6 +99,11 @@ func (b *bench) compare(ctx context.Context, l limit, runs int, cascade bool) ([
 		{what: fmt.Sprintf("0→%d Pods, %s", b.n, l.name), kit: median(kit.up), ref: median(rs.up), kitWrites: kit.upW, refW: rs.upW, perReplica: b.n, refName: ref, goal: "≤ 1.0", runs: ratios(kit.up, rs.up), ratio: medianRatio(kit.up, rs.up)},
 		{what: fmt.Sprintf("%d→0 Pods, %s", b.n, l.name), kit: median(kit.down), ref: median(rs.down), kitWrites: kit.downW, refW: rs.downW, perReplica: b.n, refName: ref, goal: "≤ 1.0", runs: ratios(kit.down, rs.down), ratio: medianRatio(kit.down, rs.down)},
 	}
+	builtin := func(what string, k, r []time.Duration) line {
+		return line{what: fmt.Sprintf(what+" Pods, StatefulSet owner (built in, protobuf), %s", b.n, l.name), kit: median(k), ref: median(r),
+			refName: ref, goal: "-", runs: ratios(k, r), ratio: medianRatio(k, r)}
+	}
+	lines = append(lines, builtin("0→%d", set.up, rs.up), builtin("%d→0", set.down, rs.down))
 	fmt.Printf("  scale writes accepted by the API server in (median): Widget %v, ReplicaSet %v\n",
 		median(kit.accepted).Round(time.Millisecond), median(rs.accepted).Round(time.Millisecond))
 	if cascade {

@@ -78,54 +78,53 @@ func (b *bench) owners(ctx context.Context, fleets []fleet, runs int, idle time.
 	}
 	defer stopMgr()
 
+	// Three sides, each run in a rotated order: the ReplicaSet controller,
+	// the binding with Widget owners (a custom resource, JSON), and the
+	// binding with StatefulSet owners (built in, protobuf, as a
+	// ReplicaSet is).
+	type side struct {
+		name  string
+		owner fleetOwner
+		pid   int
+		runs  []fleetRun
+	}
 	var lines []line
 	for _, f := range fleets {
-		var kit, rs []fleetRun
+		sides := []*side{
+			{name: "ReplicaSet controller", owner: rsOwner{b}, pid: kcmPID},
+			{name: "binding", owner: widgetOwner{b}, pid: kitPID},
+			{name: "binding, StatefulSet owners", owner: setOwner{b}, pid: kitPID},
+		}
 		for run := range runs {
-			first := run%2 == 1
-			for _, kitTurn := range []bool{first, !first} {
-				o, pid, side := fleetOwner(rsOwner{b}), kcmPID, "ReplicaSet controller"
-				if kitTurn {
-					o, pid, side = widgetOwner{b}, kitPID, "binding"
-				}
-				fmt.Printf("  %s owners, run %d: %s ...\n", f, run+1, side)
-				r, err := b.fleetOnce(ctx, o, pid, f, idle)
+			for i := range sides {
+				s := sides[(i+run)%len(sides)]
+				fmt.Printf("  %s owners, run %d: %s ...\n", f, run+1, s.name)
+				r, err := b.fleetOnce(ctx, s.owner, s.pid, f, idle)
 				if err != nil {
-					return nil, fmt.Errorf("%s, %s: %w", f, side, err)
+					return nil, fmt.Errorf("%s, %s: %w", f, s.name, err)
 				}
 				fmt.Printf("    up %v (CPU %v, server %v; %v), idle CPU %v, down %v (CPU %v, server %v; %v)\n", r.up.Round(time.Millisecond), r.upCPU, r.upServer, r.upW,
 					r.idle, r.down.Round(time.Millisecond), r.downCPU, r.downServer, r.downW)
-				if kitTurn {
-					kit = append(kit, r)
-				} else {
-					rs = append(rs, r)
-				}
+				s.runs = append(s.runs, r)
 			}
 		}
-		lines = append(lines, fleetLines(f, kit, rs)...)
+		lines = append(lines, fleetLines(f, sides[1].runs, sides[0].runs)...)
+		lines = append(lines, builtinLines(f, sides[2].runs, sides[0].runs)...)
 	}
 	return lines, nil
 }
 
 // fleetLines turns the runs of one fleet into table rows.
 func fleetLines(f fleet, kit, rs []fleetRun) []line {
-	pick := func(runs []fleetRun, get func(fleetRun) time.Duration) []time.Duration {
-		out := make([]time.Duration, len(runs))
-		for i, r := range runs {
-			out[i] = get(r)
-		}
-		return out
-	}
 	row := func(what, goal string, get func(fleetRun) time.Duration) line {
-		k, r := pick(kit, get), pick(rs, get)
-		return line{what: fmt.Sprintf("%s owners in one namespace, %s", f, what), kit: median(k), ref: median(r),
-			refName: "ReplicaSet controller", goal: goal, runs: ratios(k, r), ratio: medianRatio(k, r)}
+		return fleetRow(f, what, goal, kit, rs, get)
 	}
 	withWrites := func(l line, kw, rw benchkit.Writes) line {
 		l.kitWrites, l.refW, l.perReplica = kw, rw, f.k*f.m
 		return l
 	}
 	last := len(kit) - 1
+	pick := pickRuns
 	idleK, idleR := pick(kit, func(r fleetRun) time.Duration { return r.idle }), pick(rs, func(r fleetRun) time.Duration { return r.idle })
 	return []line{
 		withWrites(row("all created, time", "≤ 1.0", func(r fleetRun) time.Duration { return r.up }), kit[last].upW, rs[last].upW),
@@ -137,6 +136,37 @@ func fleetLines(f fleet, kit, rs []fleetRun) []line {
 		{what: fmt.Sprintf("%s owners, controller CPU in the idle window after creating", f), kit: median(idleK), ref: median(idleR),
 			refName: "ReplicaSet controller", goal: "within 0.1 s", runs: durations(idleK) + " / " + durations(idleR), ratio: -1},
 	}
+}
+
+// builtinLines are the rows of the binding with StatefulSet owners beside
+// the ReplicaSet controller: the like-for-like comparison, with no goal of
+// their own.
+func builtinLines(f fleet, sets, rs []fleetRun) []line {
+	row := func(what string, get func(fleetRun) time.Duration) line {
+		return fleetRow(f, "StatefulSet owners (built in, protobuf), "+what, "-", sets, rs, get)
+	}
+	return []line{
+		row("all created, time", func(r fleetRun) time.Duration { return r.up }),
+		row("all created, controller CPU", func(r fleetRun) time.Duration { return r.upCPU }),
+		row("all scaled to 0, time", func(r fleetRun) time.Duration { return r.down }),
+		row("all scaled to 0, controller CPU", func(r fleetRun) time.Duration { return r.downCPU }),
+	}
+}
+
+// fleetRow is one row of a fleet: what get reads of the binding's runs
+// beside the ReplicaSet controller's.
+func fleetRow(f fleet, what, goal string, kit, rs []fleetRun, get func(fleetRun) time.Duration) line {
+	k, r := pickRuns(kit, get), pickRuns(rs, get)
+	return line{what: fmt.Sprintf("%s owners in one namespace, %s", f, what), kit: median(k), ref: median(r),
+		refName: "ReplicaSet controller", goal: goal, runs: ratios(k, r), ratio: medianRatio(k, r)}
+}
+
+func pickRuns(runs []fleetRun, get func(fleetRun) time.Duration) []time.Duration {
+	out := make([]time.Duration, len(runs))
+	for i, r := range runs {
+		out[i] = get(r)
+	}
+	return out
 }
 
 func durations(ds []time.Duration) string {
@@ -338,6 +368,7 @@ func (w widgetOwner) deleteNamed(ctx context.Context, ns, name string) error {
 func ownWrites(w benchkit.Writes) benchkit.Writes {
 	delete(w, "widgets")
 	delete(w, "replicasets")
+	delete(w, "statefulsets")
 	delete(w, "namespaces")
 	delete(w, "serviceaccounts")
 	return w
