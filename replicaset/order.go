@@ -1,9 +1,6 @@
 package replicaset
 
-import (
-	"container/heap"
-	"slices"
-)
+import "slices"
 
 // keyColumns is how many sort columns a victim has: marked, then the four
 // elements of its Rank.
@@ -34,14 +31,20 @@ func (v *victim) column(c int) uint64 {
 // indirect comparisons and was most of Compute's time; a least
 // significant digit sort took eight passes over every victim for a
 // 64-bit rank, where this takes about log256(n) and stops at n.
-func inOrder(vs []victim, n int) []Replica {
-	s := newKeySort(vs)
-	s.sort(0, len(vs), 0, n)
+func inOrder(vs []victim, n int, w *scratch) []Replica {
 	out := make([]Replica, n)
-	for i := range out {
-		out[i] = *vs[s.idx[i]].r
+	for i, j := range firstInOrder(vs, n, w) {
+		out[i] = *vs[j].r
 	}
 	return out
+}
+
+// firstInOrder returns the positions in vs of its first n victims in
+// deletion order (see inOrder), in w's memory: valid until w's next use.
+func firstInOrder(vs []victim, n int, w *scratch) []int32 {
+	s := newKeySort(vs, w)
+	s.sort(0, len(vs), 0, n)
+	return s.idx[:n]
 }
 
 // keySort sorts indices into vs by their packed keys.
@@ -56,8 +59,8 @@ type keySort struct {
 // smallBucket is the size below which a bucket is insertion sorted.
 const smallBucket = 24
 
-func newKeySort(vs []victim) *keySort {
-	s := &keySort{vs: vs, idx: make([]int32, len(vs)), tmp: make([]int32, len(vs))}
+func newKeySort(vs []victim, w *scratch) *keySort {
+	s := &keySort{vs: vs, idx: w.int32s(0, len(vs)), tmp: w.int32s(1, len(vs))}
 	if len(vs) == 0 {
 		return s
 	}
@@ -75,7 +78,7 @@ func newKeySort(vs []victim) *keySort {
 		}
 	}
 	s.words = len(cols)
-	s.keys = make([]uint64, len(vs)*len(cols))
+	s.keys = w.uint64s(1, len(vs)*len(cols))
 	for i := range vs {
 		for w, c := range cols {
 			s.keys[i*len(cols)+w] = vs[i].column(c)
@@ -122,7 +125,7 @@ func (s *keySort) sort(lo, hi, b, n int) {
 	case hi-lo <= smallBucket:
 		s.insertion(lo, hi, b/8)
 	default: // whole keys alike: by identity alone
-		slices.SortFunc(s.idx[lo:hi], func(a, b int32) int { return compareIdentity(*s.vs[a].r, *s.vs[b].r) })
+		slices.SortFunc(s.idx[lo:hi], func(a, b int32) int { return compareIdentity(s.vs[a].r, s.vs[b].r) })
 	}
 }
 
@@ -137,43 +140,12 @@ func (s *keySort) insertion(lo, hi, w int) {
 				return ka[k] < kb[k]
 			}
 		}
-		return compareIdentity(*s.vs[a].r, *s.vs[b].r) < 0
+		return compareIdentity(s.vs[a].r, s.vs[b].r) < 0
 	}
 	idx := s.idx[lo:hi]
 	for i := 1; i < len(idx); i++ {
 		for j := i; j > 0 && less(idx[j], idx[j-1]); j-- {
 			idx[j], idx[j-1] = idx[j-1], idx[j]
 		}
-	}
-}
-
-// victimHeap is a max-heap in deletion order: its root is the candidate that
-// would be deleted last among those kept.
-type victimHeap []victim
-
-func (h victimHeap) Len() int           { return len(h) }
-func (h victimHeap) Less(i, j int) bool { return compareVictims(h[i], h[j]) > 0 }
-func (h victimHeap) Swap(i, j int)      { h[i], h[j] = h[j], h[i] }
-func (h *victimHeap) Push(x any)        { *h = append(*h, x.(victim)) }
-func (h *victimHeap) Pop() any {
-	old := *h
-	v := old[len(old)-1]
-	*h = old[:len(old)-1]
-	return v
-}
-
-// keep adds v to h, a max-heap of at most k victims in deletion order,
-// dropping the one deleted last when full.
-func (h *victimHeap) keep(v victim, k int) {
-	if len(*h) < k {
-		*h = append(*h, v)
-		if len(*h) == k {
-			heap.Init(h)
-		}
-		return
-	}
-	if compareVictims(v, (*h)[0]) < 0 {
-		(*h)[0] = v
-		heap.Fix(h, 0)
 	}
 }

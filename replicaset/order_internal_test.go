@@ -14,6 +14,7 @@ import (
 // equal keys, decided by identity) to full 64-bit ones, in one or several
 // columns, marked or not.
 func TestInOrder_MatchesASort(t *testing.T) {
+	w := new(scratch)
 	rapid.Check(t, func(t *rapid.T) {
 		size := rapid.IntRange(1, 400).Draw(t, "size")
 		spread := rapid.SampledFrom([]int64{1, 3, 1000, 1 << 62}).Draw(t, "spread")
@@ -31,7 +32,7 @@ func TestInOrder_MatchesASort(t *testing.T) {
 		n := rapid.IntRange(0, size).Draw(t, "n")
 		want := slices.Clone(vs)
 		slices.SortFunc(want, compareVictims)
-		got := inOrder(vs, n)
+		got := inOrder(vs, n, w) // w reused dirty: inOrder must not rely on cleared memory
 		for i := range n {
 			if got[i].Name != want[i].r.Name || got[i].UID != want[i].r.UID {
 				t.Fatalf("position %d of %d: %s/%s, want %s/%s", i, n, got[i].Name, got[i].UID, want[i].r.Name, want[i].r.UID)

@@ -124,28 +124,38 @@ func (s Spec) Validate() error {
 	return errors.Join(errs...)
 }
 
-// validateReplicas checks that every replica has a name and that names and
-// non-empty UIDs are unique. The error wraps ErrInvalidReplica.
-func validateReplicas(rs []Replica) error {
-	var errs []error
-	seed := maphash.MakeSeed()
-	names, uids := newIndexSet(len(rs)), newIndexSet(len(rs))
-	for i := range rs {
-		r := &rs[i]
-		if r.Name == "" {
-			errs = append(errs, fmt.Errorf("replica %d has an empty name: %w", i, ErrInvalidReplica))
-		} else if j := names.add(maphash.String(seed, r.Name), i, func(j int) bool { return rs[j].Name == r.Name }); j >= 0 {
-			errs = append(errs, fmt.Errorf("replica name %q appears twice: %w", r.Name, ErrInvalidReplica))
-		}
-		if r.UID == "" {
-			continue
-		}
-		if j := uids.add(maphash.String(seed, r.UID), i, func(j int) bool { return rs[j].UID == r.UID }); j >= 0 {
-			errs = append(errs, fmt.Errorf("replicas %q and %q share UID %q: %w", rs[j].Name, r.Name, r.UID, ErrInvalidReplica))
-		}
-	}
-	return errors.Join(errs...)
+// validator checks, one replica at a time, that every replica has a name
+// and that names and non-empty UIDs are unique. Its error wraps
+// ErrInvalidReplica.
+type validator struct {
+	seed        maphash.Seed
+	names, uids indexSet
+	errs        []error
 }
+
+func newValidator(n int, w *scratch) validator {
+	v := validator{seed: maphash.MakeSeed()}
+	v.names, v.uids = newIndexSets(n, w)
+	return v
+}
+
+// check checks rs[i] against rs[:i].
+func (v *validator) check(rs []Replica, i int) {
+	r := &rs[i]
+	if r.Name == "" {
+		v.errs = append(v.errs, fmt.Errorf("replica %d has an empty name: %w", i, ErrInvalidReplica))
+	} else if j := v.names.add(maphash.String(v.seed, r.Name), i, func(j int) bool { return rs[j].Name == r.Name }); j >= 0 {
+		v.errs = append(v.errs, fmt.Errorf("replica name %q appears twice: %w", r.Name, ErrInvalidReplica))
+	}
+	if r.UID == "" {
+		return
+	}
+	if j := v.uids.add(maphash.String(v.seed, r.UID), i, func(j int) bool { return rs[j].UID == r.UID }); j >= 0 {
+		v.errs = append(v.errs, fmt.Errorf("replicas %q and %q share UID %q: %w", rs[j].Name, r.Name, r.UID, ErrInvalidReplica))
+	}
+}
+
+func (v *validator) err() error { return errors.Join(v.errs...) }
 
 // indexSet is an open-addressing set of indices into a slice, keyed by
 // their entries' hashes: several times faster than a map at 100,000
@@ -156,12 +166,15 @@ type indexSet struct {
 	mask  uint64
 }
 
-func newIndexSet(n int) indexSet {
+// newIndexSets returns two empty sets for n entries each, in w's memory.
+func newIndexSets(n int, w *scratch) (indexSet, indexSet) {
 	size := 16
 	for size < 2*n {
 		size *= 2
 	}
-	return indexSet{slots: make([]uint64, size), mask: uint64(size - 1)}
+	slots := w.uint64s(0, 2*size)
+	clear(slots)
+	return indexSet{slots[:size:size], uint64(size - 1)}, indexSet{slots[size:], uint64(size - 1)}
 }
 
 // add records index i under hash h unless an entry same reports equal is

@@ -26,41 +26,46 @@ type zoneCounts struct {
 	rebalance bool
 }
 
-// countZones counts, in one pass over current, what the zoned planning
-// reads: each replica's zone, and the counts zoneCounts lists.
-func countZones(spec Spec, current []Replica) zoneCounts {
-	n := len(spec.Zones)
-	zc := zoneCounts{zones: spec.Zones, of: make([]int32, len(current)), rebalance: spec.Rebalance}
-	counts := make([]int, 3*n)
-	zc.live, zc.free, zc.healthy = counts[:n:n], counts[n:2*n:2*n], counts[2*n:]
-	for i := range current {
-		r := &current[i]
-		z := zc.index(r.Zone)
-		zc.of[i] = int32(z)
-		switch {
-		case r.Deleting:
-			continue
-		case z >= 0:
-			zc.live[z]++
-		default:
-			zc.stray++
-		}
-		if r.Protected {
-			continue
-		}
-		if zc.tier(r, z) != zoneTierHealthy {
-			zc.early = append(zc.early, i)
-			continue
-		}
-		zc.free[z]++
-		zc.healthy[z]++
+// newZoneCounts returns empty counts for spec's zones and n replicas;
+// Compute adds each replica (add), then finishes them (finish).
+func newZoneCounts(spec Spec, n int, w *scratch) zoneCounts {
+	k := len(spec.Zones)
+	zc := zoneCounts{zones: spec.Zones, of: w.int32s(2, n), rebalance: spec.Rebalance}
+	counts := make([]int, 3*k)
+	zc.live, zc.free, zc.healthy = counts[:k:k], counts[k:2*k:2*k], counts[2*k:]
+	return zc
+}
+
+// add counts current[i], which is r.
+func (zc *zoneCounts) add(i int, r *Replica) {
+	z := zc.index(r.Zone)
+	zc.of[i] = int32(z)
+	switch {
+	case r.Deleting:
+		return
+	case z >= 0:
+		zc.live[z]++
+	default:
+		zc.stray++
 	}
+	if r.Protected {
+		return
+	}
+	if zc.tier(r, z) != zoneTierHealthy {
+		zc.early = append(zc.early, i)
+		return
+	}
+	zc.free[z]++
+	zc.healthy[z]++
+}
+
+// finish counts the early tiers' candidates into their zones' free ones.
+func (zc *zoneCounts) finish() {
 	for _, i := range zc.early {
 		if z := zc.of[i]; z >= 0 {
 			zc.free[z]++
 		}
 	}
-	return zc
 }
 
 // index returns zone's position in the listed zones, or -1. A linear scan:
@@ -165,8 +170,8 @@ func compareZoned(a, b zonedVictim) int {
 //
 // It ranks only what it may take: the early tiers (usually few), then,
 // once counting has said how many victims each zone gives, the healthy
-// candidates of those zones, kept in a bounded heap per zone.
-func chooseZonedVictims(current []Replica, zc zoneCounts, n int, policy Ranker, env Env) []Replica {
+// candidates of those zones, each zone's ordered only as far as its victims go.
+func chooseZonedVictims(current []Replica, zc zoneCounts, n int, policy Ranker, env Env, w *scratch) []Replica {
 	if n == 0 {
 		return nil
 	}
@@ -189,21 +194,40 @@ func chooseZonedVictims(current []Replica, zc zoneCounts, n int, policy Ranker, 
 	}
 	order := drain(counts, zc.healthy, n-len(early))
 	want := countEach(order, len(zc.zones))
-	heaps := make([]victimHeap, len(zc.zones))
+	// The healthy candidates of each zone that gives victims, side by
+	// side (vs[start[z]:start[z+1]]), each zone's ordered as far as its
+	// victims go.
+	start := make([]int, len(zc.zones)+1)
+	for z := range zc.zones {
+		start[z+1] = start[z]
+		if want[z] > 0 {
+			start[z+1] += zc.healthy[z]
+		}
+	}
+	vs := w.victims(start[len(zc.zones)])[:start[len(zc.zones)]]
+	next := slices.Clone(start[:len(zc.zones)])
 	for i := range current {
 		r := &current[i]
 		z := zc.of[i]
 		if z < 0 || want[z] == 0 || r.Deleting || r.Protected || zc.tier(r, int(z)) != zoneTierHealthy {
 			continue
 		}
-		heaps[z].keep(victim{rank: policy.Rank(*r, env), r: r}, want[z])
+		vs[next[z]] = victim{rank: policy.Rank(*r, env), r: r}
+		next[z]++
+	}
+	chosen := make([][]*Replica, len(zc.zones))
+	for z := range zc.zones {
+		if want[z] == 0 {
+			continue
+		}
+		part := vs[start[z]:start[z+1]]
+		for _, j := range firstInOrder(part, want[z], w) {
+			chosen[z] = append(chosen[z], part[j].r)
+		}
 	}
 	taken := make([]int, len(zc.zones))
-	for z := range heaps {
-		slices.SortFunc(heaps[z], compareVictims)
-	}
 	for _, z := range order {
-		out = append(out, *heaps[z][taken[z]].r)
+		out = append(out, *chosen[z][taken[z]])
 		taken[z]++
 	}
 	return out
