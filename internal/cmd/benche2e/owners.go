@@ -148,8 +148,10 @@ func builtinLines(f fleet, sets, rs []fleetRun) []line {
 	return []line{
 		row("all created, time", func(r fleetRun) time.Duration { return r.up }),
 		row("all created, controller CPU", func(r fleetRun) time.Duration { return r.upCPU }),
+		row("all created, API server and etcd CPU", func(r fleetRun) time.Duration { return r.upServer }),
 		row("all scaled to 0, time", func(r fleetRun) time.Duration { return r.down }),
 		row("all scaled to 0, controller CPU", func(r fleetRun) time.Duration { return r.downCPU }),
+		row("all scaled to 0, API server and etcd CPU", func(r fleetRun) time.Duration { return r.downServer }),
 	}
 }
 
