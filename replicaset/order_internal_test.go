@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"slices"
 	"testing"
+	"time"
 
 	"pgregory.net/rapid"
 )
@@ -40,3 +41,27 @@ func TestInOrder_MatchesASort(t *testing.T) {
 		}
 	})
 }
+
+// TestScratch_ResetDropsReplicas: a scratch as it goes back to the pool
+// points into no caller's replicas, after a large call and after a smaller
+// one that reused it.
+func TestScratch_ResetDropsReplicas(t *testing.T) {
+	w := new(scratch)
+	for _, n := range []int{300, 40} {
+		rs := make([]Replica, n)
+		for i := range rs {
+			rs[i] = Replica{Name: fmt.Sprintf("r%d", i), CreatedAt: time.Unix(int64(i*7%n), 0)}
+		}
+		_ = chooseVictims(rs, n/2, n, rankByCreation{}, Env{}, w)
+		w.reset()
+		for i, v := range w.victim[:cap(w.victim)] {
+			if v.r != nil {
+				t.Fatalf("after a call with %d replicas, victim %d still points to %s", n, i, v.r.Name)
+			}
+		}
+	}
+}
+
+type rankByCreation struct{}
+
+func (rankByCreation) Rank(r Replica, _ Env) Rank { return Rank{r.CreatedAt.Unix()} }

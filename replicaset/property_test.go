@@ -16,8 +16,9 @@ import (
 )
 
 // naiveCompute is the reference Compute is checked against: the semantics
-// written as plainly as possible, with a full sort instead of a heap, and
-// with zones one victim and one create at a time, rescanning everything.
+// written as plainly as possible, each victim chosen by a scan of every
+// candidate left (with zones, counts updated after each), and each create
+// placed in turn, rescanning everything.
 func naiveCompute(spec replicaset.Spec, rs []replicaset.Replica, policy replicaset.Ranker, now time.Time) replicaset.Plan {
 	var p replicaset.Plan
 	var live, candidates []replicaset.Replica

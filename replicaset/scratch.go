@@ -3,27 +3,38 @@ package replicaset
 import "sync"
 
 // scratch is the working memory of one Compute call: validation's hash
-// tables and the victims' keys and order. Compute takes one from a pool
-// and returns it, so a controller planning pass after pass allocates it
-// once per size rather than on every call. Allocated afresh, it was a
-// large object per call to clear and then to collect: at 10,000 replicas
-// the pool halved Compute's time. Only the plan itself is allocated.
+// tables, the victims with their keys and order, and each replica's zone.
+// Compute takes one from a pool and returns it, so a controller planning
+// pass after pass allocates it once per size rather than on every call.
+// Allocated afresh, it was a large object per call to clear and then to
+// collect. Each buffer is written before it is read, so one left dirty by
+// an earlier call is fine; the victims, which point into the caller's
+// replicas, are cleared as far as they were used before the pool takes
+// them back, so that it keeps no replica alive. A pooled scratch holds
+// about 100 to 160 bytes per replica of the largest set it served, until the
+// garbage collector empties the pool.
 type scratch struct {
 	words  [2][]uint64
 	ints   [3][]int32
 	victim []victim
+	used   int // victims handed out since the scratch left the pool
 }
 
 var scratchPool = sync.Pool{New: func() any { return new(scratch) }}
 
 func getScratch() *scratch { return scratchPool.Get().(*scratch) }
 
-// put returns w to the pool, first dropping its victims' pointers into the
-// caller's replicas so that the pool keeps none of them alive.
+// put returns w to the pool, reset.
 func (w *scratch) put() {
-	clear(w.victim[:cap(w.victim)])
-	w.victim = w.victim[:0]
+	w.reset()
 	scratchPool.Put(w)
+}
+
+// reset drops the pointers into the caller's replicas of the victims w
+// handed out.
+func (w *scratch) reset() {
+	clear(w.victim[:w.used])
+	w.used = 0
 }
 
 // uint64s returns buffer k with length n, its contents undefined.
@@ -42,10 +53,12 @@ func (w *scratch) int32s(k, n int) []int32 {
 	return w.ints[k][:n]
 }
 
-// victims returns an empty slice with room for n victims.
+// victims returns an empty slice with room for n victims, to be filled
+// within that room.
 func (w *scratch) victims(n int) []victim {
 	if cap(w.victim) < n {
 		w.victim = make([]victim, 0, n)
 	}
+	w.used = max(w.used, n)
 	return w.victim[:0]
 }
