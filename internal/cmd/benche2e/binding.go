@@ -24,7 +24,9 @@ import (
 const bindingReady = "binding ready"
 
 // startBinding starts this program again as the binding's manager for
-// Widgets owning Pods, at limit l, and waits until its cache has synced.
+// Widgets and StatefulSets owning Pods (two reconcilers in one manager,
+// sharing its Pod informer), at limit l, and waits until its cache has
+// synced.
 func (b *bench) startBinding(l limit) (stop func(), pid int, err error) {
 	self, err := os.Executable()
 	if err != nil {

@@ -23,10 +23,12 @@ type owner interface {
 }
 
 // compare measures 0→n, n→0 and (when cascade) the garbage collector's
-// cascade for the ReplicaSet controller and the binding at limit l.
+// cascade for the ReplicaSet controller and the binding at limit l: the
+// binding with a Widget, and with a StatefulSet for the like-for-like rows
+// (0→n and n→0 only).
 //
-// It measures runs times, alternating which side goes first, and reports
-// medians; the writes are the last run's.
+// It measures runs times, in an order of the sides that changes from run
+// to run (runOrder), and reports medians; the writes are the last run's.
 func (b *bench) compare(ctx context.Context, l limit, runs int, cascade bool) ([]line, error) {
 	stopKCM, _, err := b.startReplicaSetController(l)
 	if err != nil {
@@ -50,9 +52,7 @@ func (b *bench) compare(ctx context.Context, l limit, runs int, cascade bool) ([
 	kit := &side{o: widgetOwner{b}}
 	set := &side{o: setOwner{b}} // the binding with a built-in owner: like for like
 	for run := range runs {
-		sides := []*side{rs, kit, set}
-		for i := range sides {
-			s := sides[(i+run)%len(sides)] // none always goes first
+		for _, s := range runOrder(run, rs, kit, set) {
 			ns, pods, err := b.podNamespace(ctx, "bench")
 			if err != nil {
 				return nil, err
@@ -79,7 +79,7 @@ func (b *bench) compare(ctx context.Context, l limit, runs int, cascade bool) ([
 				return nil, fmt.Errorf("%d→0: %w", b.n, err)
 			}
 			s.up, s.down, s.upW, s.downW = append(s.up, up), append(s.down, down), upW, downW
-			if !cascade || run != runs-1 {
+			if !cascade || run != runs-1 || s == set {
 				continue
 			}
 			if err := s.o.scale(ctx, ns, b.n); err != nil {
@@ -104,13 +104,24 @@ func (b *bench) compare(ctx context.Context, l limit, runs int, cascade bool) ([
 			refName: ref, goal: "-", runs: ratios(k, r), ratio: medianRatio(k, r)}
 	}
 	lines = append(lines, builtin("0→%d", set.up, rs.up), builtin("%d→0", set.down, rs.down))
-	fmt.Printf("  scale writes accepted by the API server in (median): Widget %v, ReplicaSet %v\n",
-		median(kit.accepted).Round(time.Millisecond), median(rs.accepted).Round(time.Millisecond))
+	fmt.Printf("  scale writes accepted by the API server in (median): Widget %v, StatefulSet %v, ReplicaSet %v\n",
+		median(kit.accepted).Round(time.Millisecond), median(set.accepted).Round(time.Millisecond), median(rs.accepted).Round(time.Millisecond))
 	if cascade {
 		lines = append(lines, line{what: fmt.Sprintf("owner deleted, %d Pods cascaded by the garbage collector", b.n), kit: kit.casc, ref: rs.casc,
 			kitWrites: kit.cascW, refW: rs.cascW, perReplica: b.n, refName: "the same for a ReplicaSet", goal: "≈ 1"})
 	}
 	return lines, nil
+}
+
+// runOrder is the order of three sides in run r: each pair of runs
+// reverses the one before, and six runs go through every order, so that
+// over the runs no side goes first, or right after another, more than the
+// others.
+func runOrder[T any](r int, a, b, c T) []T {
+	orders := [6][3]int{{0, 1, 2}, {2, 1, 0}, {1, 2, 0}, {0, 2, 1}, {2, 0, 1}, {1, 0, 2}}
+	sides := [3]T{a, b, c}
+	o := orders[r%6]
+	return []T{sides[o[0]], sides[o[1]], sides[o[2]]}
 }
 
 // startReplicaSetController runs kube-controller-manager with only the
@@ -196,8 +207,8 @@ func ratios(a, b []time.Duration) string {
 }
 
 // medianRatio is the median of the per-run ratios a[i]/b[i]: runs are
-// paired (same minute, alternating order), so this is steadier than a
-// ratio of medians.
+// paired (same minute, changing order), so this is steadier than a ratio
+// of medians.
 func medianRatio(a, b []time.Duration) float64 {
 	r := make([]float64, len(a))
 	for i := range a {

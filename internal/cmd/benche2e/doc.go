@@ -10,7 +10,8 @@
 // goroutines with no client limit. Pods need no kubelet: only the objects are
 // made. Writes are counted from the API server's apiserver_request_total
 // (events and status included). At 1000/1000 it runs eleven times (-runs),
-// rotating which side goes first, and reports the median times and the
+// changing the order of the sides (six orders, each run's the reverse of
+// the one before), and reports the median times and the
 // median of the per-run ratios (sub-second runs on two cores swing from 0.7
 // to 1.6 either way). It also counts the writes of a steady-state pass, and
 // measures fleets of many owners in one namespace (-owners; -owners-only
