@@ -170,7 +170,8 @@ func compareZoned(a, b zonedVictim) int {
 //
 // It ranks only what it may take: the early tiers (usually few), then,
 // once counting has said how many victims each zone gives, the healthy
-// candidates of those zones, each zone's ordered only as far as its victims go.
+// candidates of those zones, each zone's ordered only as far as its
+// victims go.
 func chooseZonedVictims(current []Replica, zc zoneCounts, n int, policy Ranker, env Env, w *scratch) []Replica {
 	if n == 0 {
 		return nil
