@@ -14,14 +14,6 @@ import (
 	"github.com/replicakit/replicakit/internal/benchkit"
 )
 
-// owner is one side of the comparison: it makes an owner of n Pods in a
-// namespace, scales it, and deletes it.
-type owner interface {
-	create(ctx context.Context, ns string, n int) error
-	scale(ctx context.Context, ns string, n int) error
-	delete(ctx context.Context, ns string) error
-}
-
 // compare measures 0→n, n→0 and (when cascade) the garbage collector's
 // cascade for the ReplicaSet controller and the binding at limit l: the
 // binding with a Widget, and with a StatefulSet for the like-for-like rows
@@ -41,16 +33,19 @@ func (b *bench) compare(ctx context.Context, l limit, runs int, cascade bool) ([
 	}
 	defer stopMgr()
 
+	// Each side makes, scales and deletes one owner of its kind, named
+	// after it.
 	type side struct {
-		o                 owner
+		o                 fleetOwner
+		name              string
 		up, down          []time.Duration
 		casc              time.Duration
 		upW, downW, cascW benchkit.Writes
 		accepted          []time.Duration // how long each scale write took
 	}
-	rs := &side{o: rsOwner{b}}
-	kit := &side{o: widgetOwner{b}}
-	set := &side{o: setOwner{b}} // the binding with a built-in owner: like for like
+	rs := &side{o: rsOwner{b}, name: "rs"}
+	kit := &side{o: widgetOwner{b}, name: "kit"}
+	set := &side{o: setOwner{b}, name: "set"} // the binding with a built-in owner: like for like
 	for run := range runs {
 		for _, s := range runOrder(run, rs, kit, set) {
 			ns, pods, err := b.podNamespace(ctx, "bench")
@@ -58,14 +53,14 @@ func (b *bench) compare(ctx context.Context, l limit, runs int, cascade bool) ([
 				return nil, err
 			}
 			defer pods.close()
-			if err := s.o.create(ctx, ns, 0); err != nil {
+			if err := s.o.createNamed(ctx, ns, s.name, 0); err != nil {
 				return nil, err
 			}
 			time.Sleep(time.Second) // the controller has seen the owner
 			scale := func(n int) func() error {
 				return func() error {
 					t0 := time.Now()
-					err := s.o.scale(ctx, ns, n)
+					err := s.o.scaleNamed(ctx, ns, s.name, n)
 					s.accepted = append(s.accepted, time.Since(t0))
 					return err
 				}
@@ -82,14 +77,14 @@ func (b *bench) compare(ctx context.Context, l limit, runs int, cascade bool) ([
 			if !cascade || run != runs-1 || s == set {
 				continue
 			}
-			if err := s.o.scale(ctx, ns, b.n); err != nil {
+			if err := s.o.scaleNamed(ctx, ns, s.name, b.n); err != nil {
 				return nil, err
 			}
 			if err := pods.await(ctx, b.n, 5*time.Minute); err != nil {
 				return nil, err
 			}
 			time.Sleep(2 * time.Second)
-			if s.casc, s.cascW, err = b.timed(ctx, pods, 0, true, func() error { return s.o.delete(ctx, ns) }); err != nil {
+			if s.casc, s.cascW, err = b.timed(ctx, pods, 0, true, func() error { return s.o.deleteNamed(ctx, ns, s.name) }); err != nil {
 				return nil, fmt.Errorf("cascade: %w", err)
 			}
 		}
@@ -162,28 +157,6 @@ func (b *bench) startReplicaSetController(l limit) (stop func(), pid int, err er
 	}
 	stop()
 	return nil, 0, fmt.Errorf("kube-controller-manager's ReplicaSet controller did not sync in 60s")
-}
-
-type rsOwner struct{ b *bench }
-
-func (r rsOwner) create(ctx context.Context, ns string, n int) error {
-	return r.createNamed(ctx, ns, "rs", n)
-}
-func (r rsOwner) scale(ctx context.Context, ns string, n int) error {
-	return r.scaleNamed(ctx, ns, "rs", n)
-}
-func (r rsOwner) delete(ctx context.Context, ns string) error { return r.deleteNamed(ctx, ns, "rs") }
-
-type widgetOwner struct{ b *bench }
-
-func (w widgetOwner) create(ctx context.Context, ns string, n int) error {
-	return w.createNamed(ctx, ns, "kit", n)
-}
-func (w widgetOwner) scale(ctx context.Context, ns string, n int) error {
-	return w.scaleNamed(ctx, ns, "kit", n)
-}
-func (w widgetOwner) delete(ctx context.Context, ns string) error {
-	return w.deleteNamed(ctx, ns, "kit")
 }
 
 // median returns the middle of ds (the upper one of an even count).

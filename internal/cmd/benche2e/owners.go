@@ -301,6 +301,13 @@ func awaitReports(ctx context.Context, o fleetOwner, ns string, k, n int) error 
 	}
 }
 
+// rsOwner is the side whose owners are ReplicaSets, made by
+// kube-controller-manager's ReplicaSet controller.
+type rsOwner struct{ b *bench }
+
+// widgetOwner is the side whose owners are Widgets, made by the binding.
+type widgetOwner struct{ b *bench }
+
 func (r rsOwner) createNamed(ctx context.Context, ns, name string, n int) error {
 	sel := map[string]string{"app": name}
 	_, err := r.b.cs.AppsV1().ReplicaSets(ns).Create(ctx, &appsv1.ReplicaSet{

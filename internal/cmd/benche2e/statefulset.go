@@ -72,14 +72,6 @@ func newSetReconciler() *kube.Reconciler[*appsv1.StatefulSet, *corev1.Pod] {
 // binding.
 type setOwner struct{ b *bench }
 
-func (s setOwner) create(ctx context.Context, ns string, n int) error {
-	return s.createNamed(ctx, ns, "set", n)
-}
-func (s setOwner) scale(ctx context.Context, ns string, n int) error {
-	return s.scaleNamed(ctx, ns, "set", n)
-}
-func (s setOwner) delete(ctx context.Context, ns string) error { return s.deleteNamed(ctx, ns, "set") }
-
 func (s setOwner) createNamed(ctx context.Context, ns, name string, n int) error {
 	sel := map[string]string{"app": name}
 	_, err := s.b.cs.AppsV1().StatefulSets(ns).Create(ctx, &appsv1.StatefulSet{

@@ -25,7 +25,7 @@ func (b *bench) steady(ctx context.Context) (benchkit.Writes, error) {
 		return nil, err
 	}
 	defer pods.close()
-	if err := (widgetOwner{b}).create(ctx, ns, b.n); err != nil {
+	if err := (widgetOwner{b}).createNamed(ctx, ns, "kit", b.n); err != nil {
 		return nil, err
 	}
 	if err := pods.await(ctx, b.n, 5*time.Minute); err != nil {
