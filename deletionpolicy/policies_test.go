@@ -159,6 +159,36 @@ func TestRandom_StablePerReplica(t *testing.T) {
 	})
 }
 
+// TestRandom_EveryByteCounts: changing any one byte of a name, or adding
+// a zero byte at its end, changes its rank, for names of every length
+// around the hash's eight-byte steps; and so does changing the seed. A
+// byte the hash dropped would tie the two names for every seed. (Two
+// 64-bit hashes agree by chance about once in 2^64 draws.)
+func TestRandom_EveryByteCounts(t *testing.T) {
+	rapid.Check(t, func(t *rapid.T) {
+		seed := rapid.Uint64().Draw(t, "seed")
+		name := []byte(rapid.StringN(0, 40, 40).Draw(t, "name"))
+		rank := func(seed uint64, name []byte) replicaset.Rank {
+			return deletionpolicy.Random{Seed: seed}.Rank(replicaset.Replica{Name: string(name)}, replicaset.Env{})
+		}
+		before := rank(seed, name)
+		if other := rank(seed^1<<rapid.IntRange(0, 63).Draw(t, "seed bit"), name); other == before {
+			t.Fatalf("seeds that differ in one bit rank %q alike: %v", name, before)
+		}
+		if longer := rank(seed, append(name, 0)); longer == before {
+			t.Fatalf("%q and %q rank alike: %v", name, append(name, 0), before)
+		}
+		if len(name) == 0 {
+			return
+		}
+		at := rapid.IntRange(0, len(name)-1).Draw(t, "at")
+		name[at] ^= byte(rapid.IntRange(1, 255).Draw(t, "flip"))
+		if after := rank(seed, name); after == before {
+			t.Fatalf("changing byte %d of the name to make %q left its rank %v", at, name, before)
+		}
+	})
+}
+
 // TestRandom_EqualWeight checks that, over many seeds, each of three equal
 // replicas is chosen about a third of the time. Seeds are fixed, so the
 // result is deterministic.
