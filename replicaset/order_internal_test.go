@@ -65,3 +65,29 @@ func TestScratch_ResetDropsReplicas(t *testing.T) {
 type rankByCreation struct{}
 
 func (rankByCreation) Rank(r Replica, _ Env) Rank { return Rank{r.CreatedAt.Unix()} }
+
+// TestZoneIndex_MatchesAScan: looking a zone up by its key finds what a
+// scan of the listed zones finds, for lists whose zones share keys (names
+// from a small alphabet, of a few lengths) and for more zones than a key's
+// table entry can number (over 127), asking for listed zones, unlisted
+// ones and the empty zone.
+func TestZoneIndex_MatchesAScan(t *testing.T) {
+	name := rapid.StringMatching(`[ab0]{1,4}`)
+	rapid.Check(t, func(t *rapid.T) {
+		var zones []string
+		if rapid.Bool().Draw(t, "many") {
+			for i := range rapid.IntRange(128, 200).Draw(t, "count") {
+				zones = append(zones, fmt.Sprintf("z%d", i))
+			}
+		} else {
+			zones = rapid.SliceOfNDistinct(name, 1, 12, rapid.ID).Draw(t, "zones")
+		}
+		zc := newZoneCounts(Spec{Zones: zones}, 0, new(scratch))
+		asked := append(slices.Clone(zones), "", "z200", rapid.StringMatching(`[ab0z1-9]{0,4}`).Draw(t, "other"))
+		for _, zone := range asked {
+			if got, want := zc.index(zone), slices.Index(zones, zone); got != want {
+				t.Fatalf("index(%q) = %d, want %d in %q", zone, got, want, zones)
+			}
+		}
+	})
+}

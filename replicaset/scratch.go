@@ -18,6 +18,8 @@ type scratch struct {
 	ints   [3][]int32
 	victim []victim
 	used   int // victims handed out since the scratch left the pool
+	// zoneKeys is zoneCounts.byKey.
+	zoneKeys [256]int8
 }
 
 var scratchPool = sync.Pool{New: func() any { return new(scratch) }}

@@ -323,6 +323,23 @@ func BenchmarkCompute_Zones(b *testing.B) {
 			}
 		})
 	}
+	// The two side by side, call after call, in alternating order: a
+	// ratio that the machine's drift over a run does not move.
+	b.Run(fmt.Sprintf("paired/n=%d", n), func(b *testing.B) {
+		specs := [2]replicaset.Spec{{Desired: n / 2}, {Desired: n / 2, Zones: zones}}
+		var took [2]time.Duration
+		for i := 0; b.Loop(); i++ {
+			for k := range 2 {
+				k ^= i & 1
+				start := time.Now()
+				if _, err := replicaset.Compute(specs[k], replicas, deletionpolicy.Random{Seed: 7}, now); err != nil {
+					b.Fatal(err)
+				}
+				took[k] += time.Since(start)
+			}
+		}
+		b.ReportMetric(float64(took[1])/float64(took[0]), "zoned/none")
+	})
 }
 
 // TestSummarizeZones: the per-zone counts add up to Summarize's, the
