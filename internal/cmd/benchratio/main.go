@@ -15,9 +15,15 @@ import (
 // line matches "BenchmarkName/sub-8   100   123 ns/op   45 B/op   6 allocs/op".
 var line = regexp.MustCompile(`^(Benchmark\S+?)(?:-\d+)?\s+\d+\s+([\d.]+) ns/op(.*)$`)
 
-var extra = regexp.MustCompile(`([\d.]+) (B/op|allocs/op)`)
+// metric matches one "value unit" pair after ns/op.
+var metric = regexp.MustCompile(`([\d.]+) (\S+)`)
 
-type sample struct{ ns, bytes, allocs []float64 }
+// sample holds one benchmark's results, one entry per run.
+type sample struct {
+	ns, bytes, allocs []float64
+	metrics           map[string][]float64 // by unit, from b.ReportMetric
+	units             []string             // metrics' units, in order seen
+}
 
 func main() {
 	if err := run(os.Stdin, os.Stdout); err != nil {
@@ -39,18 +45,24 @@ func run(in io.Reader, out io.Writer) error {
 		name := strings.TrimPrefix(m[1], "Benchmark")
 		s, ok := samples[name]
 		if !ok {
-			s = &sample{}
+			s = &sample{metrics: map[string][]float64{}}
 			samples[name] = s
 			order = append(order, name)
 		}
 		ns, _ := strconv.ParseFloat(m[2], 64)
 		s.ns = append(s.ns, ns)
-		for _, e := range extra.FindAllStringSubmatch(m[3], -1) {
+		for _, e := range metric.FindAllStringSubmatch(m[3], -1) {
 			v, _ := strconv.ParseFloat(e[1], 64)
-			if e[2] == "B/op" {
+			switch unit := e[2]; unit {
+			case "B/op":
 				s.bytes = append(s.bytes, v)
-			} else {
+			case "allocs/op":
 				s.allocs = append(s.allocs, v)
+			default:
+				if _, seen := s.metrics[unit]; !seen {
+					s.units = append(s.units, unit)
+				}
+				s.metrics[unit] = append(s.metrics[unit], v)
 			}
 		}
 	}
@@ -60,19 +72,38 @@ func run(in io.Reader, out io.Writer) error {
 	if len(order) == 0 {
 		return fmt.Errorf("no benchmark results in the input")
 	}
-	fmt.Fprintln(out, "\nRatios against the baseline of the same run (median ns/op):")
+	fmt.Fprintln(out, "\nRatios against the baseline of the same run (median ns/op; in brackets, the range of run i over baseline run i):")
 	w := tabwriter.NewWriter(out, 0, 0, 2, ' ', tabwriter.AlignRight)
 	fmt.Fprintln(w, "benchmark\tns/op\tratio\tB/op\tallocs/op\t")
 	for _, name := range order {
 		group := name[:max(strings.LastIndexByte(name, '/'), 0)]
 		ratio := "-"
-		if base, ok := samples[group+"/baseline"]; ok && !strings.HasSuffix(name, "/baseline") {
-			ratio = fmt.Sprintf("%.2fx", median(samples[name].ns)/median(base.ns))
-		}
 		s := samples[name]
+		if base, ok := samples[group+"/baseline"]; ok && !strings.HasSuffix(name, "/baseline") {
+			var runs []float64
+			for i := range min(len(s.ns), len(base.ns)) {
+				runs = append(runs, s.ns[i]/base.ns[i])
+			}
+			ratio = fmt.Sprintf("%.2fx (%.2f-%.2f)", median(s.ns)/median(base.ns), slices.Min(runs), slices.Max(runs))
+		}
 		fmt.Fprintf(w, "%s\t%.0f\t%s\t%.0f\t%.0f\t\n", name, median(s.ns), ratio, median(s.bytes), median(s.allocs))
 	}
-	return w.Flush()
+	if err := w.Flush(); err != nil {
+		return err
+	}
+	header := false
+	for _, name := range order {
+		s := samples[name]
+		for _, unit := range s.units {
+			if !header {
+				fmt.Fprintln(out, "\nReported metrics (median and range over the runs):")
+				header = true
+			}
+			v := s.metrics[unit]
+			fmt.Fprintf(out, "%s: %.3g %s (%.3g–%.3g, %d runs)\n", name, median(v), unit, slices.Min(v), slices.Max(v), len(v))
+		}
+	}
+	return nil
 }
 
 func median(v []float64) float64 {
