@@ -43,7 +43,8 @@ import (
 //  4. then broken replicas: not provisioned, which includes those still
 //     being provisioned, or failed (PhasePending, PhaseFailed); with
 //     Spec.Rebalance only failed ones, so that a replica created to move
-//     the set is not the first to go;
+//     the set is not the first to go; a replica in any other phase,
+//     PhaseUnknown included, is not broken here;
 //  5. then the rest, one at a time from the listed zone with the most live
 //     replicas left (protected ones count, and victims chosen before leave),
 //     the later listed zone on a tie, skipping zones with no candidate left;

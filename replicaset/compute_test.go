@@ -2,6 +2,8 @@ package replicaset_test
 
 import (
 	"errors"
+	"fmt"
+	"math"
 	"testing"
 	"time"
 
@@ -124,6 +126,36 @@ func TestCompute(t *testing.T) {
 				t.Errorf("Compute(%+v) plan mismatch (-want +got):\n%s", tt.spec, diff)
 			}
 		})
+	}
+}
+
+// TestCompute_NoCap: MaxPerPass math.MaxInt, as its doc says, lifts the
+// cap: 1,200 creates (with zones, 400 for each) and 1,200 deletes in one
+// pass, nothing deferred.
+func TestCompute_NoCap(t *testing.T) {
+	const n = 1_200
+	zones := []string{"a", "b", "c"}
+	up, err := replicaset.Compute(replicaset.Spec{Desired: n, MaxPerPass: math.MaxInt, Zones: zones}, nil, deletionpolicy.Oldest{}, now)
+	if err != nil {
+		t.Fatal(err)
+	}
+	perZone := map[string]int{}
+	for _, z := range up.CreateZones {
+		perZone[z]++
+	}
+	if diff := cmp.Diff(map[string]int{"a": n / 3, "b": n / 3, "c": n / 3}, perZone); up.Create != n || up.Deferred != 0 || diff != "" {
+		t.Errorf("scale-up from 0 to %d: Create %d, Deferred %d, zones (-want +got):\n%s", n, up.Create, up.Deferred, diff)
+	}
+	set := make([]replicaset.Replica, n)
+	for i := range set {
+		set[i] = replicaset.Replica{Name: fmt.Sprintf("r-%d", i), Zone: zones[i%3]}
+	}
+	down, err := replicaset.Compute(replicaset.Spec{MaxPerPass: math.MaxInt, Zones: zones}, set, deletionpolicy.Oldest{}, now)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(down.Delete) != n || down.Deferred != 0 {
+		t.Errorf("scale-down from %d to 0: %d deletes, Deferred %d; want %d and 0", n, len(down.Delete), down.Deferred, n)
 	}
 }
 

@@ -32,8 +32,10 @@ type Spec struct {
 	// Desired is the number of replicas wanted. It must not be negative.
 	Desired int
 	// MaxPerPass caps the creates and, separately, the deletes one plan may
-	// ask for; the rest waits for later passes (Plan.Deferred). Zero means
-	// DefaultMaxPerPass. It must not be negative.
+	// ask for; the rest waits for later passes (Plan.Deferred). A capped
+	// scale-down deletes the first MaxPerPass replicas of Compute's
+	// deletion order. Zero means DefaultMaxPerPass; for no cap, use
+	// math.MaxInt. It must not be negative.
 	MaxPerPass int
 	// ReplaceDeleting selects how replicas that are already being deleted
 	// count. When false (the default, as in Cluster API and the
