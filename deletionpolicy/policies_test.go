@@ -160,7 +160,7 @@ func TestRandom_StablePerReplica(t *testing.T) {
 }
 
 // TestRandom_EveryByteCounts: changing any one byte of a name of up to
-// 160 bytes, or adding a zero byte at its end, changes its rank; and so
+// 40 bytes, or adding a zero byte at its end, changes its rank; and so
 // does changing one bit of the seed. A byte the hash dropped would tie
 // the two names for every seed. (Two 64-bit hashes agree by chance about
 // once in 2^64 draws.)

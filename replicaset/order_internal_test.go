@@ -3,6 +3,7 @@ package replicaset
 import (
 	"fmt"
 	"slices"
+	"strconv"
 	"testing"
 	"time"
 
@@ -68,16 +69,27 @@ func (rankByCreation) Rank(r Replica, _ Env) Rank { return Rank{r.CreatedAt.Unix
 
 // TestZoneIndex_MatchesAScan: looking a zone up by its key finds what a
 // scan of the listed zones finds, for lists whose zones share keys (names
-// from a small alphabet, of a few lengths) and for more zones than a key's
-// table entry can number (over 127), asking for listed zones, unlisted
-// ones and the empty zone.
+// from a small alphabet, of a few lengths) and for lists that hold a zone
+// with a key of its own after 127 or more zones that share one (at index
+// 255 it would read as no zone if its index wrapped to -1 in the table),
+// asking for listed zones, unlisted ones and the empty zone.
 func TestZoneIndex_MatchesAScan(t *testing.T) {
 	name := rapid.StringMatching(`[ab0]{1,4}`)
+	sameKey := []string{"zone-a"} // 300 zones that share a key
+	for i := int64(0); len(sameKey) < 300 && i < 1<<20; i++ {
+		if z := strconv.FormatInt(i, 36); zoneKey(z) == zoneKey(sameKey[0]) {
+			sameKey = append(sameKey, z)
+		}
+	}
+	if len(sameKey) < 300 {
+		t.Fatalf("found %d zone names that share zone-a's key, want 300", len(sameKey))
+	}
 	rapid.Check(t, func(t *rapid.T) {
 		var zones []string
 		if rapid.Bool().Draw(t, "many") {
-			for i := range rapid.IntRange(128, 200).Draw(t, "count") {
-				zones = append(zones, fmt.Sprintf("z%d", i))
+			zones = slices.Clone(sameKey[:rapid.SampledFrom([]int{127, 128, 255, 256, 300}).Draw(t, "sharing")])
+			for i := range rapid.IntRange(1, 3).Draw(t, "own") {
+				zones = append(zones, []string{"last", "more", "again"}[i])
 			}
 		} else {
 			zones = rapid.SliceOfNDistinct(name, 1, 12, rapid.ID).Draw(t, "zones")

@@ -3,7 +3,8 @@ package replicaset
 import "sync"
 
 // scratch is the working memory of one Compute call: validation's hash
-// tables, the victims with their keys and order, and each replica's zone.
+// tables, the victims with their keys and order, each replica's zone, and
+// the table that finds a zone by its key.
 // Compute takes one from a pool and returns it, so a controller planning
 // pass after pass allocates it once per size rather than on every call.
 // Allocated afresh, it was a large object per call to clear and then to

@@ -297,7 +297,9 @@ func TestZones_RouteAroundAFailingZone(t *testing.T) {
 }
 
 // BenchmarkCompute_Zones measures a capped scale-down of 100,000 replicas
-// spread over 10 zones, beside the same set without zones ("baseline").
+// spread over 10 zones, beside the same set without zones ("baseline");
+// and the two in alternation ("paired", whose ns/op covers one of each),
+// reporting the zoned call's time over the other's as zoned/none.
 func BenchmarkCompute_Zones(b *testing.B) {
 	const n = 100_000
 	var zones []string
@@ -426,6 +428,15 @@ func TestCompute_Rebalance(t *testing.T) {
 	spec.Zones, spec.Desired = []string{"a", "b"}, 2
 	if p := step(x1, a1); !p.IsZero() {
 		t.Fatalf("a protected replica in an unlisted zone: %v; want nothing", p)
+	}
+
+	// A failed replica is no candidate in the healthy tier, yet its zone
+	// is still a zone with a replica that may go: a2 failed in a beside a1
+	// moves one replica to b.
+	failed := in("a", aged("a2", 2*time.Hour))
+	failed.Phase, failed.Ready = replicaset.PhaseFailed, false
+	if p := step(a1, failed); p.Create != 1 || !slices.Equal(p.CreateZones, []string{"b"}) {
+		t.Fatalf("a1 and a failed a2 over a and b: %v; want one create in b", p)
 	}
 }
 
