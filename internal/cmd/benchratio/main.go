@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"fmt"
 	"io"
+	"math"
 	"os"
 	"regexp"
 	"slices"
@@ -15,8 +16,9 @@ import (
 // line matches "BenchmarkName/sub-8   100   123 ns/op   45 B/op   6 allocs/op".
 var line = regexp.MustCompile(`^(Benchmark\S+?)(?:-\d+)?\s+\d+\s+([\d.]+) ns/op(.*)$`)
 
-// metric matches one "value unit" pair after ns/op.
-var metric = regexp.MustCompile(`([\d.]+) (\S+)`)
+// metric matches one "value unit" pair after ns/op; values may be signed,
+// in exponent form, NaN or infinite, as testing.B.ReportMetric prints them.
+var metric = regexp.MustCompile(`([-+]?(?:\d+\.?\d*|\.\d+)(?:[eE][-+]?\d+)?|NaN|[-+]Inf) (\S+)`)
 
 // sample holds one benchmark's results, one entry per run.
 type sample struct {
@@ -84,7 +86,7 @@ func run(in io.Reader, out io.Writer) error {
 			for i := range min(len(s.ns), len(base.ns)) {
 				runs = append(runs, s.ns[i]/base.ns[i])
 			}
-			ratio = fmt.Sprintf("%.2fx (%.2f-%.2f)", median(s.ns)/median(base.ns), slices.Min(runs), slices.Max(runs))
+			ratio = fmt.Sprintf("%.2fx (%.2f to %.2f)", median(s.ns)/median(base.ns), slices.Min(runs), slices.Max(runs))
 		}
 		fmt.Fprintf(w, "%s\t%.0f\t%s\t%.0f\t%.0f\t\n", name, median(s.ns), ratio, median(s.bytes), median(s.allocs))
 	}
@@ -100,10 +102,28 @@ func run(in io.Reader, out io.Writer) error {
 				header = true
 			}
 			v := s.metrics[unit]
-			fmt.Fprintf(out, "%s: %.3g %s (%.3g–%.3g, %d runs)\n", name, median(v), unit, slices.Min(v), slices.Max(v), len(v))
+			fmt.Fprintf(out, "%s: %s %s (%s to %s, %s)\n", name, number(median(v)), unit,
+				number(slices.Min(v)), number(slices.Max(v)), plural(len(v), "run"))
 		}
 	}
 	return nil
+}
+
+// number formats a reported metric: three significant digits, but whole
+// numbers from 1,000 up.
+func number(v float64) string {
+	if math.Abs(v) >= 1000 {
+		return strconv.FormatFloat(v, 'f', 0, 64)
+	}
+	return strconv.FormatFloat(v, 'g', 3, 64)
+}
+
+// plural returns "1 run" or "n runs".
+func plural(n int, noun string) string {
+	if n == 1 {
+		return "1 " + noun
+	}
+	return fmt.Sprintf("%d %ss", n, noun)
 }
 
 func median(v []float64) float64 {
