@@ -60,7 +60,7 @@ type keySort struct {
 const smallBucket = 24
 
 func newKeySort(vs []victim, w *scratch) *keySort {
-	s := &keySort{vs: vs, idx: w.int32s(0, len(vs)), tmp: w.int32s(1, len(vs))}
+	s := &keySort{vs: vs, idx: w.int32s(intsOrder, len(vs)), tmp: w.int32s(intsScatter, len(vs))}
 	if len(vs) == 0 {
 		return s
 	}
@@ -78,7 +78,7 @@ func newKeySort(vs []victim, w *scratch) *keySort {
 		}
 	}
 	s.words = len(cols)
-	s.keys = w.uint64s(1, len(vs)*len(cols))
+	s.keys = w.uint64s(wordsKeys, len(vs)*len(cols))
 	for i := range vs {
 		for w, c := range cols {
 			s.keys[i*len(cols)+w] = vs[i].column(c)

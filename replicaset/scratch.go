@@ -15,13 +15,26 @@ import "sync"
 // about 100 to 160 bytes per replica of the largest set it served, until the
 // garbage collector empties the pool.
 type scratch struct {
-	words  [2][]uint64
-	ints   [3][]int32
+	words  [2][]uint64 // by wordsSlots, wordsKeys
+	ints   [3][]int32  // by intsOrder, intsScatter, intsZones
 	victim []victim
 	used   int // victims handed out since the scratch left the pool
 	// zoneKeys is zoneCounts.byKey.
 	zoneKeys [256]int8
 }
+
+// The buffers by name, each holding one kind of data in a call, so that
+// no user overwrites another's while it is still read.
+const (
+	wordsSlots = iota // validation's two hash sets (newIndexSets)
+	wordsKeys         // the victims' packed sort keys (newKeySort)
+)
+
+const (
+	intsOrder   = iota // the victims' order (keySort.idx)
+	intsScatter        // a radix pass's scatter (keySort.tmp)
+	intsZones          // each replica's zone (zoneCounts.of)
+)
 
 var scratchPool = sync.Pool{New: func() any { return new(scratch) }}
 

@@ -174,7 +174,7 @@ func newIndexSets(n int, w *scratch) (indexSet, indexSet) {
 	for size < 2*n {
 		size *= 2
 	}
-	slots := w.uint64s(0, 2*size)
+	slots := w.uint64s(wordsSlots, 2*size)
 	clear(slots)
 	return indexSet{slots[:size:size], uint64(size - 1)}, indexSet{slots[size:], uint64(size - 1)}
 }

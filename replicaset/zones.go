@@ -35,7 +35,7 @@ type zoneCounts struct {
 // Compute adds each replica (add), then finishes them (finish).
 func newZoneCounts(spec Spec, n int, w *scratch) zoneCounts {
 	k := len(spec.Zones)
-	zc := zoneCounts{zones: spec.Zones, of: w.int32s(2, n), rebalance: spec.Rebalance, byKey: &w.zoneKeys}
+	zc := zoneCounts{zones: spec.Zones, of: w.int32s(intsZones, n), rebalance: spec.Rebalance, byKey: &w.zoneKeys}
 	zoneIndex(zc.byKey, zc.zones)
 	counts := make([]int, 3*k)
 	zc.live, zc.free, zc.healthy = counts[:k:k], counts[k:2*k:2*k], counts[2*k:]
