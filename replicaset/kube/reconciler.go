@@ -25,10 +25,12 @@ const DefaultMaxConcurrentReconciles = 5
 // Reconciler keeps the children of owners of type O converged on each
 // owner's desired count. Each pass reads, decides, applies and reports;
 // only the read and the two write steps do I/O, and every choice is made by
-// pure functions (see the package documentation). SetupWithManager is
-// required: it fills in the fields left nil (Client, Cache, APIReader,
-// Scheme, Events, Metrics) and registers the indexes reads go through;
-// Policies and Expectations are filled in on first use.
+// pure functions (see the package documentation). It must be set up before
+// its first pass: SetupWithManager fills in the fields left nil (Client,
+// Cache, APIReader, Scheme, Events, Metrics) and registers the indexes
+// reads go through; Policies and Expectations are filled in on first use.
+// To run passes without a manager (a unit test on a fake client), see
+// SetupWithIndexer and package kubetest.
 type Reconciler[O, C client.Object] struct {
 	// Client writes to the API server: creates, deletes, ownership
 	// patches and status patches.
@@ -167,14 +169,22 @@ var ErrSelectorMismatch = errors.New("kube: selector does not match the template
 // whose children have no ordinals (Naming is RandomNames).
 var ErrNeedsOrdinalNames = errors.New("kube: the deletion policy needs ordinal names")
 
-// errNotSetUp is what a Reconciler that SetupWithManager never registered
-// returns: its reads go through indexes only SetupWithManager creates.
-var errNotSetUp = errors.New("kube: Reconciler used without SetupWithManager, which registers the indexes it reads through")
+// errNotSetUp is what a Reconciler that was never set up returns: its
+// reads go through indexes only SetupWithManager (or SetupWithIndexer)
+// registers.
+var errNotSetUp = errors.New("kube: Reconciler used without SetupWithManager or SetupWithIndexer, which register the indexes it reads through")
+
+// errNoClients is what a Reconciler set up without a manager returns when
+// it was given no client to read or write with.
+var errNoClients = errors.New("kube: Reconciler.Client, Cache and APIReader must be set (SetupWithManager takes them from the manager)")
 
 // Reconcile implements reconcile.Reconciler: read, decide, apply, report.
 func (r *Reconciler[O, C]) Reconcile(ctx context.Context, req reconcile.Request) (reconcile.Result, error) {
 	if r.index == "" {
 		return reconcile.Result{}, reconcile.TerminalError(errNotSetUp)
+	}
+	if r.Client == nil || r.Cache == nil || r.APIReader == nil {
+		return reconcile.Result{}, reconcile.TerminalError(errNoClients)
 	}
 	r.defaults()
 	o, err := r.read(ctx, req)

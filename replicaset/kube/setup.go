@@ -2,6 +2,7 @@ package kube
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"maps"
 	"slices"
@@ -64,26 +65,12 @@ func (r *Reconciler[O, C]) SetupWithManager(mgr ctrl.Manager, name string) error
 		}
 		r.Metrics = m
 	}
-	r.index = name
-	var err error
-	if r.ownerGVK, err = apiutil.GVKForObject(r.EmptyOwner(), r.Scheme); err != nil {
-		return fmt.Errorf("owner kind: %w", err)
-	}
-	if r.childGVK, err = apiutil.GVKForObject(r.EmptyChild(), r.Scheme); err != nil {
-		return fmt.Errorf("child kind: %w", err)
-	}
-	ctx := context.Background()
-	if err := mgr.GetFieldIndexer().IndexField(ctx, r.EmptyChild(), r.childIndex(), controllerUID); err != nil {
-		return fmt.Errorf("index children by controller: %w", err)
+	if err := r.SetupWithIndexer(mgr.GetFieldIndexer(), name); err != nil {
+		return err
 	}
 	workers := r.MaxConcurrentReconciles
 	if workers == 0 {
 		workers = DefaultMaxConcurrentReconciles
-	}
-	if r.EmptyOwnerList != nil {
-		if err := mgr.GetFieldIndexer().IndexField(ctx, r.EmptyOwner(), r.ownerIndex(), r.selectorKey); err != nil {
-			return fmt.Errorf("index owners by selector: %w", err)
-		}
 	}
 	return ctrl.NewControllerManagedBy(mgr).
 		Named(name).
@@ -91,6 +78,46 @@ func (r *Reconciler[O, C]) SetupWithManager(mgr ctrl.Manager, name string) error
 		Watches(r.EmptyChild(), r.childEvents()).
 		WithOptions(controller.Options{MaxConcurrentReconciles: workers}).
 		Complete(r)
+}
+
+// SetupWithIndexer readies the Reconciler to run passes without a
+// manager: it resolves the owner's and the child's kinds through Scheme
+// (which must be set), and registers with indexer the field indexes the
+// reconciler reads through, named after name (the controller's name, as
+// given to SetupWithManager, which calls it). It watches nothing and
+// starts nothing: the caller calls Reconcile itself, for instance a unit
+// test on controller-runtime's fake client, whose builder takes the
+// indexes (package kubetest does this). Client, Cache and APIReader must
+// be set before the first Reconcile, and Cache must serve the indexes
+// registered here.
+func (r *Reconciler[O, C]) SetupWithIndexer(indexer client.FieldIndexer, name string) error {
+	if name == "" {
+		return errors.New("kube: SetupWithIndexer needs a controller name")
+	}
+	if r.Scheme == nil {
+		return errors.New("kube: Reconciler.Scheme is nil; it must know the owner's and the child's kinds")
+	}
+	if r.Adapter == nil || r.EmptyOwner == nil || r.EmptyChild == nil || r.EmptyChildList == nil {
+		return errors.New("kube: Reconciler needs Adapter, EmptyOwner, EmptyChild and EmptyChildList")
+	}
+	var err error
+	if r.ownerGVK, err = apiutil.GVKForObject(r.EmptyOwner(), r.Scheme); err != nil {
+		return fmt.Errorf("owner kind: %w", err)
+	}
+	if r.childGVK, err = apiutil.GVKForObject(r.EmptyChild(), r.Scheme); err != nil {
+		return fmt.Errorf("child kind: %w", err)
+	}
+	r.index = name
+	ctx := context.Background()
+	if err := indexer.IndexField(ctx, r.EmptyChild(), r.childIndex(), controllerUID); err != nil {
+		return fmt.Errorf("index children by controller: %w", err)
+	}
+	if r.EmptyOwnerList != nil {
+		if err := indexer.IndexField(ctx, r.EmptyOwner(), r.ownerIndex(), r.selectorKey); err != nil {
+			return fmt.Errorf("index owners by selector: %w", err)
+		}
+	}
+	return nil
 }
 
 // childEvents maps an event of a child to the owner that controls it, read
