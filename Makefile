@@ -18,11 +18,20 @@ BENCH_TIME ?= 1s
 .PHONY: all
 all: test
 
+# pkgsite's address for `make docs`; loopback only.
+DOCS_ADDR ?= localhost:6060
+
 ## tools: build etcd, kube-apiserver, kube-controller-manager, kubectl and
 ## controller-gen from the Go module proxy into bin/ (skips what is built).
 .PHONY: tools
 tools:
 	@BIN=$(BIN) bash hack/tools/build.sh
+
+## checkers: install the pinned tools that check the code (golangci-lint,
+## pkgsite, apidiff) into bin/ (skips what is installed).
+.PHONY: checkers
+checkers:
+	@BIN=$(BIN) bash hack/tools/checkers.sh
 
 ## fmt-check: fail when a Go file is not gofmt-formatted.
 .PHONY: fmt-check
@@ -61,6 +70,26 @@ generate: tools
 generate-check: generate
 	@git diff --exit-code --stat -- examples/vmset/api examples/vmset/config/crd examples/vmset/config/rbac || \
 		{ echo "generated code was stale: run 'make generate' and commit the result" >&2; exit 1; }
+
+## docs: serve both modules' documentation as pkg.go.dev shows it, with the
+## pkgsite pkg.go.dev runs (golang.org/x/pkgsite/cmd/pkgsite v0.6.0), on
+## http://$(DOCS_ADDR) until Ctrl-C; dependencies' docs come from the
+## module cache.
+.PHONY: docs
+docs:
+	@BIN=$(BIN) bash hack/tools/checkers.sh pkgsite
+	@echo "docs: http://$(DOCS_ADDR)/github.com/replicakit/replicakit (Ctrl-C stops)"
+	@GOPRIVATE="$$(go env GOPRIVATE),github.com/replicakit/replicakit" $(BIN)/pkgsite -http=$(DOCS_ADDR) $(MODULES)
+
+## docs-check: serve both modules with pkgsite on a free loopback port and
+## fail when a package's page would not display its documentation on
+## pkg.go.dev, its license is not detected as Apache-2.0 alone, or an
+## importable package with an exported entry point has no runnable example
+## (internal/cmd/docscheck).
+.PHONY: docs-check
+docs-check:
+	@BIN=$(BIN) bash hack/tools/checkers.sh pkgsite
+	go run ./internal/cmd/docscheck -pkgsite $(BIN)/pkgsite $(MODULES)
 
 ## bench: run the benchmarks and print each as a ratio against the baseline
 ## measured in the same run.

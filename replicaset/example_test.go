@@ -1,6 +1,7 @@
 package replicaset_test
 
 import (
+	"errors"
 	"fmt"
 	"slices"
 	"time"
@@ -156,4 +157,48 @@ func ExampleNextAvailable() {
 	fmt.Println(after, ok)
 	// Output:
 	// 20s true
+}
+
+// A spec from user input is checked before planning: every problem is
+// reported at once, and each wraps ErrInvalidSpec.
+func ExampleSpec_Validate() {
+	spec := replicaset.Spec{Desired: -1, Zones: []string{"zone-a", "zone-a"}}
+	err := spec.Validate()
+	fmt.Println(errors.Is(err, replicaset.ErrInvalidSpec))
+	fmt.Println(err)
+	// Output:
+	// true
+	// desired replicas -1 is negative: replicaset: invalid spec
+	// zone "zone-a" is listed twice: replicaset: invalid spec
+}
+
+// A replica counts as available once it has been ready for the spec's
+// minimum time; the boundary is inclusive.
+func ExampleReplica_Available() {
+	now := time.Date(2026, 11, 30, 12, 0, 0, 0, time.UTC)
+	r := replicaset.Replica{Name: "web-0", Ready: true, ReadySince: now.Add(-20 * time.Second)}
+	fmt.Println(r.Available(30*time.Second, now))
+	fmt.Println(r.Available(30*time.Second, now.Add(10*time.Second)))
+	fmt.Println(r.Available(0, now))
+	// Output:
+	// false
+	// true
+	// true
+}
+
+// A controller stops acting when the plan is empty: the set has converged.
+func ExamplePlan_IsZero() {
+	now := time.Date(2026, 11, 30, 12, 0, 0, 0, time.UTC)
+	replicas := []replicaset.Replica{{Name: "web-0"}, {Name: "web-1"}}
+	for _, desired := range []int{3, 2} {
+		plan, err := replicaset.Compute(replicaset.Spec{Desired: desired}, replicas, deletionpolicy.Oldest{}, now)
+		if err != nil {
+			fmt.Println(err)
+			return
+		}
+		fmt.Println(desired, plan.IsZero(), plan)
+	}
+	// Output:
+	// 3 false create=1 delete=[] deleting=[] deferred=0
+	// 2 true create=0 delete=[] deleting=[] deferred=0
 }

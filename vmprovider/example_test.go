@@ -9,6 +9,7 @@ import (
 	"github.com/replicakit/replicakit/deletionpolicy"
 	"github.com/replicakit/replicakit/naming"
 	"github.com/replicakit/replicakit/replicaset"
+	"github.com/replicakit/replicakit/replicaset/execute"
 	"github.com/replicakit/replicakit/vmprovider"
 	"github.com/replicakit/replicakit/vmprovider/vmprovidertest"
 )
@@ -183,4 +184,54 @@ func ExampleSet_zones() {
 	// zone a: replicas=2 ready=2
 	// zone b: replicas=1 ready=1
 	// zone c: replicas=1 ready=1
+}
+
+// The Actuator carries out a plan (execute.Plan) in a provider: each
+// create clones the template under the replica's name, in the zone's
+// placement when the plan spreads over zones, and each delete destroys
+// the VM only if it carries the template's owner mark.
+func ExampleActuator() {
+	ctx := context.Background()
+	p := &vmprovidertest.Fake{}
+	a := vmprovider.Actuator{
+		Provider: p,
+		Template: vmprovider.Spec{Owner: vmprovider.Owner{UID: "uid-web", Name: "prod/web"}, CPUs: 2, MemoryMiB: 2048, PowerOn: true},
+		Zones: map[string]vmprovider.Placement{
+			"zone-a": {ResourcePool: "cluster-a"},
+			"zone-b": {ResourcePool: "cluster-b"},
+		},
+	}
+	plan := replicaset.Plan{Create: 2, CreateZones: []string{"zone-a", "zone-b"}}
+	res := execute.Plan(ctx, a, plan, []string{"web-0", "web-1"}, execute.Options{InitialBatch: 2})
+	fmt.Println(res.Created, res.Err)
+
+	res = execute.Plan(ctx, a, replicaset.Plan{Delete: []replicaset.Replica{{Name: "web-0"}}}, nil, execute.Options{})
+	fmt.Println(res.Deleted, res.Err)
+	vms, err := p.List(ctx, "uid-web")
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	for _, vm := range vms {
+		fmt.Println(vm.Name, vm.Zone, vm.Power)
+	}
+	// Output:
+	// [web-0 web-1] <nil>
+	// [web-0] <nil>
+	// web-1 zone-b PoweredOn
+}
+
+// Each readiness choice asks more of a VM's guest before the VM counts as
+// ready; a choice read from user input is validated first.
+func ExampleReadiness() {
+	vm := vmprovider.VM{Name: "web-0", Power: vmprovider.PoweredOn, Heartbeat: vmprovider.HeartbeatGreen}
+	for _, r := range []vmprovider.Readiness{vmprovider.ReadyWhenPoweredOn, vmprovider.ReadyWhenGuestHeartbeat, vmprovider.ReadyWhenIPAddress} {
+		fmt.Println(r, r.Ready(vm))
+	}
+	fmt.Println(vmprovider.Readiness("Pingable").Validate())
+	// Output:
+	// PoweredOn true
+	// GuestHeartbeat true
+	// IPAddress false
+	// readiness "Pingable": want PoweredOn, GuestHeartbeat or IPAddress: vmprovider: invalid spec
 }

@@ -2,6 +2,7 @@ package execute_test
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"slices"
 	"strings"
@@ -85,4 +86,39 @@ func ExampleZonedActuator() {
 	// Output:
 	// [zone-a/web-0 zone-c/web-2] [zone-b]
 	// [zone-a]
+}
+
+// errBusy is what a platform says when it cannot delete a replica yet.
+var errBusy = errors.New("replica is busy")
+
+// busy is a platform that refuses to delete one replica.
+type busy struct {
+	shelf
+	name string
+}
+
+func (b *busy) Delete(ctx context.Context, r replicaset.Replica) error {
+	if r.Name == b.name {
+		return errBusy
+	}
+	return b.shelf.Delete(ctx, r)
+}
+
+// Every failed operation is an *OpError naming the replica, and wraps the
+// platform's error, which a caller can test for.
+func ExampleOpError() {
+	b := &busy{shelf: shelf{names: []string{"web-0", "web-1", "web-2"}}, name: "web-1"}
+	plan := replicaset.Plan{Delete: []replicaset.Replica{{Name: "web-1"}, {Name: "web-2"}}}
+	res := execute.Plan(context.Background(), b, plan, nil, execute.Options{})
+	fmt.Println(res.Deleted, b.names)
+
+	var op *execute.OpError
+	if errors.As(res.Err, &op) {
+		fmt.Println(op.Op, op.Name, errors.Is(op, errBusy))
+	}
+	fmt.Println(res.Err)
+	// Output:
+	// [web-2] [web-0 web-1]
+	// delete web-1 true
+	// delete web-1: replica is busy
 }

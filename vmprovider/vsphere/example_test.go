@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"math/rand/v2"
 	"net/url"
+	"strings"
 	"time"
 
 	"github.com/vmware/govmomi/simulator"
@@ -56,7 +57,7 @@ func ExampleNew() {
 		fmt.Println(err)
 		return
 	}
-	defer p.Close(ctx)
+	defer func() { _ = p.Close(ctx) }() // a failed logout leaves a session that times out
 
 	owner := vmprovider.Owner{UID: "6f1c1f4e-7d1a-4c36-9a0e-2f5d0b6f8a11", Name: "default/web"}
 	vm, err := p.Create(ctx, vmprovider.Spec{Name: "web-0", Owner: owner, CPUs: 2, MemoryMiB: 2048, PowerOn: true})
@@ -88,7 +89,7 @@ func ExampleProvider_set() {
 		fmt.Println(err)
 		return
 	}
-	defer p.Close(ctx)
+	defer func() { _ = p.Close(ctx) }() // a failed logout leaves a session that times out
 
 	set := &vmprovider.Set{
 		Provider: p,
@@ -126,7 +127,7 @@ func ExampleConnect() {
 		fmt.Println(err)
 		return
 	}
-	defer logout(ctx)
+	defer func() { _ = logout(ctx) }() // a failed logout leaves a session that times out
 	fmt.Println(c.ServiceContent.About.ApiType)
 
 	cfg.Password = "wrong"
@@ -170,4 +171,82 @@ func ExampleCached() {
 	// Output:
 	// 1 web-0 PoweredOn default/web <nil>
 	// <nil>
+}
+
+// A Config prints without its password, with %v and %#v alike, so that it
+// can be logged.
+func ExampleConfig_String() {
+	cfg := vsphere.Config{
+		URL:        "https://vcenter.example.com/sdk",
+		Username:   "operator@vsphere.local",
+		Password:   "s3cret",
+		Datacenter: "DC0",
+		Folder:     "/DC0/vm/replicakit",
+	}
+	fmt.Println(cfg)
+	fmt.Println(strings.Contains(fmt.Sprintf("%#v", cfg), cfg.Password))
+	// Output:
+	// vsphere.Config{URL: "https://vcenter.example.com/sdk", Username: "operator@vsphere.local", Password: <redacted>, Insecure: false, Datacenter: "DC0", Folder: "/DC0/vm/replicakit", ResourcePool: "", Datastore: "", Template: "", MaxTasks: 0}
+	// false
+}
+
+// Follow vCenter's VMs as they change: a Watch keeps a copy of every VM
+// below the provider's folder with one property collector, answers Get and
+// List from it, and calls each OnChange function with every change, here
+// a VM powered on and then destroyed.
+func ExampleWatch() {
+	cfg, stop := vcsim("administrator@vsphere.local", "example-pw")
+	defer stop()
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	p, err := vsphere.New(ctx, cfg)
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	owner := vmprovider.Owner{UID: "uid-web", Name: "default/web"}
+
+	w := vsphere.NewWatch(p)
+	on, gone := make(chan vmprovider.VM, 1), make(chan vmprovider.VM, 1)
+	w.OnChange(func(vm vmprovider.VM, isGone bool) {
+		if vm.Owner != owner.UID {
+			return
+		}
+		ch := on
+		if isGone {
+			ch = gone
+		} else if vm.Power != vmprovider.PoweredOn {
+			return
+		}
+		select {
+		case ch <- vm:
+		default: // already told
+		}
+	})
+	done := make(chan error)
+	go func() { done <- w.Run(ctx) }()
+	<-w.Synced()
+
+	if _, err := p.Create(ctx, vmprovider.Spec{Name: "web-0", Owner: owner, PowerOn: true}); err != nil {
+		fmt.Println(err)
+		return
+	}
+	vm := <-on
+	fmt.Println("on:", vm.Name, vm.OwnerName, len(w.List(owner.UID)))
+
+	if err := p.Delete(ctx, "web-0", owner.UID); err != nil {
+		fmt.Println(err)
+		return
+	}
+	vm = <-gone
+	_, ok := w.Get("web-0")
+	fmt.Println("gone:", vm.Name, ok, len(w.List(owner.UID)))
+
+	cancel()
+	fmt.Println(<-done, w.Restarts())
+	_ = p.Close(context.Background())
+	// Output:
+	// on: web-0 default/web 1
+	// gone: web-0 false 0
+	// <nil> 0
 }
