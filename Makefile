@@ -91,6 +91,14 @@ docs-check:
 	@BIN=$(BIN) bash hack/tools/checkers.sh pkgsite
 	go run ./internal/cmd/docscheck -pkgsite $(BIN)/pkgsite $(MODULES)
 
+## apidiff: compare the exported API of both modules with the last release
+## recorded in CHANGELOG.md (apidiff, installed into bin/ by
+## hack/tools/checkers.sh) and fail when an incompatible change is not listed
+## under Unreleased → Breaking changes. Needs the full git history.
+.PHONY: apidiff
+apidiff:
+	@BIN=$(BIN) bash hack/apidiff.sh
+
 ## bench: run the benchmarks and print each as a ratio against the baseline
 ## measured in the same run.
 .PHONY: bench
