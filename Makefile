@@ -44,11 +44,20 @@ fmt-check:
 vet:
 	@for m in $(MODULES); do echo "go vet ($$m)"; go -C $$m vet ./...; done
 
-## test: gofmt check, go vet, go.mod tidy, generated code up to date, and
-## every test of both modules with the race detector, against the real
-## control plane built by `make tools`.
+## lint: golangci-lint (pinned in hack/tools/checkers.sh, configured by
+## .golangci.yml) on both modules; fails on any finding.
+.PHONY: lint
+lint:
+	@BIN=$(BIN) bash hack/tools/checkers.sh golangci-lint
+	@for m in $(MODULES); do echo "golangci-lint ($$m)"; (cd $$m && $(BIN)/golangci-lint run ./...); done
+
+## test: gofmt check, go vet, golangci-lint, go.mod tidy, generated code up
+## to date, the exported API against the last release (apidiff), every
+## package's documentation as pkg.go.dev renders it (docs-check), and every
+## test of both modules with the race detector, against the real control
+## plane built by `make tools`.
 .PHONY: test
-test: tools fmt-check vet tidy-check generate-check
+test: tools fmt-check vet lint tidy-check generate-check apidiff docs-check
 	@for m in $(MODULES); do echo "go test ($$m)"; go -C $$m test -race -count=1 ./...; done
 
 ## tidy-check: fail when a module's go.mod or go.sum is not tidy.

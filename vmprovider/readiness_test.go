@@ -84,7 +84,7 @@ func TestTracker_AgainstModel(t *testing.T) {
 				if r.Name != vm.Name || r.Ready != ready {
 					t.Fatalf("pass %d: replica %+v for %+v, want ready %v", pass, r, vm, ready)
 				}
-				var wantPhase replicaset.Phase = replicaset.PhaseRunning
+				wantPhase := replicaset.PhaseRunning
 				if !ready && vm.Power != vmprovider.PoweredOn && wantOn {
 					wantPhase = replicaset.PhasePending
 				}

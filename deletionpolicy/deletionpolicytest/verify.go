@@ -63,12 +63,12 @@ func rank(p deletionpolicy.Policy, r replicaset.Replica, env replicaset.Env) (rk
 func checkPlans(p deletionpolicy.Policy, spec replicaset.Spec, rs []replicaset.Replica, rng *rand.Rand, now time.Time) (err error) {
 	defer func() {
 		if v := recover(); v != nil {
-			err = fmt.Errorf("Compute panics: %v", v)
+			err = fmt.Errorf("replicaset.Compute panics: %v", v)
 		}
 	}()
 	plan, err := replicaset.Compute(spec, rs, p, now)
 	if err != nil {
-		return fmt.Errorf("Compute: %w", err)
+		return fmt.Errorf("replicaset.Compute: %w", err)
 	}
 	shuffled := slices.Clone(rs)
 	rng.Shuffle(len(shuffled), func(i, j int) { shuffled[i], shuffled[j] = shuffled[j], shuffled[i] })

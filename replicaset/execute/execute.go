@@ -165,7 +165,7 @@ func (r *Result) record(ctx context.Context, errs *[]error, op string, names, zo
 			r.Created = append(r.Created, names[i])
 		case err == nil:
 			r.Deleted = append(r.Deleted, names[i])
-		case err == errNotStarted:
+		case errors.Is(err, errNotStarted):
 			r.Skipped = append(r.Skipped, names[i])
 		default:
 			*errs = append(*errs, &OpError{Op: op, Name: names[i], Zone: zone, Err: err})

@@ -118,7 +118,7 @@ func decide(o *observation, rl rules) decision {
 	}
 	d.members = keep
 	if d.hold == holdNone {
-		d.members = append(keep, adopt...) // counted as if adopted: apply adopts first
+		d.members = append(d.members, adopt...) // counted as if adopted: apply adopts first
 	}
 	policy, err := rl.policies.Lookup(policyName(o.spec))
 	if err == nil && deletionpolicy.UsesOrdinals(policy) && rl.naming != OrdinalNames {

@@ -199,11 +199,11 @@ func TestEdges_RefusingPlatformCostsOneCallPerPass(t *testing.T) {
 	t.Logf("%d creates, %d live reads", n, r)
 }
 
-var errTest = errTestType{}
+var errTest = testError{}
 
-type errTestType struct{}
+type testError struct{}
 
-func (errTestType) Error() string { return "refused by the test" }
+func (testError) Error() string { return "refused by the test" }
 
 // TestEdges_BadDeletionCostIsReported: a deletion cost that is not an
 // integer gives a Warning event and a condition naming the child and the

@@ -61,6 +61,6 @@ func TestChaos(t *testing.T) {
 	for _, r := range rows {
 		fmt.Fprintf(w, "%s\t%s\t%s\t%d\t%s\t%d\t%d\t%d\t%v\n", r.name, r.steps, r.injected, r.maxChildren, r.final, r.leaked, r.duplicates, r.foreignChanged, r.took.Round(100*time.Millisecond))
 	}
-	w.Flush()
+	_ = w.Flush() // into a strings.Builder, which cannot fail
 	fmt.Print("\n" + b.String())
 }

@@ -3,6 +3,7 @@ package main
 import (
 	"bufio"
 	"context"
+	"errors"
 	"fmt"
 	"os"
 	"os/exec"
@@ -82,7 +83,7 @@ func (b *bench) startBinding(l limit) (stop func(), pid int, err error) {
 // serveBinding is the binding's process: a manager at the given limits on
 // the API server of kubeconfig, until SIGTERM or SIGINT, writing a CPU
 // profile to profile if it is set.
-func serveBinding(kubeconfig string, qps float32, burst int, profile string) error {
+func serveBinding(kubeconfig string, qps float32, burst int, profile string) (err error) {
 	cfg, err := clientcmd.BuildConfigFromFlags("", kubeconfig)
 	if err != nil {
 		return err
@@ -108,11 +109,12 @@ func serveBinding(kubeconfig string, qps float32, burst int, profile string) err
 		return err
 	}
 	if profile != "" {
-		f, err := os.Create(profile)
-		if err != nil {
-			return err
+		f, ferr := os.Create(profile)
+		if ferr != nil {
+			return ferr
 		}
-		defer f.Close()
+		// Runs after StopCPUProfile has written the profile's end.
+		defer func() { err = errors.Join(err, f.Close()) }()
 		if err := pprof.StartCPUProfile(f); err != nil {
 			return err
 		}

@@ -143,8 +143,9 @@ func (b *bench) startReplicaSetController(l limit) (stop func(), pid int, err er
 	stop = func() {
 		_ = syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL)
 		_ = cmd.Wait()
-		logf.Close()
-		os.Remove(logf.Name())
+		// Teardown of a temporary log: a leftover file is harmless.
+		_ = logf.Close()
+		_ = os.Remove(logf.Name())
 	}
 	// Ready when its informers have synced.
 	deadline := time.Now().Add(60 * time.Second)

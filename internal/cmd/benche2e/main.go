@@ -94,14 +94,14 @@ type fleetOptions struct {
 
 // run measures at each of limits (runs times at 1000/1000, medians
 // reported), then the raw loop, the many-owner fleets and the steady state.
-func run(ctx context.Context, limits []limit, fastRuns, n int, profile string, fo fleetOptions) error {
+func run(ctx context.Context, limits []limit, fastRuns, n int, profile string, fo fleetOptions) (err error) {
 	scheme := newScheme()
 	fmt.Println("Starting etcd, kube-apiserver and kube-controller-manager (garbage collector) ...")
 	env, err := testenv.Start(testenv.Options{CRDs: []*apiextensionsv1.CustomResourceDefinition{testenv.WidgetCRD()}, Scheme: scheme})
 	if err != nil {
 		return err
 	}
-	defer env.Stop()
+	defer func() { err = errors.Join(err, env.Stop()) }()
 	admin := rest.CopyConfig(env.Config)
 	// The harness itself is never the bottleneck: its clients are not
 	// throttled, and both owners are scaled through equal ones.
@@ -189,7 +189,7 @@ func print(lines []line, steady benchkit.Writes, n int) {
 	if steady != nil {
 		fmt.Fprintf(w, "steady-state pass (5 reconciles of a settled %d-Pod Widget)\t\t\t\t\t\t0 writes\t\t\t%.0f writes: %v\n", n, steady.Total(), steady)
 	}
-	w.Flush()
+	_ = w.Flush() // stdout, as the Fprintf calls above: nowhere to report
 }
 
 // bench holds what every measurement shares.

@@ -321,10 +321,10 @@ func startPkgsite(bin string, dirs, modules []string, timeout time.Duration) (*s
 		}
 		select {
 		case <-s.done:
-			return nil, fmt.Errorf("pkgsite exited before serving (%v):\n%s", s.err, s.log.String())
+			return nil, fmt.Errorf("pkgsite exited before serving (%v):\n%s", s.err, s.log.String()) //nolint:errorlint // nil after a clean exit, which %w would print as %!w(<nil>)
 		case <-ctx.Done():
 			stopErr := s.stop()
-			return nil, fmt.Errorf("pkgsite did not serve %s within %s (stop: %v):\n%s", s.base, timeout, stopErr, s.log.String())
+			return nil, fmt.Errorf("pkgsite did not serve %s within %s (stop: %v):\n%s", s.base, timeout, stopErr, s.log.String()) //nolint:errorlint // nil after a clean stop; the timeout is the failure
 		case <-time.After(250 * time.Millisecond):
 		}
 	}

@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"errors"
 	"flag"
 	"fmt"
 	"log/slog"
@@ -53,13 +54,13 @@ func main() {
 }
 
 // run starts the API server, measures and prints the table.
-func run(ctx context.Context, crds string, n, sets, per int) error {
+func run(ctx context.Context, crds string, n, sets, per int) (err error) {
 	fmt.Println("Starting etcd and kube-apiserver ...")
 	env, err := testenv.Start(testenv.Options{CRDDirectoryPaths: []string{crds}, Scheme: vmcheck.Scheme()})
 	if err != nil {
 		return err
 	}
-	defer env.Stop()
+	defer func() { err = errors.Join(err, env.Stop()) }()
 	admin := rest.CopyConfig(env.Config)
 	admin.QPS, admin.Burst = -1, 0 // the harness is never the bottleneck
 	cs, err := kubernetes.NewForConfig(admin)

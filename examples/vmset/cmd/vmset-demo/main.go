@@ -22,8 +22,8 @@ func main() {
 	flag.Parse()
 
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
-	defer stop()
 	err := run(ctx, o)
+	stop() // before os.Exit, which skips deferred calls
 	switch {
 	case err == nil:
 	case errors.Is(err, context.Canceled):
@@ -59,7 +59,7 @@ func run(ctx context.Context, o options) (err error) {
 	if err != nil {
 		return err
 	}
-	defer os.RemoveAll(dir)
+	defer func() { _ = os.RemoveAll(dir) }() // a leftover temporary folder is harmless
 	if o.manager == "" {
 		bin, err := testenv.BinDir()
 		if err != nil {

@@ -38,7 +38,7 @@ func startManager(ctx context.Context, bin, kubeconfig, dir string) (*manager, e
 	if err != nil {
 		return nil, err
 	}
-	defer logf.Close()
+	defer func() { _ = logf.Close() }() // the process writes through its own descriptor
 	m.cmd = exec.Command(bin,
 		"--kubeconfig="+kubeconfig,
 		"--vcsim", "--vcsim-env-file="+m.govcEnv,
@@ -68,7 +68,7 @@ func startManager(ctx context.Context, bin, kubeconfig, dir string) (*manager, e
 		if err != nil {
 			continue
 		}
-		res.Body.Close()
+		_ = res.Body.Close() // only the status matters
 		if res.StatusCode != http.StatusOK {
 			continue
 		}
@@ -103,6 +103,6 @@ func freeAddr() (string, error) {
 	if err != nil {
 		return "", err
 	}
-	defer l.Close()
+	defer func() { _ = l.Close() }() // only its port was wanted
 	return l.Addr().String(), nil
 }

@@ -134,7 +134,7 @@ func (s *story) await(ctx context.Context, what string, ok func(vmcheck.State) b
 		return last == nil && ok(st), nil
 	})
 	if err != nil {
-		return st, fmt.Errorf("waiting for %s: %w (last read error %v); %v", what, err, last, st)
+		return st, fmt.Errorf("waiting for %s: %w (last read error %v); %v", what, err, last, st) //nolint:errorlint // last is often nil, which %w would print as %!w(<nil>); err is the cause
 	}
 	fmt.Printf("  ✓ checked: %s; vCenter holds %v\n", what, st.VCenter)
 	return st, nil

@@ -96,7 +96,7 @@ func parse(args []string, getenv func(string) string, stderr io.Writer) (options
 		if errors.Is(err, flag.ErrHelp) {
 			return o, err
 		}
-		return o, fmt.Errorf("%w: %v", errUsage, err)
+		return o, fmt.Errorf("%w: %w", errUsage, err)
 	}
 	if fs.NArg() > 0 {
 		return o, fmt.Errorf("%w: unexpected arguments %q", errUsage, fs.Args())
@@ -120,14 +120,14 @@ func parse(args []string, getenv func(string) string, stderr io.Writer) (options
 			break
 		}
 		if _, err := os.Stat(filepath.Join(o.metricsCertDir, f)); err != nil {
-			return o, fmt.Errorf("%w: -metrics-cert-dir: %v", errUsage, err)
+			return o, fmt.Errorf("%w: -metrics-cert-dir: %w", errUsage, err)
 		}
 	}
 	o.zones = zones.zones
 	if env := getenv("VSPHERE_ZONES"); env != "" && o.zones == nil {
 		var err error
 		if o.zones, err = parseZones(env); err != nil {
-			return o, fmt.Errorf("%w: $VSPHERE_ZONES: %v", errUsage, err)
+			return o, fmt.Errorf("%w: $VSPHERE_ZONES: %w", errUsage, err)
 		}
 	}
 	if o.zoneBackoff <= 0 {
@@ -147,7 +147,7 @@ func parse(args []string, getenv func(string) string, stderr io.Writer) (options
 	if f := *vals["vsphere-password-file"]; f != "" {
 		b, err := os.ReadFile(f)
 		if err != nil {
-			return o, fmt.Errorf("%w: vCenter password: %v", errUsage, err)
+			return o, fmt.Errorf("%w: vCenter password: %w", errUsage, err)
 		}
 		v.Password = strings.TrimRight(string(b), "\r\n")
 	}
