@@ -85,27 +85,37 @@ func (r *Reconciler[O, C]) SetupWithManager(mgr ctrl.Manager, name string) error
 // (which must be set), and registers with indexer the field indexes the
 // reconciler reads through, named after name (the controller's name, as
 // given to SetupWithManager, which calls it). It watches nothing and
-// starts nothing: the caller calls Reconcile itself, for instance a unit
-// test on controller-runtime's fake client, whose builder takes the
-// indexes (package kubetest does this). Client, Cache and APIReader must
-// be set before the first Reconcile, and Cache must serve the indexes
-// registered here.
+// starts nothing: the caller calls Reconcile itself, for instance in a
+// unit test. Client, Cache and APIReader must be set before the first
+// Reconcile, and Cache must serve the indexes registered here.
+// controller-runtime's fake client takes indexes only through its
+// builder, before it is built, and is no FieldIndexer itself:
+// kubetest.NewFakeClient bridges the two.
 func (r *Reconciler[O, C]) SetupWithIndexer(indexer client.FieldIndexer, name string) error {
 	if name == "" {
 		return errors.New("kube: SetupWithIndexer needs a controller name")
 	}
-	if r.Scheme == nil {
-		return errors.New("kube: Reconciler.Scheme is nil; it must know the owner's and the child's kinds")
+	var missing []string
+	for _, f := range []struct {
+		name string
+		nil  bool
+	}{
+		{"Scheme", r.Scheme == nil}, {"Adapter", r.Adapter == nil}, {"EmptyOwner", r.EmptyOwner == nil},
+		{"EmptyChild", r.EmptyChild == nil}, {"EmptyChildList", r.EmptyChildList == nil},
+	} {
+		if f.nil {
+			missing = append(missing, f.name)
+		}
 	}
-	if r.Adapter == nil || r.EmptyOwner == nil || r.EmptyChild == nil || r.EmptyChildList == nil {
-		return errors.New("kube: Reconciler needs Adapter, EmptyOwner, EmptyChild and EmptyChildList")
+	if len(missing) > 0 {
+		return fmt.Errorf("kube: Reconciler.%s must be set", strings.Join(missing, ", Reconciler."))
 	}
 	var err error
 	if r.ownerGVK, err = apiutil.GVKForObject(r.EmptyOwner(), r.Scheme); err != nil {
-		return fmt.Errorf("owner kind: %w", err)
+		return fmt.Errorf("kube: Reconciler.Scheme does not know the owner's kind, %T (add it to the scheme, as its package's AddToScheme does): %w", r.EmptyOwner(), err)
 	}
 	if r.childGVK, err = apiutil.GVKForObject(r.EmptyChild(), r.Scheme); err != nil {
-		return fmt.Errorf("child kind: %w", err)
+		return fmt.Errorf("kube: Reconciler.Scheme does not know the child's kind, %T (add it to the scheme, as its package's AddToScheme does): %w", r.EmptyChild(), err)
 	}
 	r.index = name
 	ctx := context.Background()

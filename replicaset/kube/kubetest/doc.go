@@ -1,22 +1,36 @@
 // Package kubetest helps importers test their own operators built on
 // package kube, at two depths.
 //
+// # Unit tests on a fake client
+//
 // A unit test runs one pass at a time on controller-runtime's fake client,
 // with no API server: [NewFakeClient] builds the client with the field
 // indexes the Reconciler reads through (SetupWithManager registers them
 // with a manager's cache; a fake client must hold them from the start) and
 // hands it to the Reconciler, whose Reconcile the test then calls itself.
-// The fake client applies writes at once, so each pass sees the last one's
-// children; it runs no kubelet and no garbage collector, so the test marks
-// children ready and removes deleted ones itself when its scenario needs
-// it. That is where an Adapter's Spec, NewChild, Describe and SetStatus,
-// and the owner's conditions, are checked pass by pass.
+// That is where an Adapter's Spec, NewChild, Describe and SetStatus, the
+// deletion order and the owner's conditions are checked pass by pass. The
+// example for NewFakeClient is a whole test file: a Pool kind of Pods, its
+// Adapter and its Reconciler, then the passes.
+//
+// The fake client is not an API server, and a test should know where:
+//   - It applies writes at once, so each pass sees the last one's.
+//   - It runs no kubelet and no garbage collector: the test sets a child's
+//     status itself (c.Status().Update works for children too) to make it
+//     running and ready, and deleting an owner deletes none of its children.
+//   - NewFakeClient gives created objects a UID, a creation timestamp and
+//     generation 1, but updates never raise the generation, so a test of
+//     ObservedGeneration sets the owner's generation itself.
+//   - It knows no CRD: no schema validation and no defaults. A status
+//     field that the CRD must default (see kube.Adapter.SetStatus) passes
+//     here and fails on a real API server.
+//
+// # Integration tests on envtest
 //
 // An integration test runs the Reconciler as the operator will: in a
-// manager, with SetupWithManager, on a real kube-apiserver and etcd started
-// by controller-runtime's envtest, whose KUBEBUILDER_ASSETS names the
-// folder that holds them. Nothing in this package is needed for that; the
-// example for [NewFakeClient]'s neighbour, Example (envtest), shows the
-// whole of it, and it is the test this project runs on its own
-// binaries.
+// manager, through SetupWithManager, on a real kube-apiserver and etcd that
+// controller-runtime's envtest starts from the folder KUBEBUILDER_ASSETS
+// names, with the CRDs controller-gen writes for the owner kind. Nothing in
+// this package is needed for it; Example (Envtest) is such a test's set-up,
+// and this package's own tests run it on every change.
 package kubetest

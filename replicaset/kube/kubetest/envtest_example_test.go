@@ -38,11 +38,14 @@ func startPoolOperator(ctx context.Context, cfg *rest.Config) (client.Client, er
 
 // Test an operator on a real kube-apiserver and etcd, started by
 // controller-runtime's envtest from the folder KUBEBUILDER_ASSETS names
-// (setup-envtest fills one; this project builds its own), with the CRDs
-// controller-gen wrote. The Reconciler runs as in production: in a manager,
-// through SetupWithManager. There is no kubelet: Pods are made and deleted,
-// but never run, so a test reads what the operator wrote, not readiness.
-// This project's TestPoolOnAPIServer does this and checks each step.
+// (setup-envtest fills one; this project builds its own), with the CRD
+// controller-gen writes for the Pool type of NewFakeClient's example
+// (testdata/example.com_pools.yaml here; config/crd/bases in a kubebuilder
+// project). The Reconciler runs as in production: in a manager, through
+// SetupWithManager. There is no kubelet, so Pods are made and deleted but
+// never run: a test reads what the operator wrote, then polls until the
+// Pods and the status are what it expects, as this package's own test
+// does for a Pool scaled 3, 1, then 2.
 func Example_envtest() {
 	env := &envtest.Environment{
 		CRDDirectoryPaths:     []string{"testdata"},

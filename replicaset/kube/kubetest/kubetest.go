@@ -5,7 +5,9 @@ import (
 	"errors"
 	"fmt"
 	"sync/atomic"
+	"time"
 
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -20,11 +22,15 @@ import (
 // to it, after SetupWithIndexer has registered r's indexes with it under
 // the controller name name. r.Scheme must know the owner's and the child's
 // kinds; the owner kind gets a status subresource, as a CRD with
-// `+kubebuilder:subresource:status` has. As the API server does, the
-// client gives every object it creates a UID, and so it does to each of
-// objs that has none (on the caller's object, so the test's copy agrees):
-// the Reconciler tracks its deletes and its owner by UID. Events and
-// Metrics stay as they are (nil records none).
+// `+kubebuilder:subresource:status` has. Called again, it gives r another
+// new client.
+//
+// As the API server does, the client gives every object it creates a UID,
+// a creation timestamp (whole seconds) and generation 1, and so it does to
+// each of objs that lacks them (on the caller's object, so the test's copy
+// agrees): the Reconciler tracks its deletes and its owner by UID, and the
+// Oldest, Newest and UnhealthyFirst policies read the timestamps. Events
+// and Metrics stay as they are (nil records none).
 //
 // A test then runs a pass with r.Reconcile and reads what it did through
 // the returned client.
@@ -33,18 +39,24 @@ func NewFakeClient[O, C client.Object](r *kube.Reconciler[O, C], name string, ob
 		return nil, errors.New("kubetest: Reconciler.Scheme is nil; it must know the owner's and the child's kinds")
 	}
 	var uids atomic.Int64
-	uid := func(obj client.Object) {
+	created := func(obj client.Object) {
 		if obj.GetUID() == "" {
 			obj.SetUID(types.UID(fmt.Sprintf("kubetest-%d", uids.Add(1))))
 		}
+		if ts := obj.GetCreationTimestamp(); ts.IsZero() {
+			obj.SetCreationTimestamp(metav1.NewTime(time.Now().Truncate(time.Second)))
+		}
+		if obj.GetGeneration() == 0 {
+			obj.SetGeneration(1)
+		}
 	}
 	for _, obj := range objs {
-		uid(obj)
+		created(obj)
 	}
 	b := fake.NewClientBuilder().WithScheme(r.Scheme).WithObjects(objs...).
 		WithInterceptorFuncs(interceptor.Funcs{
 			Create: func(ctx context.Context, c client.WithWatch, obj client.Object, opts ...client.CreateOption) error {
-				uid(obj)
+				created(obj)
 				return c.Create(ctx, obj, opts...)
 			},
 		})

@@ -6,7 +6,10 @@ import (
 	"strings"
 	"testing"
 
+	corev1 "k8s.io/api/core/v1"
+
 	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/types"
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
@@ -25,17 +28,18 @@ func TestNewFakeClient_BadInput(t *testing.T) {
 	if err := clientgoscheme.AddToScheme(podsOnly); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := kubetest.NewFakeClient(newReconciler(podsOnly), "pool"); err == nil || !strings.Contains(err.Error(), "owner kind") {
-		t.Errorf("scheme without Pool: got %v, want an error about the owner kind", err)
+	if _, err := kubetest.NewFakeClient(newReconciler(podsOnly), "pool"); err == nil || !strings.Contains(err.Error(), "owner's kind") {
+		t.Errorf("scheme without Pool: got %v, want an error about the owner's kind", err)
 	}
 	if _, err := kubetest.NewFakeClient(newReconciler(newScheme()), ""); err == nil {
 		t.Error("empty controller name: got no error")
 	}
 }
 
-// TestNewFakeClient_UIDs: objects given without a UID get one, on the
-// caller's copy too, and so does every object created through the client.
-func TestNewFakeClient_UIDs(t *testing.T) {
+// TestNewFakeClient_Metadata: objects given without a UID, creation
+// timestamp and generation get them, on the caller's copy too, and so does
+// every object created through the client, as on an API server.
+func TestNewFakeClient_Metadata(t *testing.T) {
 	ctx := context.Background()
 	r := newReconciler(newScheme())
 	pool := newPool("pool", 2)
@@ -50,23 +54,32 @@ func TestNewFakeClient_UIDs(t *testing.T) {
 	if err := c.Get(ctx, client.ObjectKeyFromObject(pool), &stored); err != nil {
 		t.Fatal(err)
 	}
-	if stored.UID != pool.UID {
-		t.Errorf("stored UID %q, caller's %q", stored.UID, pool.UID)
+	if stored.UID != pool.UID || !stored.CreationTimestamp.Equal(&pool.CreationTimestamp) || stored.Generation != pool.Generation {
+		t.Errorf("stored UID %q, created %v, generation %d; caller's %q, %v, %d",
+			stored.UID, stored.CreationTimestamp, stored.Generation, pool.UID, pool.CreationTimestamp, pool.Generation)
+	}
+	if pool.CreationTimestamp.IsZero() || pool.Generation != 1 {
+		t.Errorf("the caller's Pool: created %v, generation %d; want a time and 1", pool.CreationTimestamp, pool.Generation)
 	}
 	if _, err := r.Reconcile(ctx, reconcile.Request{NamespacedName: client.ObjectKeyFromObject(pool)}); err != nil {
 		t.Fatal(err)
 	}
-	var pods PodNames
-	pods.read(ctx, t, c)
-	if len(pods) != 2 {
-		t.Fatalf("got Pods %v, want 2", pods)
+	var pods corev1.PodList
+	if err := c.List(ctx, &pods, client.InNamespace("default")); err != nil {
+		t.Fatal(err)
 	}
-	seen := map[string]bool{string(pool.UID): true}
-	for name, uid := range pods {
-		if uid == "" || seen[uid] {
-			t.Errorf("Pod %s has UID %q, empty or not unique", name, uid)
+	if len(pods.Items) != 2 {
+		t.Fatalf("got %d Pods, want 2", len(pods.Items))
+	}
+	seen := map[types.UID]bool{pool.UID: true}
+	for _, p := range pods.Items {
+		if p.UID == "" || seen[p.UID] {
+			t.Errorf("Pod %s has UID %q, empty or not unique", p.Name, p.UID)
 		}
-		seen[uid] = true
+		seen[p.UID] = true
+		if p.CreationTimestamp.IsZero() || p.Generation != 1 {
+			t.Errorf("Pod %s: created %v, generation %d; want a time and 1", p.Name, p.CreationTimestamp, p.Generation)
+		}
 	}
 }
 
