@@ -54,6 +54,8 @@ func startManager(ctx context.Context, bin, kubeconfig, dir string) (*manager, e
 	go func() { _ = m.cmd.Wait(); close(m.exited) }()
 
 	deadline := time.After(60 * time.Second)
+	// A probe that hangs must not outlive Ctrl-C or the deadline.
+	probe := &http.Client{Timeout: 2 * time.Second}
 	for {
 		select {
 		case <-ctx.Done():
@@ -64,7 +66,11 @@ func startManager(ctx context.Context, bin, kubeconfig, dir string) (*manager, e
 			return nil, errors.Join(fmt.Errorf("vmset-manager not ready after 60s: %s", m.tail(3000)), m.stop())
 		case <-time.After(100 * time.Millisecond):
 		}
-		res, err := http.Get("http://" + probes + "/readyz")
+		req, err := http.NewRequestWithContext(ctx, http.MethodGet, "http://"+probes+"/readyz", nil)
+		if err != nil {
+			return nil, errors.Join(err, m.stop())
+		}
+		res, err := probe.Do(req)
 		if err != nil {
 			continue
 		}
