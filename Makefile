@@ -80,8 +80,8 @@ generate-check: generate
 	@git diff --exit-code --stat -- examples/vmset/api examples/vmset/config/crd examples/vmset/config/rbac || \
 		{ echo "generated code was stale: run 'make generate' and commit the result" >&2; exit 1; }
 
-## docs: serve both modules' documentation as pkg.go.dev shows it, with the
-## pkgsite pkg.go.dev runs (golang.org/x/pkgsite/cmd/pkgsite v0.6.0), on
+## docs: serve both modules' documentation as pkg.go.dev shows it, with
+## pkg.go.dev's own server code (golang.org/x/pkgsite/cmd/pkgsite v0.6.0), on
 ## http://$(DOCS_ADDR) until Ctrl-C; dependencies' docs come from the
 ## module cache.
 .PHONY: docs
@@ -98,7 +98,8 @@ docs:
 .PHONY: docs-check
 docs-check:
 	@BIN=$(BIN) bash hack/tools/checkers.sh pkgsite
-	go run ./internal/cmd/docscheck -pkgsite $(BIN)/pkgsite $(MODULES)
+	@go build -o $(BIN)/docscheck ./internal/cmd/docscheck
+	$(BIN)/docscheck -pkgsite $(BIN)/pkgsite $(MODULES)
 
 ## apidiff: compare the exported API of both modules with the last release
 ## recorded in CHANGELOG.md (apidiff, installed into bin/ by

@@ -46,21 +46,27 @@ type fence struct {
 
 // fences returns the fenced code blocks of a Markdown page, in order, and
 // the page with the blocks' lines blanked out (for finding links in the
-// prose only). Fences are runs of three or more backticks indented by at
-// most three spaces, closed by a run at least as long.
+// prose only). Fences are runs of three or more backticks or tildes
+// indented by at most three spaces, closed by a run of the same character
+// at least as long.
 func fences(page string) ([]fence, string, error) {
 	var (
-		blocks []fence
-		text   strings.Builder
-		open   *fence
-		ticks  int
-		prose  int
+		blocks  []fence
+		text    strings.Builder
+		open    *fence
+		ticks   int
+		fenceCh string
+		prose   int
 	)
 	lines := strings.Split(page, "\n")
 	for i, line := range lines {
 		trimmed := strings.TrimLeft(line, " ")
 		indent := len(line) - len(trimmed)
-		run := len(trimmed) - len(strings.TrimLeft(trimmed, "`"))
+		ch := "`"
+		if strings.HasPrefix(trimmed, "~") {
+			ch = "~"
+		}
+		run := len(trimmed) - len(strings.TrimLeft(trimmed, ch))
 		switch {
 		case open == nil && indent <= 3 && run >= 3:
 			fields := strings.Fields(trimmed[run:])
@@ -68,9 +74,9 @@ func fences(page string) ([]fence, string, error) {
 			if len(fields) > 0 {
 				open.info = fields[0]
 			}
-			ticks = run
+			ticks, fenceCh = run, ch
 			text.WriteString("\n")
-		case open != nil && indent <= 3 && run >= ticks && strings.TrimSpace(trimmed[run:]) == "":
+		case open != nil && indent <= 3 && ch == fenceCh && run >= ticks && strings.TrimSpace(trimmed[run:]) == "":
 			blocks = append(blocks, *open)
 			open, prose = nil, 0
 			text.WriteString("\n")
@@ -92,7 +98,7 @@ func fences(page string) ([]fence, string, error) {
 
 // isGo reports whether a block's info string marks it as Go.
 func isGo(info string) bool {
-	return info == "go" || info == "golang"
+	return strings.EqualFold(info, "go") || strings.EqualFold(info, "golang")
 }
 
 // TestReadme checks that every Go block of the guides is a complete
@@ -274,4 +280,24 @@ func hasHeading(page, anchor string) bool {
 		}
 	}
 	return false
+}
+
+// TestFences: backtick and tilde fences both open blocks, a fence closes
+// only on its own character, and the info string's language is read
+// without regard to case.
+func TestFences(t *testing.T) {
+	page := "prose\n```Go\nbacktick\n~~~\nstill inside\n```\n~~~~ go\ntilde\n```\n~~~~\nend\n"
+	blocks, _, err := fences(page)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(blocks) != 2 {
+		t.Fatalf("got %d blocks, want 2: %+v", len(blocks), blocks)
+	}
+	if want := "backtick\n~~~\nstill inside\n"; blocks[0].body != want || !isGo(blocks[0].info) {
+		t.Errorf("first block %q (info %q), want %q marked Go", blocks[0].body, blocks[0].info, want)
+	}
+	if want := "tilde\n```\n"; blocks[1].body != want || !isGo(blocks[1].info) {
+		t.Errorf("second block %q (info %q), want %q marked Go", blocks[1].body, blocks[1].info, want)
+	}
 }

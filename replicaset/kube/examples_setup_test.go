@@ -14,7 +14,8 @@ import (
 // Register the binding's metrics with a registry of your own (a Reconciler
 // whose Metrics is nil registers them with controller-runtime's registry in
 // SetupWithManager). A second Reconciler registering with the same registry
-// shares them.
+// shares them; a registry where another collector already holds one of
+// their names with other labels refuses them.
 func ExampleNewMetrics() {
 	reg := prometheus.NewRegistry()
 	first, err := kube.NewMetrics(reg)
@@ -22,16 +23,22 @@ func ExampleNewMetrics() {
 		fmt.Println(err)
 		return
 	}
+	pools := &kube.Reconciler[*WorkerPool, *corev1.Pod]{Metrics: first}
 	second, err := kube.NewMetrics(reg)
-	if err != nil {
-		fmt.Println(err)
-		return
-	}
-	r := &kube.Reconciler[*WorkerPool, *corev1.Pod]{Metrics: first}
-	other := &kube.Reconciler[*WorkerPool, *corev1.Pod]{Metrics: second}
-	fmt.Println("both reconcilers record into reg:", r.Metrics != nil && other.Metrics != nil)
+	fmt.Println("a second reconciler shares them:", err == nil)
+	batch := &kube.Reconciler[*WorkerPool, *corev1.Pod]{Metrics: second}
+	fmt.Println("both record into reg:", pools.Metrics != nil && batch.Metrics != nil)
+
+	taken := prometheus.NewRegistry()
+	taken.MustRegister(prometheus.NewCounter(prometheus.CounterOpts{
+		Name: "replicakit_children_created_total", Help: "Another program's counter.",
+	}))
+	_, err = kube.NewMetrics(taken)
+	fmt.Println("a registry where a name is taken refuses them:", err != nil)
 	// Output:
-	// both reconcilers record into reg: true
+	// a second reconciler shares them: true
+	// both record into reg: true
+	// a registry where a name is taken refuses them: true
 }
 
 // An Adapter's SetStatus merges the binding's conditions into the owner's:

@@ -90,7 +90,8 @@ func (r *Reconciler[O, C]) SetupWithManager(mgr ctrl.Manager, name string) error
 // Reconcile, and Cache must serve the indexes registered here.
 // controller-runtime's fake client takes indexes only through its
 // builder, before it is built, and is no FieldIndexer itself:
-// kubetest.NewFakeClient bridges the two.
+// [github.com/replicakit/replicakit/replicaset/kube/kubetest.NewFakeClient]
+// bridges the two.
 func (r *Reconciler[O, C]) SetupWithIndexer(indexer client.FieldIndexer, name string) error {
 	if name == "" {
 		return errors.New("kube: SetupWithIndexer needs a controller name")
@@ -110,23 +111,26 @@ func (r *Reconciler[O, C]) SetupWithIndexer(indexer client.FieldIndexer, name st
 	if len(missing) > 0 {
 		return fmt.Errorf("kube: Reconciler.%s must be set", strings.Join(missing, ", Reconciler."))
 	}
-	var err error
-	if r.ownerGVK, err = apiutil.GVKForObject(r.EmptyOwner(), r.Scheme); err != nil {
+	ownerGVK, err := apiutil.GVKForObject(r.EmptyOwner(), r.Scheme)
+	if err != nil {
 		return fmt.Errorf("kube: Reconciler.Scheme does not know the owner's kind, %T (add it to the scheme, as its package's AddToScheme does): %w", r.EmptyOwner(), err)
 	}
-	if r.childGVK, err = apiutil.GVKForObject(r.EmptyChild(), r.Scheme); err != nil {
+	childGVK, err := apiutil.GVKForObject(r.EmptyChild(), r.Scheme)
+	if err != nil {
 		return fmt.Errorf("kube: Reconciler.Scheme does not know the child's kind, %T (add it to the scheme, as its package's AddToScheme does): %w", r.EmptyChild(), err)
 	}
-	r.index = name
+	// The Reconciler is changed only once every index is registered, so a
+	// failed setup leaves it as it was: Reconcile still refuses to run.
 	ctx := context.Background()
-	if err := indexer.IndexField(ctx, r.EmptyChild(), r.childIndex(), controllerUID); err != nil {
+	if err := indexer.IndexField(ctx, r.EmptyChild(), childIndexName(name), controllerUID); err != nil {
 		return fmt.Errorf("index children by controller: %w", err)
 	}
 	if r.EmptyOwnerList != nil {
-		if err := indexer.IndexField(ctx, r.EmptyOwner(), r.ownerIndex(), r.selectorKey); err != nil {
+		if err := indexer.IndexField(ctx, r.EmptyOwner(), ownerIndexName(name), r.selectorKey); err != nil {
 			return fmt.Errorf("index owners by selector: %w", err)
 		}
 	}
+	r.ownerGVK, r.childGVK, r.index = ownerGVK, childGVK, name
 	return nil
 }
 
@@ -191,8 +195,13 @@ var ownerChanged = predicate.Funcs{UpdateFunc: func(e event.UpdateEvent) bool {
 
 // childIndex and ownerIndex name the reconciler's indexes; the
 // controller's name keeps two reconcilers of one kind apart.
-func (r *Reconciler[O, C]) childIndex() string { return "replicakit.io/controller-uid." + r.index }
-func (r *Reconciler[O, C]) ownerIndex() string { return "replicakit.io/selector." + r.index }
+func (r *Reconciler[O, C]) childIndex() string { return childIndexName(r.index) }
+func (r *Reconciler[O, C]) ownerIndex() string { return ownerIndexName(r.index) }
+
+// childIndexName and ownerIndexName name the field indexes of the
+// controller called name.
+func childIndexName(name string) string { return "replicakit.io/controller-uid." + name }
+func ownerIndexName(name string) string { return "replicakit.io/selector." + name }
 
 // controllerUID indexes a child by its controller's UID; a child without a
 // controller goes under noController and under noController/k=v for each

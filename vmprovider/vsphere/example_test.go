@@ -223,7 +223,7 @@ func ExampleWatch() {
 		default: // already told
 		}
 	})
-	done := make(chan error)
+	done := make(chan error, 1) // buffered: Run's goroutine never blocks on it
 	go func() { done <- w.Run(ctx) }()
 	<-w.Synced()
 
@@ -231,14 +231,25 @@ func ExampleWatch() {
 		fmt.Println(err)
 		return
 	}
-	vm := <-on
+	var vm vmprovider.VM
+	select {
+	case vm = <-on:
+	case <-time.After(time.Minute):
+		fmt.Println("the watch never reported web-0 on")
+		return
+	}
 	fmt.Println("on:", vm.Name, vm.OwnerName, len(w.List(owner.UID)))
 
 	if err := p.Delete(ctx, "web-0", owner.UID); err != nil {
 		fmt.Println(err)
 		return
 	}
-	vm = <-gone
+	select {
+	case vm = <-gone:
+	case <-time.After(time.Minute):
+		fmt.Println("the watch never reported web-0 gone")
+		return
+	}
 	_, ok := w.Get("web-0")
 	fmt.Println("gone:", vm.Name, ok, len(w.List(owner.UID)))
 

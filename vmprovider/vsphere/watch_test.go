@@ -130,14 +130,22 @@ func TestCached_WritesThrough(t *testing.T) {
 // TestWatch_SettledCostsNoCalls: once synced, reads through Cached cost
 // vCenter nothing; only the watch's long poll reaches it.
 func TestWatch_SettledCostsNoCalls(t *testing.T) {
-	_, calls, p, w, _ := watching(t)
+	_, calls, p, w, events := watching(t)
 	ctx := context.Background()
 	for i := range 5 {
 		if _, err := p.Create(ctx, vmprovider.Spec{Name: "s-" + string(rune('a'+i)), Owner: ownerA, PowerOn: true}); err != nil {
 			t.Fatal(err)
 		}
 	}
-	time.Sleep(500 * time.Millisecond) // the watch catches up
+	// The watch catches up: wait until it has reported every VM powered on,
+	// however slow the machine, rather than for a fixed time.
+	on := map[string]bool{}
+	await(t, events, "all five VMs powered on", func(e event) bool {
+		if !e.gone && e.vm.Power == vmprovider.PoweredOn && e.vm.Owner == ownerA.UID {
+			on[e.vm.Name] = true
+		}
+		return len(on) == 5
+	})
 	cached := vsphere.Cached{Provider: p, Watch: w}
 	before := calls.Calls()
 	for range 100 {

@@ -11,6 +11,9 @@ type pkg struct {
 	ImportPath string
 	Name       string
 	Module     string // module path
+	// Exported is the number of exported functions and methods go/doc
+	// finds in the package's source: what pkgsite's index should list.
+	Exported int
 }
 
 // command reports whether the package is a command (package main). pkgsite
@@ -60,6 +63,13 @@ func (r rules) checkPackage(p pkg, status int, body string) []string {
 		problems = append(problems, "the page has no Documentation section")
 	}
 	problems = append(problems, r.checkLicenses(pg)...)
+	if !p.command() && p.Exported > 0 && len(pg.EntryPoints) == 0 {
+		// The page cannot be read as this checker expects: unless this is
+		// a problem, the example rule would pass on every package.
+		problems = append(problems, fmt.Sprintf(
+			"go/doc finds %d exported functions and methods but the page's index lists none: pkgsite's markup has changed or the page is broken, and the example rule cannot be applied",
+			p.Exported))
+	}
 	if p.needsExample(pg) && !slices.ContainsFunc(pg.Examples, example.Runnable) {
 		ids := make([]string, len(pg.EntryPoints))
 		for i, ep := range pg.EntryPoints {

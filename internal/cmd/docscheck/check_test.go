@@ -18,6 +18,9 @@ func TestCheckPackage(t *testing.T) {
 	start := strings.Index(library, `<details tabindex="-1" id="example-package"`)
 	end := start + strings.Index(library[start:], "</details>") + len("</details>")
 	noRunnable := library[:start] + library[end:]
+	// The same page with its index markup renamed, as a pkgsite release
+	// could: the entry points can no longer be read.
+	renamed := strings.ReplaceAll(library, "Documentation-index", "Documentation-contents")
 
 	tests := []struct {
 		name   string
@@ -40,6 +43,21 @@ func TestCheckPackage(t *testing.T) {
 			want: []string{
 				"no runnable example (an Example function with an // Output: comment), though it has 5 exported entry points: Area, OldArea, NewSquare, Square.Area, Square.Scale",
 			},
+		},
+		{
+			name:   "index markup not understood",
+			pkg:    pkg{ImportPath: "example.com/lib/shapes", Name: "shapes", Module: "example.com/lib", Exported: 5},
+			status: 200,
+			body:   renamed,
+			want: []string{
+				"go/doc finds 5 exported functions and methods but the page's index lists none: pkgsite's markup has changed or the page is broken, and the example rule cannot be applied",
+			},
+		},
+		{
+			name:   "index markup not understood in a command",
+			pkg:    pkg{ImportPath: "example.com/lib/cmd/tool", Name: "main", Module: "example.com/lib", Exported: 1},
+			status: 200,
+			body:   renamed,
 		},
 		{
 			name:   "internal package without a runnable example",

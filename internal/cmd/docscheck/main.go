@@ -6,6 +6,10 @@ import (
 	"errors"
 	"flag"
 	"fmt"
+	"go/ast"
+	"go/doc"
+	"go/parser"
+	"go/token"
 	"io"
 	"net"
 	"net/http"
@@ -230,26 +234,54 @@ func get(client *http.Client, url string) (int, string, error) {
 	return resp.StatusCode, string(b), nil
 }
 
-// listPackages returns the packages of the module in dir.
+// listPackages returns the packages of the module in dir, each with the
+// number of exported functions and methods go/doc finds in it.
 func listPackages(dir string) ([]pkg, error) {
 	modPath, err := goCmd(dir, "list", "-m", "-f", "{{.Path}}")
 	if err != nil {
 		return nil, err
 	}
 	modPath = strings.TrimSpace(modPath)
-	list, err := goCmd(dir, "list", "-f", "{{.ImportPath}} {{.Name}}", "./...")
+	list, err := goCmd(dir, "list", "-f", "{{.ImportPath}}\t{{.Name}}\t{{.Dir}}\t{{join .GoFiles \"\t\"}}", "./...")
 	if err != nil {
 		return nil, err
 	}
 	var pkgs []pkg
 	for _, line := range strings.Split(strings.TrimSpace(list), "\n") {
-		path, name, ok := strings.Cut(line, " ")
-		if !ok {
+		f := strings.Split(line, "\t")
+		if len(f) < 4 {
 			return nil, fmt.Errorf("go list in %s: unexpected line %q", dir, line)
 		}
-		pkgs = append(pkgs, pkg{ImportPath: path, Name: name, Module: modPath})
+		p := pkg{ImportPath: f[0], Name: f[1], Module: modPath}
+		if p.Exported, err = exportedFuncs(p.ImportPath, f[2], f[3:]); err != nil {
+			return nil, err
+		}
+		pkgs = append(pkgs, p)
 	}
 	return pkgs, nil
+}
+
+// exportedFuncs returns how many exported functions and methods go/doc
+// finds in the package's files: the entry points pkgsite's index lists.
+func exportedFuncs(importPath, dir string, names []string) (int, error) {
+	fset := token.NewFileSet()
+	var files []*ast.File
+	for _, name := range names {
+		f, err := parser.ParseFile(fset, filepath.Join(dir, name), nil, parser.ParseComments)
+		if err != nil {
+			return 0, err
+		}
+		files = append(files, f)
+	}
+	d, err := doc.NewFromFiles(fset, files, importPath)
+	if err != nil {
+		return 0, fmt.Errorf("go/doc %s: %w", importPath, err)
+	}
+	n := len(d.Funcs)
+	for _, t := range d.Types {
+		n += len(t.Funcs) + len(t.Methods)
+	}
+	return n, nil
 }
 
 // goCmd runs the go command in dir and returns its standard output.
@@ -279,7 +311,27 @@ type server struct {
 // are added to GOPRIVATE in its environment: pkgsite then does not ask
 // deps.dev and codewiki.google about them (internal/frontend/links.go), so
 // that it needs no network.
+//
+// The port is one that was free a moment before pkgsite binds it; should
+// another process take it meanwhile, pkgsite exits and is started again on
+// another, up to three times.
 func startPkgsite(bin string, dirs, modules []string, timeout time.Duration) (*server, error) {
+	var err error
+	for range 3 {
+		var s *server
+		if s, err = startPkgsiteOnce(bin, dirs, modules, timeout); err == nil || !errors.Is(err, errPortTaken) {
+			return s, err
+		}
+	}
+	return nil, err
+}
+
+// errPortTaken is wrapped by startPkgsiteOnce's error when pkgsite exited
+// because its port was in use.
+var errPortTaken = errors.New("port in use")
+
+// startPkgsiteOnce starts pkgsite once, as startPkgsite describes.
+func startPkgsiteOnce(bin string, dirs, modules []string, timeout time.Duration) (*server, error) {
 	abs, err := filepath.Abs(bin)
 	if err != nil {
 		return nil, err
@@ -321,6 +373,9 @@ func startPkgsite(bin string, dirs, modules []string, timeout time.Duration) (*s
 		}
 		select {
 		case <-s.done:
+			if strings.Contains(s.log.String(), "address already in use") {
+				return nil, fmt.Errorf("pkgsite on %s: %w", addr, errPortTaken)
+			}
 			return nil, fmt.Errorf("pkgsite exited before serving (%v):\n%s", s.err, s.log.String()) //nolint:errorlint // nil after a clean exit, which %w would print as %!w(<nil>)
 		case <-ctx.Done():
 			stopErr := s.stop()

@@ -16,6 +16,10 @@ import (
 // fixtures in the directory it names; "fail" makes it exit at once.
 const fakeEnv = "DOCSCHECK_FAKE_PKGSITE"
 
+// busyEnv, when set, names a file: a fake pkgsite that finds it missing
+// creates it and exits as pkgsite does when its port is taken.
+const busyEnv = "DOCSCHECK_FAKE_BUSY"
+
 func TestMain(m *testing.M) {
 	if dir := os.Getenv(fakeEnv); dir != "" {
 		fakePkgsite(dir)
@@ -37,6 +41,13 @@ func fakePkgsite(dir string) {
 	fs.Bool("list", true, "")
 	if err := fs.Parse(os.Args[1:]); err != nil {
 		os.Exit(2)
+	}
+	if busy := os.Getenv(busyEnv); busy != "" {
+		if _, err := os.Stat(busy); err != nil {
+			_ = os.WriteFile(busy, nil, 0o600)
+			fmt.Fprintf(os.Stderr, "listen tcp %s: bind: address already in use\n", *addr)
+			os.Exit(1)
+		}
 	}
 	read := func(name string) string {
 		b, err := os.ReadFile(filepath.Join(dir, name))
@@ -106,6 +117,27 @@ func TestRun(t *testing.T) {
 	want := "  example.com/m/cmd/tool: not served: pkgsite answered 404\n"
 	if !strings.HasSuffix(out.String(), want) || strings.Count(out.String(), "\n  ") != 1 {
 		t.Errorf("run's output does not end with the one problem %q:\n%s", want, out.String())
+	}
+}
+
+// TestRunPortTaken: a pkgsite that finds its port taken, as another
+// process can take it between the check finding it free and pkgsite
+// binding it, is started again on another.
+func TestRunPortTaken(t *testing.T) {
+	testdata, err := filepath.Abs("testdata")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Setenv(fakeEnv, testdata)
+	busy := filepath.Join(t.TempDir(), "busy")
+	t.Setenv(busyEnv, busy)
+	cfg := config{pkgsite: os.Args[0], dirs: []string{writeModule(t)}, license: "Apache-2.0", startTimeout: time.Minute}
+	var out, logw strings.Builder
+	if _, err := run(cfg, &out, &logw); err != nil {
+		t.Fatalf("run: %v\n%s", err, logw.String())
+	}
+	if _, err := os.Stat(busy); err != nil {
+		t.Errorf("the first pkgsite did not find its port taken: %v", err)
 	}
 }
 

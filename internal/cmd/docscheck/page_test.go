@@ -9,7 +9,7 @@ import (
 )
 
 // readFixture returns a page from testdata: small pages written for these
-// tests in the shape of pkgsite's markup.
+// tests in the shape of pkgsite's markup, and one page pkgsite served.
 func readFixture(t *testing.T, name string) string {
 	t.Helper()
 	b, err := os.ReadFile(filepath.Join("testdata", name))
@@ -45,6 +45,36 @@ func TestParsePage(t *testing.T) {
 				Examples: []example{
 					{ID: "example-package", Output: "4"},
 					{ID: "example-Square.Scale-Twice"},
+				},
+			},
+		},
+		{
+			// Captured from pkgsite v0.6.0 (the version checkers.sh pins)
+			// serving this module's naming package on 2026-12-03: the
+			// markup the hand-written fixtures imitate. Capture it again
+			// when the pin moves (make docs, then save the page).
+			fixture: "pkgsite-v0.6.0-naming.html",
+			want: page{
+				ModulePath:  "github.com/replicakit/replicakit",
+				HasDoc:      true,
+				LicenseItem: true,
+				Licenses:    []string{"Apache-2.0"},
+				EntryPoints: []entryPoint{
+					{ID: "LabelValueFor"},
+					{ID: "Validate"},
+					{ID: "Indexed.Name", Type: "Indexed"},
+					{ID: "Indexed.Names", Type: "Indexed"},
+					{ID: "Indexed.Ordinal", Type: "Indexed"},
+					{ID: "Random.Names", Type: "Random"},
+					{ID: "Target.MaxLen", Type: "Target"},
+					{ID: "Target.String", Type: "Target"},
+				},
+				Examples: []example{
+					{ID: "example-LabelValueFor", Output: "web 63 true"},
+					{ID: "example-Validate", Output: `"Test_RS-1" is not a valid portable name (DNS-1123 label): character 'T' at position 0 is not allowed (use lowercase letters, digits and '-'): naming: invalid name`},
+					{ID: "example-Indexed", Output: "[web-1 web-3] 2 true"},
+					{ID: "example-Random", Output: "13 true true 13 true true"},
+					{ID: "example-Target", Output: "portable name (DNS-1123 label), at most 63: false Kubernetes object name (DNS-1123 subdomain), at most 253: false Kubernetes label value, at most 63: true vSphere VM name, at most 80: true"},
 				},
 			},
 		},

@@ -32,5 +32,6 @@
 // controller-runtime's envtest starts from the folder KUBEBUILDER_ASSETS
 // names, with the CRDs controller-gen writes for the owner kind. Nothing in
 // this package is needed for it; Example (Envtest) is such a test's set-up,
-// and this package's own tests run it on every change.
+// and this package's TestPoolOnAPIServer runs the same set-up on every
+// change.
 package kubetest

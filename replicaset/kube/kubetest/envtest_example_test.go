@@ -13,9 +13,10 @@ import (
 )
 
 // startPoolOperator runs the operator as its main would, in a manager on
-// cfg, until ctx ends, and returns a client for the test (the manager's own
-// client reads through its cache).
-func startPoolOperator(ctx context.Context, cfg *rest.Config) (client.Client, error) {
+// cfg, and returns a client of the API server and a function that stops
+// the manager and waits until it has stopped: call it before stopping the
+// API server, so that nothing is left talking to it.
+func startPoolOperator(ctx context.Context, cfg *rest.Config) (client.Client, func(), error) {
 	scheme := newScheme()
 	mgr, err := ctrl.NewManager(cfg, ctrl.Options{
 		Scheme:                 scheme,
@@ -23,17 +24,24 @@ func startPoolOperator(ctx context.Context, cfg *rest.Config) (client.Client, er
 		HealthProbeBindAddress: "0",
 	})
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	if err := newReconciler(scheme).SetupWithManager(mgr, "pool"); err != nil {
-		return nil, err
+		return nil, nil, err
 	}
+	c, err := client.New(cfg, client.Options{Scheme: scheme})
+	if err != nil {
+		return nil, nil, err
+	}
+	ctx, cancel := context.WithCancel(ctx)
+	done := make(chan struct{})
 	go func() {
+		defer close(done)
 		if err := mgr.Start(ctx); err != nil {
 			fmt.Fprintln(os.Stderr, "manager:", err)
 		}
 	}()
-	return client.New(cfg, client.Options{Scheme: scheme})
+	return c, func() { cancel(); <-done }, nil
 }
 
 // Test an operator on a real kube-apiserver and etcd, started by
@@ -59,13 +67,13 @@ func Example_envtest() {
 	}
 	defer func() { _ = env.Stop() }()
 
-	ctx, cancel := context.WithCancel(context.Background())
-	defer cancel()
-	c, err := startPoolOperator(ctx, cfg)
+	ctx := context.Background()
+	c, stop, err := startPoolOperator(ctx, cfg)
 	if err != nil {
 		fmt.Println(err)
 		return
 	}
+	defer stop() // before env.Stop, deferred above
 	if err := c.Create(ctx, newPool("web", 3)); err != nil {
 		fmt.Println(err)
 		return

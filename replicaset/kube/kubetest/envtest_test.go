@@ -37,12 +37,12 @@ func TestPoolOnAPIServer(t *testing.T) {
 			t.Errorf("envtest stop: %v", err)
 		}
 	})
-	ctx, cancel := context.WithCancel(t.Context())
-	defer cancel()
-	c, err := startPoolOperator(ctx, cfg)
+	ctx := t.Context()
+	c, stop, err := startPoolOperator(ctx, cfg)
 	if err != nil {
 		t.Fatal(err)
 	}
+	t.Cleanup(stop) // runs before env.Stop, registered above
 
 	pool := newPool("web", 3)
 	if err := c.Create(ctx, pool); err != nil {

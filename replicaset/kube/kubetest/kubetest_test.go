@@ -92,3 +92,31 @@ func TestReconcile_NotSetUp(t *testing.T) {
 		t.Errorf("got %v, want a terminal error naming SetupWithManager and SetupWithIndexer", err)
 	}
 }
+
+// failingIndexer refuses every index after the first n.
+type failingIndexer struct{ n int }
+
+func (f *failingIndexer) IndexField(context.Context, client.Object, string, client.IndexerFunc) error {
+	if f.n == 0 {
+		return errors.New("indexer refused")
+	}
+	f.n--
+	return nil
+}
+
+// TestSetupWithIndexer_FailureLeavesNotSetUp: when registering an index
+// fails, SetupWithIndexer says so and leaves the Reconciler as it was, so
+// that Reconcile still refuses to run rather than read through indexes the
+// cache does not have.
+func TestSetupWithIndexer_FailureLeavesNotSetUp(t *testing.T) {
+	for n := range 2 {
+		r := newReconciler(newScheme())
+		if err := r.SetupWithIndexer(&failingIndexer{n: n}, "pool"); err == nil || !strings.Contains(err.Error(), "indexer refused") {
+			t.Fatalf("index %d refused: SetupWithIndexer = %v, want the indexer's error", n, err)
+		}
+		_, err := r.Reconcile(context.Background(), reconcile.Request{})
+		if !errors.Is(err, reconcile.TerminalError(nil)) || !strings.Contains(err.Error(), "SetupWithIndexer") {
+			t.Errorf("index %d refused: Reconcile = %v, want the terminal not-set-up error", n, err)
+		}
+	}
+}
