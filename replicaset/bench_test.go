@@ -57,3 +57,98 @@ func BenchmarkCompute(b *testing.B) {
 		}
 	}
 }
+
+// rolloutSet returns n available replicas, every other one on revision
+// "A" and the rest on "B".
+func rolloutSet(n int) ([]replicaset.Replica, time.Time) {
+	rng := rand.New(rand.NewPCG(2, uint64(n)))
+	now := time.Date(2026, 11, 30, 12, 0, 0, 0, time.UTC)
+	replicas := make([]replicaset.Replica, n)
+	for i := range replicas {
+		rev := "A"
+		if i%2 == 0 {
+			rev = "B"
+		}
+		replicas[i] = replicaset.Replica{
+			Name:      fmt.Sprintf("set-%08d", rng.IntN(1<<30)) + fmt.Sprint(i),
+			UID:       fmt.Sprintf("uid-%d", i),
+			CreatedAt: now.Add(-time.Duration(rng.IntN(1<<20)) * time.Second),
+			Phase:     replicaset.PhaseRunning,
+			Ready:     true,
+			Revision:  rev,
+		}
+	}
+	return replicas, now
+}
+
+// rollingSpec is a rollout to "B" of n replicas under Deployment's 25%
+// surge and 25% unavailable: a pass over rolloutSet(n) deletes
+// min(n/4, 500) replicas on "A" (the per-pass cap) and creates n/4.
+func rollingSpec(n int) replicaset.Spec {
+	return replicaset.Spec{Desired: n, Revision: "B", Strategy: replicaset.Strategy{
+		MaxSurge: replicaset.Percent(25), MaxUnavailable: replicaset.Percent(25),
+	}}
+}
+
+// BenchmarkComputeRollout measures a pass over a set in mid-rollout (n
+// available replicas at the desired count, half of them on an older
+// revision, rollingSpec), beside Compute on the same set without
+// revisions (the "baseline" sub-benchmark: what a pass over it cost before
+// rollouts existed, a pass that finds nothing to do), and a pass over a
+// set with revisions that has none to replace ("settled").
+func BenchmarkComputeRollout(b *testing.B) {
+	for _, n := range []int{1_000, 100_000} {
+		replicas, now := rolloutSet(n)
+		settled := slices.Clone(replicas)
+		for i := range settled {
+			settled[i].Revision = "B"
+		}
+		policy := deletionpolicy.Random{Seed: 7}
+		for _, c := range []struct {
+			name string
+			spec replicaset.Spec
+			set  []replicaset.Replica
+		}{
+			{"baseline", replicaset.Spec{Desired: n}, replicas},
+			{"mid-rollout", rollingSpec(n), replicas},
+			{"settled", rollingSpec(n), settled},
+		} {
+			b.Run(fmt.Sprintf("n=%d/%s", n, c.name), func(b *testing.B) {
+				b.ReportAllocs()
+				for b.Loop() {
+					if _, err := replicaset.Compute(c.spec, c.set, policy, now); err != nil {
+						b.Fatal(err)
+					}
+				}
+			})
+		}
+	}
+}
+
+// BenchmarkComputeRolloutLikeForLike measures the same mid-rollout pass
+// beside a pass of today's Compute that does the same work on the same
+// set without revisions (the "baseline" sub-benchmark): a scale-down that
+// ranks the candidates under the policy and chooses as many victims,
+// min(n/4, 500).
+func BenchmarkComputeRolloutLikeForLike(b *testing.B) {
+	for _, n := range []int{1_000, 100_000} {
+		replicas, now := rolloutSet(n)
+		policy := deletionpolicy.Random{Seed: 7}
+		for _, c := range []struct {
+			name string
+			spec replicaset.Spec
+		}{
+			{"baseline", replicaset.Spec{Desired: n - min(n/4, replicaset.DefaultMaxPerPass)}},
+			{"mid-rollout", rollingSpec(n)},
+		} {
+			b.Run(fmt.Sprintf("n=%d/%s", n, c.name), func(b *testing.B) {
+				b.ReportAllocs()
+				for b.Loop() {
+					if _, err := replicaset.Compute(c.spec, replicas, policy, now); err != nil {
+						b.Fatal(err)
+					}
+				}
+			})
+		}
+	}
+}

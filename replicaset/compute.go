@@ -58,6 +58,39 @@ import (
 // to restore balance unless Spec.Rebalance asks for it; Plan.Unbalanced
 // says when and why zones stay apart.
 //
+// Rollouts (Spec.Revision set; zones are not planned with revisions yet):
+// a replica whose Revision is neither empty nor Spec.Revision is on an
+// older revision. Creates are always on Spec.Revision. With the
+// strategy's Limits (MaxSurge S, MaxUnavailable U, Partition P, resolved
+// for Desired D by the one rounding rule Strategy.Limits states), a pass:
+//
+//   - scales as above, but deletes in this order: marked replicas; then
+//     replicas on older revisions while more than P remain; then replicas
+//     on Spec.Revision, except that a rolling update that is neither
+//     paused nor OnDelete scales none of them down while replicas on older
+//     revisions remain to be replaced (else it would scale down the surge
+//     replicas that are to replace them); then replicas on older revisions
+//     that P would keep; within each, broken (PhasePending, PhaseFailed),
+//     then not available, then the policy's order;
+//   - then, for a RollingUpdate that is not Paused, while more than P
+//     replicas are on older revisions: creates replicas on Spec.Revision
+//     up to D − P of them, while live replicas plus those being deleted
+//     stay within D + S; and deletes replicas on older revisions beyond P
+//     in the replacement order: marked, then broken, then not available,
+//     then the policy's order.
+//
+// Bounds, whatever the state a pass starts from: no pass deletes an
+// available replica when that takes the available replicas below D − U
+// (so none lowers them when they already are below it), skipping it for
+// the next candidate; while replicas on older revisions remain beyond P,
+// live and deleting replicas plus creates never exceed D + S (nor grow
+// when already above it); a rollout's deletes never take the replicas on
+// older revisions below P; and no pass deletes the last available replica
+// on Spec.Revision while D is above zero. Plan.Holds says why the
+// replicas left on older revisions wait, bound by bound. With
+// Spec.ReplaceDeleting, replicas being deleted are replaced at once only
+// within D + S while a rollout is in progress.
+//
 // Compute returns an error wrapping ErrInvalidSpec for a bad spec,
 // ErrInvalidReplica for an empty or repeated name or a repeated UID, and
 // ErrNoPolicy when policy is nil (an untyped nil, or a nil pointer, map,
@@ -72,6 +105,9 @@ func Compute(spec Spec, current []Replica, policy Ranker, now time.Time) (Plan, 
 	}
 	w := getScratch()
 	defer w.put()
+	if spec.Revision != "" {
+		return computeRollout(spec, current, policy, now, w)
+	}
 
 	// One pass over current validates, counts and (with zones) counts
 	// per zone: at 100,000 replicas each pass over their 14 MB costs

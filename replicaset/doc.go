@@ -31,6 +31,22 @@
 // successes, the bound of [SlowStart]'s batches. The execute subpackage does
 // this for any binding.
 //
+// # Rollouts
+//
+// A set that records revisions changes its replicas, not only their number:
+// give Spec.Revision the revision replicas should be on (a hash of the
+// owner's template), set each Replica.Revision to the one it was made from,
+// and choose a Strategy. The zero Strategy is a RollingUpdate of one surge
+// replica and none unavailable (DefaultMaxSurge, DefaultMaxUnavailable):
+// every serving VM keeps serving until its replacement is available.
+// Partition keeps some replicas on older revisions (a canary), Paused
+// stops replacing them (scaling goes on), and OnDelete replaces only
+// replicas that go away for other reasons. Rolling back is setting the
+// older revision again: replicas still on it count as updated at once and
+// are never deleted for it. Plan.Holds says, bound by bound, why replicas
+// on older revisions wait. Compute's documentation states the order and
+// the bounds; Strategy.Limits states the one rounding rule.
+//
 // # Invariants
 //
 // For every valid input, Compute guarantees:
@@ -55,6 +71,16 @@
 //     replica at a time, create before delete, and never take its
 //     available replicas below the desired count (or below where they
 //     were). [SummarizeZones] reports status per zone.
+//   - Rollouts (Spec.Revision): available replicas never go below
+//     Desired − MaxUnavailable through a pass (nor lower when already
+//     below); while replicas on older revisions remain to be replaced,
+//     live and deleting replicas never exceed Desired + MaxSurge through
+//     a pass; a rollout's deletes respect Partition exactly; the last
+//     available replica on the wanted revision is never deleted while
+//     Desired is above zero; a healthy set converges with no replica on
+//     an older revision beyond Partition, and a settled set is a fixed
+//     point. Without Spec.Revision, Compute plans as it did before
+//     revisions existed.
 //   - Determinism: the same spec, replicas (in any order), policy and time
 //     give the same plan.
 //   - Convergence: carrying out plans repeatedly reaches Desired (or the

@@ -202,3 +202,78 @@ func ExamplePlan_IsZero() {
 	// 3 false create=1 delete=[] deleting=[] deferred=0
 	// 2 true create=0 delete=[] deleting=[] deferred=0
 }
+
+// Roll a set of three from revision "a1" to "b2" under the default
+// strategy (one surge replica, none unavailable), pass by pass: a
+// replacement is created first, and a replica on "a1" goes only once it is
+// available. Plan.Holds says what waits and why.
+func ExampleCompute_rollout() {
+	now := time.Date(2026, 11, 30, 12, 0, 0, 0, time.UTC)
+	replica := func(name, rev string, ready bool) replicaset.Replica {
+		return replicaset.Replica{Name: name, Revision: rev, Phase: replicaset.PhaseRunning, Ready: ready}
+	}
+	spec := replicaset.Spec{Desired: 3, Revision: "b2"}
+	set := []replicaset.Replica{replica("web-a", "a1", true), replica("web-b", "a1", true), replica("web-c", "a1", true)}
+
+	plan, err := replicaset.Compute(spec, set, deletionpolicy.Random{}, now)
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	fmt.Println(plan)
+
+	// The binding created web-d on b2; once it is ready, one replica on
+	// a1 may go.
+	set = append(set, replica("web-d", "b2", true))
+	plan, err = replicaset.Compute(spec, set, deletionpolicy.Random{}, now)
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	fmt.Println(len(plan.Delete), plan.Delete[0].Revision)
+	for _, h := range plan.Holds {
+		fmt.Println(h.By, h.Waiting)
+	}
+	// Output:
+	// create=1 delete=[] deleting=[] deferred=0 holds=[MaxSurge:2 MaxUnavailable:3]
+	// 1 a1
+	// MaxSurge 2
+	// MaxUnavailable 2
+}
+
+// Resolve a strategy for a desired count: percentages of MaxSurge round
+// up and of MaxUnavailable down, as in a Kubernetes Deployment.
+func ExampleStrategy_Limits() {
+	s := replicaset.Strategy{MaxSurge: replicaset.Percent(25), MaxUnavailable: replicaset.Percent(25)}
+	fmt.Printf("%+v\n", s.Limits(10))
+	fmt.Printf("%+v\n", replicaset.Strategy{}.Limits(10)) // the defaults
+	// Output:
+	// {Surge:3 Unavailable:2 Partition:0}
+	// {Surge:1 Unavailable:0 Partition:0}
+}
+
+// Read a strategy's amounts as they appear in a manifest.
+func ExampleParseAmount() {
+	for _, s := range []string{"2", "25%", "-1"} {
+		a, err := replicaset.ParseAmount(s)
+		fmt.Println(a, err)
+	}
+	// Output:
+	// 2 <nil>
+	// 25% <nil>
+	//  amount "-1" is neither a count ("3") nor a percentage ("25%") of zero or more
+}
+
+// Report a rollout's progress: two of three replicas are on the wanted
+// revision, one of them not yet ready.
+func ExampleSummarizeRollout() {
+	now := time.Date(2026, 11, 30, 12, 0, 0, 0, time.UTC)
+	set := []replicaset.Replica{
+		{Name: "web-a", Revision: "a1", Ready: true},
+		{Name: "web-b", Revision: "b2", Ready: true},
+		{Name: "web-c", Revision: "b2"},
+	}
+	fmt.Printf("%+v\n", replicaset.SummarizeRollout(replicaset.Spec{Desired: 3, Revision: "b2"}, set, now))
+	// Output:
+	// {Updated:2 UpdatedReady:1 UpdatedAvailable:1 Old:1 Complete:false}
+}

@@ -33,6 +33,74 @@ type Plan struct {
 	// carried out (a zone backing off, protection, the per-pass cap,
 	// replicas in zones no longer listed); empty when they will not.
 	Unbalanced string
+	// Holds says, setting by setting, why replicas on older revisions
+	// that should be replaced wait after this pass (Spec.Revision set);
+	// empty when none waits. Waiting replicas are not counted in
+	// Deferred, except those over the per-pass cap.
+	Holds []Hold
+}
+
+// Hold is one reason replicas on older revisions wait: a rollout bound or
+// setting that keeps them, and how many.
+type Hold struct {
+	// By is the setting or bound that holds them.
+	By HoldKind
+	// Waiting is how many replicas it holds: replicas on older revisions
+	// that stay (or, for HoldMaxSurge, new replicas not yet created).
+	Waiting int
+	// Reason says what waits and on what, in a sentence a person can act
+	// on.
+	Reason string
+}
+
+// HoldKind names what holds a rollout back.
+type HoldKind int
+
+// The settings and bounds that can hold a rollout back.
+const (
+	// HoldPaused: Strategy.Paused is set.
+	HoldPaused HoldKind = iota + 1
+	// HoldOnDelete: the strategy is OnDelete.
+	HoldOnDelete
+	// HoldPartition: Strategy.Partition keeps replicas on older revisions.
+	HoldPartition
+	// HoldMaxSurge: replicas, counting those being deleted, are at
+	// Desired + MaxSurge, so no new replica can be made yet.
+	HoldMaxSurge
+	// HoldMaxUnavailable: deleting an available replica would take the
+	// available replicas below Desired − MaxUnavailable.
+	HoldMaxUnavailable
+	// HoldProtected: the replicas are protected from scale-in.
+	HoldProtected
+	// HoldMaxPerPass: the per-pass cap is reached; the next pass goes on.
+	HoldMaxPerPass
+	// HoldLastAvailable: a scale-down keeps the last available replica on
+	// the wanted revision.
+	HoldLastAvailable
+)
+
+// String returns the name of the setting or bound, as Plan.String and
+// status show it.
+func (k HoldKind) String() string {
+	switch k {
+	case HoldPaused:
+		return "Paused"
+	case HoldOnDelete:
+		return "OnDelete"
+	case HoldPartition:
+		return "Partition"
+	case HoldMaxSurge:
+		return "MaxSurge"
+	case HoldMaxUnavailable:
+		return "MaxUnavailable"
+	case HoldProtected:
+		return "Protected"
+	case HoldMaxPerPass:
+		return "MaxPerPass"
+	case HoldLastAvailable:
+		return "LastAvailable"
+	}
+	return fmt.Sprintf("HoldKind(%d)", int(k))
 }
 
 // Shortfall explains why a plan cannot reach the desired count.
@@ -57,7 +125,8 @@ func (p Plan) IsZero() bool {
 //	create=1 delete=[b c] deleting=[a] deferred=0
 //
 // Zones add " zones=[a b]" (CreateZones), a shortfall " shortfall=N
-// (reason)", and an imbalance " unbalanced=(reason)".
+// (reason)", an imbalance " unbalanced=(reason)", and a rollout's holds
+// " holds=[MaxUnavailable:2 Partition:1]".
 func (p Plan) String() string {
 	var b strings.Builder
 	fmt.Fprintf(&b, "create=%d delete=%s deleting=%s deferred=%d",
@@ -70,6 +139,13 @@ func (p Plan) String() string {
 	}
 	if p.Unbalanced != "" {
 		fmt.Fprintf(&b, " unbalanced=(%s)", p.Unbalanced)
+	}
+	if len(p.Holds) > 0 {
+		hs := make([]string, len(p.Holds))
+		for i, h := range p.Holds {
+			hs[i] = fmt.Sprintf("%s:%d", h.By, h.Waiting)
+		}
+		fmt.Fprintf(&b, " holds=[%s]", strings.Join(hs, " "))
 	}
 	return b.String()
 }

@@ -88,6 +88,10 @@ type Replica struct {
 	// Zone is the failure domain the replica runs in (Spec.Zones); empty
 	// when unknown or when the set does not spread.
 	Zone string
+
+	// Revision is the revision the replica was made from (Spec.Revision);
+	// empty when unknown, which counts as the wanted revision.
+	Revision string
 }
 
 // Available reports whether r counts as available at now: it is ready, not

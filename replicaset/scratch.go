@@ -3,8 +3,9 @@ package replicaset
 import "sync"
 
 // scratch is the working memory of one Compute call: validation's hash
-// tables, the victims with their keys and order, each replica's zone, and
-// the table that finds a zone by its key.
+// tables, the victims with their keys and order, each replica's zone, the
+// table that finds a zone by its key, and a rollout's candidate groups and
+// choices.
 // Compute takes one from a pool and returns it, so a controller planning
 // pass after pass allocates it once per size rather than on every call.
 // Allocated afresh, it was a large object per call to clear and then to
@@ -15,8 +16,8 @@ import "sync"
 // about 100 to 160 bytes per replica of the largest set it served, until the
 // garbage collector empties the pool.
 type scratch struct {
-	words  [2][]uint64 // by wordsSlots, wordsKeys
-	ints   [3][]int32  // by intsOrder, intsScatter, intsZones
+	words  [3][]uint64 // by wordsSlots, wordsKeys, wordsChosen
+	ints   [5][]int32  // by intsOrder, intsScatter, intsZones, intsGroupOf, intsAt
 	victim []victim
 	used   int // victims handed out since the scratch left the pool
 	// zoneKeys is zoneCounts.byKey.
@@ -26,14 +27,17 @@ type scratch struct {
 // The buffers by name, each holding one kind of data in a call, so that
 // no user overwrites another's while it is still read.
 const (
-	wordsSlots = iota // validation's two hash sets (newIndexSets)
-	wordsKeys         // the victims' packed sort keys (newKeySort)
+	wordsSlots  = iota // validation's two hash sets (newIndexSets)
+	wordsKeys          // the victims' packed sort keys (newKeySort)
+	wordsChosen        // the replicas a rollout pass chose (rollout.chosen)
 )
 
 const (
 	intsOrder   = iota // the victims' order (keySort.idx)
 	intsScatter        // a radix pass's scatter (keySort.tmp)
 	intsZones          // each replica's zone (zoneCounts.of)
+	intsGroupOf        // each replica's group in a rollout (computeRollout)
+	intsAt             // where in current a rollout's victims are (rollout.first)
 )
 
 var scratchPool = sync.Pool{New: func() any { return new(scratch) }}

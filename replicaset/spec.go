@@ -83,6 +83,25 @@ type Spec struct {
 	// becomes available, without failing, holds such a scale-down until it
 	// does or fails. Without zones it does nothing.
 	Rebalance bool
+
+	// Revision is the revision replicas should be on (a hash of the
+	// owner's template, say). Empty: the set has no revisions, Strategy is
+	// ignored, and Compute plans exactly as it did before revisions
+	// existed. Set: replicas whose Replica.Revision differs are on older
+	// revisions and are replaced under Strategy; Compute's documentation
+	// states how. A replica with no revision counts as on this one, so
+	// that replicas made before the binding recorded revisions are adopted,
+	// not replaced.
+	Revision string
+	// Strategy says how replicas on older revisions are replaced. It
+	// applies only when Revision is set.
+	Strategy Strategy
+	// CreatesFailing tells Compute that the caller's recent creates failed
+	// (quota, capacity; execute.Result says so). Plans do not change, since
+	// creates are retried, but a rollout held by MaxUnavailable says then
+	// that its surge replicas are not coming and which setting would let
+	// it go on.
+	CreatesFailing bool
 }
 
 // ZoneBackoff says that creates in Zone are avoided until Until.
@@ -114,6 +133,10 @@ func (s Spec) Validate() error {
 	}
 	if s.MinReady < 0 {
 		errs = append(errs, fmt.Errorf("min ready %v is negative: %w", s.MinReady, ErrInvalidSpec))
+	}
+	errs = append(errs, s.Strategy.validate()...)
+	if s.Revision != "" && len(s.Zones) > 0 {
+		errs = append(errs, fmt.Errorf("revisions (Spec.Revision) with zones (Spec.Zones) are not planned yet: %w", ErrInvalidSpec))
 	}
 	for i, z := range s.Zones {
 		switch {

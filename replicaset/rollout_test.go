@@ -1,0 +1,416 @@
+package replicaset_test
+
+import (
+	"cmp"
+	"fmt"
+	"math"
+	"slices"
+	"strconv"
+	"strings"
+	"testing"
+
+	gocmp "github.com/google/go-cmp/cmp"
+	"github.com/google/go-cmp/cmp/cmpopts"
+	"pgregory.net/rapid"
+
+	"github.com/replicakit/replicakit/internal/replicagen"
+	"github.com/replicakit/replicakit/replicaset"
+)
+
+// amountGen draws an unset Amount, a small count or a percentage.
+func amountGen(maxCount int) *rapid.Generator[replicaset.Amount] {
+	return rapid.Custom(func(t *rapid.T) replicaset.Amount {
+		switch rapid.IntRange(0, 2).Draw(t, "kind") {
+		case 0:
+			return replicaset.Amount{}
+		case 1:
+			return replicaset.Count(rapid.IntRange(0, maxCount).Draw(t, "count"))
+		}
+		return replicaset.Percent(rapid.SampledFrom([]int{0, 10, 25, 33, 50, 100}).Draw(t, "percent"))
+	})
+}
+
+// strategyGen draws a strategy, mostly a RollingUpdate, sometimes with a
+// partition, now and then paused or OnDelete.
+func strategyGen() *rapid.Generator[replicaset.Strategy] {
+	return rapid.Custom(func(t *rapid.T) replicaset.Strategy {
+		s := replicaset.Strategy{
+			MaxSurge:       amountGen(3).Draw(t, "maxSurge"),
+			MaxUnavailable: amountGen(3).Draw(t, "maxUnavailable"),
+			Paused:         rapid.IntRange(0, 5).Draw(t, "paused") == 0,
+		}
+		if rapid.IntRange(0, 5).Draw(t, "onDelete") == 0 {
+			s.Type = replicaset.OnDelete
+		}
+		if rapid.IntRange(0, 2).Draw(t, "partitioned") == 0 {
+			s.Partition = amountGen(5).Draw(t, "partition")
+		}
+		return s
+	})
+}
+
+// rolloutSpecGen draws a spec with a revision ("A" or "B") and a strategy.
+// Zones are left out: rollouts do not plan them yet.
+func rolloutSpecGen() *rapid.Generator[replicaset.Spec] {
+	return rapid.Custom(func(t *rapid.T) replicaset.Spec {
+		s := replicagen.Spec().Draw(t, "base")
+		s.Zones, s.ZoneBackoff, s.Rebalance = nil, nil, false
+		s.Desired = rapid.IntRange(0, 20).Draw(t, "desired")
+		s.Revision = rapid.SampledFrom([]string{"A", "B"}).Draw(t, "revision")
+		s.Strategy = strategyGen().Draw(t, "strategy")
+		return s
+	})
+}
+
+// withRevisions gives each replica a revision: none, "A", "B" or "C".
+func withRevisions(t *rapid.T, rs []replicaset.Replica) []replicaset.Replica {
+	for i := range rs {
+		rs[i].Revision = rapid.SampledFrom([]string{"", "A", "B", "C"}).Draw(t, "replicaRevision")
+	}
+	return rs
+}
+
+// tally is what the bounds are stated in: counts of a set of replicas at a
+// moment, under a spec.
+type tally struct {
+	live, deleting, avail, old, newAvail int
+}
+
+func tallyOf(spec replicaset.Spec, rs []replicaset.Replica) tally {
+	var c tally
+	now := replicagen.Now()
+	for _, r := range rs {
+		if r.Deleting {
+			c.deleting++
+			continue
+		}
+		c.live++
+		onNew := r.Revision == "" || r.Revision == spec.Revision
+		avail := r.Available(spec.MinReady, now)
+		if avail {
+			c.avail++
+		}
+		if !onNew {
+			c.old++
+		} else if avail {
+			c.newAvail++
+		}
+	}
+	return c
+}
+
+// afterPlan returns the replicas right after a plan is carried out and
+// before anything else happens: victims being deleted, creates not yet
+// made (they are pending, neither live nor available, but count for the
+// surge bound, which checkPass adds).
+func afterPlan(rs []replicaset.Replica, p replicaset.Plan) []replicaset.Replica {
+	doomed := map[string]bool{}
+	for _, r := range p.Delete {
+		doomed[r.Name] = true
+	}
+	out := slices.Clone(rs)
+	for i := range out {
+		out[i].Deleting = out[i].Deleting || doomed[out[i].Name]
+	}
+	return out
+}
+
+// checkPass checks one plan against every rollout bound, stated as
+// plainly as possible from the counts before and after it.
+func checkPass(t *rapid.T, spec replicaset.Spec, rs []replicaset.Replica, p replicaset.Plan) {
+	t.Helper()
+	lim := naiveLimits(spec.Strategy, spec.Desired)
+	before := tallyOf(spec, rs)
+	after := tallyOf(spec, afterPlan(rs, p))
+	limit := cmp.Or(spec.MaxPerPass, replicaset.DefaultMaxPerPass)
+
+	seen := map[string]bool{}
+	byName := map[string]replicaset.Replica{}
+	for _, r := range rs {
+		byName[r.Name] = r
+	}
+	for _, v := range p.Delete {
+		r, ok := byName[v.Name]
+		if !ok || seen[v.Name] || r.Deleting || r.Protected {
+			t.Fatalf("victim %q: current %v, chosen twice %v, deleting %v, protected %v", v.Name, ok, seen[v.Name], r.Deleting, r.Protected)
+		}
+		seen[v.Name] = true
+	}
+	if p.Create > limit || len(p.Delete) > limit {
+		t.Fatalf("plan %v exceeds the cap %d", p, limit)
+	}
+	// Availability: never below Desired − MaxUnavailable, and never
+	// lowered when already below it.
+	if floor := min(before.avail, spec.Desired-lim.Unavailable); after.avail < floor {
+		t.Fatalf("available %d → %d, below %d (desired %d, unavailable %d): %v", before.avail, after.avail, floor, spec.Desired, lim.Unavailable, p)
+	}
+	// Surge: while replicas on older revisions remain beyond the
+	// partition, live and deleting replicas plus creates stay within
+	// Desired + MaxSurge, or at least do not grow.
+	if before.old > lim.Partition {
+		total := before.live + before.deleting
+		if got := total + p.Create; got > max(total, spec.Desired+lim.Surge) {
+			t.Fatalf("%d replicas (counting deleting) + %d creates = %d, over desired %d + surge %d: %v", total, p.Create, got, spec.Desired, lim.Surge, p)
+		}
+	}
+	// The last available replica on the wanted revision is never deleted
+	// while Desired is above zero.
+	if spec.Desired > 0 && before.newAvail > 0 && after.newAvail == 0 {
+		t.Fatalf("the last available replica on revision %s is deleted: %v", spec.Revision, p)
+	}
+	if before.live <= spec.Desired {
+		// No scale-down: every delete replaces a replica on an older
+		// revision, beyond the partition, and only a rolling update that
+		// is not paused deletes.
+		for _, v := range p.Delete {
+			if v.Revision == "" || v.Revision == spec.Revision {
+				t.Fatalf("no scale-down, yet %q on the wanted revision is deleted: %v", v.Name, p)
+			}
+		}
+		if after.old < min(before.old, lim.Partition) {
+			t.Fatalf("replicas on older revisions %d → %d, below the partition %d: %v", before.old, after.old, lim.Partition, p)
+		}
+		if (spec.Strategy.Paused || spec.Strategy.Type == replicaset.OnDelete) && len(p.Delete) > 0 {
+			t.Fatalf("paused or OnDelete, yet the plan deletes: %v", p)
+		}
+		// Every replica on an older revision beyond the partition that
+		// this pass leaves is accounted for by a hold.
+		waiting := 0
+		for _, h := range p.Holds {
+			if h.By != replicaset.HoldPartition && h.By != replicaset.HoldMaxSurge {
+				waiting += h.Waiting
+			}
+			if h.Reason == "" || h.Waiting <= 0 {
+				t.Fatalf("hold %+v has no reason or waits for nothing", h)
+			}
+		}
+		if want := max(0, after.old-lim.Partition); waiting != want {
+			t.Fatalf("%d replicas on older revisions remain beyond the partition, holds account for %d: %v", want, waiting, p)
+		}
+	}
+}
+
+// naiveLimits resolves a strategy with floating point and the rule spelt
+// out: surge rounds up, unavailable down, both zero makes unavailable 1,
+// partition rounds up and is at most desired.
+func naiveLimits(s replicaset.Strategy, desired int) replicaset.Limits {
+	resolve := func(a replicaset.Amount, def int, up bool) int {
+		if !a.IsSet() {
+			return def
+		}
+		str := a.String()
+		num, pct := strings.CutSuffix(str, "%")
+		n, err := strconv.Atoi(num)
+		if err != nil {
+			panic(err)
+		}
+		if !pct {
+			return n
+		}
+		x := float64(n) * float64(desired) / 100
+		if up {
+			return int(math.Ceil(x))
+		}
+		return int(math.Floor(x))
+	}
+	l := replicaset.Limits{
+		Surge:       resolve(s.MaxSurge, 1, true),
+		Unavailable: resolve(s.MaxUnavailable, 0, false),
+		Partition:   resolve(s.Partition, 0, true),
+	}
+	if l.Surge == 0 && l.Unavailable == 0 {
+		l.Unavailable = 1
+	}
+	l.Partition = min(l.Partition, desired)
+	return l
+}
+
+// TestLimits_Properties: Limits agrees with the rule computed naively.
+func TestLimits_Properties(t *testing.T) {
+	rapid.Check(t, func(t *rapid.T) {
+		s := strategyGen().Draw(t, "strategy")
+		d := rapid.IntRange(0, 1000).Draw(t, "desired")
+		if diff := gocmp.Diff(naiveLimits(s, d), s.Limits(d)); diff != "" {
+			t.Fatalf("Limits(%d) of %+v (-naive +got):\n%s", d, s, diff)
+		}
+	})
+}
+
+// TestParseAmount_RoundTrip: every Amount's String parses back to it.
+func TestParseAmount_RoundTrip(t *testing.T) {
+	rapid.Check(t, func(t *rapid.T) {
+		a := amountGen(1000).Draw(t, "amount")
+		if !a.IsSet() {
+			return
+		}
+		got, err := replicaset.ParseAmount(a.String())
+		if err != nil || got != a {
+			t.Fatalf("ParseAmount(%q) = %v, %v; want %v", a.String(), got, err, a)
+		}
+	})
+}
+
+// TestRollout_Properties: one pass from any state keeps every bound, and
+// the plan does not depend on the replicas' order.
+func TestRollout_Properties(t *testing.T) {
+	rapid.Check(t, func(t *rapid.T) {
+		spec := rolloutSpecGen().Draw(t, "spec")
+		rs := withRevisions(t, replicagen.Replicas(30).Draw(t, "replicas"))
+		_, policy := replicagen.Policy(t)
+		p, err := replicaset.Compute(spec, rs, policy, replicagen.Now())
+		if err != nil {
+			t.Fatalf("Compute: %v", err)
+		}
+		checkPass(t, spec, rs, p)
+		again, err := replicaset.Compute(spec, rapid.Permutation(rs).Draw(t, "shuffled"), policy, replicagen.Now())
+		if err != nil {
+			t.Fatal(err)
+		}
+		if diff := gocmp.Diff(p, again, cmpopts.EquateEmpty()); diff != "" {
+			t.Fatalf("plan depends on input order (-first +shuffled):\n%s", diff)
+		}
+	})
+}
+
+// sim is a platform for rollouts: it carries plans out with faults (creates
+// that fail, deletes that take several passes, replicas that come up late
+// or never) until told to be healthy.
+type sim struct {
+	set     []replicaset.Replica
+	serial  int
+	healthy bool
+}
+
+// apply carries out p for spec: victims start deleting, creates become
+// pending replicas on spec's revision (some fail unless healthy), and then
+// time passes: deletions finish and pending replicas come up, some of them,
+// or all when healthy.
+func (s *sim) apply(t *rapid.T, spec replicaset.Spec, p replicaset.Plan) {
+	doomed := map[string]bool{}
+	for _, r := range p.Delete {
+		doomed[r.Name] = true
+	}
+	var next []replicaset.Replica
+	for _, r := range s.set {
+		r.Deleting = r.Deleting || doomed[r.Name]
+		if r.Deleting && (s.healthy || rapid.IntRange(0, 2).Draw(t, "deleteFinishes") > 0) {
+			continue
+		}
+		if !r.Deleting && !r.Available(spec.MinReady, replicagen.Now()) && (s.healthy || rapid.IntRange(0, 3).Draw(t, "comesUp") == 0) {
+			r.Phase, r.Ready, r.ReadySince = replicaset.PhaseRunning, true, replicagen.Now().Add(-spec.MinReady)
+		}
+		next = append(next, r)
+	}
+	for range p.Create {
+		if !s.healthy && rapid.IntRange(0, 4).Draw(t, "createFails") == 0 {
+			continue
+		}
+		s.serial++
+		name := fmt.Sprintf("n%d", s.serial)
+		next = append(next, replicaset.Replica{Name: name, UID: "uid-" + name, CreatedAt: replicagen.Now(),
+			Phase: replicaset.PhasePending, Revision: spec.Revision})
+	}
+	s.set = next
+}
+
+// TestRollout_Passes drives a set pass after pass through faults and spec
+// changes mid-rollout (A→B→A, scaling, strategy, partition, pause), checks
+// every bound at every pass, then makes the platform healthy and checks
+// that the rollout converges: the desired count, no replica on an older
+// revision beyond the partition, and a plan that stays empty (a fixed
+// point).
+func TestRollout_Passes(t *testing.T) {
+	rapid.Check(t, func(t *rapid.T) {
+		spec := rolloutSpecGen().Draw(t, "spec")
+		_, policy := replicagen.Policy(t)
+		s := &sim{set: withRevisions(t, replicagen.Replicas(20).Draw(t, "replicas"))}
+		faulty := rapid.IntRange(0, 15).Draw(t, "faultyPasses")
+		for pass := range faulty {
+			if rapid.IntRange(0, 3).Draw(t, "change") == 0 {
+				switch rapid.IntRange(0, 3).Draw(t, "what") {
+				case 0:
+					spec.Revision = map[string]string{"A": "B", "B": "A"}[spec.Revision]
+				case 1:
+					spec.Desired = rapid.IntRange(0, 20).Draw(t, "desired")
+				case 2:
+					spec.Strategy = strategyGen().Draw(t, "strategy")
+				case 3:
+					spec.Strategy.Paused = !spec.Strategy.Paused
+				}
+			}
+			p, err := replicaset.Compute(spec, s.set, policy, replicagen.Now())
+			if err != nil {
+				t.Fatalf("pass %d: %v", pass, err)
+			}
+			checkPass(t, spec, s.set, p)
+			s.apply(t, spec, p)
+		}
+
+		// Healthy from here on, with a rolling update that may proceed
+		// and nothing protected.
+		s.healthy = true
+		spec.Strategy.Paused, spec.Strategy.Type = false, replicaset.RollingUpdate
+		for i := range s.set {
+			s.set[i].Protected = false
+		}
+		lim := spec.Strategy.Limits(spec.Desired)
+		bound := 3*(len(s.set)+spec.Desired) + 10
+		for pass := 0; ; pass++ {
+			p, err := replicaset.Compute(spec, s.set, policy, replicagen.Now())
+			if err != nil {
+				t.Fatalf("healthy pass %d: %v", pass, err)
+			}
+			checkPass(t, spec, s.set, p)
+			waiting := slices.ContainsFunc(p.Holds, func(h replicaset.Hold) bool { return h.By != replicaset.HoldPartition })
+			if p.IsZero() && len(p.Deleting) == 0 && !waiting {
+				c := tallyOf(spec, s.set)
+				if c.live != spec.Desired || c.old > lim.Partition {
+					t.Fatalf("settled with %d live (desired %d), %d on older revisions (partition %d): %v", c.live, spec.Desired, c.old, lim.Partition, p)
+				}
+				again, err := replicaset.Compute(spec, s.set, policy, replicagen.Now())
+				if err != nil || !again.IsZero() || len(again.Delete) > 0 {
+					t.Fatalf("a settled set is not a fixed point: %v, %v", again, err)
+				}
+				return
+			}
+			if pass > bound {
+				t.Fatalf("not converged after %d healthy passes: %v\nspec %+v\nset %+v", pass, p, spec, s.set)
+			}
+			s.apply(t, spec, p)
+		}
+	})
+}
+
+// TestSummarizeRollout_Properties: the counts agree with a count made
+// replica by replica, and Complete holds exactly when a healthy rollout's
+// pass would find nothing left to do.
+func TestSummarizeRollout_Properties(t *testing.T) {
+	rapid.Check(t, func(t *rapid.T) {
+		spec := rolloutSpecGen().Draw(t, "spec")
+		rs := withRevisions(t, replicagen.Replicas(30).Draw(t, "replicas"))
+		got := replicaset.SummarizeRollout(spec, rs, replicagen.Now())
+		var want replicaset.RolloutStatus
+		deleting := 0
+		for _, r := range rs {
+			switch {
+			case r.Deleting:
+				deleting++
+			case r.Revision != "" && r.Revision != spec.Revision:
+				want.Old++
+			default:
+				want.Updated++
+				if r.Ready {
+					want.UpdatedReady++
+				}
+				if r.Available(spec.MinReady, replicagen.Now()) {
+					want.UpdatedAvailable++
+				}
+			}
+		}
+		lim := naiveLimits(spec.Strategy, spec.Desired)
+		want.Complete = deleting == 0 && want.Updated+want.Old == spec.Desired && want.Old <= lim.Partition && want.UpdatedAvailable == want.Updated
+		if diff := gocmp.Diff(want, got); diff != "" {
+			t.Fatalf("SummarizeRollout (-naive +got):\n%s", diff)
+		}
+	})
+}

@@ -1,0 +1,223 @@
+package replicaset
+
+import (
+	"fmt"
+	"strconv"
+	"strings"
+	"time"
+)
+
+// Amount is a number of replicas given either as a count or as a
+// percentage of the desired count, as Kubernetes' IntOrString is for
+// maxSurge and maxUnavailable. The zero Amount is unset: the setting it is
+// used for takes its default.
+type Amount struct {
+	value   int
+	percent bool
+	set     bool
+}
+
+// Count returns an Amount of n replicas.
+func Count(n int) Amount { return Amount{value: n, set: true} }
+
+// Percent returns an Amount of p percent of the desired count; Limits
+// states how it is rounded.
+func Percent(p int) Amount { return Amount{value: p, percent: true, set: true} }
+
+// ParseAmount reads an Amount as Kubernetes writes one: "3" is a count and
+// "25%" a percentage. Negative numbers, and anything else, are an error.
+func ParseAmount(s string) (Amount, error) {
+	num, pct := strings.CutSuffix(s, "%")
+	n, err := strconv.Atoi(num)
+	if err != nil || n < 0 {
+		return Amount{}, fmt.Errorf("amount %q is neither a count (\"3\") nor a percentage (\"25%%\") of zero or more", s)
+	}
+	if pct {
+		return Percent(n), nil
+	}
+	return Count(n), nil
+}
+
+// IsSet reports whether a is set, rather than the zero Amount.
+func (a Amount) IsSet() bool { return a.set }
+
+// String returns a as ParseAmount reads it, or "" when unset.
+func (a Amount) String() string {
+	switch {
+	case !a.set:
+		return ""
+	case a.percent:
+		return strconv.Itoa(a.value) + "%"
+	}
+	return strconv.Itoa(a.value)
+}
+
+// of returns a as a count for desired replicas: a percentage rounded up
+// or down, a count as it is; def when a is unset.
+func (a Amount) of(desired int, up bool, def int) int {
+	switch {
+	case !a.set:
+		return def
+	case !a.percent:
+		return a.value
+	case up:
+		return (a.value*desired + 99) / 100
+	}
+	return a.value * desired / 100
+}
+
+// StrategyType is how a set replaces replicas that are not on its wanted
+// revision.
+type StrategyType int
+
+const (
+	// RollingUpdate replaces replicas on older revisions a few at a time,
+	// within Strategy.MaxSurge and Strategy.MaxUnavailable. It is the zero
+	// value.
+	RollingUpdate StrategyType = iota
+	// OnDelete never replaces a replica for being on an older revision:
+	// only replicas that go away for other reasons come back, on the
+	// wanted revision.
+	OnDelete
+)
+
+// String returns the type's name, as Kubernetes spells it.
+func (t StrategyType) String() string {
+	switch t {
+	case RollingUpdate:
+		return "RollingUpdate"
+	case OnDelete:
+		return "OnDelete"
+	}
+	return fmt.Sprintf("StrategyType(%d)", int(t))
+}
+
+// The defaults of an unset Strategy.MaxSurge and Strategy.MaxUnavailable:
+// Cluster API's for machines, not Deployment's 25% and 25%. A VM takes
+// minutes to clone and boot, and a set of VMs is usually sized for its
+// load: one extra VM at a time keeps every serving VM serving until its
+// replacement is available, and does not ask a cluster for a quarter
+// more capacity at once. Deployment's defaults suit Pods, which start in
+// seconds on capacity that is already there.
+const (
+	DefaultMaxSurge       = 1
+	DefaultMaxUnavailable = 0
+)
+
+// Strategy says how a set whose Spec.Revision is set moves its replicas
+// onto that revision. The zero Strategy is a RollingUpdate with
+// DefaultMaxSurge and DefaultMaxUnavailable, no partition, not paused.
+type Strategy struct {
+	// Type is RollingUpdate (the zero value) or OnDelete.
+	Type StrategyType
+	// MaxSurge is how many replicas a rolling update may have above
+	// Desired, counting replicas still being deleted. Unset:
+	// DefaultMaxSurge.
+	MaxSurge Amount
+	// MaxUnavailable is how far below Desired a rolling update may take
+	// the available replicas. Unset: DefaultMaxUnavailable.
+	MaxUnavailable Amount
+	// Partition is how many replicas stay on older revisions (a canary:
+	// Desired − Partition replicas move to the wanted revision). Unset:
+	// none stay. It applies to OnDelete too, where it changes nothing.
+	Partition Amount
+	// Paused stops replacing replicas for their revision. Scaling goes
+	// on: new replicas are made on the wanted revision, and a scale-down
+	// removes replicas on older revisions first.
+	Paused bool
+}
+
+// Limits are a Strategy resolved for a desired count.
+type Limits struct {
+	// Surge is how many replicas may exist above Desired, counting those
+	// being deleted.
+	Surge int
+	// Unavailable is how many below Desired the available replicas may go.
+	Unavailable int
+	// Partition is how many replicas stay on older revisions, at most
+	// Desired.
+	Partition int
+}
+
+// Limits resolves s for desired replicas. This is the one rounding rule,
+// Deployment's: a MaxSurge percentage rounds up, a MaxUnavailable
+// percentage rounds down, and when both come to zero Unavailable is 1 (or
+// nothing could ever be replaced); a Partition percentage rounds up (more
+// replicas stay behind, never fewer), and Partition is at most desired.
+func (s Strategy) Limits(desired int) Limits {
+	l := Limits{
+		Surge:       s.MaxSurge.of(desired, true, DefaultMaxSurge),
+		Unavailable: s.MaxUnavailable.of(desired, false, DefaultMaxUnavailable),
+		Partition:   min(s.Partition.of(desired, true, 0), desired),
+	}
+	if l.Surge == 0 && l.Unavailable == 0 {
+		l.Unavailable = 1
+	}
+	return l
+}
+
+// validate returns the problems with s, each wrapping ErrInvalidSpec.
+func (s Strategy) validate() []error {
+	var errs []error
+	if s.Type != RollingUpdate && s.Type != OnDelete {
+		errs = append(errs, fmt.Errorf("strategy type %d is neither RollingUpdate nor OnDelete: %w", int(s.Type), ErrInvalidSpec))
+	}
+	for _, a := range []struct {
+		name string
+		a    Amount
+	}{{"max surge", s.MaxSurge}, {"max unavailable", s.MaxUnavailable}, {"partition", s.Partition}} {
+		if a.a.value < 0 {
+			errs = append(errs, fmt.Errorf("%s %s is negative: %w", a.name, a.a, ErrInvalidSpec))
+		}
+	}
+	return errs
+}
+
+// RolloutStatus is where a set's replicas stand against its wanted
+// revision, as status reports it (Deployment's updatedReplicas and
+// friends).
+type RolloutStatus struct {
+	// Updated counts live replicas on the wanted revision (or with none
+	// recorded, which counts as it).
+	Updated int
+	// UpdatedReady counts those of them that are ready.
+	UpdatedReady int
+	// UpdatedAvailable counts those of them that are available.
+	UpdatedAvailable int
+	// Old counts live replicas on older revisions.
+	Old int
+	// Complete reports that the rollout is done: no replica is being
+	// deleted, the live replicas are Desired, Old is exactly the
+	// strategy's partition (or fewer, when fewer were left), and every
+	// updated replica is available.
+	Complete bool
+}
+
+// SummarizeRollout computes the rollout status of current at now under
+// spec. A spec without a revision counts every replica as updated.
+func SummarizeRollout(spec Spec, current []Replica, now time.Time) RolloutStatus {
+	var s RolloutStatus
+	deleting := false
+	for i := range current {
+		r := &current[i]
+		if r.Deleting {
+			deleting = true
+			continue
+		}
+		if spec.Revision != "" && !spec.onRevision(r) {
+			s.Old++
+			continue
+		}
+		s.Updated++
+		if r.Ready {
+			s.UpdatedReady++
+		}
+		if r.Available(spec.MinReady, now) {
+			s.UpdatedAvailable++
+		}
+	}
+	part := spec.Strategy.Limits(spec.Desired).Partition
+	s.Complete = !deleting && s.Updated+s.Old == spec.Desired && s.Old <= part &&
+		s.UpdatedAvailable == s.Updated
+	return s
+}
