@@ -58,9 +58,8 @@ import (
 // to restore balance unless Spec.Rebalance asks for it; Plan.Unbalanced
 // says when and why zones stay apart.
 //
-// Rollouts (Spec.Revision set; zones are not planned with revisions yet):
-// a replica whose Revision is neither empty nor Spec.Revision is on an
-// older revision. Creates are always on Spec.Revision. With the
+// Rollouts (Spec.Revision set): a replica whose Revision is neither empty
+// nor Spec.Revision is on an older revision. Creates are always on Spec.Revision. With the
 // strategy's Limits (MaxSurge S, MaxUnavailable U, Partition P, resolved
 // for Desired D by the one rounding rule Strategy.Limits states), a pass:
 //
@@ -90,6 +89,23 @@ import (
 // replicas left on older revisions wait, bound by bound. With
 // Spec.ReplaceDeleting, replicas being deleted are replaced at once only
 // within D + S while a rollout is in progress.
+//
+// Rollouts over zones: a create goes to the listed zone with the fewest
+// replicas on Spec.Revision, then the fewest replicas of any revision
+// counting those being deleted, then the earlier listed, skipping zones
+// backing off; so when the replicas on older revisions are gone, the
+// zones are within one of each other wherever those replicas were. A
+// scale-down takes marked replicas, then replicas in no listed zone, then
+// one at a time from the zone with the most live replicas left (the later
+// listed on a tie), inside it the first candidate the order above allows.
+// Replacement takes marked replicas, then those in no listed zone, then
+// within each of broken, not available and the rest one at a time from
+// the zone with the most live replicas left; it replaces nothing in a zone
+// backing off (HoldZoneBackoff), and with Strategy.ZoneByZone nothing
+// outside the first listed zone that has replicas to replace and is not
+// backing off (HoldZoneByZone). Spec.Rebalance is not applied while
+// Spec.Revision is set. Plan.Unbalanced says when the zones' live replicas
+// will be more than one apart once the plan is carried out.
 //
 // Compute returns an error wrapping ErrInvalidSpec for a bad spec,
 // ErrInvalidReplica for an empty or repeated name or a repeated UID, and

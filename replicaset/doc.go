@@ -79,8 +79,11 @@
 //     available replica on the wanted revision is never deleted while
 //     Desired is above zero; a healthy set converges with no replica on
 //     an older revision beyond Partition, and a settled set is a fixed
-//     point. Without Spec.Revision, Compute plans as it did before
-//     revisions existed.
+//     point; with zones, creates go where replicas on the wanted revision
+//     are fewest, so a rollout from zones within one of each other ends
+//     within one, and no replica is replaced in a zone backing off.
+//     Without Spec.Revision, Compute plans as it did before revisions
+//     existed.
 //   - Determinism: the same spec, replicas (in any order), policy and time
 //     give the same plan.
 //   - Convergence: carrying out plans repeatedly reaches Desired (or the

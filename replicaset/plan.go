@@ -77,6 +77,12 @@ const (
 	// HoldLastAvailable: a scale-down keeps the last available replica on
 	// the wanted revision.
 	HoldLastAvailable
+	// HoldZoneBackoff: the replicas are in zones backing off
+	// (Spec.ZoneBackoff), where no replacement can be made.
+	HoldZoneBackoff
+	// HoldZoneByZone: the replicas are in zones a ZoneByZone rollout
+	// updates later.
+	HoldZoneByZone
 )
 
 // String returns the name of the setting or bound, as Plan.String and
@@ -99,6 +105,10 @@ func (k HoldKind) String() string {
 		return "MaxPerPass"
 	case HoldLastAvailable:
 		return "LastAvailable"
+	case HoldZoneBackoff:
+		return "ZoneBackoff"
+	case HoldZoneByZone:
+		return "ZoneByZone"
 	}
 	return fmt.Sprintf("HoldKind(%d)", int(k))
 }

@@ -3,7 +3,6 @@ package replicaset
 import (
 	"fmt"
 	"slices"
-	"strings"
 	"time"
 )
 
@@ -71,6 +70,8 @@ type rollout struct {
 	size [groups + 1]int
 	// chosen has bit i set when this pass deletes current[i].
 	chosen []uint64
+	// z is the pass's view of the listed zones, when the spec lists any.
+	z zoning
 
 	p Plan
 }
@@ -141,12 +142,18 @@ func computeRollout(spec Spec, current []Replica, policy Ranker, now time.Time, 
 		return Plan{}, err
 	}
 	ro.liveCounts, ro.size, ro.p.Deleting = c, size, deleting
+	if ro.zoned() {
+		ro.countZones()
+	}
 	slices.SortFunc(ro.p.Deleting, func(a, b Replica) int { return compareIdentity(&a, &b) })
 	ro.chosen = w.uint64s(wordsChosen, (len(current)+63)/64)
 	clear(ro.chosen)
 	ro.budget = max(0, ro.avail-(spec.Desired-ro.lim.Unavailable))
 	ro.scale()
 	ro.replace()
+	if ro.zoned() {
+		ro.p.Unbalanced = ro.zoneSpread()
+	}
 	return ro.p, nil
 }
 
@@ -154,131 +161,6 @@ func computeRollout(spec Spec, current []Replica, policy Ranker, now time.Time, 
 // partition: a rollout is in progress, or would be without Paused or
 // OnDelete.
 func (ro *rollout) rolling() bool { return ro.old > ro.lim.Partition }
-
-// scale plans the pass's creates and scale-down as Compute does without
-// revisions, but creates within MaxSurge while a rollout is in progress,
-// and scales down in the rollout's order within MaxUnavailable.
-func (ro *rollout) scale() {
-	spec, p := ro.spec, &ro.p
-	limit := spec.maxPerPass()
-	total := ro.live + len(p.Deleting)
-	counted := total
-	if spec.ReplaceDeleting {
-		counted = ro.live
-	}
-	switch {
-	case counted < spec.Desired:
-		want := spec.Desired - counted
-		n := min(want, limit)
-		p.Deferred = want - n
-		if room := spec.Desired + ro.lim.Surge - total; ro.rolling() && n > room {
-			// Only with ReplaceDeleting: replicas being deleted still
-			// count toward the surge bound while a rollout runs.
-			held := n - max(0, room)
-			n -= held
-			ro.hold(HoldMaxSurge, held, fmt.Sprintf(
-				"%d new replicas wait: %d replicas exist counting %d being deleted, and MaxSurge allows %d",
-				held, total, len(p.Deleting), spec.Desired+ro.lim.Surge))
-		}
-		p.Create = n
-	case ro.live > spec.Desired:
-		ro.scaleDown(ro.live - spec.Desired)
-	}
-}
-
-// scaleDown chooses want victims (capped) in the order Compute states for
-// a set with revisions: marked replicas, then replicas on older revisions
-// beyond the partition, then the rest; within each, broken, not
-// available, then the policy's order. An available replica is skipped when
-// deleting it would break MaxUnavailable, and so is the last available
-// replica on the wanted revision while Desired is above zero.
-func (ro *rollout) scaleDown(want int) {
-	spec, p := ro.spec, &ro.p
-	if want > ro.candidates {
-		p.Shortfall = Shortfall{
-			Count: want - ro.candidates,
-			Reason: fmt.Sprintf("%d of %d live replicas are protected from scale-in; "+
-				"remove the protection from %d of them to reach %d",
-				ro.protect, ro.live, want-ro.candidates, spec.Desired),
-		}
-		want = ro.candidates
-	}
-	n := min(want, spec.maxPerPass())
-	oldLeft, oldCandidatesLeft, newAvailLeft := ro.old, ro.oldCandidates, ro.newAvail
-	var byBudget, byLast, byRollout bool // why candidates were passed over
-	take := func(i int) bool {
-		if len(p.Delete) == n {
-			return false
-		}
-		r := &ro.current[i]
-		if ro.isChosen(i) {
-			return true
-		}
-		isNew := spec.onRevision(r)
-		if r.Available(spec.MinReady, ro.env.Now) {
-			switch {
-			case ro.budget == 0:
-				byBudget = true
-				return true
-			case isNew && newAvailLeft == 1 && spec.Desired > 0:
-				byLast = true
-				return true
-			}
-			ro.budget--
-			if isNew {
-				newAvailLeft--
-			}
-		}
-		if !isNew {
-			oldLeft--
-			oldCandidatesLeft--
-		}
-		ro.choose(i)
-		return true
-	}
-	ro.each(take, groupOldMarked, groupNewMarked)
-	for _, g := range []int{groupOldBroken, groupOldUnavailable, groupOldRest} {
-		ro.each(func(i int) bool { return oldLeft > ro.lim.Partition && take(i) }, g)
-	}
-	// A rolling update that still has replicas on older revisions to
-	// replace keeps its new replicas: scaling a surge replica down to make
-	// room for the one it replaces would undo the rollout's every step.
-	active := spec.Strategy.Type == RollingUpdate && !spec.Strategy.Paused
-	for _, g := range []int{groupNewBroken, groupNewUnavailable, groupNewRest} {
-		ro.each(func(i int) bool {
-			if active && oldLeft > ro.lim.Partition && oldCandidatesLeft > 0 {
-				byRollout = true
-				return false
-			}
-			return take(i)
-		}, g)
-	}
-	for _, g := range []int{groupOldBroken, groupOldUnavailable, groupOldRest} {
-		ro.each(take, g)
-	}
-	if held := want - len(p.Delete); held > 0 {
-		p.Deferred = held
-		capped := max(0, want-spec.maxPerPass())
-		if waiting := held - capped; waiting > 0 {
-			var why []string
-			kind := HoldMaxUnavailable
-			if byBudget {
-				why = append(why, fmt.Sprintf("deleting another available replica would take the %d available below %d (Desired − MaxUnavailable)",
-					ro.avail, spec.Desired-ro.lim.Unavailable))
-			}
-			if byRollout {
-				why = append(why, fmt.Sprintf("replicas on revision %s are scaled down only once those on older revisions are replaced", spec.Revision))
-			}
-			if byLast {
-				why = append(why, fmt.Sprintf("the last available replica on revision %s is kept", spec.Revision))
-				if !byBudget && !byRollout {
-					kind = HoldLastAvailable
-				}
-			}
-			ro.hold(kind, waiting, fmt.Sprintf("%d replicas wait to be scaled down: %s", waiting, strings.Join(why, "; ")))
-		}
-	}
-}
 
 // replace plans the rollout's own work once scaling is planned: surge
 // creates on the wanted revision, and deletes of replicas on older
@@ -314,13 +196,22 @@ func (ro *rollout) replace() {
 		return
 	}
 	limit := spec.maxPerPass()
+	if ro.zoned() {
+		ro.z.update = ro.updateZone() // one zone for the whole pass
+	}
 
 	// Surge: new replicas up to Desired − Partition, within MaxSurge.
 	total := ro.live + len(p.Deleting) + p.Create
 	if need := spec.Desired - lim.Partition - newLeft; need > 0 {
 		room := spec.Desired + lim.Surge - total
 		n := max(0, min(need, room, limit-p.Create))
+		if ro.zoned() {
+			n = ro.surgeRoom(n)
+		}
 		p.Create += n
+		if ro.zoned() {
+			p.CreateZones = append(p.CreateZones, ro.placeCreates(n)...)
+		}
 		switch {
 		case n < need && room > n:
 			p.Deferred += min(need, room) - n // over the per-pass cap
@@ -348,18 +239,26 @@ func (ro *rollout) replace() {
 		ro.choose(i)
 		return true
 	}
-	if k > 0 {
+	switch {
+	case k == 0:
+	case ro.zoned():
+		// Marked replicas first, wherever they are; then by zone.
+		ro.each(take, groupOldMarked)
+		for _, g := range []int{groupOldBroken, groupOldUnavailable, groupOldRest} {
+			ro.drain(take, true, g)
+		}
+	default:
 		// Marked, broken or unavailable replicas cost no availability,
 		// unless one is available all the same.
 		ro.each(take, groupOldMarked)
 		ro.each(take, groupOldBroken)
 		ro.each(take, groupOldUnavailable)
-	}
-	// Every replica in the last group is available: the first ones the
-	// budget allows, without ordering the rest.
-	if n := min(k-(len(p.Delete)-before), ro.budget); n > 0 {
-		for _, i := range ro.first(n, groupOldRest) {
-			take(i)
+		// Every replica in the last group is available: the first ones
+		// the budget allows, without ordering the rest.
+		if n := min(k-(len(p.Delete)-before), ro.budget); n > 0 {
+			for _, i := range ro.first(n, groupOldRest) {
+				take(i)
+			}
 		}
 	}
 	replaced := len(p.Delete) - before
@@ -372,6 +271,9 @@ func (ro *rollout) replace() {
 		ro.hold(HoldProtected, min(waiting, protectedOld), fmt.Sprintf(
 			"%d replicas on older revisions are protected from scale-in and are not replaced", min(waiting, protectedOld)))
 		waiting -= min(waiting, protectedOld)
+	}
+	if ro.zoned() {
+		waiting = ro.zoneHolds(waiting)
 	}
 	if waiting <= 0 {
 		return
@@ -403,6 +305,16 @@ func (ro *rollout) hold(by HoldKind, waiting int, reason string) {
 func (ro *rollout) choose(i int) {
 	ro.chosen[i/64] |= 1 << (i % 64)
 	ro.p.Delete = append(ro.p.Delete, ro.current[i])
+	if ro.zoned() {
+		if z := ro.zoneAt(i); z >= 0 {
+			ro.z.live[z]--
+			if ro.spec.onRevision(&ro.current[i]) {
+				ro.z.onNew[z]--
+			} else {
+				ro.z.old[z]--
+			}
+		}
+	}
 }
 
 // isChosen reports whether the pass deletes current[i].

@@ -3,8 +3,10 @@ package replicaset_test
 import (
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 	"testing"
+	"time"
 
 	gocmp "github.com/google/go-cmp/cmp"
 
@@ -21,6 +23,14 @@ func on(prefix, rev string, n int) []replicaset.Replica {
 		rs[i] = replicaset.Replica{Name: name, UID: "uid-" + name, Revision: rev,
 			Phase: replicaset.PhaseRunning, Ready: true, CreatedAt: replicagen.Now(),
 			Ordinal: i, HasOrdinal: true}
+	}
+	return rs
+}
+
+// zoned puts rs[i] in zones[i].
+func zoned(rs []replicaset.Replica, zones ...string) []replicaset.Replica {
+	for i := range rs {
+		rs[i].Zone = zones[i]
 	}
 	return rs
 }
@@ -116,6 +126,15 @@ func TestCompute_RolloutCases(t *testing.T) {
 			create: 1,
 			delete: []string{"b-1"},
 			holds:  []string{"MaxSurge:1", "MaxUnavailable:1"},
+		},
+		{
+			name: "a zone backing off replaces nothing; the others go on",
+			spec: replicaset.Spec{Desired: 2, Revision: "B", Zones: []string{"a", "b"},
+				ZoneBackoff: []replicaset.ZoneBackoff{{Zone: "b", Until: replicagen.Now().Add(time.Minute)}},
+				Strategy:    replicaset.Strategy{MaxSurge: replicaset.Count(0), MaxUnavailable: replicaset.Count(2)}},
+			set:    zoned(on("a", "A", 2), "a", "b"),
+			delete: []string{"a-0"},
+			holds:  []string{"MaxSurge:2", "ZoneBackoff:1"},
 		},
 		{
 			name:   "replicas made before revisions were recorded count as on the wanted one",
@@ -214,17 +233,72 @@ func TestParseAmount_Errors(t *testing.T) {
 	}
 }
 
-// TestSpec_ValidateStrategy: negative amounts, an unknown strategy type,
-// and revisions with zones are invalid specs.
+// TestSpec_ValidateStrategy: negative amounts and an unknown strategy type
+// are invalid specs.
 func TestSpec_ValidateStrategy(t *testing.T) {
 	for _, s := range []replicaset.Spec{
 		{Revision: "B", Strategy: replicaset.Strategy{MaxSurge: replicaset.Count(-1)}},
 		{Revision: "B", Strategy: replicaset.Strategy{Partition: replicaset.Percent(-3)}},
 		{Revision: "B", Strategy: replicaset.Strategy{Type: replicaset.StrategyType(7)}},
-		{Revision: "B", Zones: []string{"a"}},
 	} {
 		if err := s.Validate(); !errors.Is(err, replicaset.ErrInvalidSpec) {
 			t.Errorf("Validate(%+v) = %v, want ErrInvalidSpec", s, err)
 		}
+	}
+}
+
+// TestCompute_RolloutKeepsZoneShares rolls the spread set of the example
+// operator (four VMs over three clusters, 2/1/1) to a new revision, pass
+// after pass on a platform that carries every plan out at once, and
+// checks that every zone keeps its share: 2/1/1 in the same zones, all on
+// the new revision. One zone at a time or not.
+func TestCompute_RolloutKeepsZoneShares(t *testing.T) {
+	for _, byZone := range []bool{false, true} {
+		t.Run(fmt.Sprintf("ZoneByZone=%v", byZone), func(t *testing.T) {
+			spec := replicaset.Spec{Desired: 4, Zones: []string{"a", "b", "c"}, Revision: "B",
+				Strategy: replicaset.Strategy{ZoneByZone: byZone}}
+			var set []replicaset.Replica
+			for i, z := range []string{"a", "a", "b", "c"} {
+				r := on("web", "A", 4)[i]
+				r.Zone = z
+				set = append(set, r)
+			}
+			serial := 0
+			for pass := 0; ; pass++ {
+				p, err := replicaset.Compute(spec, set, deletionpolicy.Random{}, replicagen.Now())
+				if err != nil {
+					t.Fatal(err)
+				}
+				if p.IsZero() && len(p.Holds) == 0 {
+					break
+				}
+				if pass > 20 {
+					t.Fatalf("not done after %d passes: %v", pass, p)
+				}
+				var next []replicaset.Replica
+				for _, r := range set {
+					if !slices.ContainsFunc(p.Delete, func(v replicaset.Replica) bool { return v.Name == r.Name }) {
+						next = append(next, r)
+					}
+				}
+				for _, z := range p.CreateZones {
+					serial++
+					r := on(fmt.Sprintf("new%d", serial), "B", 1)[0]
+					r.Zone = z
+					next = append(next, r)
+				}
+				set = next
+			}
+			per := map[string]int{}
+			for _, r := range set {
+				if r.Revision != "B" {
+					t.Errorf("%s is still on %s", r.Name, r.Revision)
+				}
+				per[r.Zone]++
+			}
+			if want := map[string]int{"a": 2, "b": 1, "c": 1}; !gocmp.Equal(per, want) {
+				t.Errorf("zones %v, want %v", per, want)
+			}
+		})
 	}
 }

@@ -81,7 +81,9 @@ type Spec struct {
 	// still are). A move needs a replica that is not protected to take
 	// from a fuller zone (or from no listed zone). A replica that never
 	// becomes available, without failing, holds such a scale-down until it
-	// does or fails. Without zones it does nothing.
+	// does or fails. Without zones it does nothing, and it is not applied
+	// while Revision is set: a rollout places its creates to end balanced
+	// instead (see Compute).
 	Rebalance bool
 
 	// Revision is the revision replicas should be on (a hash of the
@@ -135,9 +137,6 @@ func (s Spec) Validate() error {
 		errs = append(errs, fmt.Errorf("min ready %v is negative: %w", s.MinReady, ErrInvalidSpec))
 	}
 	errs = append(errs, s.Strategy.validate()...)
-	if s.Revision != "" && len(s.Zones) > 0 {
-		errs = append(errs, fmt.Errorf("revisions (Spec.Revision) with zones (Spec.Zones) are not planned yet: %w", ErrInvalidSpec))
-	}
 	for i, z := range s.Zones {
 		switch {
 		case z == "":

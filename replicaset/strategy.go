@@ -125,6 +125,13 @@ type Strategy struct {
 	// on: new replicas are made on the wanted revision, and a scale-down
 	// removes replicas on older revisions first.
 	Paused bool
+	// ZoneByZone replaces replicas one zone at a time (update domains):
+	// only in the first listed zone (Spec.Zones) that still holds
+	// replicas to replace and is not backing off, with no more surge
+	// replicas than that zone has replicas left to replace. Surge
+	// replicas are placed as every create is (see Compute), so that the
+	// zones end within one of each other. Without zones it does nothing.
+	ZoneByZone bool
 }
 
 // Limits are a Strategy resolved for a desired count.
