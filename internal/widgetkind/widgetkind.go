@@ -10,6 +10,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/replicakit/replicakit/internal/testenv"
+	"github.com/replicakit/replicakit/replicaset"
 	"github.com/replicakit/replicakit/replicaset/kube"
 )
 
@@ -68,13 +69,61 @@ func Spec(w *unstructured.Unstructured) (kube.Spec, error) {
 		return s, fmt.Errorf("spec.zones: %w", err)
 	}
 	s.Rebalance, _, _ = unstructured.NestedBool(w.Object, "spec", "rebalance")
+	if st, ok, _ := unstructured.NestedMap(w.Object, "spec", "strategy"); ok {
+		if s.Rollout, err = strategy(st); err != nil {
+			return s, fmt.Errorf("spec.strategy: %w", err)
+		}
+	}
 	return s, nil
+}
+
+// strategy reads spec.strategy: type, maxSurge, maxUnavailable and
+// partition (a count or a percentage string such as "25%"), paused.
+func strategy(st map[string]any) (*replicaset.Strategy, error) {
+	var s replicaset.Strategy
+	switch st["type"] {
+	case nil, "RollingUpdate":
+	case "OnDelete":
+		s.Type = replicaset.OnDelete
+	default:
+		return nil, fmt.Errorf("type %v is neither RollingUpdate nor OnDelete", st["type"])
+	}
+	for key, a := range map[string]*replicaset.Amount{"maxSurge": &s.MaxSurge, "maxUnavailable": &s.MaxUnavailable, "partition": &s.Partition} {
+		var err error
+		switch v := st[key].(type) {
+		case nil:
+		case int64:
+			*a, err = replicaset.ParseAmount(fmt.Sprint(v))
+		case string:
+			*a, err = replicaset.ParseAmount(v)
+		default:
+			err = fmt.Errorf("%v is neither a number nor a string", v)
+		}
+		if err != nil {
+			return nil, fmt.Errorf("%s: %w", key, err)
+		}
+	}
+	s.Paused, _ = st["paused"].(bool)
+	return &s, nil
 }
 
 // TemplateLabels returns spec.template.metadata.labels, for new children.
 func TemplateLabels(w *unstructured.Unstructured) (map[string]string, error) {
 	l, _, err := unstructured.NestedStringMap(w.Object, "spec", "template", "metadata", "labels")
 	return l, err
+}
+
+// TemplateAnnotations returns spec.template.metadata.annotations.
+func TemplateAnnotations(w *unstructured.Unstructured) (map[string]string, error) {
+	a, _, err := unstructured.NestedStringMap(w.Object, "spec", "template", "metadata", "annotations")
+	return a, err
+}
+
+// TemplateData returns spec.template.data, which new children carry
+// beside the owner's name.
+func TemplateData(w *unstructured.Unstructured) (map[string]string, error) {
+	d, _, err := unstructured.NestedStringMap(w.Object, "spec", "template", "data")
+	return d, err
 }
 
 // SetStatus writes the binding's status into the Widget, merging its
@@ -95,7 +144,9 @@ func SetStatus(w *unstructured.Unstructured, s kube.Status) {
 		raw[i], _ = runtime.DefaultUnstructuredConverter.ToUnstructured(&conds[i])
 	}
 	status := map[string]any{
-		"replicas": int64(s.Replicas), "fullyLabeledReplicas": int64(s.FullyLabeledReplicas),
+		"updatedReplicas": int64(s.UpdatedReplicas), "updatedAvailableReplicas": int64(s.UpdatedAvailableReplicas),
+		"updateRevision": s.UpdateRevision,
+		"replicas":       int64(s.Replicas), "fullyLabeledReplicas": int64(s.FullyLabeledReplicas),
 		"readyReplicas": int64(s.ReadyReplicas), "availableReplicas": int64(s.AvailableReplicas),
 		"terminatingReplicas": int64(s.TerminatingReplicas), "observedGeneration": s.ObservedGeneration,
 		"selector": s.Selector, "conditions": raw,

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"maps"
 	"net/http"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -34,6 +35,9 @@ func (e *unsureError) Unwrap() error { return e.err }
 type actuator[O, C client.Object] struct {
 	r     *Reconciler[O, C]
 	owner O
+	// revision is the template's, which every new child is labelled
+	// with (RevisionLabel); empty without Spec.Rollout.
+	revision string
 }
 
 var _ execute.ZonedActuator = (*actuator[client.Object, client.Object])(nil)
@@ -56,6 +60,14 @@ func (a *actuator[O, C]) CreateIn(ctx context.Context, name, zone string) error 
 	}
 	if zone != "" {
 		a.r.setZone(child, zone)
+	}
+	if a.revision != "" {
+		l := maps.Clone(child.GetLabels())
+		if l == nil {
+			l = map[string]string{}
+		}
+		l[RevisionLabel] = a.revision
+		child.SetLabels(l)
 	}
 	child.SetName(name)
 	child.SetNamespace(a.owner.GetNamespace())

@@ -37,6 +37,15 @@ type Spec struct {
 	// Rebalance moves children back into balance across Zones, one at a
 	// time, create before delete (replicaset.Spec.Rebalance).
 	Rebalance bool
+	// Rollout, when set, turns rollouts on: every child is labelled with
+	// the revision of the owner's template it was made from
+	// (RevisionLabel), the template's labels and annotations reach
+	// existing children in place, and children made from an older
+	// template are replaced under this strategy (replicaset.Compute
+	// states the order and the bounds). The zero Strategy is a rolling
+	// update of one surge child and none unavailable. Nil: children are
+	// never replaced for their template, as before rollouts existed.
+	Rollout *replicaset.Strategy
 }
 
 // Status is what the reconciler reports; the Adapter copies it into the
@@ -61,9 +70,20 @@ type Status struct {
 	// listed zone in order, then any other zone a live child is in. Nil
 	// when the spec lists none. [Spread] renders it on one line.
 	Zones []ZoneStatus
-	// Conditions are ReplicaFailure, ScalingUp, ScalingDown and Ready, and
-	// ZonesBalanced when the spec lists zones, each with a reason saying
-	// why (see the Reason constants).
+	// UpdatedReplicas counts live children made from the owner's current
+	// template (with Spec.Rollout), or all live children (without).
+	UpdatedReplicas int32
+	// UpdatedReadyReplicas counts those of them that are ready.
+	UpdatedReadyReplicas int32
+	// UpdatedAvailableReplicas counts those of them that are available.
+	UpdatedAvailableReplicas int32
+	// UpdateRevision is the revision of the owner's current template
+	// (RevisionLabel), with Spec.Rollout; empty without.
+	UpdateRevision string
+	// Conditions are ReplicaFailure, ScalingUp, ScalingDown and Ready,
+	// ZonesBalanced when the spec lists zones, and RolledOut with
+	// Spec.Rollout, each with a reason saying why (see the Reason
+	// constants).
 	Conditions []metav1.Condition
 }
 

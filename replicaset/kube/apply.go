@@ -29,6 +29,10 @@ type outcome struct {
 	// ran reports that the plan was carried out, with result acted.
 	ran   bool
 	acted execute.Result
+	// updated names the children changed in place; updateErr joins the
+	// changes that failed (the plan was carried out all the same).
+	updated   []string
+	updateErr error
 }
 
 // apply carries out d and decides nothing: it confirms the owner with a
@@ -64,11 +68,28 @@ func (r *Reconciler[O, C]) apply(ctx context.Context, o *observation, d decision
 	if out.claimErr = errors.Join(errAdopt, errRelease); out.claimErr != nil {
 		return out
 	}
+	out.updated, out.updateErr = r.updateInPlace(ctx, d.update)
 	if len(d.create) > 0 || len(d.delete) > 0 {
 		out.ran = true
-		out.acted = execute.Plan(ctx, &actuator[O, C]{r: r, owner: o.owner.(O)}, d.toExecute(), d.create, r.Execute)
+		out.acted = execute.Plan(ctx, &actuator[O, C]{r: r, owner: o.owner.(O), revision: o.revision}, d.toExecute(), d.create, r.Execute)
 	}
 	return out
+}
+
+// updateInPlace patches each child of us with its change in place, as a
+// merge patch of the difference, and returns the names it changed,
+// joining the failures.
+func (r *Reconciler[O, C]) updateInPlace(ctx context.Context, us []inPlaceUpdate) ([]string, error) {
+	var done []string
+	var errs []error
+	for _, u := range us {
+		if err := r.Client.Patch(ctx, u.to, client.MergeFrom(u.from)); err != nil && !apierrors.IsNotFound(err) {
+			errs = append(errs, fmt.Errorf("update %s in place: %w", u.from.GetName(), err))
+			continue
+		}
+		done = append(done, u.from.GetName())
+	}
+	return done, errors.Join(errs...)
 }
 
 // confirmOwner reads the owner's metadata from the API server, once per

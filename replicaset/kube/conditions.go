@@ -93,6 +93,21 @@ const (
 	// fullest zone, or protected children sit where Rebalance cannot
 	// take them from.
 	ReasonUnbalanced = "Unbalanced"
+
+	// ReasonRolloutComplete means every live child is on the owner's
+	// current template and available (RolledOut is True).
+	ReasonRolloutComplete = "RolloutComplete"
+	// ReasonRolloutPartitioned means the rollout went as far as
+	// Strategy.Partition lets it: the children it keeps aside stay on
+	// older templates (RolledOut is True).
+	ReasonRolloutPartitioned = "RolloutPartitioned"
+	// ReasonRolloutProgressing means children are being replaced.
+	ReasonRolloutProgressing = "RolloutProgressing"
+	// ReasonRolloutPaused means Strategy.Paused stops the rollout.
+	ReasonRolloutPaused = "RolloutPaused"
+	// ReasonRolloutHeld means a bound or setting holds the rollout this
+	// pass (replicaset.Hold): the message names it and what waits on it.
+	ReasonRolloutHeld = "RolloutHeld"
 )
 
 // conditions derives the owner's conditions from the pass.

@@ -51,6 +51,10 @@ type decision struct {
 
 	adopt   []client.Object // orphans to take a controller reference on
 	release []client.Object // own children to let go: their labels no longer match
+	// update pairs each member the template changes in place (with
+	// Spec.Rollout: its labels, annotations, revision label) with its
+	// changed copy.
+	update []inPlaceUpdate
 
 	members []child // the owner's replicas this pass: kept and adopted
 	// plan is what the planner said, also when the pass holds (status
@@ -77,7 +81,7 @@ type decision struct {
 
 // acts reports whether the decision writes anything but status.
 func (d decision) acts() bool {
-	return len(d.adopt) > 0 || len(d.release) > 0 || len(d.create) > 0 || len(d.delete) > 0
+	return len(d.adopt) > 0 || len(d.release) > 0 || len(d.create) > 0 || len(d.delete) > 0 || len(d.update) > 0
 }
 
 // toExecute is the part of the plan the executor carries out.
@@ -155,7 +159,29 @@ func decide(o *observation, rl rules) decision {
 	}
 	d.adopt, d.release = objects(adopt), objects(release)
 	d.delete = append(slices.Clone(d.plan.Delete), d.replaced...)
+	d.update = updates(o, d.members, d.delete)
 	return d
+}
+
+// inPlaceUpdate is one member and its copy changed in place.
+type inPlaceUpdate struct{ from, to client.Object }
+
+// updates lists the members, not being deleted and not deleted in this
+// pass, that the template changes in place (observation.inPlace).
+func updates(o *observation, members []child, deleted []replicaset.Replica) []inPlaceUpdate {
+	if o.inPlace == nil {
+		return nil
+	}
+	var out []inPlaceUpdate
+	for _, c := range members {
+		if c.replica.Deleting || slices.ContainsFunc(deleted, func(r replicaset.Replica) bool { return r.UID == c.replica.UID }) {
+			continue
+		}
+		if to := o.inPlace(c.obj); to != nil {
+			out = append(out, inPlaceUpdate{from: c.obj, to: to})
+		}
+	}
+	return out
 }
 
 // failedInZones finds, when the spec lists zones, the members that failed
@@ -210,9 +236,13 @@ func failedInZones(spec replicaset.Spec, current []replicaset.Replica, o *observ
 
 // planSpec is the planner's spec for the observed owner.
 func planSpec(o *observation, rl rules) replicaset.Spec {
-	return replicaset.Spec{Desired: o.spec.Replicas, MaxPerPass: rl.maxPerPass,
+	s := replicaset.Spec{Desired: o.spec.Replicas, MaxPerPass: rl.maxPerPass,
 		ReplaceDeleting: o.spec.ReplaceDeleting, MinReady: o.spec.MinReady, Seed: o.seed,
 		Zones: o.spec.Zones, ZoneBackoff: o.backoff, Rebalance: o.spec.Rebalance}
+	if o.spec.Rollout != nil {
+		s.Revision, s.Strategy = o.revision, *o.spec.Rollout
+	}
+	return s
 }
 
 // replicas are the members as the planner sees them, with their ordinals

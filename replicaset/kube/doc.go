@@ -155,6 +155,26 @@
 // Spec.Rebalance the children move back, one at a time, create before
 // delete, never taking available children below the desired count.
 //
+// # Rollouts
+//
+// An Adapter that returns Spec.Rollout turns rollouts on for its owner.
+// The revision of the owner's template is a hash of everything but the
+// metadata of the child NewChild builds (an InPlaceUpdater says otherwise);
+// every new child carries it in RevisionLabel, and a child made from an
+// older template is replaced under the strategy, with the order and bounds
+// replicaset.Compute states: one surge child and none unavailable unless
+// the strategy says otherwise. The template's labels and annotations reach
+// every child in place, as a patch, with no new child; so does the
+// revision label, on children made before rollouts were turned on, which
+// count as made from the current template and are not replaced (see
+// RevisionLabel). Rolling back is applying the old template again:
+// children still on it count as updated at once. Status reports
+// UpdatedReplicas, UpdatedReadyReplicas, UpdatedAvailableReplicas and
+// UpdateRevision, and the RolledOut condition says whether the rollout is
+// complete (RolloutComplete, RolloutPartitioned) or, if not, whether it
+// progresses, is paused or is held, and by what bound (RolloutHeld, with
+// the planner's Hold reasons).
+//
 // # Permissions
 //
 // For an owner kind workerpools.example.com and Pod children, the

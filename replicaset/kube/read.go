@@ -34,6 +34,12 @@ type observation struct {
 	template labels.Set // the labels of a new child; nil when templateErr is set
 	// templateErr is why no child can be built from the template.
 	templateErr error
+	// With Spec.Rollout: revision is the template's (RevisionLabel), and
+	// inPlace returns a copy of a child brought in line with the
+	// template in what needs no new child, or nil when nothing would
+	// change.
+	revision string
+	inPlace  func(child client.Object) client.Object
 
 	children []child // controlled by the owner, matching or not, deleting or not
 	orphans  []child // without a controller, matching the selector
@@ -90,6 +96,9 @@ func (r *Reconciler[O, C]) read(ctx context.Context, req reconcile.Request) (*ob
 			o.templateErr = err
 		} else {
 			o.template = labels.Set(probe.GetLabels())
+			if o.spec.Rollout != nil {
+				o.revision, o.inPlace, o.templateErr = r.revision(owner, probe)
+			}
 		}
 	}
 

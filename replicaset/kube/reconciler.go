@@ -158,6 +158,10 @@ const (
 	// when the live children of the listed zones differ by at most one
 	// and none lives elsewhere; False says why not.
 	ConditionZonesBalanced = "ZonesBalanced"
+	// ConditionRolledOut says, with Spec.Rollout, whether every live
+	// child is on the owner's current template and available, and if not,
+	// what the rollout waits on.
+	ConditionRolledOut = "RolledOut"
 )
 
 // ErrSelectorMismatch means the owner's selector does not select the

@@ -26,8 +26,8 @@ const (
 )
 
 // ReplicaOf describes a child object's metadata as the planner sees it:
-// identity, creation time, whether it is being deleted, and the three
-// annotations above. The caller adds what only the child's kind knows
+// identity, creation time, whether it is being deleted, its revision
+// (RevisionLabel), and the three annotations above. The caller adds what only the child's kind knows
 // (phase, readiness). A deletion cost that is not an integer is ignored
 // (cost 0), and the returned error says so, naming the child and the
 // value, so the caller can report it without failing the pass (the
@@ -39,6 +39,7 @@ func ReplicaOf(obj metav1.Object) (replicaset.Replica, error) {
 		UID:       string(obj.GetUID()),
 		CreatedAt: obj.GetCreationTimestamp().Time,
 		Deleting:  obj.GetDeletionTimestamp() != nil,
+		Revision:  obj.GetLabels()[RevisionLabel],
 	}
 	a := obj.GetAnnotations()
 	if v, ok := a[AnnotationDeleteFirst]; ok && v != "false" {

@@ -58,8 +58,8 @@ func settle(o *observation, d decision, out outcome) verdict {
 	v.forgive, v.forgiveUIDs, v.taken = forgiveness(d, out, failed)
 	v.backoff = backoffAfter(d.backoff, out.acted.FailedZones, o.now.Add(o.backoffFor))
 	v.status = status(o, d, out, failed, v.backoff)
-	acted := out.ran || len(out.adopted) > 0 || len(out.released) > 0
-	clean := out.claimErr == nil && out.acted.Err == nil
+	acted := out.ran || len(out.adopted) > 0 || len(out.released) > 0 || len(out.updated) > 0
+	clean := out.claimErr == nil && out.acted.Err == nil && out.updateErr == nil
 	// A gone owner has no status to write; a pass that could not confirm
 	// its owner writes what it saw, with the error.
 	v.publish = !(acted && clean) && d.hold != holdWaiting && !out.ownerGone
@@ -73,7 +73,9 @@ func settle(o *observation, d decision, out outcome) verdict {
 	case out.claimErr != nil:
 		v.retry = out.claimErr
 	case out.acted.Err != nil && !takenOnly:
-		v.retry = out.acted.Err
+		v.retry = errors.Join(out.acted.Err, out.updateErr)
+	case out.updateErr != nil:
+		v.retry = out.updateErr
 	case d.hold == holdFailure:
 		v.terminal = d.failure
 	case takenOnly || d.hold == holdNone && d.plan.Deferred > 0:
@@ -184,6 +186,15 @@ func status(o *observation, d decision, out outcome, failed map[string]error, ba
 		}
 	}
 	st.Conditions = conditions(o, d, out, failed, sum, st.Zones)
+	if o.spec.Rollout == nil {
+		st.UpdatedReplicas, st.UpdatedReadyReplicas, st.UpdatedAvailableReplicas = st.Replicas, st.ReadyReplicas, st.AvailableReplicas
+		return st
+	}
+	spec := replicaset.Spec{Desired: o.spec.Replicas, MinReady: o.spec.MinReady, Revision: o.revision, Strategy: *o.spec.Rollout}
+	rs := replicaset.SummarizeRollout(spec, members, o.now)
+	st.UpdatedReplicas, st.UpdatedReadyReplicas = int32(rs.Updated), int32(rs.UpdatedReady)
+	st.UpdatedAvailableReplicas, st.UpdateRevision = int32(rs.UpdatedAvailable), o.revision
+	st.Conditions = append(st.Conditions, rolledOut(o, d, rs))
 	return st
 }
 

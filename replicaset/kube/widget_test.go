@@ -24,7 +24,19 @@ func (widgets) NewChild(w *unstructured.Unstructured) (*corev1.ConfigMap, error)
 	if err != nil {
 		return nil, err
 	}
-	return &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Labels: l}, Data: map[string]string{"owner": w.GetName()}}, nil
+	a, err := widgetkind.TemplateAnnotations(w)
+	if err != nil {
+		return nil, err
+	}
+	data, err := widgetkind.TemplateData(w)
+	if err != nil {
+		return nil, err
+	}
+	if data == nil {
+		data = map[string]string{}
+	}
+	data["owner"] = w.GetName()
+	return &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Labels: l, Annotations: a}, Data: data}, nil
 }
 
 // Describe: a ConfigMap is running and ready from its creation, unless

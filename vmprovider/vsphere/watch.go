@@ -11,7 +11,9 @@ import (
 
 	"github.com/vmware/govmomi/property"
 	"github.com/vmware/govmomi/view"
+	"github.com/vmware/govmomi/vim25/methods"
 	"github.com/vmware/govmomi/vim25/mo"
+	"github.com/vmware/govmomi/vim25/soap"
 	"github.com/vmware/govmomi/vim25/types"
 
 	"github.com/replicakit/replicakit/vmprovider"
@@ -163,12 +165,15 @@ func (w *Watch) watch(ctx context.Context) (synced bool, err error) {
 		SelectSet: []types.BaseSelectionSpec{&types.TraversalSpec{Type: "ContainerView", Path: "view"}},
 	}}
 	filter.Spec.PropSet = []types.PropertySpec{{Type: "VirtualMachine", PathSet: vmProps}}
-	// No MaxWaitSeconds: govmomi's collector returns nil when such a wait
-	// times out, and a new wait would start again from a full copy.
+	pf, err := pc.CreateFilter(ctx, filter.CreateFilter)
+	if err != nil {
+		return false, fmt.Errorf("vsphere watch: create a property filter: %w", err)
+	}
+	defer func() { _ = pf.Destroy(context.WithoutCancel(ctx)) }()
 
 	fresh := map[types.ManagedObjectReference]*mo.VirtualMachine{}
-	first := true
-	err = property.WaitForUpdatesEx(ctx, pc, filter, func(updates []types.ObjectUpdate) bool {
+	first, truncated := true, false
+	err = waitForUpdates(ctx, c, pc, &truncated, func(updates []types.ObjectUpdate) {
 		if first {
 			// The first answer, and the pages after it while truncated,
 			// are the full state: gather it, then swap it in.
@@ -185,14 +190,13 @@ func (w *Watch) watch(ctx context.Context) (synced bool, err error) {
 					fresh[u.Obj] = m
 				}
 			}
-			if !filter.Truncated {
+			if !truncated {
 				first = false
 				w.replace(fresh)
 			}
-			return false
+			return
 		}
 		w.apply(updates)
-		return false
 	})
 	if err == nil && ctx.Err() == nil {
 		err = fmt.Errorf("vsphere watch: the wait for updates ended")
@@ -354,4 +358,39 @@ func sameVM(a, b vmprovider.VM) bool {
 		a.OwnerName == b.OwnerName && a.CreatedAt.Equal(b.CreatedAt) && a.BootedAt.Equal(b.BootedAt) &&
 		slices.Equal(a.IPAddresses, b.IPAddresses) && a.Hostname == b.Hostname &&
 		a.ToolsRunning == b.ToolsRunning && a.Heartbeat == b.Heartbeat && a.Zone == b.Zone
+}
+
+// maxWait bounds each wait for updates on the server's side, in seconds.
+// A wait the client gave up on then ends there within it, even when the
+// CancelWaitForUpdates sent on cancellation reached the server before the
+// wait itself did: govmomi's simulator would otherwise hold that wait (and
+// its own shutdown) for ever, and a vCenter until the session ends.
+const maxWait = 10
+
+// waitForUpdates waits on pc's filters until ctx ends (then it returns
+// nil) or a wait fails, calling f with each filter's updates and setting
+// truncated as each answer says. Unlike property.WaitForUpdatesEx, a wait
+// that ends after maxWait with nothing new is taken up again from the
+// same version, with no new full copy.
+func waitForUpdates(ctx context.Context, rt soap.RoundTripper, pc *property.Collector, truncated *bool, f func([]types.ObjectUpdate)) error {
+	req := types.WaitForUpdatesEx{This: pc.Reference(), Options: &types.WaitOptions{MaxWaitSeconds: types.NewInt32(maxWait)}}
+	for {
+		res, err := methods.WaitForUpdatesEx(ctx, rt, &req)
+		if err != nil {
+			if ctx.Err() != nil {
+				_ = pc.CancelWaitForUpdates(context.WithoutCancel(ctx))
+				return nil
+			}
+			return err
+		}
+		set := res.Returnval
+		if set == nil {
+			continue // maxWait passed with nothing new
+		}
+		req.Version = set.Version
+		*truncated = set.Truncated != nil && *set.Truncated
+		for _, fs := range set.FilterSet {
+			f(fs.ObjectSet)
+		}
+	}
 }

@@ -1,0 +1,161 @@
+package kube
+
+import (
+	"encoding/json"
+	"fmt"
+	"hash/fnv"
+	"maps"
+	"strings"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/replicakit/replicakit/replicaset"
+)
+
+// RevisionLabel is the label the binding puts on every child of an owner
+// whose Spec.Rollout is set: the revision of the owner's template the
+// child was made from, as a Deployment's pods carry pod-template-hash.
+//
+// A child without it (made before the owner's rollouts were turned on, or
+// before the importer upgraded to a replicakit with rollouts) counts as
+// made from the owner's current template and is given the label in place:
+// turning rollouts on, or upgrading, replaces no child. A template changed
+// at the same moment is therefore not rolled out to such children; change
+// it again, or delete them, to roll them.
+const RevisionLabel = "replicakit.io/revision"
+
+// InPlaceUpdater is implemented by an Adapter whose children take more of
+// their template's changes in place than the binding applies itself (the
+// template's labels and annotations, added or changed on every child, as
+// Cluster API does for machines). Without it, the revision is a hash of
+// everything but the metadata of the child NewChild builds, so any other
+// change of the template makes new children.
+type InPlaceUpdater[O, C client.Object] interface {
+	// Revision returns the revision of the owner's template: a short
+	// string, valid as a label value, that changes exactly when a child
+	// made from the template would differ from the existing children in
+	// what UpdateInPlace cannot change.
+	Revision(owner O) (string, error)
+	// UpdateInPlace changes child (a copy, never the cache's object) to
+	// match the owner's template in what needs no new child, and reports
+	// whether it changed anything. The binding patches the difference.
+	UpdateInPlace(owner O, child C) bool
+}
+
+// revisionOf returns the revision of the template probe was built from: a
+// hash of every field of the child but its metadata and status, encoded as
+// a label value of ten characters.
+func revisionOf(probe client.Object) (string, error) {
+	u, err := runtime.DefaultUnstructuredConverter.ToUnstructured(probe)
+	if err != nil {
+		return "", fmt.Errorf("revision of the template: %w", err)
+	}
+	for _, k := range []string{"metadata", "status", "apiVersion", "kind"} {
+		delete(u, k)
+	}
+	b, err := json.Marshal(u) // maps marshal in key order: the same template, the same bytes
+	if err != nil {
+		return "", fmt.Errorf("revision of the template: %w", err)
+	}
+	h := fnv.New64a()
+	_, _ = h.Write(b)
+	return encodeRevision(h.Sum64()), nil
+}
+
+// revisionAlphabet spells revisions without vowels, so that no revision
+// reads as a word, as Kubernetes' rand.SafeEncodeString does.
+const revisionAlphabet = "bcdfghjklmnpqrstvwxz2456789"
+
+// encodeRevision spells the low bits of h in revisionAlphabet, ten
+// characters.
+func encodeRevision(h uint64) string {
+	var b strings.Builder
+	for range 10 {
+		b.WriteByte(revisionAlphabet[h%uint64(len(revisionAlphabet))])
+		h /= uint64(len(revisionAlphabet))
+	}
+	return b.String()
+}
+
+// inPlace returns a copy of child changed to carry the template's labels
+// and annotations (probe's, except the revision label) and the revision
+// label when it has none, or nil when nothing would change. Labels and
+// annotations the template no longer has are left: the binding cannot
+// tell them from those others put on the child.
+func inPlace(child, probe client.Object, revision string) client.Object {
+	want := maps.Clone(probe.GetLabels())
+	delete(want, RevisionLabel)
+	labels, annotations := child.GetLabels(), child.GetAnnotations()
+	change := false
+	for k, v := range want {
+		if labels[k] != v {
+			change = true
+		}
+	}
+	for k, v := range probe.GetAnnotations() {
+		if annotations[k] != v {
+			change = true
+		}
+	}
+	if _, ok := labels[RevisionLabel]; !ok {
+		change = true
+	}
+	if !change {
+		return nil
+	}
+	out := child.DeepCopyObject().(client.Object)
+	l := maps.Clone(labels)
+	if l == nil {
+		l = map[string]string{}
+	}
+	maps.Copy(l, want)
+	if _, ok := l[RevisionLabel]; !ok {
+		l[RevisionLabel] = revision
+	}
+	out.SetLabels(l)
+	if len(probe.GetAnnotations()) > 0 {
+		a := maps.Clone(annotations)
+		if a == nil {
+			a = map[string]string{}
+		}
+		maps.Copy(a, probe.GetAnnotations())
+		out.SetAnnotations(a)
+	}
+	return out
+}
+
+// rolledOut is the RolledOut condition: True once every live child is on
+// the owner's current template (those Partition keeps aside) and
+// available; else False, saying what holds the rollout, or that it
+// progresses.
+func rolledOut(o *observation, d decision, rs replicaset.RolloutStatus) metav1.Condition {
+	c := metav1.Condition{Type: ConditionRolledOut, Status: metav1.ConditionFalse, ObservedGeneration: o.owner.GetGeneration()}
+	counts := fmt.Sprintf("%d of %d replicas on revision %s, %d available; %d on older revisions",
+		rs.Updated, o.spec.Replicas, o.revision, rs.UpdatedAvailable, rs.Old)
+	var held []string
+	kind := ""
+	for _, h := range d.plan.Holds {
+		if h.By == replicaset.HoldMaxSurge {
+			continue // new children waiting for room: the rollout still moves
+		}
+		held = append(held, h.Reason)
+		if kind == "" {
+			kind = h.By.String()
+		}
+	}
+	switch {
+	case rs.Complete && rs.Old > 0:
+		c.Status, c.Reason, c.Message = metav1.ConditionTrue, ReasonRolloutPartitioned, counts
+	case rs.Complete:
+		c.Status, c.Reason, c.Message = metav1.ConditionTrue, ReasonRolloutComplete, counts
+	case o.spec.Rollout.Paused:
+		c.Reason, c.Message = ReasonRolloutPaused, counts
+	case len(held) > 0 && len(d.delete) == 0 && len(d.create) == 0:
+		c.Reason, c.Message = ReasonRolloutHeld, counts+"; held by "+kind+": "+strings.Join(held, "; ")
+	default:
+		c.Reason, c.Message = ReasonRolloutProgressing, counts
+	}
+	return c
+}

@@ -1,0 +1,33 @@
+package kube
+
+import (
+	"sigs.k8s.io/controller-runtime/pkg/client"
+)
+
+// revision returns the revision of owner's template, of which probe is a
+// new child, and the function that brings a child in line with it in
+// place: the Adapter's, when it is an InPlaceUpdater, after the binding's
+// own (labels, annotations, the revision label).
+func (r *Reconciler[O, C]) revision(owner O, probe C) (string, func(client.Object) client.Object, error) {
+	up, ok := any(r.Adapter).(InPlaceUpdater[O, C])
+	if !ok {
+		rev, err := revisionOf(probe)
+		return rev, func(c client.Object) client.Object { return inPlace(c, probe, rev) }, err
+	}
+	rev, err := up.Revision(owner)
+	return rev, func(c client.Object) client.Object {
+		out := inPlace(c, probe, rev)
+		changed := out != nil
+		if out == nil {
+			out = c.DeepCopyObject().(client.Object)
+		}
+		typed, ok := out.(C)
+		if !ok {
+			return nil
+		}
+		if up.UpdateInPlace(owner, typed) || changed {
+			return out
+		}
+		return nil
+	}, err
+}
