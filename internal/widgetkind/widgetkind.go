@@ -69,6 +69,8 @@ func Spec(w *unstructured.Unstructured) (kube.Spec, error) {
 		return s, fmt.Errorf("spec.zones: %w", err)
 	}
 	s.Rebalance, _, _ = unstructured.NestedBool(w.Object, "spec", "rebalance")
+	deadline, _, _ := unstructured.NestedInt64(w.Object, "spec", "progressDeadlineSeconds")
+	s.ProgressDeadline = time.Duration(deadline) * time.Second
 	if st, ok, _ := unstructured.NestedMap(w.Object, "spec", "strategy"); ok {
 		if s.Rollout, err = strategy(st); err != nil {
 			return s, fmt.Errorf("spec.strategy: %w", err)

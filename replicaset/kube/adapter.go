@@ -46,6 +46,14 @@ type Spec struct {
 	// update of one surge child and none unavailable. Nil: children are
 	// never replaced for their template, as before rollouts existed.
 	Rollout *replicaset.Strategy
+	// ProgressDeadline, with Rollout, is how long a rollout may go
+	// without moving (no more children available on the current template,
+	// no fewer on older ones) before RolledOut says so, with the reason
+	// ProgressDeadlineExceeded, as a Deployment's progressDeadlineSeconds
+	// does. It only reports: nothing is rolled back. Zero: no deadline.
+	// The time of the last move is kept in memory, so a restarted
+	// controller measures from its first pass.
+	ProgressDeadline time.Duration
 }
 
 // Status is what the reconciler reports; the Adapter copies it into the

@@ -108,6 +108,11 @@ const (
 	// ReasonRolloutHeld means a bound or setting holds the rollout this
 	// pass (replicaset.Hold): the message names it and what waits on it.
 	ReasonRolloutHeld = "RolloutHeld"
+	// ReasonProgressDeadlineExceeded means the rollout has not moved (no
+	// more children available on the current template, no fewer on older
+	// ones) for Spec.ProgressDeadline. The binding only reports it: it
+	// never rolls back on its own.
+	ReasonProgressDeadlineExceeded = "ProgressDeadlineExceeded"
 )
 
 // conditions derives the owner's conditions from the pass.

@@ -173,7 +173,9 @@
 // UpdateRevision, and the RolledOut condition says whether the rollout is
 // complete (RolloutComplete, RolloutPartitioned) or, if not, whether it
 // progresses, is paused or is held, and by what bound (RolloutHeld, with
-// the planner's Hold reasons).
+// the planner's Hold reasons); with Spec.ProgressDeadline, that it has not
+// moved for that long (ProgressDeadlineExceeded). It never rolls back on
+// its own: rolling back is the user's choice.
 //
 // # Permissions
 //

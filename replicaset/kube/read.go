@@ -40,6 +40,8 @@ type observation struct {
 	// change.
 	revision string
 	inPlace  func(child client.Object) client.Object
+	// progress is where the rollout last moved, as an earlier pass saw it.
+	progress progress
 
 	children []child // controlled by the owner, matching or not, deleting or not
 	orphans  []child // without a controller, matching the selector
@@ -133,6 +135,7 @@ func (r *Reconciler[O, C]) read(ctx context.Context, req reconcile.Request) (*ob
 	o.taken = r.Expectations.takenNames(key, o.now)
 	o.backoff, o.backoffFor = r.backoff.active(key, o.now), cmp.Or(r.ZoneBackoff, DefaultZoneBackoff)
 	o.failedSeen = r.backoff.failing(key)
+	o.progress = r.rollouts.get(key)
 	o.children = r.describe(own)
 	o.orphans = r.describe(orphans)
 	return o, nil

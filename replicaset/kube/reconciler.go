@@ -108,10 +108,11 @@ type Reconciler[O, C client.Object] struct {
 	// Now is the clock; nil means time.Now.
 	Now func() time.Time
 
-	init    sync.Once
-	index   string        // the suffix of the index names, set by SetupWithManager
-	written writtenStatus // the status last written per owner
-	backoff zoneBackoffs  // the zones each owner's creates avoid, until when
+	init     sync.Once
+	index    string        // the suffix of the index names, set by SetupWithManager
+	written  writtenStatus // the status last written per owner
+	backoff  zoneBackoffs  // the zones each owner's creates avoid, until when
+	rollouts progressLog   // where each owner's rollout last moved, and when
 
 	// The kinds of owner and child, resolved once by SetupWithManager,
 	// for the requests that name objects by metadata alone.

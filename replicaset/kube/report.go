@@ -12,6 +12,7 @@ import (
 
 	jsonpatch "github.com/evanphx/json-patch/v5"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/types"
@@ -29,6 +30,9 @@ func (r *Reconciler[O, C]) report(ctx context.Context, o *observation, d decisio
 	r.Expectations.ForgiveDeletes(o.key, v.forgiveUIDs...)
 	r.Expectations.noteTaken(o.key, v.taken, o.now)
 	r.backoff.record(o.key, v.backoff)
+	if o.spec.Rollout != nil && d.hold != holdFailure {
+		r.rollouts.record(o.key, v.status, meta.IsStatusConditionTrue(v.status.Conditions, ConditionRolledOut), o.now)
+	}
 	if d.hold == holdNone {
 		r.backoff.setFailing(o.key, d.failedNow)
 	}
@@ -173,4 +177,5 @@ func (r *Reconciler[O, C]) forget(key string) {
 	r.Expectations.Forget(key)
 	r.written.forget(key)
 	r.backoff.forget(key)
+	r.rollouts.forget(key)
 }

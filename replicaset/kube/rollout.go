@@ -6,6 +6,8 @@ import (
 	"hash/fnv"
 	"maps"
 	"strings"
+	"sync"
+	"time"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
@@ -145,6 +147,14 @@ func rolledOut(o *observation, d decision, rs replicaset.RolloutStatus) metav1.C
 			kind = h.By.String()
 		}
 	}
+	if stuck, _ := stalled(o, rs); stuck {
+		c.Reason = ReasonProgressDeadlineExceeded
+		c.Message = fmt.Sprintf("%s; no progress for %s (ProgressDeadline)", counts, o.spec.ProgressDeadline)
+		if len(held) > 0 {
+			c.Message += "; held by " + kind + ": " + strings.Join(held, "; ")
+		}
+		return c
+	}
 	switch {
 	case rs.Complete && rs.Old > 0:
 		c.Status, c.Reason, c.Message = metav1.ConditionTrue, ReasonRolloutPartitioned, counts
@@ -158,4 +168,75 @@ func rolledOut(o *observation, d decision, rs replicaset.RolloutStatus) metav1.C
 		c.Reason, c.Message = ReasonRolloutProgressing, counts
 	}
 	return c
+}
+
+// progress is where an owner's rollout stood when it last moved: its
+// revision, its available children on that revision, its children on
+// older ones, and when.
+type progress struct {
+	revision  string
+	available int32
+	old       int32
+	at        time.Time
+}
+
+// moved reports whether the rollout moved from p to (revision, available,
+// old): another revision, more available children on it, or fewer on
+// older ones.
+func (p progress) moved(revision string, available, old int32) bool {
+	return p.at.IsZero() || p.revision != revision || available > p.available || old < p.old
+}
+
+// progressLog remembers, per owner, where its rollout last moved. It lives
+// in memory: a restarted controller measures the progress deadline from
+// its first pass.
+type progressLog struct {
+	mu sync.Mutex
+	m  map[string]progress // by owner key
+}
+
+func (l *progressLog) get(key string) progress {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.m[key]
+}
+
+// record notes the owner's rollout as st reports it at now, when it moved
+// (or first seen); a complete rollout is forgotten.
+func (l *progressLog) record(key string, st Status, complete bool, now time.Time) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if complete {
+		delete(l.m, key)
+		return
+	}
+	old := st.Replicas - st.UpdatedReplicas
+	if p := l.m[key]; p.moved(st.UpdateRevision, st.UpdatedAvailableReplicas, old) {
+		if l.m == nil {
+			l.m = map[string]progress{}
+		}
+		l.m[key] = progress{revision: st.UpdateRevision, available: st.UpdatedAvailableReplicas, old: old, at: now}
+	}
+}
+
+func (l *progressLog) forget(key string) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	delete(l.m, key)
+}
+
+// stalled reports, with Spec.ProgressDeadline set, whether the rollout has
+// not moved for that long at now, and when its deadline is (zero when it
+// has none: no deadline, complete, or paused). A rollout that moves in
+// this pass has its deadline a whole ProgressDeadline away.
+func stalled(o *observation, rs replicaset.RolloutStatus) (bool, time.Time) {
+	deadline := o.spec.ProgressDeadline
+	switch {
+	case o.spec.Rollout == nil || deadline <= 0 || rs.Complete || o.spec.Rollout.Paused:
+		return false, time.Time{}
+	case o.progress.moved(o.revision, int32(rs.UpdatedAvailable), int32(rs.Old)):
+		return false, o.now.Add(deadline)
+	}
+	at := o.progress.at.Add(deadline)
+	return !o.now.Before(at), at
 }

@@ -237,3 +237,44 @@ func uidsOf(cms map[string]corev1.ConfigMap) []string {
 	}
 	return out
 }
+
+// TestRollout_ProgressDeadline: a rollout whose new children fail (the
+// Widget's stand-in: data phase Failed) holds at MaxUnavailable 0, and
+// once it has not moved for the progress deadline its RolledOut
+// condition says ProgressDeadlineExceeded; nothing is rolled back.
+func TestRollout_ProgressDeadline(t *testing.T) {
+	c, ns := startManager(t)
+	w := widget(ns, "stall", 2)
+	if err := unstructured.SetNestedField(w.Object, int64(2), "spec", "progressDeadlineSeconds"); err != nil {
+		t.Fatal(err)
+	}
+	if err := unstructured.SetNestedField(w.Object, map[string]any{}, "spec", "strategy"); err != nil {
+		t.Fatal(err)
+	}
+	if err := c.Create(context.Background(), w); err != nil {
+		t.Fatal(err)
+	}
+	converge(t, c, w, 2)
+	before := childObjects(t, c, w)
+	mergePatch(t, c, w, `{"spec":{"template":{"data":{"phase":"Failed"}}}}`)
+	await(t, "RolledOut says ProgressDeadlineExceeded", func() bool {
+		got := emptyWidget()
+		if err := c.Get(context.Background(), client.ObjectKeyFromObject(w), got); err != nil {
+			return false
+		}
+		conds, _, _ := unstructured.NestedSlice(got.Object, "status", "conditions")
+		for _, cd := range conds {
+			m, _ := cd.(map[string]any)
+			if m["type"] == kube.ConditionRolledOut {
+				return m["reason"] == kube.ReasonProgressDeadlineExceeded
+			}
+		}
+		return false
+	})
+	now := childObjects(t, c, w)
+	for name, cm := range before {
+		if now[name].UID != cm.UID {
+			t.Errorf("%s, on the old template and available, was replaced although the new children fail", name)
+		}
+	}
+}

@@ -6,6 +6,7 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/meta"
 	"k8s.io/apimachinery/pkg/labels"
 
 	"github.com/replicakit/replicakit/replicaset"
@@ -85,6 +86,15 @@ func settle(o *observation, d decision, out outcome) verdict {
 	default:
 		if after, ok := replicaset.NextAvailable(replicasOf(d.members), o.spec.MinReady, o.now); ok {
 			v.requeue = after
+		}
+		// A rollout's progress deadline passing changes its status, and
+		// no event will say so.
+		if o.spec.Rollout != nil {
+			rs := replicaset.RolloutStatus{UpdatedAvailable: int(v.status.UpdatedAvailableReplicas),
+				Old: int(v.status.Replicas - v.status.UpdatedReplicas), Complete: meta.IsStatusConditionTrue(v.status.Conditions, ConditionRolledOut)}
+			if stuck, at := stalled(o, rs); !stuck && !at.IsZero() && (v.requeue == 0 || at.Sub(o.now) < v.requeue) {
+				v.requeue = at.Sub(o.now)
+			}
 		}
 		// A zone's backoff ending changes the plan (creates may go
 		// there again; Rebalance may move children back), and no
