@@ -8,8 +8,15 @@ import (
 
 // onRevision reports whether r is on the wanted revision: its revision is
 // Spec.Revision, or unknown.
-func (s Spec) onRevision(r *Replica) bool {
-	return r.Revision == "" || r.Revision == s.Revision
+func (s *Spec) onRevision(r *Replica) bool {
+	return onRevision(s.Revision, r)
+}
+
+// onRevision reports whether r is on revision rev: its revision is rev or
+// unknown. It takes the revision alone, so that a loop over many replicas
+// copies no Spec.
+func onRevision(rev string, r *Replica) bool {
+	return r.Revision == "" || r.Revision == rev
 }
 
 // Candidate groups: a live, unprotected replica is in one, by revision
@@ -30,7 +37,7 @@ const (
 )
 
 // groupOf returns r's group.
-func (s Spec) groupOf(r *Replica, avail bool) int {
+func groupOf(r *Replica, avail, onNew bool) int {
 	g := groupOldMarked
 	switch {
 	case r.Deleting || r.Protected:
@@ -43,7 +50,7 @@ func (s Spec) groupOf(r *Replica, avail bool) int {
 	default:
 		g = groupOldRest
 	}
-	if s.onRevision(r) {
+	if onNew {
 		g += groupNewMarked
 	}
 	return g
@@ -128,15 +135,16 @@ func computeRollout(spec Spec, current []Replica, policy Ranker, now time.Time, 
 	for i := range current {
 		v.check(current, i)
 		r := &current[i]
-		avail := r.Available(spec.MinReady, now)
-		g := spec.groupOf(r, avail)
+		avail := available(r, spec.MinReady, now)
+		onNew := onRevision(spec.Revision, r)
+		g := groupOf(r, avail, onNew)
 		of[i] = int32(g)
 		size[min(g, groups)]++
 		if r.Deleting {
 			deleting = append(deleting, *r)
 			continue
 		}
-		c.add(r, avail, spec.onRevision(r))
+		c.add(r, avail, onNew)
 	}
 	if err := v.err(); err != nil {
 		return Plan{}, err
