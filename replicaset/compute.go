@@ -59,7 +59,9 @@ import (
 // says when and why zones stay apart.
 //
 // Rollouts (Spec.Revision set): a replica whose Revision is neither empty
-// nor Spec.Revision is on an older revision. Creates are always on Spec.Revision. With the
+// nor Spec.Revision is on an older revision. While no live replica is,
+// Compute plans exactly as without revisions (Spec.Rebalance included);
+// what follows applies while some are. Creates are always on Spec.Revision. With the
 // strategy's Limits (MaxSurge S, MaxUnavailable U, Partition P, resolved
 // for Desired D by the one rounding rule Strategy.Limits states), a pass:
 //
@@ -104,8 +106,8 @@ import (
 // backing off (HoldZoneBackoff), and with Strategy.ZoneByZone nothing
 // outside the first listed zone that has replicas to replace and is not
 // backing off (HoldZoneByZone). Spec.Rebalance is not applied while
-// Spec.Revision is set. Plan.Unbalanced says when the zones' live replicas
-// will be more than one apart once the plan is carried out.
+// replicas on older revisions remain. Plan.Unbalanced says when the zones'
+// live replicas will be more than one apart once the plan is carried out.
 //
 // Compute returns an error wrapping ErrInvalidSpec for a bad spec,
 // ErrInvalidReplica for an empty or repeated name or a repeated UID, and
@@ -122,7 +124,10 @@ func Compute(spec Spec, current []Replica, policy Ranker, now time.Time) (Plan, 
 	w := getScratch()
 	defer w.put()
 	if spec.Revision != "" {
-		return computeRollout(spec, current, policy, now, w)
+		if replacing(spec.Revision, current) {
+			return computeRollout(spec, current, policy, now, w)
+		}
+		spec.Revision = "" // nothing to replace: plan as without revisions
 	}
 
 	// One pass over current validates, counts and (with zones) counts

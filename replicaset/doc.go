@@ -71,9 +71,10 @@
 //     replica at a time, create before delete, and never take its
 //     available replicas below the desired count (or below where they
 //     were). [SummarizeZones] reports status per zone.
-//   - Rollouts (Spec.Revision): available replicas never go below
-//     Desired − MaxUnavailable through a pass (nor lower when already
-//     below); while replicas on older revisions remain to be replaced,
+//   - Rollouts (Spec.Revision), while some live replica is on an older
+//     revision: available replicas never go below Desired −
+//     MaxUnavailable through a pass (nor lower when already below);
+//     while replicas on older revisions remain to be replaced,
 //     live and deleting replicas never exceed Desired + MaxSurge through
 //     a pass; a rollout's deletes respect Partition exactly; the last
 //     available replica on the wanted revision is never deleted while
@@ -82,8 +83,8 @@
 //     point; with zones, creates go where replicas on the wanted revision
 //     are fewest, so a rollout from zones within one of each other ends
 //     within one, and no replica is replaced in a zone backing off.
-//     Without Spec.Revision, Compute plans as it did before revisions
-//     existed.
+//     Without Spec.Revision, or with no live replica on an older
+//     revision, Compute plans as it did before revisions existed.
 //   - Determinism: the same spec, replicas (in any order), policy and time
 //     give the same plan.
 //   - Convergence: carrying out plans repeatedly reaches Desired (or the

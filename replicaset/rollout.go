@@ -12,6 +12,17 @@ func (s *Spec) onRevision(r *Replica) bool {
 	return onRevision(s.Revision, r)
 }
 
+// replacing reports whether some live replica of current is on a revision
+// other than rev: whether a pass has anything to replace.
+func replacing(rev string, current []Replica) bool {
+	for i := range current {
+		if r := &current[i]; !r.Deleting && !onRevision(rev, r) {
+			return true
+		}
+	}
+	return false
+}
+
 // onRevision reports whether r is on revision rev: its revision is rev or
 // unknown. It takes the revision alone, so that a loop over many replicas
 // copies no Spec.

@@ -157,6 +157,14 @@ func checkPass(t *rapid.T, spec replicaset.Spec, rs []replicaset.Replica, p repl
 	} else if p.CreateZones != nil {
 		t.Fatalf("no zones, yet CreateZones: %v", p)
 	}
+	if before.old == 0 {
+		// Nothing to replace: Compute plans as without revisions, which
+		// its own properties cover; no rollout bound applies.
+		if len(p.Holds) > 0 {
+			t.Fatalf("nothing to replace, yet holds: %v", p)
+		}
+		return
+	}
 	// Availability: never below Desired − MaxUnavailable, and never
 	// lowered when already below it.
 	if floor := min(before.avail, spec.Desired-lim.Unavailable); after.avail < floor {

@@ -82,8 +82,8 @@ type Spec struct {
 	// from a fuller zone (or from no listed zone). A replica that never
 	// becomes available, without failing, holds such a scale-down until it
 	// does or fails. Without zones it does nothing, and it is not applied
-	// while Revision is set: a rollout places its creates to end balanced
-	// instead (see Compute).
+	// while replicas on older revisions (Revision) remain: a rollout
+	// places its creates to end balanced instead (see Compute).
 	Rebalance bool
 
 	// Revision is the revision replicas should be on (a hash of the

@@ -9,6 +9,7 @@ import (
 
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/intstr"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -45,7 +46,18 @@ func (a ReplicaSetAdapter) Spec(s *vmv1.VirtualMachineReplicaSet) (kube.Spec, er
 		Paused:       s.Spec.Paused,
 		Zones:        s.Spec.Zones,
 		Rebalance:    s.Spec.Rebalance,
+		// Rollouts are on for every set; a set made before they existed
+		// has its VMs labelled with the current revision, not replaced.
+		ProgressDeadline: DefaultProgressDeadline,
 	}
+	if d := s.Spec.ProgressDeadlineSeconds; d != nil {
+		spec.ProgressDeadline = time.Duration(*d) * time.Second
+	}
+	strategy, err := rollout(s.Spec.Strategy)
+	if err != nil {
+		return spec, fmt.Errorf("spec.strategy: %w", err)
+	}
+	spec.Rollout = &strategy
 	for _, z := range s.Spec.Zones {
 		if !slices.Contains(a.Zones, z) {
 			// The spec goes with the error: status still says what
@@ -54,6 +66,38 @@ func (a ReplicaSetAdapter) Spec(s *vmv1.VirtualMachineReplicaSet) (kube.Spec, er
 		}
 	}
 	return spec, nil
+}
+
+// DefaultProgressDeadline is how long a rollout may go without moving
+// before RolledOut says so, when spec.progressDeadlineSeconds is not set:
+// a Deployment's default.
+const DefaultProgressDeadline = 600 * time.Second
+
+// rollout reads spec.strategy as the planner's Strategy.
+func rollout(u vmv1.UpdateStrategy) (replicaset.Strategy, error) {
+	s := replicaset.Strategy{Paused: u.Paused, ZoneByZone: u.ZoneByZone}
+	switch u.Type {
+	case "", "RollingUpdate":
+	case "OnDelete":
+		s.Type = replicaset.OnDelete
+	default:
+		return s, fmt.Errorf("type %q is neither RollingUpdate nor OnDelete", u.Type)
+	}
+	for _, a := range []struct {
+		name string
+		from *intstr.IntOrString
+		to   *replicaset.Amount
+	}{{"maxSurge", u.MaxSurge, &s.MaxSurge}, {"maxUnavailable", u.MaxUnavailable, &s.MaxUnavailable}, {"partition", u.Partition, &s.Partition}} {
+		if a.from == nil {
+			continue
+		}
+		amount, err := replicaset.ParseAmount(a.from.String())
+		if err != nil {
+			return s, fmt.Errorf("%s: %w", a.name, err)
+		}
+		*a.to = amount
+	}
+	return s, nil
 }
 
 // known lists zones for an error message.
@@ -110,6 +154,9 @@ func (ReplicaSetAdapter) SetStatus(s *vmv1.VirtualMachineReplicaSet, st kube.Sta
 	s.Status.TerminatingReplicas = st.TerminatingReplicas
 	s.Status.ObservedGeneration = st.ObservedGeneration
 	s.Status.Selector = st.Selector
+	s.Status.UpdatedReplicas = st.UpdatedReplicas
+	s.Status.UpdatedAvailableReplicas = st.UpdatedAvailableReplicas
+	s.Status.UpdateRevision = st.UpdateRevision
 	s.Status.Zones, s.Status.Spread = nil, ""
 	for _, z := range st.Zones {
 		zs := vmv1.ZoneStatus{Zone: z.Zone, Replicas: int32(z.Replicas),

@@ -180,8 +180,8 @@ func TestCRDs_KubectlColumnsAndScale(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if header := strings.Fields(strings.SplitN(out, "\n", 2)[0]); strings.Join(header, " ") != "NAME REPLICAS READY AGE" {
-		t.Errorf("kubectl get vmreplicaset header %v, want NAME REPLICAS READY AGE", header)
+	if header := strings.Fields(strings.SplitN(out, "\n", 2)[0]); strings.Join(header, " ") != "NAME REPLICAS READY UP-TO-DATE AGE" {
+		t.Errorf("kubectl get vmreplicaset header %v, want NAME REPLICAS READY UP-TO-DATE AGE", header)
 	}
 	if _, err := e.Kubectl(ctx, "scale", "vmrs/web", "-n", "cols", "--replicas=3"); err != nil {
 		t.Fatal(err)

@@ -2,6 +2,7 @@ package v1alpha1
 
 import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/intstr"
 )
 
 // TemplateMetadata is the metadata every replica gets.
@@ -77,6 +78,52 @@ type VirtualMachineReplicaSetSpec struct {
 	// taking available replicas below spec.replicas.
 	// +optional
 	Rebalance bool `json:"rebalance,omitempty"`
+	// Strategy says how VMs made from an older template are replaced when
+	// spec.template changes. The default is a rolling update of one surge
+	// VM and none unavailable. The template's labels and annotations reach
+	// existing VMs in place, with no new VM.
+	// +optional
+	Strategy UpdateStrategy `json:"strategy,omitempty"`
+	// ProgressDeadlineSeconds is how long a rollout may go without
+	// moving before the RolledOut condition says
+	// ProgressDeadlineExceeded. Nothing is rolled back. Default 600.
+	// +kubebuilder:validation:Minimum=1
+	// +optional
+	ProgressDeadlineSeconds *int32 `json:"progressDeadlineSeconds,omitempty"`
+}
+
+// UpdateStrategy says how a set replaces VMs made from an older template:
+// as replicaset.Strategy, which states the order and the bounds.
+type UpdateStrategy struct {
+	// Type is RollingUpdate (the default) or OnDelete (only VMs deleted
+	// for other reasons come back on the new template).
+	// +kubebuilder:validation:Enum=RollingUpdate;OnDelete
+	// +optional
+	Type string `json:"type,omitempty"`
+	// MaxSurge is how many VMs a rolling update may have above
+	// spec.replicas, counting those being deleted: a count or a
+	// percentage of spec.replicas, rounded up. Default 1.
+	// +kubebuilder:validation:XIntOrString
+	// +optional
+	MaxSurge *intstr.IntOrString `json:"maxSurge,omitempty"`
+	// MaxUnavailable is how far below spec.replicas a rolling update may
+	// take the available VMs: a count or a percentage, rounded down.
+	// Default 0.
+	// +kubebuilder:validation:XIntOrString
+	// +optional
+	MaxUnavailable *intstr.IntOrString `json:"maxUnavailable,omitempty"`
+	// Partition is how many VMs stay on older templates (a canary): a
+	// count or a percentage, rounded up. Default 0.
+	// +kubebuilder:validation:XIntOrString
+	// +optional
+	Partition *intstr.IntOrString `json:"partition,omitempty"`
+	// Paused stops the rollout (kubectl rollout pause does this for a
+	// Deployment); scaling goes on.
+	// +optional
+	Paused bool `json:"paused,omitempty"`
+	// ZoneByZone replaces VMs one zone at a time, in spec.zones order.
+	// +optional
+	ZoneByZone bool `json:"zoneByZone,omitempty"`
 }
 
 // ZoneStatus is a set's replicas in one zone.
@@ -133,8 +180,20 @@ type VirtualMachineReplicaSetStatus struct {
 	// -o wide.
 	// +optional
 	Spread string `json:"spread,omitempty"`
-	// Conditions: ReplicaFailure, ScalingUp, ScalingDown, Ready, and
-	// ZonesBalanced when spec.zones is set.
+	// UpdatedReplicas counts live replicas made from the current
+	// template.
+	// +kubebuilder:default=0
+	// +optional
+	UpdatedReplicas int32 `json:"updatedReplicas,omitempty"`
+	// UpdatedAvailableReplicas counts those of them that are available.
+	// +optional
+	UpdatedAvailableReplicas int32 `json:"updatedAvailableReplicas,omitempty"`
+	// UpdateRevision is the current template's revision, which VMs made
+	// from it carry in the label replicakit.io/revision.
+	// +optional
+	UpdateRevision string `json:"updateRevision,omitempty"`
+	// Conditions: ReplicaFailure, ScalingUp, ScalingDown, Ready,
+	// RolledOut, and ZonesBalanced when spec.zones is set.
 	// +listType=map
 	// +listMapKey=type
 	// +optional
@@ -150,6 +209,7 @@ type VirtualMachineReplicaSetStatus struct {
 // +kubebuilder:resource:shortName=vmrs;vmreplicaset
 // +kubebuilder:printcolumn:name="REPLICAS",type=integer,JSONPath=`.status.replicas`
 // +kubebuilder:printcolumn:name="READY",type=integer,JSONPath=`.status.readyReplicas`
+// +kubebuilder:printcolumn:name="UP-TO-DATE",type=integer,JSONPath=`.status.updatedReplicas`
 // +kubebuilder:printcolumn:name="AGE",type=date,JSONPath=`.metadata.creationTimestamp`
 // +kubebuilder:printcolumn:name="DESIRED",type=integer,JSONPath=`.spec.replicas`,priority=1
 // +kubebuilder:printcolumn:name="AVAILABLE",type=integer,JSONPath=`.status.availableReplicas`,priority=1
