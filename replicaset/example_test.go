@@ -277,3 +277,11 @@ func ExampleSummarizeRollout() {
 	// Output:
 	// {Updated:2 UpdatedReady:1 UpdatedAvailable:1 Old:1 Complete:false}
 }
+
+// A revision names a template: replicas made from it record it, and the
+// spec asks for the revision of the template in force.
+func ExampleHashRevision() {
+	spec := replicaset.Spec{Desired: 2, Revision: replicaset.HashRevision([]byte(`{"image":"web-v2"}`))}
+	fmt.Println(spec.Revision, replicaset.HashRevision([]byte(`{"image":"web-v2"}`)) == spec.Revision)
+	// Output: 87rrv6w2zg true
+}

@@ -223,15 +223,18 @@ func (ro *rollout) replace() {
 	total := ro.live + len(p.Deleting) + p.Create
 	if need := spec.Desired - lim.Partition - newLeft; need > 0 {
 		room := spec.Desired + lim.Surge - total
-		n := max(0, min(need, room, limit-p.Create))
+		capped := max(0, min(need, room, limit-p.Create))
+		n := capped
 		if ro.zoned() {
-			n = ro.surgeRoom(n)
+			n = ro.surgeRoom(capped)
 		}
 		p.Create += n
 		if ro.zoned() {
 			p.CreateZones = append(p.CreateZones, ro.placeCreates(n)...)
 		}
 		switch {
+		case n < capped:
+			// The zones hold the rest: zoneHolds says which and why.
 		case n < need && room > n:
 			p.Deferred += min(need, room) - n // over the per-pass cap
 		case n < need:

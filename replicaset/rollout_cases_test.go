@@ -137,6 +137,13 @@ func TestCompute_RolloutCases(t *testing.T) {
 			holds:  []string{"MaxSurge:2", "ZoneBackoff:1"},
 		},
 		{
+			name: "a surge create waits while only a zone backing off has replicas to replace",
+			spec: replicaset.Spec{Desired: 6, Revision: "B", Zones: []string{"a", "b", "c"},
+				ZoneBackoff: []replicaset.ZoneBackoff{{Zone: "b", Until: replicagen.Now().Add(time.Minute)}}},
+			set:   append(zoned(on("n", "B", 4), "a", "a", "c", "c"), zoned(on("o", "A", 2), "b", "b")...),
+			holds: []string{"ZoneBackoff:2"},
+		},
+		{
 			name:   "replicas made before revisions were recorded count as on the wanted one",
 			spec:   replicaset.Spec{Desired: 2, Revision: "B"},
 			set:    on("a", "", 2),

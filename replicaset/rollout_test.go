@@ -213,6 +213,28 @@ func checkPass(t *rapid.T, spec replicaset.Spec, rs []replicaset.Replica, p repl
 					update = z
 				}
 			}
+			// A surge create replaces a replica that may be replaced in
+			// this pass: none is made elsewhere for a replica in a zone
+			// backing off (or, with ZoneByZone, not being updated).
+			if before.live == spec.Desired && !allOff {
+				replaceable := 0
+				for _, r := range rs {
+					old := !r.Deleting && !r.Protected && r.Revision != "" && r.Revision != spec.Revision
+					switch {
+					case !old:
+					case !slices.Contains(spec.Zones, r.Zone):
+						replaceable++
+					case backingOffNaive(spec, r.Zone):
+					case spec.Strategy.ZoneByZone && r.Zone != update:
+					default:
+						replaceable++
+					}
+				}
+				if p.Create > replaceable {
+					t.Fatalf("%d surge creates for %d replicas that may be replaced now (zones backing off %v, ZoneByZone %v): %v",
+						p.Create, replaceable, spec.ZoneBackoff, spec.Strategy.ZoneByZone, p)
+				}
+			}
 			for _, v := range p.Delete {
 				if v.MarkedForDeletion || !slices.Contains(spec.Zones, v.Zone) {
 					continue

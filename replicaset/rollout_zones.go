@@ -314,20 +314,21 @@ func (ro *rollout) zoneHolds(waiting int) int {
 	return waiting
 }
 
-// surgeRoom returns how many surge creates a zone-by-zone rollout may make
-// in the zone it updates: one for each replica there still to replace that
-// no replacement is on its way for, so that the zone ends as full as it
-// began. Without ZoneByZone, n.
+// surgeRoom returns how many of n surge creates may be made: one for
+// each replica on an older revision that may be replaced in this pass and
+// that no replacement is on its way for. Replicas in zones backing off
+// are not replaced, nor with ZoneByZone those outside the zone being
+// updated, so no replacement is made for them elsewhere: a zone that
+// cannot take VMs keeps its replicas on older revisions, and the zones
+// stay within one of each other. Replicas in no listed zone are replaced
+// anywhere.
 func (ro *rollout) surgeRoom(n int) int {
-	if !ro.spec.Strategy.ZoneByZone {
-		return n
+	room := ro.z.strays
+	for z, old := range ro.z.old {
+		if ro.z.off[z] || (ro.spec.Strategy.ZoneByZone && z != ro.z.update) {
+			continue
+		}
+		room += max(0, old-ro.z.coming[z])
 	}
-	u := ro.z.update
-	switch {
-	case ro.z.strays > 0:
-		return n // replicas in no listed zone go first, replaced anywhere
-	case u < 0:
-		return 0
-	}
-	return min(n, max(0, ro.z.old[u]-ro.z.coming[u]))
+	return min(n, room)
 }

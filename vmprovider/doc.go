@@ -35,4 +35,19 @@
 // placed in the zone the planner assigned, records it (Spec.Zone, read back
 // as VM.Zone), and a zone whose creates fail is avoided for
 // Set.ZoneBackoff while the other zones take its VMs.
+//
+// # Rollouts
+//
+// A Set with a Rollout (a [replicaset.Strategy]: MaxSurge, MaxUnavailable,
+// Partition, Paused, OnDelete, ZoneByZone) replaces its VMs when its
+// Template changes. Every VM records the revision of the template it was
+// made from beside its owner's mark (Spec.Revision, read back as
+// VM.Revision; [TemplateRevision] computes it), and each pass replaces VMs
+// on other revisions within the strategy's bounds, over the zones as
+// scaling spreads them; a zone whose clones fail keeps its old VMs until
+// its backoff ends. Change the Template with Set.SetTemplate, read the
+// progress with Set.RolloutStatus, and roll back by setting the old
+// Template again: VMs still on it stay. VMs made before the Set had a
+// Rollout count as current and are marked so when the Provider is a
+// [RevisionMarker], so turning rollouts on replaces nothing.
 package vmprovider

@@ -235,3 +235,42 @@ func ExampleReadiness() {
 	// IPAddress false
 	// readiness "Pingable": want PoweredOn, GuestHeartbeat or IPAddress: vmprovider: invalid spec
 }
+
+// Roll a Set's VMs onto a changed Template, one surge VM at a time: every
+// pass keeps 3 VMs available, and the old VMs go as the new ones come up.
+func ExampleSet_rollout() {
+	ctx := context.Background()
+	p := &vmprovidertest.Fake{}
+	set := &vmprovider.Set{
+		Provider: p,
+		Template: vmprovider.Spec{Owner: vmprovider.Owner{UID: "uid-web"}, Template: "ubuntu-24.04", PowerOn: true},
+		Policy:   deletionpolicy.Oldest{},
+		Names:    naming.Random{Base: "web", Source: rand.NewPCG(1, 2)},
+		Rollout:  &replicaset.Strategy{MaxSurge: replicaset.Count(1), MaxUnavailable: replicaset.Count(0)},
+	}
+	for range 3 {
+		_, _, _ = set.Scale(ctx, 3, time.Now())
+	}
+	next := set.Template
+	next.Template = "ubuntu-26.04"
+	set.SetTemplate(next)
+	for pass := 1; ; pass++ {
+		plan, _, err := set.Scale(ctx, 3, time.Now())
+		if err != nil {
+			fmt.Println(err)
+			return
+		}
+		st, _ := set.RolloutStatus(ctx, 3, time.Now())
+		fmt.Printf("pass %d: create %d, delete %d; updated %d, old %d\n", pass, plan.Create, len(plan.Delete), st.Updated, st.Old)
+		if st.Complete {
+			break
+		}
+	}
+	// Output:
+	// pass 1: create 1, delete 0; updated 1, old 3
+	// pass 2: create 0, delete 1; updated 1, old 2
+	// pass 3: create 1, delete 0; updated 2, old 2
+	// pass 4: create 0, delete 1; updated 2, old 1
+	// pass 5: create 1, delete 0; updated 3, old 1
+	// pass 6: create 0, delete 1; updated 3, old 0
+}

@@ -65,6 +65,11 @@ type Spec struct {
 	// (replicaset.Spec.Zones). It is recorded beside the ownership mark
 	// and reported back as VM.Zone; Placement says where the zone is.
 	Zone string
+	// Revision, when set, names the template the VM is made from
+	// (TemplateRevision, replicaset.Spec.Revision). It is recorded beside
+	// the ownership mark and reported back as VM.Revision, so that a Set
+	// rolling a changed Template tells old VMs from new ones.
+	Revision string
 }
 
 // CloudInit is the data cloud-init reads in the guest.
@@ -155,6 +160,10 @@ type VM struct {
 	// Zone is the failure domain recorded when the VM was created
 	// (Spec.Zone); empty when none was.
 	Zone string
+	// Revision is the template revision recorded when the VM was created
+	// (Spec.Revision) or marked since (RevisionMarker); empty when none
+	// was.
+	Revision string
 }
 
 // Heartbeat is the health of a guest's heartbeat, named as vSphere names it.
@@ -180,8 +189,9 @@ type Provider interface {
 	// (a retried create after a lost response); if it exists without that
 	// mark, Create returns a *NotOwnedError. An invalid spec gives an error
 	// wrapping ErrInvalidSpec. A failed create leaves no VM behind. The VM
-	// keeps spec.Zone, and Get and List report it as VM.Zone (a Set
-	// spreading over zones reads its VMs' zones from List).
+	// keeps spec.Zone and spec.Revision, and Get and List report them as
+	// VM.Zone and VM.Revision (a Set spreading over zones, or rolling a
+	// new Template, reads them from List).
 	Create(ctx context.Context, spec Spec) (VM, error)
 	// Get returns the VM called name, whoever owns it, or an error
 	// wrapping ErrNotFound.

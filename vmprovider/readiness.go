@@ -83,7 +83,7 @@ func (t *Tracker) Replicas(vms []VM, wantOn bool, now time.Time) []replicaset.Re
 	next := make(map[string]time.Time, len(vms))
 	out := make([]replicaset.Replica, len(vms))
 	for i, vm := range vms {
-		r := replicaset.Replica{Name: vm.Name, UID: vm.InstanceUUID, CreatedAt: vm.CreatedAt, Zone: vm.Zone}
+		r := replicaset.Replica{Name: vm.Name, UID: vm.InstanceUUID, CreatedAt: vm.CreatedAt, Zone: vm.Zone, Revision: vm.Revision}
 		switch {
 		case t.Readiness.Ready(vm):
 			r.Phase, r.Ready = replicaset.PhaseRunning, true

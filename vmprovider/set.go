@@ -3,6 +3,7 @@ package vmprovider
 import (
 	"cmp"
 	"context"
+	"errors"
 	"fmt"
 	"math/rand/v2"
 	"sync"
@@ -96,9 +97,27 @@ type Set struct {
 	// Spec holds the planner's options for every pass: MaxPerPass,
 	// ReplaceDeleting, MinReady, Seed, and Zones and Rebalance to spread
 	// the VMs over failure domains (see replicaset.Spec). Its Desired is
-	// ignored; Scale's argument is the count. Its ZoneBackoff is ignored
-	// too: the Set keeps the backoff itself (ZoneBackoff below).
+	// ignored; Scale's argument is the count. Its ZoneBackoff,
+	// CreatesFailing, Revision and Strategy are ignored too: the Set keeps
+	// the backoff and the failures itself (ZoneBackoff below), and takes
+	// the revision and strategy from Template and Rollout.
 	Spec replicaset.Spec
+	// Rollout, when set, rolls the Set's VMs onto its Template under this
+	// strategy: each pass plans with the Template's revision
+	// (TemplateRevision) as replicaset.Spec.Revision and Rollout as its
+	// Strategy, new VMs record that revision (Spec.Revision), and VMs
+	// that record another are replaced within the strategy's bounds, over
+	// Spec.Zones as scaling spreads them. So changing the Template (with
+	// SetTemplate while other goroutines call Scale) starts a rollout, and
+	// applying the old Template again is a rollback: VMs still on it count
+	// as updated at once.
+	//
+	// A VM that records no revision (made by a Set without Rollout, or by
+	// an earlier replicakit) counts as on the Template's revision, and a
+	// Provider that is a RevisionMarker has it marked so: turning Rollout
+	// on replaces no VM, and a later change of the Template replaces it.
+	// Nil plans exactly as before and records no revision.
+	Rollout *replicaset.Strategy
 	// Zones maps every zone Spec.Zones lists to where its VMs go
 	// (Actuator.Zones); Scale refuses a listed zone without one.
 	Zones map[string]Placement
@@ -122,6 +141,25 @@ type Set struct {
 	source  rand.Source
 	tracker Tracker
 	backoff replicaset.Backoff
+	failing bool // the last pass's creates failed (replicaset.Spec.CreatesFailing)
+}
+
+// SetTemplate replaces the Template between passes: safe while other
+// goroutines call Scale, which each use one Template throughout. With a
+// Rollout, a Template of another revision starts rolling the VMs.
+func (s *Set) SetTemplate(t Spec) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.Template = t
+}
+
+// SetRollout replaces the Rollout between passes, as SetTemplate does the
+// Template: to pause a rollout (Strategy.Paused), move its Partition or
+// turn rollouts on or off while other goroutines call Scale.
+func (s *Set) SetRollout(r *replicaset.Strategy) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.Rollout = r
 }
 
 // DefaultZoneBackoff is how long a Set avoids a zone in which a create
@@ -148,17 +186,16 @@ func (s *Set) Scale(ctx context.Context, desired int, now time.Time) (replicaset
 			current[i].Ordinal, current[i].HasOrdinal = o.Ordinal(current[i].Name)
 		}
 	}
-	spec := s.Spec
-	spec.Desired = desired
+	spec := s.spec(desired, now)
 	for _, z := range spec.Zones {
 		if _, ok := s.Zones[z]; !ok {
 			return replicaset.Plan{}, execute.Result{}, fmt.Errorf("zone %q has no placement in Set.Zones: %w", z, ErrInvalidSpec)
 		}
 	}
-	spec.ZoneBackoff = s.backoff.Active(now)
+	markErr := s.markUnrecorded(ctx, current, spec.Revision)
 	plan, err := replicaset.Compute(spec, current, s.Policy, now)
 	if err != nil {
-		return plan, execute.Result{}, err
+		return plan, execute.Result{}, errors.Join(err, markErr)
 	}
 	existing := make([]string, len(vms))
 	for i, vm := range vms {
@@ -168,9 +205,50 @@ func (s *Set) Scale(ctx context.Context, desired int, now time.Time) (replicaset
 	if err != nil {
 		return plan, execute.Result{}, err
 	}
-	res := execute.Plan(ctx, Actuator{Provider: s.Provider, Template: s.Template, Zones: s.Zones}, plan, names, s.Options)
+	tmpl := s.Template
+	tmpl.Revision = spec.Revision
+	res := execute.Plan(ctx, Actuator{Provider: s.Provider, Template: tmpl, Zones: s.Zones}, plan, names, s.Options)
 	s.backoff.Fail(res.FailedZones, now.Add(cmp.Or(s.ZoneBackoff, DefaultZoneBackoff)))
-	return plan, res, res.Err
+	s.failing = plan.Create > 0 && len(res.Created) < plan.Create
+	return plan, res, errors.Join(res.Err, markErr)
+}
+
+// spec is the planner's spec for a pass toward desired VMs at now. The
+// Set's lock is held.
+func (s *Set) spec(desired int, now time.Time) replicaset.Spec {
+	spec := s.Spec
+	spec.Desired = desired
+	spec.ZoneBackoff = s.backoff.Active(now)
+	spec.CreatesFailing = s.failing
+	spec.Revision, spec.Strategy = "", replicaset.Strategy{}
+	if s.Rollout != nil {
+		spec.Revision, spec.Strategy = TemplateRevision(s.Template), *s.Rollout
+	}
+	return spec
+}
+
+// markUnrecorded records revision on every VM in current that records
+// none, when the Provider can (RevisionMarker): such VMs count as on it
+// already, and marked they are replaced by the next rollout. It returns
+// the marks that failed, joined; those VMs are marked in a later pass.
+func (s *Set) markUnrecorded(ctx context.Context, current []replicaset.Replica, revision string) error {
+	m, ok := s.Provider.(RevisionMarker)
+	if revision == "" || !ok {
+		return nil
+	}
+	var errs []error
+	for i := range current {
+		r := &current[i]
+		if r.Revision != "" || r.Deleting {
+			continue
+		}
+		if err := m.MarkRevision(ctx, r.Name, s.Template.Owner.UID, revision); err != nil {
+			errs = append(errs, fmt.Errorf("record revision %q on VM %q: %w", revision, r.Name, err))
+			continue
+		}
+		r.Revision = revision
+	}
+	return errors.Join(errs...)
 }
 
 // Status lists the Set's VMs and returns their status at now (live,
@@ -184,6 +262,20 @@ func (s *Set) Status(ctx context.Context, now time.Time) (replicaset.Status, err
 		return replicaset.Status{}, err
 	}
 	return replicaset.Summarize(current, s.Spec.MinReady, now), nil
+}
+
+// RolloutStatus lists the Set's VMs and returns how far the rollout
+// toward its Template stands at now, for desired VMs
+// (replicaset.SummarizeRollout); without a Rollout every VM counts as
+// updated.
+func (s *Set) RolloutStatus(ctx context.Context, desired int, now time.Time) (replicaset.RolloutStatus, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	_, current, err := s.observe(ctx, now)
+	if err != nil {
+		return replicaset.RolloutStatus{}, err
+	}
+	return replicaset.SummarizeRollout(s.spec(desired, now), current, now), nil
 }
 
 // ZoneStatus lists the Set's VMs and returns their status per zone at now

@@ -3,7 +3,6 @@ package kube
 import (
 	"encoding/json"
 	"fmt"
-	"hash/fnv"
 	"maps"
 	"strings"
 	"sync"
@@ -61,24 +60,7 @@ func revisionOf(probe client.Object) (string, error) {
 	if err != nil {
 		return "", fmt.Errorf("revision of the template: %w", err)
 	}
-	h := fnv.New64a()
-	_, _ = h.Write(b)
-	return encodeRevision(h.Sum64()), nil
-}
-
-// revisionAlphabet spells revisions without vowels, so that no revision
-// reads as a word, as Kubernetes' rand.SafeEncodeString does.
-const revisionAlphabet = "bcdfghjklmnpqrstvwxz2456789"
-
-// encodeRevision spells the low bits of h in revisionAlphabet, ten
-// characters.
-func encodeRevision(h uint64) string {
-	var b strings.Builder
-	for range 10 {
-		b.WriteByte(revisionAlphabet[h%uint64(len(revisionAlphabet))])
-		h /= uint64(len(revisionAlphabet))
-	}
-	return b.String()
+	return replicaset.HashRevision(b), nil
 }
 
 // inPlace returns a copy of child changed to carry the template's labels

@@ -21,7 +21,7 @@ import (
 // shows.
 type Fake struct {
 	// Fail, when set, is called before every operation with the operation
-	// ("create", "get", "list", "power", "delete") and the VM name (the
+	// ("create", "get", "list", "power", "delete", "mark") and the VM name (the
 	// owner for "list"); a non-nil error fails the operation without
 	// effect.
 	Fail func(op, name string) error
@@ -47,7 +47,10 @@ func (f *Fake) boot(vm *vmprovider.VM, state vmprovider.PowerState) {
 	}
 }
 
-var _ vmprovider.Provider = (*Fake)(nil)
+var (
+	_ vmprovider.Provider       = (*Fake)(nil)
+	_ vmprovider.RevisionMarker = (*Fake)(nil)
+)
 
 func (f *Fake) fail(op, name string) error {
 	if f.Fail == nil {
@@ -91,7 +94,7 @@ func (f *Fake) Create(_ context.Context, spec vmprovider.Spec) (vmprovider.VM, e
 	vm := vmprovider.VM{
 		Name: spec.Name, InstanceUUID: fmt.Sprintf("fake-%08d", f.serial),
 		Power: vmprovider.PoweredOff, Owner: spec.Owner.UID, CreatedAt: f.now(),
-		Heartbeat: vmprovider.HeartbeatGray, Zone: spec.Zone,
+		Heartbeat: vmprovider.HeartbeatGray, Zone: spec.Zone, Revision: spec.Revision,
 	}
 	if spec.CloudInit != nil {
 		if f.guests == nil {
@@ -185,6 +188,22 @@ func (f *Fake) Delete(_ context.Context, name, owner string) error {
 	}
 	delete(f.vms, name)
 	delete(f.guests, name)
+	return nil
+}
+
+// MarkRevision implements vmprovider.RevisionMarker.
+func (f *Fake) MarkRevision(_ context.Context, name, owner, revision string) error {
+	if err := f.fail("mark", name); err != nil {
+		return err
+	}
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	vm, err := f.owned(name, owner)
+	if err != nil {
+		return err
+	}
+	vm.Revision = revision
+	f.vms[name] = vm
 	return nil
 }
 

@@ -17,15 +17,17 @@ import (
 // checks that:
 //
 //   - Create returns the VM with its name, an instance UUID, the owner's
-//     mark, the asked power state and the zone it was created for; a
-//     second Create returns the same VM;
+//     mark, the asked power state and the zone and revision it was
+//     created with; a second Create returns the same VM;
 //   - Create, SetPower and Delete refuse another owner's VM with an error
 //     wrapping ErrNotOwned, and leave it as it was;
 //   - Get finds any VM, and reports a missing one with ErrNotFound;
 //   - List returns exactly the owner's VMs;
 //   - SetPower turns a VM off and on, and is idempotent;
 //   - Delete destroys the VM, and deleting it again succeeds;
-//   - invalid specs are refused with ErrInvalidSpec.
+//   - invalid specs are refused with ErrInvalidSpec;
+//   - when p is a vmprovider.RevisionMarker, MarkRevision records a
+//     revision Get then reports, and refuses another owner's VM.
 func Verify(ctx context.Context, p vmprovider.Provider, template vmprovider.Spec) error {
 	v := &verifier{ctx: ctx, p: p}
 	prefix := template.Name
@@ -35,7 +37,7 @@ func Verify(ctx context.Context, p vmprovider.Provider, template vmprovider.Spec
 	ownerA := vmprovider.Owner{UID: prefix + "-owner-a", Name: "vmprovidertest/a"}
 	ownerB := vmprovider.Owner{UID: prefix + "-owner-b", Name: "vmprovidertest/b"}
 	specA := template
-	specA.Name, specA.Owner, specA.PowerOn, specA.Zone = prefix+"-a", ownerA, true, "vmprovidertest-zone"
+	specA.Name, specA.Owner, specA.PowerOn, specA.Zone, specA.Revision = prefix+"-a", ownerA, true, "vmprovidertest-zone", "vmprovidertest-rev"
 	specB := template
 	specB.Name, specB.Owner, specB.PowerOn = prefix+"-b", ownerB, false
 	defer func() {
@@ -48,8 +50,10 @@ func Verify(ctx context.Context, p vmprovider.Provider, template vmprovider.Spec
 	if err != nil {
 		return fmt.Errorf("Create(%s): %w", specA.Name, err)
 	}
-	v.check(a.Name == specA.Name && a.InstanceUUID != "" && a.Owner == ownerA.UID && a.Power == vmprovider.PoweredOn && a.Zone == specA.Zone,
-		"Create(%s) = %+v: want its name, an instance UUID, owner %q, PoweredOn and zone %q", specA.Name, a, ownerA.UID, specA.Zone)
+	v.check(a.Name == specA.Name && a.InstanceUUID != "" && a.Owner == ownerA.UID && a.Power == vmprovider.PoweredOn &&
+		a.Zone == specA.Zone && a.Revision == specA.Revision,
+		"Create(%s) = %+v: want its name, an instance UUID, owner %q, PoweredOn, zone %q and revision %q",
+		specA.Name, a, ownerA.UID, specA.Zone, specA.Revision)
 	again, err := p.Create(ctx, specA)
 	v.check(err == nil && again.InstanceUUID == a.InstanceUUID,
 		"Create(%s) again = %+v, %v: want the same VM (idempotent create)", specA.Name, again, err)
@@ -71,8 +75,15 @@ func Verify(ctx context.Context, p vmprovider.Provider, template vmprovider.Spec
 	}
 
 	// Get and List.
-	if got, err := p.Get(ctx, specA.Name); err != nil || got.InstanceUUID != a.InstanceUUID || got.Zone != specA.Zone {
-		v.fail("Get(%s) = %+v, %v: want the created VM, in zone %q", specA.Name, got, err, specA.Zone)
+	if got, err := p.Get(ctx, specA.Name); err != nil || got.InstanceUUID != a.InstanceUUID || got.Zone != specA.Zone || got.Revision != specA.Revision {
+		v.fail("Get(%s) = %+v, %v: want the created VM, in zone %q, on revision %q", specA.Name, got, err, specA.Zone, specA.Revision)
+	}
+	if m, ok := p.(vmprovider.RevisionMarker); ok {
+		v.check(m.MarkRevision(ctx, specA.Name, ownerA.UID, "vmprovidertest-rev-2") == nil, "MarkRevision(%s) failed", specA.Name)
+		if got, err := p.Get(ctx, specA.Name); err != nil || got.Revision != "vmprovidertest-rev-2" {
+			v.fail("after MarkRevision(%s), Get = %+v, %v: want revision vmprovidertest-rev-2", specA.Name, got, err)
+		}
+		v.notOwned(m.MarkRevision(ctx, specB.Name, ownerA.UID, "x"), "MarkRevision(%s) by another owner", specB.Name)
 	}
 	_, err = p.Get(ctx, prefix+"-missing")
 	v.check(errors.Is(err, vmprovider.ErrNotFound), "Get(missing) error %v: want ErrNotFound", err)

@@ -33,10 +33,19 @@ func (d duplicating) Create(ctx context.Context, s vmprovider.Spec) (vmprovider.
 	return d.Fake.Create(ctx, s)
 }
 
+// forgetful records no revision.
+type forgetful struct{ *vmprovidertest.Fake }
+
+func (f forgetful) Create(ctx context.Context, s vmprovider.Spec) (vmprovider.VM, error) {
+	s.Revision = ""
+	return f.Fake.Create(ctx, s)
+}
+
 func TestVerify_CatchesBrokenProviders(t *testing.T) {
 	for name, p := range map[string]vmprovider.Provider{
 		"deletes another owner's VM": careless{&vmprovidertest.Fake{}},
 		"creates twice":              duplicating{&vmprovidertest.Fake{}},
+		"records no revision":        forgetful{&vmprovidertest.Fake{}},
 	} {
 		if err := vmprovidertest.Verify(context.Background(), p, vmprovider.Spec{Name: "conf"}); err == nil {
 			t.Errorf("Verify(%s) = nil, want violations", name)

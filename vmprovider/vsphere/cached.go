@@ -25,7 +25,17 @@ type Cached struct {
 	Watch *Watch
 }
 
-var _ vmprovider.Provider = Cached{}
+var (
+	_ vmprovider.Provider       = Cached{}
+	_ vmprovider.RevisionMarker = Cached{}
+)
+
+// MarkRevision implements vmprovider.RevisionMarker through the Provider;
+// reads show the new revision once the watch reports it (marking again
+// meanwhile does no harm).
+func (c Cached) MarkRevision(ctx context.Context, name, owner, revision string) error {
+	return c.Provider.MarkRevision(ctx, name, owner, revision)
+}
 
 // wait waits for the watch's first full copy.
 func (c Cached) wait(ctx context.Context) error {

@@ -65,6 +65,9 @@ func (p *Provider) Create(ctx context.Context, spec vmprovider.Spec) (vmprovider
 	if spec.Zone != "" {
 		clone.Config.ExtraConfig = append(clone.Config.ExtraConfig, &types.OptionValue{Key: KeyZone, Value: spec.Zone})
 	}
+	if spec.Revision != "" {
+		clone.Config.ExtraConfig = append(clone.Config.ExtraConfig, &types.OptionValue{Key: KeyRevision, Value: spec.Revision})
+	}
 	result, err := p.task(ctx, func(ctx context.Context) (*object.Task, error) {
 		return tmpl.Clone(ctx, pl.folder, spec.Name, clone)
 	})
@@ -163,6 +166,23 @@ func (p *Provider) delete(ctx context.Context, name, owner string) error {
 	}
 	if _, err := p.task(ctx, vm.Destroy); err != nil && !notFound(err) {
 		return fmt.Errorf("destroy %q: %w", name, err)
+	}
+	return nil
+}
+
+// MarkRevision implements vmprovider.RevisionMarker: it reconfigures the
+// VM's ExtraConfig under KeyRevision, after checking owner's mark.
+func (p *Provider) MarkRevision(ctx context.Context, name, owner, revision string) error {
+	defer p.lockName(name)()
+	vm, _, err := p.owned(ctx, name, owner)
+	if err != nil {
+		return err
+	}
+	spec := types.VirtualMachineConfigSpec{ExtraConfig: []types.BaseOptionValue{
+		&types.OptionValue{Key: KeyRevision, Value: revision},
+	}}
+	if _, err := p.task(ctx, func(ctx context.Context) (*object.Task, error) { return vm.Reconfigure(ctx, spec) }); err != nil {
+		return fmt.Errorf("record revision %q on %q: %w", revision, name, err)
 	}
 	return nil
 }

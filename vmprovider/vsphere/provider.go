@@ -26,6 +26,9 @@ const (
 	KeyOwnerName = "replicakit.owner.name"
 	// KeyZone records the zone a VM was created for (vmprovider.Spec.Zone).
 	KeyZone = "replicakit.zone"
+	// KeyRevision records the revision of the template a VM was made
+	// from (vmprovider.Spec.Revision, vmprovider.RevisionMarker).
+	KeyRevision = "replicakit.revision"
 )
 
 // vmProps are the properties read for every VM, in one call.
@@ -79,7 +82,10 @@ func (p *Provider) lockName(name string) func() {
 	}
 }
 
-var _ vmprovider.Provider = (*Provider)(nil)
+var (
+	_ vmprovider.Provider       = (*Provider)(nil)
+	_ vmprovider.RevisionMarker = (*Provider)(nil)
+)
 
 // New logs in to vCenter as cfg says and resolves the placement once; an
 // ambiguous or missing inventory path is an error naming it. Call Close when
@@ -294,7 +300,8 @@ func extraConfig(m mo.VirtualMachine, key string) string {
 // toVM converts properties read from vCenter.
 func toVM(m mo.VirtualMachine) vmprovider.VM {
 	vm := vmprovider.VM{Name: m.Name, Owner: mark(m), OwnerName: extraConfig(m, KeyOwnerName), Zone: extraConfig(m, KeyZone),
-		Power: vmprovider.PowerState(m.Runtime.PowerState)}
+		Revision: extraConfig(m, KeyRevision),
+		Power:    vmprovider.PowerState(m.Runtime.PowerState)}
 	switch m.Runtime.PowerState {
 	case types.VirtualMachinePowerStatePoweredOn:
 		vm.Power = vmprovider.PoweredOn

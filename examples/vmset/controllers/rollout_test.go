@@ -14,7 +14,9 @@ import (
 
 	"github.com/replicakit/replicakit/examples/internal/vmcheck"
 	vmv1 "github.com/replicakit/replicakit/examples/vmset/api/v1alpha1"
+	"github.com/replicakit/replicakit/examples/vmset/controllers"
 	"github.com/replicakit/replicakit/replicaset/kube"
+	"github.com/replicakit/replicakit/vmprovider/vsphere"
 )
 
 // readyWatch counts, from a watch of the API server independent of the
@@ -125,6 +127,18 @@ func TestRollout(t *testing.T) {
 	for _, vm := range vms.Items {
 		if vm.Spec.MemoryMiB != 1024 || vm.Labels[kube.RevisionLabel] != newRev {
 			t.Errorf("%s: memory %d MiB, revision %q; want 1024 and %q", vm.Name, vm.Spec.MemoryMiB, vm.Labels[kube.RevisionLabel], newRev)
+		}
+	}
+	// vCenter records each VM's revision beside its owner's mark.
+	p, err := vsphere.New(ctx, sim.Config())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer func() { _ = p.Close(ctx) }()
+	for _, vm := range vms.Items {
+		got, err := p.Get(ctx, controllers.VSphereName(&vm))
+		if err != nil || got.Revision != newRev {
+			t.Errorf("vCenter VM of %s: revision %q, %v; want %q", vm.Name, got.Revision, err, newRev)
 		}
 	}
 	x.mu.Lock()

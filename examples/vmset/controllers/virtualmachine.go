@@ -30,6 +30,7 @@ import (
 
 	vmv1 "github.com/replicakit/replicakit/examples/vmset/api/v1alpha1"
 	"github.com/replicakit/replicakit/naming"
+	"github.com/replicakit/replicakit/replicaset/kube"
 	"github.com/replicakit/replicakit/vmprovider"
 	"github.com/replicakit/replicakit/vmprovider/vsphere"
 )
@@ -236,12 +237,17 @@ var waitingFor = map[vmprovider.Readiness]string{
 
 // providerSpec is the VM to create for vm: its hardware, networks,
 // cloud-init data (with instance-id and local-hostname added to the
-// metadata unless given) and, with a zone, the zone's placement.
+// metadata unless given), the set's template revision it was made from
+// (its replicakit.io/revision label) and, with a zone, the zone's
+// placement.
 func providerSpec(vm *vmv1.VirtualMachine, name string, want vmv1.PowerState, zones map[string]vmprovider.Placement) (vmprovider.Spec, error) {
 	spec := vmprovider.Spec{
 		Name: name, Owner: vmprovider.Owner{UID: string(vm.UID), Name: vm.Namespace + "/" + vm.Name},
 		Template: vm.Spec.Template, CPUs: vm.Spec.CPUs, MemoryMiB: vm.Spec.MemoryMiB,
 		PowerOn: want == vmv1.PoweredOn,
+		// The set's template revision, beside the owner's mark: vCenter
+		// shows which template a VM was made from.
+		Revision: vm.Labels[kube.RevisionLabel],
 	}
 	if z := vm.Spec.Zone; z != "" {
 		pl, ok := zones[z]

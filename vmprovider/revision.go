@@ -1,0 +1,54 @@
+package vmprovider
+
+import (
+	"context"
+	"encoding/json"
+
+	"github.com/replicakit/replicakit/replicaset"
+)
+
+// TemplateRevision returns the revision of the VMs t makes: a hash
+// (replicaset.HashRevision) of everything in t that shapes a VM, its
+// template, CPUs, memory, power, networks, cloud-init data and placement,
+// and of nothing that differs from one VM of a set to the next (Name,
+// Owner, Zone, Revision). Two specs with the same revision make the same
+// VMs; a Set with a Rollout replaces the VMs whose recorded revision is
+// not its Template's.
+//
+// A zone's placement (Set.Zones) is not part of it: moving a zone's VMs
+// elsewhere is not a rollout.
+func TemplateRevision(t Spec) string {
+	shape := struct {
+		Template  string
+		CPUs      int32
+		MemoryMiB int64
+		PowerOn   bool
+		Networks  []string
+		CloudInit *CloudInit
+		Placement Placement
+	}{t.Template, t.CPUs, t.MemoryMiB, t.PowerOn, t.Networks, t.CloudInit, t.Placement}
+	if len(shape.Networks) == 0 {
+		shape.Networks = nil // no networks and an empty list both keep the template's
+	}
+	b, err := json.Marshal(shape)
+	if err != nil {
+		panic("vmprovider: encoding a Spec cannot fail: " + err.Error())
+	}
+	return replicaset.HashRevision(b)
+}
+
+// RevisionMarker is implemented by a provider that can record a revision
+// on a VM it already has, as Create records Spec.Revision. A Set with a
+// Rollout uses it to mark VMs made before revisions were recorded (by an
+// earlier replicakit, or before the Set's Rollout was turned on) with its
+// current revision, so that they are not replaced at once and a later
+// change of the Template does replace them. Without it such VMs count as
+// current for good (replicaset counts a replica without a revision as
+// on the wanted one); delete them to replace them.
+type RevisionMarker interface {
+	// MarkRevision records revision on the VM called name, which must
+	// carry owner's mark (else an error wrapping ErrNotOwned), replacing
+	// any revision it had. A VM that is gone is an error wrapping
+	// ErrNotFound.
+	MarkRevision(ctx context.Context, name, owner, revision string) error
+}
