@@ -275,7 +275,7 @@ func ExampleSummarizeRollout() {
 	}
 	fmt.Printf("%+v\n", replicaset.SummarizeRollout(replicaset.Spec{Desired: 3, Revision: "b2"}, set, now))
 	// Output:
-	// {Updated:2 UpdatedReady:1 UpdatedAvailable:1 Old:1 Complete:false}
+	// {Updated:2 UpdatedReady:1 UpdatedAvailable:1 Old:1 Complete:false Current:a1}
 }
 
 // A revision names a template: replicas made from it record it, and the

@@ -375,6 +375,21 @@ func TestSummarizeRollout_Properties(t *testing.T) {
 				}
 			}
 		}
+		// Current: the older revision with the most live replicas, the
+		// least on a tie, found by trying every revision in order.
+		want.Current = spec.Revision
+		most := 0
+		for _, cand := range []string{"A", "B", "C", "D", "E", "F", "G", "a", "b", "c", "x", "y", "z"} {
+			n := 0
+			for _, r := range rs {
+				if spec.Revision != "" && !r.Deleting && r.Revision == cand && cand != spec.Revision {
+					n++
+				}
+			}
+			if n > most {
+				want.Current, most = cand, n
+			}
+		}
 		lim := naiveLimits(spec.Strategy, spec.Desired)
 		want.Complete = deleting == 0 && want.Updated+want.Old == spec.Desired && want.Old <= lim.Partition && want.UpdatedAvailable == want.Updated
 		if diff := gocmp.Diff(want, got); diff != "" {

@@ -198,12 +198,19 @@ type RolloutStatus struct {
 	// strategy's partition (or fewer, when fewer were left), and every
 	// updated replica is available.
 	Complete bool
+	// Current is the revision the set is rolling from: the older revision
+	// most live replicas carry (the least in byte order on a tie), or the
+	// wanted revision when no live replica is on an older one, as a
+	// StatefulSet's currentRevision becomes its updateRevision once its
+	// rollout is done. Empty for a spec without a revision.
+	Current string
 }
 
 // SummarizeRollout computes the rollout status of current at now under
 // spec. A spec without a revision counts every replica as updated.
 func SummarizeRollout(spec Spec, current []Replica, now time.Time) RolloutStatus {
 	var s RolloutStatus
+	var olds map[string]int // live replicas per older revision
 	deleting := false
 	for i := range current {
 		r := &current[i]
@@ -213,6 +220,10 @@ func SummarizeRollout(spec Spec, current []Replica, now time.Time) RolloutStatus
 		}
 		if spec.Revision != "" && !spec.onRevision(r) {
 			s.Old++
+			if olds == nil {
+				olds = map[string]int{}
+			}
+			olds[r.Revision]++
 			continue
 		}
 		s.Updated++
@@ -226,5 +237,11 @@ func SummarizeRollout(spec Spec, current []Replica, now time.Time) RolloutStatus
 	part := spec.Strategy.Limits(spec.Desired).Partition
 	s.Complete = !deleting && s.Updated+s.Old == spec.Desired && s.Old <= part &&
 		s.UpdatedAvailable == s.Updated
+	s.Current = spec.Revision
+	for rev, n := range olds {
+		if best := olds[s.Current]; n > best || (n == best && rev < s.Current) {
+			s.Current = rev
+		}
+	}
 	return s
 }

@@ -160,7 +160,7 @@ func TestSet_Rollout(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if diff := cmp.Diff(replicaset.RolloutStatus{Updated: 6, UpdatedReady: 6, UpdatedAvailable: 6, Complete: true}, st); diff != "" {
+	if diff := cmp.Diff(replicaset.RolloutStatus{Updated: 6, UpdatedReady: 6, UpdatedAvailable: 6, Complete: true, Current: revB}, st); diff != "" {
 		t.Errorf("RolloutStatus (-want +got):\n%s", diff)
 	}
 

@@ -147,8 +147,8 @@ func SetStatus(w *unstructured.Unstructured, s kube.Status) {
 	}
 	status := map[string]any{
 		"updatedReplicas": int64(s.UpdatedReplicas), "updatedAvailableReplicas": int64(s.UpdatedAvailableReplicas),
-		"updateRevision": s.UpdateRevision,
-		"replicas":       int64(s.Replicas), "fullyLabeledReplicas": int64(s.FullyLabeledReplicas),
+		"updateRevision": s.UpdateRevision, "currentRevision": s.CurrentRevision,
+		"replicas": int64(s.Replicas), "fullyLabeledReplicas": int64(s.FullyLabeledReplicas),
 		"readyReplicas": int64(s.ReadyReplicas), "availableReplicas": int64(s.AvailableReplicas),
 		"terminatingReplicas": int64(s.TerminatingReplicas), "observedGeneration": s.ObservedGeneration,
 		"selector": s.Selector, "conditions": raw,

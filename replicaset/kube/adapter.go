@@ -88,6 +88,11 @@ type Status struct {
 	// UpdateRevision is the revision of the owner's current template
 	// (RevisionLabel), with Spec.Rollout; empty without.
 	UpdateRevision string
+	// CurrentRevision is the revision the owner is rolling from: the
+	// older revision most live children carry, or UpdateRevision once
+	// none does (replicaset.RolloutStatus.Current), with Spec.Rollout;
+	// empty without.
+	CurrentRevision string
 	// Conditions are ReplicaFailure, ScalingUp, ScalingDown and Ready,
 	// ZonesBalanced when the spec lists zones, and RolledOut with
 	// Spec.Rollout, each with a reason saying why (see the Reason

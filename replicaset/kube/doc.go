@@ -169,8 +169,9 @@
 // count as made from the current template and are not replaced (see
 // RevisionLabel). Rolling back is applying the old template again:
 // children still on it count as updated at once. Status reports
-// UpdatedReplicas, UpdatedReadyReplicas, UpdatedAvailableReplicas and
-// UpdateRevision, and the RolledOut condition says whether the rollout is
+// UpdatedReplicas, UpdatedReadyReplicas, UpdatedAvailableReplicas,
+// UpdateRevision and CurrentRevision (the revision it rolls from), and the
+// RolledOut condition says whether the rollout is
 // complete (RolloutComplete, RolloutPartitioned) or, if not, whether it
 // progresses, is paused or is held, and by what bound (RolloutHeld, with
 // the planner's Hold reasons); with Spec.ProgressDeadline, that it has not

@@ -219,11 +219,13 @@ func awaitStatus(t *testing.T, c client.Client, w *unstructured.Unstructured, n 
 		}
 		updated, _, _ := unstructured.NestedInt64(got.Object, "status", "updatedReplicas")
 		r, _, _ := unstructured.NestedString(got.Object, "status", "updateRevision")
+		cur, _, _ := unstructured.NestedString(got.Object, "status", "currentRevision")
 		conds, _, _ := unstructured.NestedSlice(got.Object, "status", "conditions")
 		for _, cd := range conds {
 			m, _ := cd.(map[string]any)
 			if m["type"] == kube.ConditionRolledOut && m["reason"] == reason {
-				return updated == n && r == rev
+				// A complete rollout is current on its own revision.
+				return updated == n && r == rev && (reason != kube.ReasonRolloutComplete || cur == rev)
 			}
 		}
 		return false

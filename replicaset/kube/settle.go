@@ -204,6 +204,7 @@ func status(o *observation, d decision, out outcome, failed map[string]error, ba
 	rs := replicaset.SummarizeRollout(spec, members, o.now)
 	st.UpdatedReplicas, st.UpdatedReadyReplicas = int32(rs.Updated), int32(rs.UpdatedReady)
 	st.UpdatedAvailableReplicas, st.UpdateRevision = int32(rs.UpdatedAvailable), o.revision
+	st.CurrentRevision = rs.Current
 	st.Conditions = append(st.Conditions, rolledOut(o, d, rs))
 	return st
 }

@@ -156,7 +156,7 @@ func (ReplicaSetAdapter) SetStatus(s *vmv1.VirtualMachineReplicaSet, st kube.Sta
 	s.Status.Selector = st.Selector
 	s.Status.UpdatedReplicas = st.UpdatedReplicas
 	s.Status.UpdatedAvailableReplicas = st.UpdatedAvailableReplicas
-	s.Status.UpdateRevision = st.UpdateRevision
+	s.Status.UpdateRevision, s.Status.CurrentRevision = st.UpdateRevision, st.CurrentRevision
 	s.Status.Zones, s.Status.Spread = nil, ""
 	for _, z := range st.Zones {
 		zs := vmv1.ZoneStatus{Zone: z.Zone, Replicas: int32(z.Replicas),

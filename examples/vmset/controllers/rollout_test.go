@@ -117,7 +117,7 @@ func TestRollout(t *testing.T) {
 			}
 		}
 		c := meta.FindStatusCondition(st.Set.Status.Conditions, kube.ConditionRolledOut)
-		return c != nil && c.Reason == kube.ReasonRolloutComplete
+		return c != nil && c.Reason == kube.ReasonRolloutComplete && st.Set.Status.CurrentRevision == st.Set.Status.UpdateRevision
 	})
 	newRev := st.Set.Status.UpdateRevision
 	var vms vmv1.VirtualMachineList

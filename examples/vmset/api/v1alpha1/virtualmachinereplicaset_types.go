@@ -192,6 +192,10 @@ type VirtualMachineReplicaSetStatus struct {
 	// from it carry in the label replicakit.io/revision.
 	// +optional
 	UpdateRevision string `json:"updateRevision,omitempty"`
+	// CurrentRevision is the revision the set is rolling from: the older
+	// revision most of its VMs carry, or updateRevision once none does.
+	// +optional
+	CurrentRevision string `json:"currentRevision,omitempty"`
 	// Conditions: ReplicaFailure, ScalingUp, ScalingDown, Ready,
 	// RolledOut, and ZonesBalanced when spec.zones is set.
 	// +listType=map
