@@ -122,9 +122,13 @@ type Shortfall struct {
 	Reason string
 }
 
-// IsZero reports whether the plan asks for no action and holds nothing
-// back: the set has converged, apart from replicas already being deleted
-// and any shortfall.
+// IsZero reports whether the plan asks for no action and defers none to
+// a later pass (Deferred): the set has converged, apart from replicas
+// already being deleted, any shortfall, and a rollout's Holds. A rollout
+// that is paused, held at its partition, on delete only or held by a zone
+// backing off plans nothing, so its plan is zero while replicas on older
+// revisions remain: RolloutStatus.Complete (SummarizeRollout) says
+// whether a rollout is done.
 func (p Plan) IsZero() bool {
 	return p.Create == 0 && len(p.Delete) == 0 && p.Deferred == 0
 }

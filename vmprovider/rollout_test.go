@@ -290,6 +290,46 @@ func TestSet_RolloutTurnedOn(t *testing.T) {
 	}
 }
 
+// unmarking is a provider that cannot record a revision on a VM it has:
+// its Fake is a field, so Fake's MarkRevision is not promoted.
+type unmarking struct{ vmprovider.Provider }
+
+// TestSet_RolloutWithoutMarker: with a provider that cannot mark VMs, the
+// Set remembers the revision its VMs without one were on when the Rollout
+// was turned on, so a later Template replaces them.
+func TestSet_RolloutWithoutMarker(t *testing.T) {
+	var down sync.Map
+	s, p := rolloutSet(&down, replicaset.Strategy{})
+	s.Rollout = nil
+	s.Provider = unmarking{p}
+	settle(t, s, 3, 10, now)
+	before := names(t, p, "uid-web")
+	s.SetRollout(&replicaset.Strategy{MaxSurge: replicaset.Count(1)})
+	settle(t, s, 3, 10, now)
+	if diff := cmp.Diff(before, names(t, p, "uid-web")); diff != "" {
+		t.Errorf("turning the Rollout on replaced VMs (-before +after):\n%s", diff)
+	}
+	b := s.Template
+	b.CPUs = 8
+	s.SetTemplate(b)
+	settle(t, s, 3, 20, now)
+	if diff := cmp.Diff(map[string]int{vmprovider.TemplateRevision(b): 3}, revisions(t, p, "uid-web")); diff != "" {
+		t.Errorf("after the Template changed: VMs per revision (-want +got):\n%s", diff)
+	}
+}
+
+// TestSet_SetRolloutCopies: a strategy changed after SetRollout does not
+// reach the Set behind its lock.
+func TestSet_SetRolloutCopies(t *testing.T) {
+	s := &vmprovider.Set{}
+	r := &replicaset.Strategy{}
+	s.SetRollout(r)
+	r.Paused = true
+	if s.Rollout == r || s.Rollout.Paused {
+		t.Errorf("SetRollout kept the caller's pointer: %+v", s.Rollout)
+	}
+}
+
 // TestSet_RolloutMarkFails: a VM whose revision cannot be recorded still
 // counts as current, and the pass says what failed.
 func TestSet_RolloutMarkFails(t *testing.T) {

@@ -113,17 +113,24 @@ type Set struct {
 	// as updated at once.
 	//
 	// A VM that records no revision (made by a Set without Rollout, or by
-	// an earlier replicakit) counts as on the Template's revision, and a
-	// Provider that is a RevisionMarker has it marked so: turning Rollout
-	// on replaces no VM, and a later change of the Template replaces it.
+	// an earlier replicakit) counts as on the Template's revision of the
+	// Set's first pass with a Rollout, and a Provider that is a
+	// RevisionMarker has it marked so: turning Rollout on replaces no VM,
+	// and a later change of the Template replaces it. A Provider that is
+	// not one (a wrapper that embeds the Provider interface hides its
+	// MarkRevision) leaves the revision to the Set's memory, which a new
+	// Set does not share: a program restarted after the Template changed
+	// counts such VMs as current. Implement MarkRevision in wrappers.
 	// Nil plans exactly as before and records no revision.
 	Rollout *replicaset.Strategy
 	// Zones maps every zone Spec.Zones lists to where its VMs go
 	// (Actuator.Zones); Scale refuses a listed zone without one.
 	Zones map[string]Placement
 	// ZoneBackoff is how long a zone in which a create failed is avoided
-	// by later passes, while they place its VMs in the other zones; zero
-	// means DefaultZoneBackoff.
+	// by later passes, while they place its VMs in the other zones (and a
+	// rollout leaves the zone's old VMs in place); zero means
+	// DefaultZoneBackoff. It is read when a create fails: a change
+	// applies to later failures.
 	ZoneBackoff time.Duration
 	// Names makes new VM names: naming.Random, or naming.Indexed for
 	// ordinal names. A Namer that also has Indexed's Ordinal method gives
@@ -142,11 +149,16 @@ type Set struct {
 	tracker Tracker
 	backoff replicaset.Backoff
 	failing bool // the last pass's creates failed (replicaset.Spec.CreatesFailing)
+	// assumed is the revision VMs recording none count as on: the
+	// Template's at the first pass with a Rollout; "" without one.
+	assumed string
 }
 
 // SetTemplate replaces the Template between passes: safe while other
-// goroutines call Scale, which each use one Template throughout. With a
-// Rollout, a Template of another revision starts rolling the VMs.
+// goroutines call Scale, which each use one Template throughout (assigning
+// the field is safe only while none does). With a Rollout, a Template of
+// another revision starts rolling the VMs. Two goroutines that each read
+// the Template, change it and set it race as usual: the last one wins.
 func (s *Set) SetTemplate(t Spec) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -155,8 +167,13 @@ func (s *Set) SetTemplate(t Spec) {
 
 // SetRollout replaces the Rollout between passes, as SetTemplate does the
 // Template: to pause a rollout (Strategy.Paused), move its Partition or
-// turn rollouts on or off while other goroutines call Scale.
+// turn rollouts on or off while other goroutines call Scale. The Set keeps
+// a copy of *r, so later changes to *r do not reach it.
 func (s *Set) SetRollout(r *replicaset.Strategy) {
+	if r != nil {
+		c := *r
+		r = &c
+	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	s.Rollout = r
@@ -193,6 +210,7 @@ func (s *Set) Scale(ctx context.Context, desired int, now time.Time) (replicaset
 		}
 	}
 	markErr := s.markUnrecorded(ctx, current, spec.Revision)
+	s.assume(current, spec.Revision)
 	plan, err := replicaset.Compute(spec, current, s.Policy, now)
 	if err != nil {
 		return plan, execute.Result{}, errors.Join(err, markErr)
@@ -225,6 +243,24 @@ func (s *Set) spec(desired int, now time.Time) replicaset.Spec {
 		spec.Revision, spec.Strategy = TemplateRevision(s.Template), *s.Rollout
 	}
 	return spec
+}
+
+// assume gives the VMs in current that record no revision the one they
+// count as on (assumed): the revision of the Set's first pass with a
+// Rollout, which is revision then. Without a Rollout it forgets it.
+func (s *Set) assume(current []replicaset.Replica, revision string) {
+	switch {
+	case revision == "":
+		s.assumed = ""
+		return
+	case s.assumed == "":
+		s.assumed = revision
+	}
+	for i := range current {
+		if current[i].Revision == "" {
+			current[i].Revision = s.assumed
+		}
+	}
 }
 
 // markUnrecorded records revision on every VM in current that records
@@ -275,7 +311,9 @@ func (s *Set) RolloutStatus(ctx context.Context, desired int, now time.Time) (re
 	if err != nil {
 		return replicaset.RolloutStatus{}, err
 	}
-	return replicaset.SummarizeRollout(s.spec(desired, now), current, now), nil
+	spec := s.spec(desired, now)
+	s.assume(current, spec.Revision)
+	return replicaset.SummarizeRollout(spec, current, now), nil
 }
 
 // ZoneStatus lists the Set's VMs and returns their status per zone at now

@@ -57,8 +57,14 @@ type OpError struct {
 	Err error
 }
 
-// Error returns "op name: err".
-func (e *OpError) Error() string { return e.Op + " " + e.Name + ": " + e.Err.Error() }
+// Error returns "op name: err", or "op name in zone z: err" for a
+// create in a zone.
+func (e *OpError) Error() string {
+	if e.Zone != "" {
+		return e.Op + " " + e.Name + " in zone " + e.Zone + ": " + e.Err.Error()
+	}
+	return e.Op + " " + e.Name + ": " + e.Err.Error()
+}
 
 // Unwrap returns the actuator's error.
 func (e *OpError) Unwrap() error { return e.Err }
