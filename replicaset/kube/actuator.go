@@ -10,6 +10,7 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
 
@@ -105,13 +106,20 @@ func unclear(err error) bool {
 
 // Delete deletes the child, only if it is still the one planned (same UID).
 // A child already gone is success. The request names the child by its
-// metadata only, so the API server's answer (the child being deleted) is
-// not decoded.
+// metadata only; with the manager's own client it goes through the
+// Reconciler's childDeleter, which does not read the API server's answer
+// (the child being deleted).
 func (a *actuator[O, C]) Delete(ctx context.Context, r replicaset.Replica) error {
-	child := &metav1.PartialObjectMetadata{ObjectMeta: metav1.ObjectMeta{Namespace: a.owner.GetNamespace(), Name: r.Name}}
-	child.SetGroupVersionKind(a.r.childGVK)
 	uid := types.UID(r.UID)
-	err := a.r.Client.Delete(ctx, child, client.Preconditions{UID: &uid}, client.PropagationPolicy(metav1.DeletePropagationBackground))
+	var err error
+	if d := a.r.deleter; d != nil {
+		err = d.delete(ctx, a.owner.GetNamespace(), r.Name, metav1.DeleteOptions{
+			Preconditions: &metav1.Preconditions{UID: &uid}, PropagationPolicy: ptr.To(metav1.DeletePropagationBackground)})
+	} else {
+		child := &metav1.PartialObjectMetadata{ObjectMeta: metav1.ObjectMeta{Namespace: a.owner.GetNamespace(), Name: r.Name}}
+		child.SetGroupVersionKind(a.r.childGVK)
+		err = a.r.Client.Delete(ctx, child, client.Preconditions{UID: &uid}, client.PropagationPolicy(metav1.DeletePropagationBackground))
+	}
 	if apierrors.IsNotFound(err) {
 		return nil
 	}

@@ -88,6 +88,14 @@
 // resource kind still costs more than a built-in one: its events are JSON
 // (make bench-e2e compares both beside the ReplicaSet controller).
 //
+// controller-runtime's client.Delete decodes the API server's answer (the
+// whole child being deleted) and round-trips it through JSON before
+// dropping it. With the manager's own client, unwrapped, the Reconciler
+// sends the same delete through a REST client of its own on the manager's
+// connection, asking for the answer as metadata and reading none of it
+// but a failure, as the ReplicaSet controller reads none of it (see
+// Reconciler.Client).
+//
 // # Freshness
 //
 // Caches lag. [Expectations] remembers what a pass created, adopted,

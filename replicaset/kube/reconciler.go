@@ -33,7 +33,17 @@ const DefaultMaxConcurrentReconciles = 5
 // SetupWithIndexer and package kubetest.
 type Reconciler[O, C client.Object] struct {
 	// Client writes to the API server: creates, deletes, ownership
-	// patches and status patches.
+	// patches and status patches. When SetupWithManager takes the
+	// manager's client and that is controller-runtime's own, unwrapped
+	// (the manager's NewClient left as it is), children are deleted by
+	// the same request through a REST client of the Reconciler's own on
+	// the manager's connection, which reads no answer but a failure:
+	// controller-runtime's client.Delete decodes the child being deleted
+	// and round-trips it through JSON only to drop it. That REST client
+	// has a rate limiter of its own at the manager's QPS and burst, as
+	// each of the REST clients controller-runtime makes per kind has. A
+	// client that wraps the manager's (to count or fail writes, dry-run
+	// or set a field owner) sees every delete.
 	Client client.Client
 	// Cache reads owners and children: the manager's cache
 	// (mgr.GetCache()), which serves typed and unstructured kinds alike
@@ -113,6 +123,7 @@ type Reconciler[O, C client.Object] struct {
 	written  writtenStatus // the status last written per owner
 	backoff  zoneBackoffs  // the zones each owner's creates avoid, until when
 	rollouts progressLog   // where each owner's rollout last moved, and when
+	deleter  *childDeleter // deletes children unread, when Client is the manager's own (see Client)
 
 	// The kinds of owner and child, resolved once by SetupWithManager,
 	// for the requests that name objects by metadata alone.

@@ -43,7 +43,8 @@ const anySelector = "*"
 // under one value of their own), and owners by one matchLabels pair of
 // their selector, so an orphan's owners are found from its labels.
 func (r *Reconciler[O, C]) SetupWithManager(mgr ctrl.Manager, name string) error {
-	if r.Client == nil {
+	managersClient := r.Client == nil
+	if managersClient {
 		r.Client = mgr.GetClient()
 	}
 	if r.Cache == nil {
@@ -67,6 +68,13 @@ func (r *Reconciler[O, C]) SetupWithManager(mgr ctrl.Manager, name string) error
 	}
 	if err := r.SetupWithIndexer(mgr.GetFieldIndexer(), name); err != nil {
 		return err
+	}
+	if managersClient && isPlainClient(r.Client) {
+		d, err := newChildDeleter(mgr.GetConfig(), mgr.GetHTTPClient(), mgr.GetRESTMapper(), r.childGVK)
+		if err != nil {
+			return err
+		}
+		r.deleter = d
 	}
 	workers := r.MaxConcurrentReconciles
 	if workers == 0 {
