@@ -123,7 +123,10 @@ type Strategy struct {
 	Partition Amount
 	// Paused stops replacing replicas for their revision. Scaling goes
 	// on: new replicas are made on the wanted revision, and a scale-down
-	// removes replicas on older revisions first.
+	// removes replicas on older revisions first. A set paused with a
+	// surge replica up (more live than Desired) is such a scale-down: it
+	// removes one replica on an older revision, where a paused
+	// Deployment keeps both until it resumes.
 	Paused bool
 	// ZoneByZone replaces replicas one zone at a time (update domains):
 	// only in the first listed zone (Spec.Zones) that still holds

@@ -173,8 +173,12 @@ func updates(o *observation, members []child, deleted []replicaset.Replica) []in
 		return nil
 	}
 	var out []inPlaceUpdate
+	gone := make(map[string]bool, len(deleted))
+	for _, r := range deleted {
+		gone[r.UID] = true
+	}
 	for _, c := range members {
-		if c.replica.Deleting || slices.ContainsFunc(deleted, func(r replicaset.Replica) bool { return r.UID == c.replica.UID }) {
+		if c.replica.Deleting || gone[c.replica.UID] {
 			continue
 		}
 		if to := o.inPlace(c.obj); to != nil {
@@ -278,6 +282,7 @@ func usable(o *observation, rl rules) error {
 // released (ClaimFor).
 func claims(o *observation) (keep, adopt, release []child) {
 	uid := o.owner.GetUID()
+	keep = make([]child, 0, len(o.children))
 	for _, c := range o.children {
 		switch ClaimFor(uid, o.selector.Matches(labels.Set(c.obj.GetLabels())), c.obj) {
 		case Keep:

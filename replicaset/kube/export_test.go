@@ -17,3 +17,7 @@ func DeletesUnread[O, C client.Object](r *Reconciler[O, C]) bool { return r.dele
 func DeleteChild[O, C client.Object](ctx context.Context, r *Reconciler[O, C], owner O, name, uid string) error {
 	return (&actuator[O, C]{r: r, owner: owner}).Delete(ctx, replicaset.Replica{Name: name, UID: uid})
 }
+
+// ReadsInformerIndex reports whether r reads children from the child
+// informer's indexer: SetupWithManager took the manager's own cache.
+func ReadsInformerIndex[O, C client.Object](r *Reconciler[O, C]) bool { return r.childIndexer != nil }

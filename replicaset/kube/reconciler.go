@@ -8,6 +8,7 @@ import (
 
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
+	toolscache "k8s.io/client-go/tools/cache"
 	"k8s.io/client-go/tools/events"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
@@ -49,7 +50,11 @@ type Reconciler[O, C client.Object] struct {
 	// (mgr.GetCache()), which serves typed and unstructured kinds alike
 	// and holds the index on children's controllers that SetupWithManager
 	// registers. Objects read from it are never modified; one is copied
-	// only when it is about to be written.
+	// only when it is about to be written. Left nil, SetupWithManager
+	// takes the manager's and registers that index on the child kind's
+	// informer itself, so a pass reads its children from the informer as
+	// they are, without the copies of the cache's List (unless the cache
+	// spans several namespaces, whose informers have no one indexer).
 	Cache client.Reader
 	// APIReader reads from the API server directly (the manager's
 	// GetAPIReader): to confirm an owner before adopting, releasing or
@@ -124,6 +129,9 @@ type Reconciler[O, C client.Object] struct {
 	backoff  zoneBackoffs  // the zones each owner's creates avoid, until when
 	rollouts progressLog   // where each owner's rollout last moved, and when
 	deleter  *childDeleter // deletes children unread, when Client is the manager's own (see Client)
+	// childIndexer is the child informer's indexer, holding the child
+	// index, when Cache is the manager's own (see children).
+	childIndexer toolscache.Indexer
 
 	// The kinds of owner and child, resolved once by SetupWithManager,
 	// for the requests that name objects by metadata alone.
@@ -206,6 +214,9 @@ func (r *Reconciler[O, C]) Reconcile(ctx context.Context, req reconcile.Request)
 	o, err := r.read(ctx, req)
 	if err != nil || o == nil {
 		return reconcile.Result{}, err
+	}
+	if o.idle() {
+		return reconcile.Result{RequeueAfter: waitRequeue}, nil
 	}
 	start := time.Now()
 	d := decide(o, r.rules())

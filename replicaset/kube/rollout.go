@@ -69,45 +69,58 @@ func revisionOf(probe client.Object) (string, error) {
 // annotations the template no longer has are left: the binding cannot
 // tell them from those others put on the child.
 func inPlace(child, probe client.Object, revision string) client.Object {
+	return inPlacer(probe, revision)(child)
+}
+
+// inPlacer returns inPlace for probe and revision, with what it needs of
+// probe worked out once: a pass calls it for every child.
+func inPlacer(probe client.Object, revision string) func(client.Object) client.Object {
 	want := maps.Clone(probe.GetLabels())
 	delete(want, RevisionLabel)
-	labels, annotations := child.GetLabels(), child.GetAnnotations()
-	change := false
-	for k, v := range want {
-		if labels[k] != v {
-			change = true
+	wantAnnotations := probe.GetAnnotations()
+	return func(child client.Object) client.Object {
+		labels, annotations := child.GetLabels(), child.GetAnnotations()
+		_, labelled := labels[RevisionLabel]
+		change := !labelled
+		for k, v := range want {
+			if change {
+				break
+			}
+			if w, ok := labels[k]; !ok || w != v {
+				change = true
+			}
 		}
-	}
-	for k, v := range probe.GetAnnotations() {
-		if annotations[k] != v {
-			change = true
+		for k, v := range wantAnnotations {
+			if change {
+				break
+			}
+			if w, ok := annotations[k]; !ok || w != v {
+				change = true
+			}
 		}
-	}
-	if _, ok := labels[RevisionLabel]; !ok {
-		change = true
-	}
-	if !change {
-		return nil
-	}
-	out := child.DeepCopyObject().(client.Object)
-	l := maps.Clone(labels)
-	if l == nil {
-		l = map[string]string{}
-	}
-	maps.Copy(l, want)
-	if _, ok := l[RevisionLabel]; !ok {
-		l[RevisionLabel] = revision
-	}
-	out.SetLabels(l)
-	if len(probe.GetAnnotations()) > 0 {
-		a := maps.Clone(annotations)
-		if a == nil {
-			a = map[string]string{}
+		if !change {
+			return nil
 		}
-		maps.Copy(a, probe.GetAnnotations())
-		out.SetAnnotations(a)
+		out := child.DeepCopyObject().(client.Object)
+		l := maps.Clone(labels)
+		if l == nil {
+			l = map[string]string{}
+		}
+		maps.Copy(l, want)
+		if !labelled {
+			l[RevisionLabel] = revision
+		}
+		out.SetLabels(l)
+		if len(wantAnnotations) > 0 {
+			a := maps.Clone(annotations)
+			if a == nil {
+				a = map[string]string{}
+			}
+			maps.Copy(a, wantAnnotations)
+			out.SetAnnotations(a)
+		}
+		return out
 	}
-	return out
 }
 
 // rolledOut is the RolledOut condition: True once every live child is on

@@ -12,11 +12,12 @@ func (r *Reconciler[O, C]) revision(owner O, probe C) (string, func(client.Objec
 	up, ok := any(r.Adapter).(InPlaceUpdater[O, C])
 	if !ok {
 		rev, err := revisionOf(probe)
-		return rev, func(c client.Object) client.Object { return inPlace(c, probe, rev) }, err
+		return rev, inPlacer(probe, rev), err
 	}
 	rev, err := up.Revision(owner)
+	labels := inPlacer(probe, rev)
 	return rev, func(c client.Object) client.Object {
-		out := inPlace(c, probe, rev)
+		out := labels(c)
 		changed := out != nil
 		if out == nil {
 			out = c.DeepCopyObject().(client.Object)

@@ -11,9 +11,11 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/types"
+	toolscache "k8s.io/client-go/tools/cache"
 	"k8s.io/client-go/util/workqueue"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/builder"
+	"sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/client/apiutil"
 	"sigs.k8s.io/controller-runtime/pkg/controller"
@@ -47,8 +49,10 @@ func (r *Reconciler[O, C]) SetupWithManager(mgr ctrl.Manager, name string) error
 	if managersClient {
 		r.Client = mgr.GetClient()
 	}
+	var informers cache.Informers // read directly: the manager's own cache
 	if r.Cache == nil {
 		r.Cache = mgr.GetCache()
+		informers = mgr.GetCache()
 	}
 	if r.APIReader == nil {
 		r.APIReader = mgr.GetAPIReader()
@@ -66,7 +70,7 @@ func (r *Reconciler[O, C]) SetupWithManager(mgr ctrl.Manager, name string) error
 		}
 		r.Metrics = m
 	}
-	if err := r.SetupWithIndexer(mgr.GetFieldIndexer(), name); err != nil {
+	if err := r.setup(mgr.GetFieldIndexer(), informers, name); err != nil {
 		return err
 	}
 	if managersClient && isPlainClient(r.Client) {
@@ -101,6 +105,13 @@ func (r *Reconciler[O, C]) SetupWithManager(mgr ctrl.Manager, name string) error
 // [github.com/replicakit/replicakit/replicaset/kube/kubetest.NewFakeClient]
 // bridges the two.
 func (r *Reconciler[O, C]) SetupWithIndexer(indexer client.FieldIndexer, name string) error {
+	return r.setup(indexer, nil, name)
+}
+
+// setup is SetupWithIndexer, with the child index registered on the
+// child's informer in informers when they keep an indexer (see
+// informerIndex) rather than as a field index.
+func (r *Reconciler[O, C]) setup(indexer client.FieldIndexer, informers cache.Informers, name string) error {
 	if name == "" {
 		return errors.New("kube: SetupWithIndexer needs a controller name")
 	}
@@ -130,15 +141,23 @@ func (r *Reconciler[O, C]) SetupWithIndexer(indexer client.FieldIndexer, name st
 	// The Reconciler is changed only once every index is registered, so a
 	// failed setup leaves it as it was: Reconcile still refuses to run.
 	ctx := context.Background()
-	if err := indexer.IndexField(ctx, r.EmptyChild(), childIndexName(name), controllerUID); err != nil {
-		return fmt.Errorf("index children by controller: %w", err)
+	var direct toolscache.Indexer
+	if informers != nil {
+		if direct, err = r.informerIndex(ctx, informers, name); err != nil {
+			return err
+		}
+	}
+	if direct == nil {
+		if err := indexer.IndexField(ctx, r.EmptyChild(), childIndexName(name), controllerUID); err != nil {
+			return fmt.Errorf("index children by controller: %w", err)
+		}
 	}
 	if r.EmptyOwnerList != nil {
 		if err := indexer.IndexField(ctx, r.EmptyOwner(), ownerIndexName(name), r.selectorKey); err != nil {
 			return fmt.Errorf("index owners by selector: %w", err)
 		}
 	}
-	r.ownerGVK, r.childGVK, r.index = ownerGVK, childGVK, name
+	r.ownerGVK, r.childGVK, r.index, r.childIndexer = ownerGVK, childGVK, name, direct
 	return nil
 }
 
