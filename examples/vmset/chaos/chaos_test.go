@@ -35,6 +35,15 @@ func size() (n, cycles int) {
 	return 4, 2
 }
 
+// rolloutLag is the rollout scenario's lagging cache: none in the small
+// suite; in the large one, a lag like the everything scenario's.
+func rolloutLag() *faults.Lag {
+	if os.Getenv("REPLICAKIT_CHAOS") == "large" {
+		return faults.NewLag(300*time.Millisecond, 4)
+	}
+	return nil
+}
+
 // TestChaos runs every scenario and prints the table of runs.
 func TestChaos(t *testing.T) {
 	e := env.Require(t)
@@ -55,6 +64,7 @@ func TestChaos(t *testing.T) {
 		})
 	}
 	t.Run("zone-outage", func(t *testing.T) { rows = append(rows, zoneOutage(t, e)) })
+	t.Run("rollout-revert", func(t *testing.T) { rows = append(rows, rolloutRevert(t, e, rolloutLag())) })
 	var b strings.Builder
 	w := tabwriter.NewWriter(&b, 0, 0, 2, ' ', 0)
 	fmt.Fprintln(w, "scenario\tsteps\tfaults injected\tmax children\tfinal\tleaked VMs\tduplicate VMs\tforeign changed\ttime")

@@ -9,7 +9,11 @@
 // scale-down, or foreign objects and VMs with colliding names and labels.
 // After every step it requires exact convergence on both sides, and at the
 // end 0 duplicate and 0 leaked vSphere VMs, 0 foreign objects changed, and
-// never more children than desired. It prints a table of the runs.
+// never more children than desired. Two scenarios spread a set over three
+// zones: one while a zone refuses clones, and one rolling a set from one
+// template to another and back through all of the above, where an
+// independent watch of the API server checks every change against the
+// bounds of the set's strategy (rollwatch). It prints a table of the runs.
 //
 // `make test` runs it small; `make chaos` runs it large
 // (REPLICAKIT_CHAOS=large).

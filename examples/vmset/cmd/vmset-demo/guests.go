@@ -5,11 +5,13 @@ import (
 	"fmt"
 	"path/filepath"
 	"slices"
+	"strings"
 
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	"github.com/replicakit/replicakit/examples/internal/rollwatch"
 	"github.com/replicakit/replicakit/examples/internal/vmcheck"
 	vmv1 "github.com/replicakit/replicakit/examples/vmset/api/v1alpha1"
 	"github.com/replicakit/replicakit/internal/vcsim"
@@ -19,7 +21,9 @@ import (
 const webSet = "web-rs"
 
 // playGuests shows readiness by address: the web set's VMs are on but not
-// ready until their guests report addresses, and ready once they do.
+// ready until their guests report addresses, and ready once they do. Then
+// it rolls the set onto more CPUs and memory, the guest of each new VM
+// reporting its address as it comes up.
 func (s *story) playGuests(ctx context.Context) error {
 	s.set = webSet
 	sample := filepath.Join(filepath.Dir(s.sample), "vmreplicaset-web.yaml")
@@ -57,6 +61,20 @@ func (s *story) playGuests(ctx context.Context) error {
 		return err
 	}
 
+	fmt.Println("\n# Roll the web set onto 2 CPUs and 1 GiB of memory: one new VM at a time (maxSurge 1, maxUnavailable 0 by default), each old one going once the new one's guest has an address")
+	rolled, err := s.roll(ctx, rollout{
+		patch:    `{"spec":{"template":{"spec":{"cpus":2,"memoryMiB":1024}}}}`,
+		hardware: rollwatch.Hardware{CPUs: 2, MemoryMiB: 1024},
+		guests:   addrs,
+		vms:      true,
+	})
+	if err != nil {
+		return err
+	}
+	if err := s.verifyVMs(ctx, rolled, metav1.ConditionTrue, addrs); err != nil {
+		return err
+	}
+
 	fmt.Println("\n# Delete the web set")
 	if err := s.deleteSet(ctx, webSet); err != nil {
 		return err
@@ -64,13 +82,18 @@ func (s *story) playGuests(ctx context.Context) error {
 	return s.playZones(ctx)
 }
 
-// checkVMs shows the set's VMs with kubectl and checks, on the objects,
-// that they are names, all PoweredOn, with the Ready condition ready and the
-// addresses given (none when nil).
+// checkVMs shows the set's VMs with kubectl and checks them (verifyVMs).
 func (s *story) checkVMs(ctx context.Context, names []string, ready metav1.ConditionStatus, addrs map[string]string) error {
 	if _, err := s.kubectl(ctx, "get", "vm", "-n", s.ns, "-l", "app="+s.set); err != nil {
 		return err
 	}
+	return s.verifyVMs(ctx, names, ready, addrs)
+}
+
+// verifyVMs checks, on the objects, that the set's VMs are names, all
+// PoweredOn, with the Ready condition ready and the addresses given (none
+// when addrs is nil).
+func (s *story) verifyVMs(ctx context.Context, names []string, ready metav1.ConditionStatus, addrs map[string]string) error {
 	var l vmv1.VirtualMachineList
 	if err := s.env.Client.List(ctx, &l, client.InNamespace(s.ns), client.MatchingLabels{"app": s.set}); err != nil {
 		return err
@@ -93,7 +116,11 @@ func (s *story) checkVMs(ctx context.Context, names []string, ready metav1.Condi
 	}
 	shown := "none"
 	if addrs != nil {
-		shown = fmt.Sprint(addrs)
+		var each []string
+		for _, name := range names {
+			each = append(each, name+" "+addrs[name])
+		}
+		shown = strings.Join(each, ", ")
 	}
 	fmt.Printf("  ✓ checked: the VirtualMachines' Ready is %s, their addresses %s\n", ready, shown)
 	return nil

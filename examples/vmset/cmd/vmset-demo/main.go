@@ -10,6 +10,9 @@ import (
 	"path/filepath"
 	"syscall"
 
+	"github.com/go-logr/logr"
+	ctrllog "sigs.k8s.io/controller-runtime/pkg/log"
+
 	"github.com/replicakit/replicakit/examples/internal/vmcheck"
 	"github.com/replicakit/replicakit/internal/testenv"
 )
@@ -20,6 +23,9 @@ func main() {
 	flag.StringVar(&o.config, "config", "vmset/config", "the example operator's config folder (CRDs, samples)")
 	flag.BoolVar(&o.keep, "keep", false, "start everything and keep it running until Ctrl-C instead of playing the story")
 	flag.Parse()
+	// The demo's own clients log nothing worth showing; without a logger
+	// controller-runtime prints a warning with a stack trace instead.
+	ctrllog.SetLogger(logr.Discard())
 
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	err := run(ctx, o)
@@ -98,6 +104,8 @@ func printHowTo(env *testenv.Env, m *manager, o options) {
   kubectl apply -n demo -f %s
   kubectl get vmreplicaset,vm -n demo -o wide
   kubectl scale vmreplicaset test-rs -n demo --replicas=5
+  kubectl patch vmreplicaset test-rs -n demo --type=merge -p '{"spec":{"template":{"spec":{"memoryMiB":1024}}}}'
+  kubectl get vmreplicaset,vm -n demo    # UP-TO-DATE and each VM's REVISION as it rolls
   kubectl delete vmreplicaset test-rs -n demo
 
 Spread over zones zone-a, zone-b and zone-c (the simulator's clusters DC0_C0,

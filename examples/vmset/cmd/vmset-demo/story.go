@@ -189,19 +189,32 @@ func (s *story) getVMs(ctx context.Context, names []string) error {
 }
 
 // table parses kubectl's columns into one map per row, keyed by header.
+// A column's values start where its header starts (kubectl aligns them so),
+// and an empty value stays empty rather than shifting the next ones.
 func table(out string) []map[string]string {
-	lines := strings.Split(strings.TrimSpace(out), "\n")
+	lines := strings.Split(strings.TrimRight(out, "\n"), "\n")
 	if len(lines) < 2 || !strings.HasPrefix(lines[0], "NAME") {
 		return nil
 	}
-	head := strings.Fields(lines[0])
+	var head []string
+	var at []int // where each header starts
+	for i, f := range strings.Fields(lines[0]) {
+		from := 0
+		if i > 0 {
+			from = at[i-1] + len(head[i-1])
+		}
+		head, at = append(head, f), append(at, from+strings.Index(lines[0][from:], f))
+	}
 	var rows []map[string]string
 	for _, l := range lines[1:] {
-		f := strings.Fields(l)
 		row := map[string]string{}
 		for i, h := range head {
-			if i < len(f) {
-				row[h] = f[i]
+			end := len(l)
+			if i+1 < len(at) {
+				end = min(at[i+1], len(l))
+			}
+			if at[i] < end {
+				row[h] = strings.TrimSpace(l[at[i]:end])
 			}
 		}
 		rows = append(rows, row)

@@ -8,6 +8,7 @@ import (
 	"slices"
 	"strings"
 
+	"github.com/replicakit/replicakit/examples/internal/rollwatch"
 	"github.com/replicakit/replicakit/examples/internal/vmcheck"
 )
 
@@ -16,7 +17,8 @@ const spreadSet = "spread-rs"
 
 // playZones spreads a set over the three zones of the embedded simulator,
 // one per cluster: six VMs land two per cluster, scaling to four leaves
-// 2/1/1, each checked in vCenter over the API.
+// 2/1/1, and rolling the four onto more memory keeps 2/1/1, each checked
+// in vCenter over the API.
 func (s *story) playZones(ctx context.Context) error {
 	s.set = spreadSet
 	sample := filepath.Join(filepath.Dir(s.sample), "vmreplicaset-zones.yaml")
@@ -42,6 +44,17 @@ func (s *story) playZones(ctx context.Context) error {
 		return err
 	}
 	if _, err := s.kubectl(ctx, "get", "vm", "-n", s.ns, "-l", "app="+spreadSet); err != nil {
+		return err
+	}
+
+	fmt.Println("\n# Roll the spread set onto 2 GiB of memory: each new VM goes where an old one leaves, and the zones stay 2/1/1")
+	if _, err := s.roll(ctx, rollout{
+		patch:    `{"spec":{"template":{"spec":{"memoryMiB":2048}}}}`,
+		hardware: rollwatch.Hardware{CPUs: 1, MemoryMiB: 2048},
+	}); err != nil {
+		return err
+	}
+	if err := s.checkSpread(ctx, map[string]int{"DC0_C0": 2, "DC0_C1": 1, "DC0_C2": 1}, "zone-a=2 zone-b=1 zone-c=1"); err != nil {
 		return err
 	}
 
