@@ -27,6 +27,11 @@ DOCS_ADDR ?= localhost:6060
 tools:
 	@BIN=$(BIN) bash hack/tools/build.sh
 
+## tools-kwok: the tools, and kwok (for bench-e2e's rollouts).
+.PHONY: tools-kwok
+tools-kwok:
+	@BIN=$(BIN) WITH_KWOK=1 bash hack/tools/build.sh
+
 ## checkers: install the pinned tools that check the code (golangci-lint,
 ## pkgsite, apidiff) into bin/ (skips what is installed).
 .PHONY: checkers
@@ -119,12 +124,15 @@ bench:
 ## bench-e2e: the binding beside kube-controller-manager's ReplicaSet
 ## controller on one API server (0→500, 500→0, cascade, at 20/30 and
 ## 1000/1000), a raw create loop, many owners in one namespace (100×5, 400×5,
-## 1000×2: time, controller CPU, idle CPU) and a steady-state pass, printing
-## the table of ratios and writes per replica; then 0→100 VMs through the
+## 1000×2: time, controller CPU, idle CPU), a steady-state pass, and a
+## rollout of 500 Pods (25% surge, 25% unavailable) beside the Deployment
+## controller, with kwok making Pods Ready (time, CPU, writes, the fewest
+## available Pods a watch saw; -rollout-only for that alone), printing the
+## table of ratios and writes per replica; then 0→100 VMs through the
 ## example operator beside raw provider clones, a settled set's cost and 100
 ## sets of 3 at once (the examples module's own harness).
 .PHONY: bench-e2e
-bench-e2e: tools
+bench-e2e: tools-kwok
 	go run ./internal/cmd/benche2e
 	go -C examples run ./internal/cmd/benchvms
 

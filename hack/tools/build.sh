@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # build.sh builds the real components that tests and the demo run (etcd,
-# kube-apiserver, kube-controller-manager, kubectl, controller-gen) from the Go
-# module proxy into BIN (default: bin/ at the repository root).
+# kube-apiserver, kube-controller-manager, kubectl, controller-gen), and, with
+# WITH_KWOK=1, kwok for the end-to-end rollout benchmark, from the Go module
+# proxy into BIN (default: bin/ at the repository root).
 #
 # A tool is rebuilt only when its stamp (the pinned version plus a hash of the
 # module files that pin it and the Go version) differs from the one recorded
@@ -16,6 +17,7 @@ bin=$(cd "$bin" && pwd)
 kube_version=v1.37.2
 etcd_version=v3.7.3
 controller_gen_version=v0.23.0
+kwok_version=v0.8.0
 gover=$(go env GOVERSION)
 
 hash_of() { cat "$@" | sha256sum | cut -c1-16; }
@@ -68,4 +70,19 @@ if needs controller-gen "$cg_stamp"; then
 	log "installing controller-gen $controller_gen_version"
 	GOBIN=$bin go install "sigs.k8s.io/controller-tools/cmd/controller-gen@$controller_gen_version"
 	stamp controller-gen "$cg_stamp"
+fi
+
+# kwok simulates nodes for `make bench-e2e`'s rollouts: it marks the Pods on
+# fake nodes Running and Ready, as a kubelet would. Its own module
+# (hack/tools/kwok) pins it with its own Kubernetes libraries, apart from
+# the control plane's. Only with WITH_KWOK=1 (`make tools-kwok`): nothing
+# but the benchmark needs it, so `make test` does not build it.
+[[ ${WITH_KWOK:-} == 1 ]] || exit 0
+kwok_stamp="$kwok_version $gover $(hash_of "$root/hack/tools/kwok/go.mod" "$root/hack/tools/kwok/go.sum")"
+if needs kwok "$kwok_stamp"; then
+	log "building kwok $kwok_version"
+	start=$SECONDS
+	(cd "$root/hack/tools/kwok" && go build -ldflags "-s -w" -o "$bin/kwok" sigs.k8s.io/kwok/cmd/kwok)
+	stamp kwok "$kwok_stamp"
+	log "built kwok in $((SECONDS - start))s"
 fi

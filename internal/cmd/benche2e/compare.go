@@ -122,13 +122,19 @@ func runOrder[T any](r int, a, b, c T) []T {
 // startReplicaSetController runs kube-controller-manager with only the
 // ReplicaSet controller, at limit l.
 func (b *bench) startReplicaSetController(l limit) (stop func(), pid int, err error) {
+	return b.startControllerManager(l, "replicaset")
+}
+
+// startControllerManager runs kube-controller-manager with only the named
+// controllers, at limit l, and waits until each has synced its informers.
+func (b *bench) startControllerManager(l limit, controllers ...string) (stop func(), pid int, err error) {
 	logf, err := os.CreateTemp("", "benche2e-kcm-*.log")
 	if err != nil {
 		return nil, 0, err
 	}
 	cmd := exec.Command(filepath.Join(b.env.BinDir, "kube-controller-manager"),
 		"--kubeconfig="+b.env.Kubeconfig,
-		"--controllers=replicaset",
+		"--controllers="+strings.Join(controllers, ","),
 		"--leader-elect=false",
 		"--use-service-account-credentials=false",
 		"--secure-port=0",
@@ -152,12 +158,16 @@ func (b *bench) startReplicaSetController(l limit) (stop func(), pid int, err er
 	for time.Now().Before(deadline) {
 		time.Sleep(100 * time.Millisecond)
 		log, _ := os.ReadFile(logf.Name())
-		if strings.Contains(string(log), "Caches are synced") && strings.Contains(string(log), "replicaset") {
+		synced := strings.Contains(string(log), "Caches are synced")
+		for _, c := range controllers {
+			synced = synced && strings.Contains(string(log), c)
+		}
+		if synced {
 			return stop, cmd.Process.Pid, nil
 		}
 	}
 	stop()
-	return nil, 0, fmt.Errorf("kube-controller-manager's ReplicaSet controller did not sync in 60s")
+	return nil, 0, fmt.Errorf("kube-controller-manager's %s controllers did not sync in 60s", strings.Join(controllers, ", "))
 }
 
 // median returns the middle of ds (the upper one of an even count).

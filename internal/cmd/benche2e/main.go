@@ -40,6 +40,11 @@ func main() {
 	ownerRuns := flag.Int("owner-runs", 3, "runs of each fleet (medians are reported)")
 	idle := flag.Duration("idle", 20*time.Second, "the idle window after a fleet converged, for its CPU")
 	ownersOnly := flag.Bool("owners-only", false, "measure only the many-owner fleets")
+	serveRoll := flag.Bool("serve-rollout", false, "run only the rollouts' binding manager (started by the harness itself)")
+	rolloutRuns := flag.Int("rollout-runs", 5, "runs of each rollout side (medians are reported)")
+	readyDelay := flag.Duration("kwok-ready-delay", time.Second, "kwok's delay before a rollout's new Pod is Running and Ready")
+	deleteDelay := flag.Duration("kwok-delete-delay", 0, "kwok's delay before it removes a rollout's Pod being deleted (its termination)")
+	rolloutOnly := flag.Bool("rollout-only", false, "measure only the rollouts")
 	flag.Parse()
 	fleets, err := parseFleets(*owners)
 	if err != nil {
@@ -52,6 +57,13 @@ func main() {
 	}
 	// Only the controllers' errors, to standard error.
 	ctrl.SetLogger(logr.FromSlogHandler(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelError})))
+	if *serveRoll {
+		if err := serveRollout(*kubeconfig, float32(*qps), *burst, *profile); err != nil {
+			fmt.Fprintln(os.Stderr, "benche2e -serve-rollout:", err)
+			os.Exit(1)
+		}
+		return
+	}
 	if *serve {
 		if err := serveBinding(*kubeconfig, float32(*qps), *burst, *profile); err != nil {
 			fmt.Fprintln(os.Stderr, "benche2e -serve-binding:", err)
@@ -60,7 +72,8 @@ func main() {
 		return
 	}
 	fo := fleetOptions{fleets: fleets, runs: *ownerRuns, idle: *idle, only: *ownersOnly}
-	if err := run(context.Background(), limits, *runs, *n, *profile, fo); err != nil {
+	ro := rolloutOptions{runs: *rolloutRuns, readyDelay: *readyDelay, deleteDelay: *deleteDelay, only: *rolloutOnly}
+	if err := run(context.Background(), limits, *runs, *n, *profile, fo, ro); err != nil {
 		fmt.Fprintln(os.Stderr, "benche2e:", err)
 		os.Exit(1)
 	}
@@ -93,8 +106,9 @@ type fleetOptions struct {
 }
 
 // run measures at each of limits (runs times at 1000/1000, medians
-// reported), then the raw loop, the many-owner fleets and the steady state.
-func run(ctx context.Context, limits []limit, fastRuns, n int, profile string, fo fleetOptions) (err error) {
+// reported), then the raw loop, the many-owner fleets, the steady state
+// and the rollouts.
+func run(ctx context.Context, limits []limit, fastRuns, n int, profile string, fo fleetOptions, ro rolloutOptions) (err error) {
 	scheme := newScheme()
 	fmt.Println("Starting etcd, kube-apiserver and kube-controller-manager (garbage collector) ...")
 	env, err := testenv.Start(testenv.Options{CRDs: []*apiextensionsv1.CustomResourceDefinition{testenv.WidgetCRD()}, Scheme: scheme})
@@ -117,6 +131,16 @@ func run(ctx context.Context, limits []limit, fastRuns, n int, profile string, f
 	b := &bench{env: env, cs: cs, c: c, n: n, scheme: scheme, profile: profile, ns: benchkit.Namespaces{CS: cs}}
 
 	var lines []line
+	if ro.only {
+		fmt.Printf("Rollouts of %d Pods, 1000 QPS / burst 1000, kwok ready after %v ...\n", n, ro.readyDelay)
+		ls, summary, err := b.rollouts(ctx, ro)
+		if err != nil {
+			return err
+		}
+		print(ls, nil, n)
+		fmt.Print("\n" + summary)
+		return nil
+	}
 	if fo.only {
 		fmt.Printf("Many owners, 1000 QPS / burst 1000: %v ...\n", fo.fleets)
 		ls, err := b.owners(ctx, fo.fleets, fo.runs, fo.idle)
@@ -162,7 +186,13 @@ func run(ctx context.Context, limits []limit, fastRuns, n int, profile string, f
 	if err != nil {
 		return err
 	}
-	print(lines, steady, n)
+	fmt.Printf("Rollouts of %d Pods, 1000 QPS / burst 1000, kwok ready after %v ...\n", n, ro.readyDelay)
+	rl, summary, err := b.rollouts(ctx, ro)
+	if err != nil {
+		return err
+	}
+	print(append(lines, rl...), steady, n)
+	fmt.Print("\n" + summary)
 	return nil
 }
 

@@ -83,22 +83,26 @@ func (b *bench) owners(ctx context.Context, fleets []fleet, runs int, idle time.
 	// owners (a custom resource, JSON), and the binding with StatefulSet
 	// owners (built in, protobuf, as a ReplicaSet is).
 	type side struct {
-		name  string
-		owner fleetOwner
-		pid   int
-		runs  []fleetRun
+		name, short string // short names the side's profiles
+		owner       fleetOwner
+		pid         int
+		runs        []fleetRun
 	}
 	var lines []line
 	for _, f := range fleets {
 		sides := []*side{
-			{name: "ReplicaSet controller", owner: rsOwner{b}, pid: kcmPID},
-			{name: "binding", owner: widgetOwner{b}, pid: kitPID},
-			{name: "binding, StatefulSet owners", owner: setOwner{b}, pid: kitPID},
+			{name: "ReplicaSet controller", short: "rs", owner: rsOwner{b}, pid: kcmPID},
+			{name: "binding", short: "widget", owner: widgetOwner{b}, pid: kitPID},
+			{name: "binding, StatefulSet owners", short: "statefulset", owner: setOwner{b}, pid: kitPID},
 		}
 		for run := range runs {
 			for _, s := range runOrder(run, sides[0], sides[1], sides[2]) {
 				fmt.Printf("  %s owners, run %d: %s ...\n", f, run+1, s.name)
-				r, err := b.fleetOnce(ctx, s.owner, s.pid, f, idle)
+				prof := ""
+				if b.profile != "" && *profilePhase != "" {
+					prof = fmt.Sprintf("%s.%dx%d.%s.%d", b.profile, f.k, f.m, s.short, run+1)
+				}
+				r, err := b.fleetOnce(ctx, s.owner, s.pid, f, idle, prof)
 				if err != nil {
 					return nil, fmt.Errorf("%s, %s: %w", f, s.name, err)
 				}
@@ -181,8 +185,16 @@ func durations(ds []time.Duration) string {
 // fleetOnce creates f's owners at once in a fresh namespace, waits for
 // every Pod, lets the controller idle, scales every owner to 0, and
 // deletes them, reading the controller process's CPU around each step.
-func (b *bench) fleetOnce(ctx context.Context, o fleetOwner, pid int, f fleet, idle time.Duration) (fleetRun, error) {
+// With prof set, the binding's process profiles the step that
+// -binding-cpuprofile-phase names into prof plus ".up" or ".down".
+func (b *bench) fleetOnce(ctx context.Context, o fleetOwner, pid int, f fleet, idle time.Duration, prof string) (fleetRun, error) {
 	var r fleetRun
+	profiled := func(phase string) (func() error, error) {
+		if prof == "" || *profilePhase != phase {
+			return func() error { return nil }, nil
+		}
+		return window(pid, prof+"."+phase)
+	}
 	ns, pods, err := b.podNamespace(ctx, "fleet")
 	if err != nil {
 		return r, err
@@ -205,7 +217,7 @@ func (b *bench) fleetOnce(ctx context.Context, o fleetOwner, pid int, f fleet, i
 		wg.Wait()
 		return errors.Join(errs...)
 	}
-	servers, err := benchkit.PIDsNamed("kube-apiserver", "etcd")
+	servers, err := ownServers()
 	if err != nil {
 		return r, err
 	}
@@ -226,6 +238,10 @@ func (b *bench) fleetOnce(ctx context.Context, o fleetOwner, pid int, f fleet, i
 	if err != nil {
 		return r, err
 	}
+	endUp, err := profiled("up")
+	if err != nil {
+		return r, err
+	}
 	start := time.Now()
 	if err := each(func(i int) error { return o.createNamed(ctx, ns, name(i), f.m) }); err != nil {
 		return r, err
@@ -241,6 +257,9 @@ func (b *bench) fleetOnce(ctx context.Context, o fleetOwner, pid int, f fleet, i
 	if err != nil {
 		return r, err
 	}
+	if err := endUp(); err != nil {
+		return r, err
+	}
 	r.upServer = server() - s0
 	time.Sleep(idle)
 	cpu2, err := benchkit.CPUOf(pid)
@@ -249,6 +268,10 @@ func (b *bench) fleetOnce(ctx context.Context, o fleetOwner, pid int, f fleet, i
 	}
 	s2 := server()
 	w1, err := benchkit.ScrapeWrites(ctx, b.cs)
+	if err != nil {
+		return r, err
+	}
+	endDown, err := profiled("down")
 	if err != nil {
 		return r, err
 	}
@@ -265,6 +288,9 @@ func (b *bench) fleetOnce(ctx context.Context, o fleetOwner, pid int, f fleet, i
 	r.down = time.Since(start)
 	cpu3, err := benchkit.CPUOf(pid)
 	if err != nil {
+		return r, err
+	}
+	if err := endDown(); err != nil {
 		return r, err
 	}
 	r.downServer = server() - s2
