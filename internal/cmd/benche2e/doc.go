@@ -24,6 +24,17 @@
 // built-in kind, protobuf, that no controller here manages), reported in
 // rows of their own.
 //
+// Last it rolls 500 Pods to a new template under maxSurge and
+// maxUnavailable 25% (-rollout-runs times; -rollout-only for that alone):
+// the binding with rollouts on (StatefulSet and Widget owners, in a process
+// of its own started with -serve-rollout) beside kube-controller-manager's
+// Deployment controller (--controllers=deployment,replicaset). kwok
+// (bin/kwok, built by `make tools-kwok`) plays the kubelet for one fake
+// Node, making each Pod Running and Ready after -kwok-ready-delay and
+// removing a Pod being deleted after -kwok-delete-delay. An independent
+// watch counts the available and live Pods throughout: time, controller
+// CPU, writes per replica and the fewest available Pods are reported.
+//
 // The VMs through the example operator are measured by the examples module's
 // own benchmark (examples/internal/cmd/benchvms); `make bench-e2e` runs both.
 //
