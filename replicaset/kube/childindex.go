@@ -18,15 +18,21 @@ import (
 // instead registers its index on the child's informer itself and reads
 // the cached objects from it as they are, which is what the cache's List
 // does with client.UnsafeDisableDeepCopy, without the copies. Any other
-// Cache (a client, a cache of several namespaces' informers) is read
-// through List and the field index of SetupWithIndexer.
+// Cache (one given in Reconciler.Cache, a cache restricted to namespaces,
+// whose informers have no one indexer) is read through List and the field
+// index of SetupWithIndexer. With a manager whose NewCache wraps the cache,
+// the owner is still read through the wrapper, the children not.
 
 // informerIndex registers the reconciler's child index, named after name,
 // on the informer that informers keep for the child's kind, and returns
 // that informer's indexer; nil when the informer keeps none (a cache over
 // several namespaces), when the index is then left to a field index.
 func (r *Reconciler[O, C]) informerIndex(ctx context.Context, informers cache.Informers, name string) (toolscache.Indexer, error) {
-	inf, err := informers.GetInformer(ctx, r.EmptyChild())
+	// Not blocking until synced, as IndexField does not: a manager
+	// already running would otherwise wait here for a cache that may
+	// never sync (missing RBAC), where the controller fails after its
+	// CacheSyncTimeout instead.
+	inf, err := informers.GetInformer(ctx, r.EmptyChild(), cache.BlockUntilSynced(false))
 	if err != nil {
 		return nil, fmt.Errorf("index children by controller: %w", err)
 	}
@@ -40,6 +46,9 @@ func (r *Reconciler[O, C]) informerIndex(ctx context.Context, informers cache.In
 	}
 	if err := inf.AddIndexers(toolscache.Indexers{childIndexName(name): namespacedControllerUID}); err != nil {
 		return nil, fmt.Errorf("index children by controller: %w", err)
+	}
+	if idx.GetIndexers()[childIndexName(name)] == nil {
+		return nil, nil // an informer that does not keep what it is given (a test double)
 	}
 	return idx, nil
 }

@@ -163,6 +163,25 @@ func decide(o *observation, rl rules) decision {
 	return d
 }
 
+// idle reports whether the pass can do nothing but wait: the cache has not
+// shown an earlier pass's writes, the owner is not paused or being
+// deleted, and nothing decide finds without looking at the children (the
+// spec, the template, the selector, the policy, the planner's spec) would
+// make it fail; such a pass would write no status (see verdict.publish).
+// It describes no child and decides nothing: during a rollout or a scale
+// of hundreds most watch events of children come while their owner waits,
+// and each would cost a pass over every child.
+func idle(o *observation, rl rules) bool {
+	if !o.waiting || o.owner.GetDeletionTimestamp() != nil || o.spec.Paused || usable(o, rl) != nil {
+		return false
+	}
+	policy, err := rl.policies.Lookup(policyName(o.spec))
+	if err != nil || deletionpolicy.UsesOrdinals(policy) && rl.naming != OrdinalNames {
+		return false
+	}
+	return planSpec(o, rl).Validate() == nil
+}
+
 // inPlaceUpdate is one member and its copy changed in place.
 type inPlaceUpdate struct{ from, to client.Object }
 

@@ -42,8 +42,7 @@
 // Reason constants). While the cache has not shown the last pass's writes
 // a pass holds without writing status at all: what it sees is stale, and
 // the pass that sees those writes comes with their watch events; such a
-// pass does not even describe the children (a spec that became unusable
-// meanwhile is reported by that next pass). For the
+// pass does not even describe the children. For the
 // same reason a pass whose writes all succeeded leaves status to that
 // next pass: one status write per owner per step, not two.
 //
@@ -59,8 +58,9 @@
 // about to be written (the Adapter's Spec and Describe see the cache's own
 // objects; NewChild builds one new child per pass to learn the template's
 // labels). With the manager's own cache the children are read from the
-// child informer's indexer directly, not copied into a list first. With EmptyOwnerList set, owners of a new orphan are found
-// through an index on one matchLabels pair of their selectors. Events of
+// child informer's indexer directly, not copied into a list first. With
+// EmptyOwnerList set, owners of a new orphan are found through an index on
+// one matchLabels pair of their selectors. Events of
 // children reach their owner through the controller reference, without a
 // REST mapping per event.
 //

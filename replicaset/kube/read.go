@@ -134,24 +134,12 @@ func (r *Reconciler[O, C]) read(ctx context.Context, req reconcile.Request) (*ob
 	o.backoff, o.backoffFor = r.backoff.active(key, o.now), cmp.Or(r.ZoneBackoff, DefaultZoneBackoff)
 	o.failedSeen = r.backoff.failing(key)
 	o.progress = r.rollouts.get(key)
-	if o.idle() {
+	if idle(o, r.rules()) {
 		return o, nil // nothing to describe: the pass only waits
 	}
 	o.children = r.describe(own)
 	o.orphans = r.describe(orphans)
 	return o, nil
-}
-
-// idle reports whether the pass can do nothing but wait: the cache has not
-// shown an earlier pass's writes, and the owner is usable, not paused and
-// not being deleted, so the pass would write no status either (see
-// verdict.publish). Such a pass describes no child and decides nothing:
-// during a rollout or a scale of hundreds, most watch events of children
-// come while their owner waits, and each would cost a pass over every
-// child. A problem with the spec that an idle pass does not look for is
-// reported by the pass that sees the cache caught up.
-func (o *observation) idle() bool {
-	return o.waiting && o.specErr == nil && o.templateErr == nil && !o.spec.Paused && o.owner.GetDeletionTimestamp() == nil
 }
 
 // selectorOf parses the spec's selector; an empty one is refused, since it

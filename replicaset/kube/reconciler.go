@@ -54,7 +54,7 @@ type Reconciler[O, C client.Object] struct {
 	// takes the manager's and registers that index on the child kind's
 	// informer itself, so a pass reads its children from the informer as
 	// they are, without the copies of the cache's List (unless the cache
-	// spans several namespaces, whose informers have no one indexer).
+	// is restricted to namespaces, whose informers have no one indexer).
 	Cache client.Reader
 	// APIReader reads from the API server directly (the manager's
 	// GetAPIReader): to confirm an owner before adopting, releasing or
@@ -215,7 +215,7 @@ func (r *Reconciler[O, C]) Reconcile(ctx context.Context, req reconcile.Request)
 	if err != nil || o == nil {
 		return reconcile.Result{}, err
 	}
-	if o.idle() {
+	if idle(o, r.rules()) {
 		return reconcile.Result{RequeueAfter: waitRequeue}, nil
 	}
 	start := time.Now()

@@ -86,7 +86,7 @@ func inPlacer(probe client.Object, revision string) func(client.Object) client.O
 			if change {
 				break
 			}
-			if w, ok := labels[k]; !ok || w != v {
+			if labels[k] != v {
 				change = true
 			}
 		}
@@ -94,7 +94,7 @@ func inPlacer(probe client.Object, revision string) func(client.Object) client.O
 			if change {
 				break
 			}
-			if w, ok := annotations[k]; !ok || w != v {
+			if annotations[k] != v {
 				change = true
 			}
 		}

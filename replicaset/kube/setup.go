@@ -96,7 +96,7 @@ func (r *Reconciler[O, C]) SetupWithManager(mgr ctrl.Manager, name string) error
 // manager: it resolves the owner's and the child's kinds through Scheme
 // (which must be set), and registers with indexer the field indexes the
 // reconciler reads through, named after name (the controller's name, as
-// given to SetupWithManager, which calls it). It watches nothing and
+// given to SetupWithManager). It watches nothing and
 // starts nothing: the caller calls Reconcile itself, for instance in a
 // unit test. Client, Cache and APIReader must be set before the first
 // Reconcile, and Cache must serve the indexes registered here.
