@@ -33,11 +33,17 @@ const bindingReady = "binding ready"
 // sharing its Pod informer), at limit l, and waits until its cache has
 // synced.
 func (b *bench) startBinding(l limit) (stop func(), pid int, err error) {
+	return b.startServing(l, "-serve-binding")
+}
+
+// startServing starts this program again with serve (-serve-binding or
+// -serve-rollout) at limit l, and waits until its cache has synced.
+func (b *bench) startServing(l limit, serve string) (stop func(), pid int, err error) {
 	self, err := os.Executable()
 	if err != nil {
 		return nil, 0, err
 	}
-	cmd := exec.Command(self, "-serve-binding", "-api-kubeconfig="+b.env.Kubeconfig,
+	cmd := exec.Command(self, serve, "-api-kubeconfig="+b.env.Kubeconfig,
 		fmt.Sprintf("-qps=%g", l.qps), fmt.Sprintf("-burst=%d", l.burst))
 	if b.profile != "" && *profilePhase == "" {
 		// One file per process: the first limits' run, then the next.
@@ -97,7 +103,17 @@ func (b *bench) startBinding(l limit) (stop func(), pid int, err error) {
 // serveBinding is the binding's process: a manager at the given limits on
 // the API server of kubeconfig, until SIGTERM or SIGINT, writing a CPU
 // profile to profile if it is set.
-func serveBinding(kubeconfig string, qps float32, burst int, profile string) (err error) {
+func serveBinding(kubeconfig string, qps float32, burst int, profile string) error {
+	return serveManager(kubeconfig, qps, burst, profile, func(mgr ctrl.Manager) error {
+		if err := newWidgetReconciler().SetupWithManager(mgr, "widget"); err != nil {
+			return err
+		}
+		return newSetReconciler().SetupWithManager(mgr, "statefulset")
+	})
+}
+
+// serveManager runs a manager that setup fills in, as serveBinding says.
+func serveManager(kubeconfig string, qps float32, burst int, profile string, setup func(ctrl.Manager) error) (err error) {
 	cfg, err := clientcmd.BuildConfigFromFlags("", kubeconfig)
 	if err != nil {
 		return err
@@ -112,13 +128,7 @@ func serveBinding(kubeconfig string, qps float32, burst int, profile string) (er
 	cfg.DisableCompression = true
 	ctx, cancel := signal.NotifyContext(context.Background(), syscall.SIGTERM, os.Interrupt)
 	defer cancel()
-	b := &bench{scheme: newScheme()}
-	stop, err := benchkit.RunManager(cfg, b.scheme, 0, func(mgr ctrl.Manager) error {
-		if err := newWidgetReconciler().SetupWithManager(mgr, "widget"); err != nil {
-			return err
-		}
-		return newSetReconciler().SetupWithManager(mgr, "statefulset")
-	})
+	stop, err := benchkit.RunManager(cfg, newScheme(), 0, setup)
 	if err != nil {
 		return err
 	}

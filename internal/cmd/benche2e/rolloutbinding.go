@@ -1,26 +1,12 @@
 package main
 
 import (
-	"bufio"
-	"context"
-	"errors"
-	"fmt"
-	"os"
-	"os/exec"
-	"os/signal"
-	"runtime/pprof"
-	"syscall"
-	"time"
-
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
-	"k8s.io/apimachinery/pkg/runtime"
-	"k8s.io/client-go/tools/clientcmd"
 	ctrl "sigs.k8s.io/controller-runtime"
 
-	"github.com/replicakit/replicakit/internal/benchkit"
 	"github.com/replicakit/replicakit/internal/widgetkind"
 	"github.com/replicakit/replicakit/replicaset"
 	"github.com/replicakit/replicakit/replicaset/kube"
@@ -116,22 +102,10 @@ func (rolloutWidgets) NewChild(w *unstructured.Unstructured) (*corev1.Pod, error
 
 func (rolloutWidgets) Describe(p *corev1.Pod, r *replicaset.Replica) { describeReady(p, r) }
 
-// serveRollout is the rollouts' binding process: a manager for Widgets
-// and StatefulSets owning Pods, with rollouts on, at the given limits on
-// the API server of kubeconfig, until SIGTERM or SIGINT, writing a CPU
-// profile to profile if it is set. It is serveBinding with the rollout
-// adapters.
-func serveRollout(kubeconfig string, qps float32, burst int, profile string) (err error) {
-	cfg, err := clientcmd.BuildConfigFromFlags("", kubeconfig)
-	if err != nil {
-		return err
-	}
-	cfg.QPS, cfg.Burst = qps, burst
-	cfg.ContentType = runtime.ContentTypeProtobuf // as serveBinding, as kube-controller-manager
-	cfg.DisableCompression = true
-	ctx, cancel := signal.NotifyContext(context.Background(), syscall.SIGTERM, os.Interrupt)
-	defer cancel()
-	stop, err := benchkit.RunManager(cfg, newScheme(), 0, func(mgr ctrl.Manager) error {
+// serveRollout is the rollouts' binding process: serveBinding with the
+// rollout adapters (Widgets and StatefulSets owning Pods, rollouts on).
+func serveRollout(kubeconfig string, qps float32, burst int, profile string) error {
+	return serveManager(kubeconfig, qps, burst, profile, func(mgr ctrl.Manager) error {
 		w := newWidgetReconciler()
 		w.Adapter = rolloutWidgets{}
 		if err := w.SetupWithManager(mgr, "widget"); err != nil {
@@ -141,77 +115,10 @@ func serveRollout(kubeconfig string, qps float32, burst int, profile string) (er
 		s.Adapter = rolloutSets{}
 		return s.SetupWithManager(mgr, "statefulset")
 	})
-	if err != nil {
-		return err
-	}
-	if profile != "" {
-		f, ferr := os.Create(profile)
-		if ferr != nil {
-			return ferr
-		}
-		// Runs after StopCPUProfile has written the profile's end.
-		defer func() { err = errors.Join(err, f.Close()) }()
-		if err := pprof.StartCPUProfile(f); err != nil {
-			return err
-		}
-		defer pprof.StopCPUProfile()
-	}
-	fmt.Println(bindingReady)
-	<-ctx.Done()
-	stop()
-	return nil
 }
 
 // startRolloutBinding starts this program again with -serve-rollout at
-// limit l, as startBinding does with -serve-binding, and waits until its
-// cache has synced.
+// limit l, and waits until its cache has synced.
 func (b *bench) startRolloutBinding(l limit) (stop func(), pid int, err error) {
-	self, err := os.Executable()
-	if err != nil {
-		return nil, 0, err
-	}
-	cmd := exec.Command(self, "-serve-rollout", "-api-kubeconfig="+b.env.Kubeconfig,
-		fmt.Sprintf("-qps=%g", l.qps), fmt.Sprintf("-burst=%d", l.burst))
-	if b.profile != "" {
-		b.profiles++
-		cmd.Args = append(cmd.Args, fmt.Sprintf("-binding-cpuprofile=%s.%d", b.profile, b.profiles))
-	}
-	cmd.Stderr = os.Stderr
-	out, err := cmd.StdoutPipe()
-	if err != nil {
-		return nil, 0, err
-	}
-	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
-	if err := cmd.Start(); err != nil {
-		return nil, 0, err
-	}
-	stop = func() {
-		_ = cmd.Process.Signal(syscall.SIGTERM)
-		_ = cmd.Wait()
-	}
-	ready := make(chan bool, 1)
-	go func() {
-		sc := bufio.NewScanner(out)
-		ok := false
-		for sc.Scan() {
-			if !ok && sc.Text() == bindingReady {
-				ok = true
-				ready <- true
-			}
-		}
-		if !ok {
-			ready <- false
-		}
-	}()
-	select {
-	case ok := <-ready:
-		if ok {
-			return stop, cmd.Process.Pid, nil
-		}
-		stop()
-		return nil, 0, errors.New("the rollouts' binding process exited before its cache synced")
-	case <-time.After(60 * time.Second):
-		stop()
-		return nil, 0, errors.New("the rollouts' binding cache did not sync in 60s")
-	}
+	return b.startServing(l, "-serve-rollout")
 }
