@@ -80,7 +80,7 @@ func VMNames(ctx context.Context, cfg vsphere.Config) ([]string, error) {
 		return nil, err
 	}
 	defer func() { _ = logout(context.WithoutCancel(ctx)) }()
-	vms, err := folderVMs(ctx, vc, cfg, "name")
+	vms, err := FolderVMs(ctx, vc, cfg, "name")
 	if err != nil {
 		return nil, err
 	}
@@ -100,7 +100,7 @@ func VMClusters(ctx context.Context, cfg vsphere.Config) (map[string]string, err
 		return nil, err
 	}
 	defer func() { _ = logout(context.WithoutCancel(ctx)) }()
-	vms, err := folderVMs(ctx, vc, cfg, "name", "resourcePool")
+	vms, err := FolderVMs(ctx, vc, cfg, "name", "resourcePool")
 	if err != nil {
 		return nil, err
 	}
@@ -129,26 +129,45 @@ func VMClusters(ctx context.Context, cfg vsphere.Config) (map[string]string, err
 	return out, nil
 }
 
-// folderVMs reads props of the VMs in the VM folder of cfg's datacenter.
-func folderVMs(ctx context.Context, vc *vim25.Client, cfg vsphere.Config, props ...string) ([]mo.VirtualMachine, error) {
-	dc, err := find.NewFinder(vc, false).DatacenterOrDefault(ctx, cfg.Datacenter)
+// FolderVMs reads props of the VMs in the VM folder of cfg's datacenter
+// (the only one when cfg names none) through vc.
+func FolderVMs(ctx context.Context, vc *vim25.Client, cfg vsphere.Config, props ...string) ([]mo.VirtualMachine, error) {
+	folder, err := VMFolder(ctx, vc, cfg)
 	if err != nil {
 		return nil, err
+	}
+	return ChildVMs(ctx, vc, folder, props...)
+}
+
+// VMFolder finds the VM folder of cfg's datacenter (the only one when cfg
+// names none).
+func VMFolder(ctx context.Context, vc *vim25.Client, cfg vsphere.Config) (types.ManagedObjectReference, error) {
+	dc, err := find.NewFinder(vc, false).DatacenterOrDefault(ctx, cfg.Datacenter)
+	if err != nil {
+		return types.ManagedObjectReference{}, err
 	}
 	folders, err := dc.Folders(ctx)
 	if err != nil {
-		return nil, err
+		return types.ManagedObjectReference{}, err
 	}
+	return folders.VmFolder.Reference(), nil
+}
+
+// ChildVMs reads props of the VMs in folder through the property
+// collector, which the simulator serves under its object locks (its
+// container views race with concurrent destroys). A VM destroyed between
+// the two reads fails the second: the caller reads again.
+func ChildVMs(ctx context.Context, vc *vim25.Client, folder types.ManagedObjectReference, props ...string) ([]mo.VirtualMachine, error) {
 	pc := property.DefaultCollector(vc)
-	var folder mo.Folder
-	if err := pc.RetrieveOne(ctx, folders.VmFolder.Reference(), []string{"childEntity"}, &folder); err != nil {
+	var f mo.Folder
+	if err := pc.RetrieveOne(ctx, folder, []string{"childEntity"}, &f); err != nil {
 		return nil, err
 	}
-	refs := slices.DeleteFunc(folder.ChildEntity, func(r types.ManagedObjectReference) bool { return r.Type != "VirtualMachine" })
+	refs := slices.DeleteFunc(f.ChildEntity, func(r types.ManagedObjectReference) bool { return r.Type != "VirtualMachine" })
 	var vms []mo.VirtualMachine
 	if len(refs) > 0 {
 		if err := pc.Retrieve(ctx, refs, props, &vms); err != nil {
-			return nil, err // a VM destroyed meanwhile: the caller reads again
+			return nil, err
 		}
 	}
 	return vms, nil

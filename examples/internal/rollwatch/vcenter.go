@@ -8,12 +8,7 @@ import (
 	"sync"
 	"time"
 
-	"github.com/vmware/govmomi/find"
-	"github.com/vmware/govmomi/property"
-	"github.com/vmware/govmomi/vim25"
-	"github.com/vmware/govmomi/vim25/mo"
-	"github.com/vmware/govmomi/vim25/types"
-
+	"github.com/replicakit/replicakit/internal/vcsim"
 	"github.com/replicakit/replicakit/vmprovider/vsphere"
 )
 
@@ -31,7 +26,7 @@ func ReadHardware(ctx context.Context, cfg vsphere.Config, prefix string) (map[s
 		return nil, err
 	}
 	defer func() { _ = logout(context.WithoutCancel(ctx)) }()
-	vms, err := folderVMs(ctx, vc, cfg, "name", "summary.config")
+	vms, err := vcsim.FolderVMs(ctx, vc, cfg, "name", "summary.config")
 	if err != nil {
 		return nil, err
 	}
@@ -65,7 +60,7 @@ func PollVCenter(ctx context.Context, cfg vsphere.Config, prefix string, bound i
 	if err != nil {
 		return nil, err
 	}
-	folder, err := vmFolder(ctx, vc, cfg)
+	folder, err := vcsim.VMFolder(ctx, vc, cfg)
 	if err != nil {
 		_ = logout(context.WithoutCancel(ctx))
 		return nil, err
@@ -81,7 +76,7 @@ func PollVCenter(ctx context.Context, cfg vsphere.Config, prefix string, bound i
 				return
 			case <-time.After(every):
 			}
-			vms, err := childVMs(ctx, vc, folder, "name")
+			vms, err := vcsim.ChildVMs(ctx, vc, folder, "name")
 			v.mu.Lock()
 			v.polls++
 			if err != nil {
@@ -115,47 +110,4 @@ func (v *VCenterCount) Stop() (polls, failed, most int, over []string) {
 	v.mu.Lock()
 	defer v.mu.Unlock()
 	return v.polls, v.failed, v.most, slices.Clone(v.over)
-}
-
-// folderVMs reads props of the VMs in the VM folder of cfg's datacenter.
-func folderVMs(ctx context.Context, vc *vim25.Client, cfg vsphere.Config, props ...string) ([]mo.VirtualMachine, error) {
-	folder, err := vmFolder(ctx, vc, cfg)
-	if err != nil {
-		return nil, err
-	}
-	return childVMs(ctx, vc, folder, props...)
-}
-
-// vmFolder finds the VM folder of cfg's datacenter (the only one when
-// cfg names none).
-func vmFolder(ctx context.Context, vc *vim25.Client, cfg vsphere.Config) (types.ManagedObjectReference, error) {
-	dc, err := find.NewFinder(vc, false).DatacenterOrDefault(ctx, cfg.Datacenter)
-	if err != nil {
-		return types.ManagedObjectReference{}, err
-	}
-	folders, err := dc.Folders(ctx)
-	if err != nil {
-		return types.ManagedObjectReference{}, err
-	}
-	return folders.VmFolder.Reference(), nil
-}
-
-// childVMs reads props of the VMs in folder through the property
-// collector, which the simulator serves under its object locks (its
-// container views race with concurrent destroys). A VM destroyed between
-// the two reads fails the second: the caller reads again.
-func childVMs(ctx context.Context, vc *vim25.Client, folder types.ManagedObjectReference, props ...string) ([]mo.VirtualMachine, error) {
-	pc := property.DefaultCollector(vc)
-	var f mo.Folder
-	if err := pc.RetrieveOne(ctx, folder, []string{"childEntity"}, &f); err != nil {
-		return nil, err
-	}
-	refs := slices.DeleteFunc(f.ChildEntity, func(r types.ManagedObjectReference) bool { return r.Type != "VirtualMachine" })
-	var vms []mo.VirtualMachine
-	if len(refs) > 0 {
-		if err := pc.Retrieve(ctx, refs, props, &vms); err != nil {
-			return nil, err
-		}
-	}
-	return vms, nil
 }

@@ -217,17 +217,9 @@ func (b *bench) fleetOnce(ctx context.Context, o fleetOwner, pid int, f fleet, i
 		wg.Wait()
 		return errors.Join(errs...)
 	}
-	servers, err := ownServers()
+	server, err := serverCPU()
 	if err != nil {
 		return r, err
-	}
-	server := func() time.Duration {
-		var sum time.Duration
-		for _, p := range servers {
-			c, _ := benchkit.CPUOf(p)
-			sum += c
-		}
-		return sum
 	}
 	cpu0, err := benchkit.CPUOf(pid)
 	if err != nil {

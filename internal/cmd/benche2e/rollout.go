@@ -179,17 +179,9 @@ func (b *bench) rolloutOnce(ctx context.Context, o rolloutOwner, pid, kwokPID in
 	x.untrack()
 	time.Sleep(2 * time.Second) // the controller is idle
 
-	servers, err := ownServers()
+	server, err := serverCPU()
 	if err != nil {
 		return r, err
-	}
-	server := func() time.Duration {
-		var sum time.Duration
-		for _, p := range servers {
-			c, _ := benchkit.CPUOf(p)
-			sum += c
-		}
-		return sum
 	}
 	cpu0, err := benchkit.CPUOf(pid)
 	if err != nil {
@@ -253,6 +245,23 @@ func awaitRolledOut(ctx context.Context, o rolloutOwner, ns, name string, n int)
 		case <-time.After(20 * time.Millisecond):
 		}
 	}
+}
+
+// serverCPU returns what reads the CPU that this harness's kube-apiserver
+// and etcd have used so far, together.
+func serverCPU() (func() time.Duration, error) {
+	servers, err := ownServers()
+	if err != nil {
+		return nil, err
+	}
+	return func() time.Duration {
+		var sum time.Duration
+		for _, p := range servers {
+			c, _ := benchkit.CPUOf(p)
+			sum += c
+		}
+		return sum
+	}, nil
 }
 
 // ownServers lists this harness's kube-apiserver and etcd (its children,
