@@ -136,6 +136,12 @@ bench-e2e: tools-kwok
 	go run ./internal/cmd/benche2e
 	go -C examples run ./internal/cmd/benchvms
 
+## fuzz: every native Go fuzz target of both modules, each for FUZZTIME
+## (default 1m), printing how many inputs each ran (hack/fuzz.sh).
+.PHONY: fuzz
+fuzz:
+	@FUZZTIME=$(or $(FUZZTIME),1m) bash hack/fuzz.sh
+
 ## chaos: the example operator's chaos suite at full size (API faults, a
 ## lagging cache, vCenter faults, restarts, foreign objects), printing its
 ## table; `make test` runs it small.

@@ -156,109 +156,111 @@ func naiveTier(spec replicaset.Spec, r replicaset.Replica) int {
 	return 3
 }
 
-func TestCompute_Properties(t *testing.T) {
-	rapid.Check(t, func(t *rapid.T) {
-		spec := replicagen.Spec().Draw(t, "spec")
-		rs := replicagen.Replicas(40).Draw(t, "replicas")
-		name, policy := replicagen.Policy(t)
-		now := replicagen.Now()
+func TestCompute_Properties(t *testing.T) { rapid.Check(t, computeProperties) }
 
-		p, err := replicaset.Compute(spec, rs, policy, now)
-		if err != nil {
-			t.Fatalf("Compute: %v", err)
-		}
-		limit := cmp.Or(spec.MaxPerPass, replicaset.DefaultMaxPerPass)
+// computeProperties is TestCompute_Properties's property, which
+// FuzzCompute_Properties drives from the fuzzer's bytes.
+func computeProperties(t *rapid.T) {
+	spec := replicagen.Spec().Draw(t, "spec")
+	rs := replicagen.Replicas(40).Draw(t, "replicas")
+	name, policy := replicagen.Policy(t)
+	now := replicagen.Now()
 
-		// Caps are never exceeded, and a pass never both creates and deletes.
-		if p.Create > limit || len(p.Delete) > limit {
-			t.Fatalf("plan %v exceeds the cap %d", p, limit)
-		}
-		if p.Create > 0 && len(p.Delete) > 0 {
-			t.Fatalf("plan %v both creates and deletes", p)
-		}
+	p, err := replicaset.Compute(spec, rs, policy, now)
+	if err != nil {
+		t.Fatalf("Compute: %v", err)
+	}
+	limit := cmp.Or(spec.MaxPerPass, replicaset.DefaultMaxPerPass)
 
-		// Victims are distinct current replicas, never deleting or protected;
-		// Deleting is exactly the replicas already being deleted.
-		byName := map[string]replicaset.Replica{}
-		var wantDeleting []string
-		live := 0
+	// Caps are never exceeded, and a pass never both creates and deletes.
+	if p.Create > limit || len(p.Delete) > limit {
+		t.Fatalf("plan %v exceeds the cap %d", p, limit)
+	}
+	if p.Create > 0 && len(p.Delete) > 0 {
+		t.Fatalf("plan %v both creates and deletes", p)
+	}
+
+	// Victims are distinct current replicas, never deleting or protected;
+	// Deleting is exactly the replicas already being deleted.
+	byName := map[string]replicaset.Replica{}
+	var wantDeleting []string
+	live := 0
+	for _, r := range rs {
+		byName[r.Name] = r
+		if r.Deleting {
+			wantDeleting = append(wantDeleting, r.Name)
+		} else {
+			live++
+		}
+	}
+	seen := map[string]bool{}
+	for _, v := range p.Delete {
+		r, ok := byName[v.Name]
+		switch {
+		case !ok:
+			t.Fatalf("victim %q is not a current replica", v.Name)
+		case seen[v.Name]:
+			t.Fatalf("victim %q chosen twice", v.Name)
+		case r.Deleting:
+			t.Fatalf("victim %q is already being deleted", v.Name)
+		case r.Protected:
+			t.Fatalf("victim %q is protected", v.Name)
+		}
+		seen[v.Name] = true
+	}
+	slices.Sort(wantDeleting)
+	if diff := gocmp.Diff(wantDeleting, names(p.Deleting), cmpopts.EquateEmpty()); diff != "" {
+		t.Fatalf("Deleting mismatch (-want +got):\n%s", diff)
+	}
+
+	// Marked replicas go before unmarked ones under policy name, and an
+	// unmarked replica is chosen only when every eligible marked one is.
+	firstUnmarked := slices.IndexFunc(p.Delete, func(r replicaset.Replica) bool { return !r.MarkedForDeletion })
+	if firstUnmarked >= 0 {
+		for _, r := range p.Delete[firstUnmarked:] {
+			if r.MarkedForDeletion {
+				t.Fatalf("policy %s: marked %q after unmarked %q", name, r.Name, p.Delete[firstUnmarked].Name)
+			}
+		}
 		for _, r := range rs {
-			byName[r.Name] = r
-			if r.Deleting {
-				wantDeleting = append(wantDeleting, r.Name)
-			} else {
-				live++
+			if r.MarkedForDeletion && !r.Deleting && !r.Protected && !seen[r.Name] {
+				t.Fatalf("policy %s: unmarked %q chosen while marked %q was not", name, p.Delete[firstUnmarked].Name, r.Name)
 			}
 		}
-		seen := map[string]bool{}
-		for _, v := range p.Delete {
-			r, ok := byName[v.Name]
-			switch {
-			case !ok:
-				t.Fatalf("victim %q is not a current replica", v.Name)
-			case seen[v.Name]:
-				t.Fatalf("victim %q chosen twice", v.Name)
-			case r.Deleting:
-				t.Fatalf("victim %q is already being deleted", v.Name)
-			case r.Protected:
-				t.Fatalf("victim %q is protected", v.Name)
-			}
-			seen[v.Name] = true
-		}
-		slices.Sort(wantDeleting)
-		if diff := gocmp.Diff(wantDeleting, names(p.Deleting), cmpopts.EquateEmpty()); diff != "" {
-			t.Fatalf("Deleting mismatch (-want +got):\n%s", diff)
-		}
+	}
 
-		// Marked replicas go before unmarked ones under policy name, and an
-		// unmarked replica is chosen only when every eligible marked one is.
-		firstUnmarked := slices.IndexFunc(p.Delete, func(r replicaset.Replica) bool { return !r.MarkedForDeletion })
-		if firstUnmarked >= 0 {
-			for _, r := range p.Delete[firstUnmarked:] {
-				if r.MarkedForDeletion {
-					t.Fatalf("policy %s: marked %q after unmarked %q", name, r.Name, p.Delete[firstUnmarked].Name)
-				}
-			}
-			for _, r := range rs {
-				if r.MarkedForDeletion && !r.Deleting && !r.Protected && !seen[r.Name] {
-					t.Fatalf("policy %s: unmarked %q chosen while marked %q was not", name, p.Delete[firstUnmarked].Name, r.Name)
-				}
-			}
+	// Counting: when nothing is deferred or short, the plan lands exactly
+	// on the desired count.
+	counted := live
+	if !spec.ReplaceDeleting {
+		counted += len(wantDeleting)
+	}
+	if p.Deferred == 0 && p.Shortfall.Count == 0 {
+		switch {
+		case p.Create > 0 && counted+p.Create != spec.Desired:
+			t.Fatalf("counted %d + create %d != desired %d", counted, p.Create, spec.Desired)
+		case len(p.Delete) > 0 && live-len(p.Delete) != spec.Desired:
+			t.Fatalf("live %d - delete %d != desired %d", live, len(p.Delete), spec.Desired)
 		}
+	}
 
-		// Counting: when nothing is deferred or short, the plan lands exactly
-		// on the desired count.
-		counted := live
-		if !spec.ReplaceDeleting {
-			counted += len(wantDeleting)
-		}
-		if p.Deferred == 0 && p.Shortfall.Count == 0 {
-			switch {
-			case p.Create > 0 && counted+p.Create != spec.Desired:
-				t.Fatalf("counted %d + create %d != desired %d", counted, p.Create, spec.Desired)
-			case len(p.Delete) > 0 && live-len(p.Delete) != spec.Desired:
-				t.Fatalf("live %d - delete %d != desired %d", live, len(p.Delete), spec.Desired)
-			}
-		}
-
-		// Same input in another order: same plan. And the naive reference
-		// agrees on everything.
-		shuffled := rapid.Permutation(rs).Draw(t, "shuffled")
-		again, err := replicaset.Compute(spec, shuffled, policy, now)
-		if err != nil {
-			t.Fatalf("Compute(shuffled): %v", err)
-		}
-		if diff := gocmp.Diff(p, again, cmpopts.EquateEmpty()); diff != "" {
-			t.Fatalf("plan depends on input order (-first +shuffled):\n%s", diff)
-		}
-		naive := naiveCompute(spec, rs, policy, now)
-		ignoreReason := cmpopts.IgnoreFields(replicaset.Shortfall{}, "Reason")
-		// Unbalanced is checked by the zone properties.
-		naive.Unbalanced, p.Unbalanced = "", ""
-		if diff := gocmp.Diff(naive, p, cmpopts.EquateEmpty(), ignoreReason); diff != "" {
-			t.Fatalf("Compute disagrees with the naive reference (-naive +Compute):\n%s", diff)
-		}
-	})
+	// Same input in another order: same plan. And the naive reference
+	// agrees on everything.
+	shuffled := rapid.Permutation(rs).Draw(t, "shuffled")
+	again, err := replicaset.Compute(spec, shuffled, policy, now)
+	if err != nil {
+		t.Fatalf("Compute(shuffled): %v", err)
+	}
+	if diff := gocmp.Diff(p, again, cmpopts.EquateEmpty()); diff != "" {
+		t.Fatalf("plan depends on input order (-first +shuffled):\n%s", diff)
+	}
+	naive := naiveCompute(spec, rs, policy, now)
+	ignoreReason := cmpopts.IgnoreFields(replicaset.Shortfall{}, "Reason")
+	// Unbalanced is checked by the zone properties.
+	naive.Unbalanced, p.Unbalanced = "", ""
+	if diff := gocmp.Diff(naive, p, cmpopts.EquateEmpty(), ignoreReason); diff != "" {
+		t.Fatalf("Compute disagrees with the naive reference (-naive +Compute):\n%s", diff)
+	}
 }
 
 // TestCompute_Converges carries out plans repeatedly, with deletions that
@@ -337,31 +339,33 @@ func validInput(spec replicaset.Spec, rs []replicaset.Replica) bool {
 
 // TestCompute_ArbitraryInput feeds Compute anything, valid or not: it must
 // return an error exactly for invalid input, and never panic.
-func TestCompute_ArbitraryInput(t *testing.T) {
-	rapid.Check(t, func(t *rapid.T) {
-		spec := replicaset.Spec{
-			Desired:         rapid.IntRange(-3, 10).Draw(t, "desired"),
-			MaxPerPass:      rapid.IntRange(-3, 10).Draw(t, "maxPerPass"),
-			ReplaceDeleting: rapid.Bool().Draw(t, "replaceDeleting"),
-			MinReady:        time.Duration(rapid.IntRange(-3, 3).Draw(t, "minReady")) * time.Second,
-			Zones:           rapid.SliceOfN(rapid.SampledFrom([]string{"", "a", "b"}), 0, 3).Draw(t, "zones"),
-		}
-		id := rapid.SampledFrom([]string{"", "a", "b", "c"})
-		rs := rapid.SliceOfN(rapid.Custom(func(t *rapid.T) replicaset.Replica {
-			r := replicagen.Replica().Draw(t, "replica")
-			r.Name, r.UID = id.Draw(t, "name"), id.Draw(t, "uid")
-			return r
-		}), 0, 5).Draw(t, "replicas")
-		_, policy := replicagen.Policy(t)
+func TestCompute_ArbitraryInput(t *testing.T) { rapid.Check(t, computeArbitraryInput) }
 
-		_, err := replicaset.Compute(spec, rs, policy, replicagen.Now())
-		if valid := validInput(spec, rs); valid != (err == nil) {
-			t.Fatalf("Compute(%+v, %d replicas): valid=%v but err=%v", spec, len(rs), valid, err)
-		}
-		if err != nil && !errors.Is(err, replicaset.ErrInvalidSpec) && !errors.Is(err, replicaset.ErrInvalidReplica) {
-			t.Fatalf("Compute error %v wraps no documented sentinel", err)
-		}
-	})
+// computeArbitraryInput is TestCompute_ArbitraryInput's property, which
+// FuzzCompute_ArbitraryInput drives from the fuzzer's bytes.
+func computeArbitraryInput(t *rapid.T) {
+	spec := replicaset.Spec{
+		Desired:         rapid.IntRange(-3, 10).Draw(t, "desired"),
+		MaxPerPass:      rapid.IntRange(-3, 10).Draw(t, "maxPerPass"),
+		ReplaceDeleting: rapid.Bool().Draw(t, "replaceDeleting"),
+		MinReady:        time.Duration(rapid.IntRange(-3, 3).Draw(t, "minReady")) * time.Second,
+		Zones:           rapid.SliceOfN(rapid.SampledFrom([]string{"", "a", "b"}), 0, 3).Draw(t, "zones"),
+	}
+	id := rapid.SampledFrom([]string{"", "a", "b", "c"})
+	rs := rapid.SliceOfN(rapid.Custom(func(t *rapid.T) replicaset.Replica {
+		r := replicagen.Replica().Draw(t, "replica")
+		r.Name, r.UID = id.Draw(t, "name"), id.Draw(t, "uid")
+		return r
+	}), 0, 5).Draw(t, "replicas")
+	_, policy := replicagen.Policy(t)
+
+	_, err := replicaset.Compute(spec, rs, policy, replicagen.Now())
+	if valid := validInput(spec, rs); valid != (err == nil) {
+		t.Fatalf("Compute(%+v, %d replicas): valid=%v but err=%v", spec, len(rs), valid, err)
+	}
+	if err != nil && !errors.Is(err, replicaset.ErrInvalidSpec) && !errors.Is(err, replicaset.ErrInvalidReplica) {
+		t.Fatalf("Compute error %v wraps no documented sentinel", err)
+	}
 }
 
 func names(rs []replicaset.Replica) []string {

@@ -103,67 +103,69 @@ func (s *sim) applyZoned(t *rapid.T, spec replicaset.Spec, p replicaset.Plan) {
 // that the rollout converges: the desired count, no replica on an older
 // revision beyond the partition, and a plan that stays empty (a fixed
 // point).
-func TestRollout_Passes(t *testing.T) {
-	rapid.Check(t, func(t *rapid.T) {
-		spec := rolloutSpecGen().Draw(t, "spec")
-		_, policy := replicagen.Policy(t)
-		s := &sim{set: withRevisions(t, replicagen.Replicas(20).Draw(t, "replicas"))}
-		faulty := rapid.IntRange(0, 15).Draw(t, "faultyPasses")
-		for pass := range faulty {
-			if rapid.IntRange(0, 3).Draw(t, "change") == 0 {
-				switch rapid.IntRange(0, 3).Draw(t, "what") {
-				case 0:
-					spec.Revision = map[string]string{"A": "B", "B": "A"}[spec.Revision]
-				case 1:
-					spec.Desired = rapid.IntRange(0, 20).Draw(t, "desired")
-				case 2:
-					spec.Strategy = strategyGen().Draw(t, "strategy")
-				case 3:
-					spec.Strategy.Paused = !spec.Strategy.Paused
-				}
-			}
-			p, err := replicaset.Compute(spec, s.set, policy, replicagen.Now())
-			if err != nil {
-				t.Fatalf("pass %d: %v", pass, err)
-			}
-			checkPass(t, spec, s.set, p)
-			s.apply(t, spec, p)
-		}
+func TestRollout_Passes(t *testing.T) { rapid.Check(t, rolloutPasses) }
 
-		// Healthy from here on, with a rolling update that may proceed
-		// and nothing protected.
-		s.healthy = true
-		spec.Strategy.Paused, spec.Strategy.Type = false, replicaset.RollingUpdate
-		spec.ZoneBackoff = nil // creates succeed everywhere now
-		for i := range s.set {
-			s.set[i].Protected = false
+// rolloutPasses is TestRollout_Passes's property, which FuzzRollout_Passes
+// drives from the fuzzer's bytes.
+func rolloutPasses(t *rapid.T) {
+	spec := rolloutSpecGen().Draw(t, "spec")
+	_, policy := replicagen.Policy(t)
+	s := &sim{set: withRevisions(t, replicagen.Replicas(20).Draw(t, "replicas"))}
+	faulty := rapid.IntRange(0, 15).Draw(t, "faultyPasses")
+	for pass := range faulty {
+		if rapid.IntRange(0, 3).Draw(t, "change") == 0 {
+			switch rapid.IntRange(0, 3).Draw(t, "what") {
+			case 0:
+				spec.Revision = map[string]string{"A": "B", "B": "A"}[spec.Revision]
+			case 1:
+				spec.Desired = rapid.IntRange(0, 20).Draw(t, "desired")
+			case 2:
+				spec.Strategy = strategyGen().Draw(t, "strategy")
+			case 3:
+				spec.Strategy.Paused = !spec.Strategy.Paused
+			}
 		}
-		lim := spec.Strategy.Limits(spec.Desired)
-		bound := 3*(len(s.set)+spec.Desired) + 10
-		for pass := 0; ; pass++ {
-			p, err := replicaset.Compute(spec, s.set, policy, replicagen.Now())
-			if err != nil {
-				t.Fatalf("healthy pass %d: %v", pass, err)
-			}
-			checkPass(t, spec, s.set, p)
-			waiting := slices.ContainsFunc(p.Holds, func(h replicaset.Hold) bool { return h.By != replicaset.HoldPartition })
-			if p.IsZero() && len(p.Deleting) == 0 && !waiting {
-				c := tallyOf(spec, s.set)
-				if c.live != spec.Desired || c.old > lim.Partition {
-					t.Fatalf("settled with %d live (desired %d), %d on older revisions (partition %d): %v", c.live, spec.Desired, c.old, lim.Partition, p)
-				}
-				again, err := replicaset.Compute(spec, s.set, policy, replicagen.Now())
-				if err != nil || !again.IsZero() || len(again.Delete) > 0 {
-					t.Fatalf("a settled set is not a fixed point: %v, %v", again, err)
-				}
-				return
-			}
-			if pass > bound {
-				t.Fatalf("not converged after %d healthy passes: %v\nspec %+v\nset %+v", pass, p, spec, s.set)
-			}
-			s.apply(t, spec, p)
+		p, err := replicaset.Compute(spec, s.set, policy, replicagen.Now())
+		if err != nil {
+			t.Fatalf("pass %d: %v", pass, err)
 		}
-	})
+		checkPass(t, spec, s.set, p)
+		s.apply(t, spec, p)
+	}
+
+	// Healthy from here on, with a rolling update that may proceed
+	// and nothing protected.
+	s.healthy = true
+	spec.Strategy.Paused, spec.Strategy.Type = false, replicaset.RollingUpdate
+	spec.ZoneBackoff = nil // creates succeed everywhere now
+	for i := range s.set {
+		s.set[i].Protected = false
+	}
+	lim := spec.Strategy.Limits(spec.Desired)
+	bound := 3*(len(s.set)+spec.Desired) + 10
+	for pass := 0; ; pass++ {
+		p, err := replicaset.Compute(spec, s.set, policy, replicagen.Now())
+		if err != nil {
+			t.Fatalf("healthy pass %d: %v", pass, err)
+		}
+		checkPass(t, spec, s.set, p)
+		waiting := slices.ContainsFunc(p.Holds, func(h replicaset.Hold) bool { return h.By != replicaset.HoldPartition })
+		if p.IsZero() && len(p.Deleting) == 0 && !waiting {
+			c := tallyOf(spec, s.set)
+			if c.live != spec.Desired || c.old > lim.Partition {
+				t.Fatalf("settled with %d live (desired %d), %d on older revisions (partition %d): %v", c.live, spec.Desired, c.old, lim.Partition, p)
+			}
+			again, err := replicaset.Compute(spec, s.set, policy, replicagen.Now())
+			if err != nil || !again.IsZero() || len(again.Delete) > 0 {
+				t.Fatalf("a settled set is not a fixed point: %v, %v", again, err)
+			}
+			return
+		}
+		if pass > bound {
+			t.Fatalf("not converged after %d healthy passes: %v\nspec %+v\nset %+v", pass, p, spec, s.set)
+		}
+		s.apply(t, spec, p)
+	}
 }
 
 // TestRollout_ZonesBalanced rolls a set spread evenly over its zones from
