@@ -125,6 +125,23 @@ func (b *bench) startReplicaSetController(l limit) (stop func(), pid int, err er
 	return b.startControllerManager(l, "replicaset")
 }
 
+// startLogged starts cmd in a process group of its own, killed with the
+// harness, its output going to logf, and returns what kills the group,
+// waits for cmd, closes logf and then calls cleanup.
+func startLogged(cmd *exec.Cmd, logf *os.File, cleanup func()) (stop func(), err error) {
+	cmd.Stdout, cmd.Stderr = logf, logf
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
+	if err := cmd.Start(); err != nil {
+		return nil, err
+	}
+	return func() {
+		_ = syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL)
+		_ = cmd.Wait()
+		_ = logf.Close()
+		cleanup()
+	}, nil
+}
+
 // startControllerManager runs kube-controller-manager with only the named
 // controllers, at limit l, and waits until each has synced its informers.
 func (b *bench) startControllerManager(l limit, controllers ...string) (stop func(), pid int, err error) {
@@ -141,17 +158,10 @@ func (b *bench) startControllerManager(l limit, controllers ...string) (stop fun
 		fmt.Sprintf("--kube-api-qps=%g", l.qps),
 		fmt.Sprintf("--kube-api-burst=%d", l.burst),
 	)
-	cmd.Stdout, cmd.Stderr = logf, logf
-	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
-	if err := cmd.Start(); err != nil {
+	// Teardown of a temporary log: a leftover file is harmless.
+	stop, err = startLogged(cmd, logf, func() { _ = os.Remove(logf.Name()) })
+	if err != nil {
 		return nil, 0, err
-	}
-	stop = func() {
-		_ = syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL)
-		_ = cmd.Wait()
-		// Teardown of a temporary log: a leftover file is harmless.
-		_ = logf.Close()
-		_ = os.Remove(logf.Name())
 	}
 	// Ready when its informers have synced.
 	deadline := time.Now().Add(60 * time.Second)

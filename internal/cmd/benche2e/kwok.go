@@ -8,7 +8,6 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
-	"syscall"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
@@ -203,17 +202,10 @@ func (b *bench) startKwok(ctx context.Context, readyDelay, deleteDelay time.Dura
 	// HOME: kwok also reads ~/.kwok/kwok.yaml when there is one; it must
 	// read only the stages above.
 	cmd.Env = append(os.Environ(), "HOME="+dir)
-	cmd.Stdout, cmd.Stderr = logf, logf
-	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
-	if err := cmd.Start(); err != nil {
+	// Teardown of a temporary folder: a leftover is harmless.
+	stop, err = startLogged(cmd, logf, func() { _ = os.RemoveAll(dir) })
+	if err != nil {
 		return nil, 0, err
-	}
-	stop = func() {
-		_ = syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL)
-		_ = cmd.Wait()
-		// Teardown of a temporary folder: a leftover is harmless.
-		_ = logf.Close()
-		_ = os.RemoveAll(dir)
 	}
 	deadline := time.Now().Add(60 * time.Second)
 	for time.Now().Before(deadline) {
