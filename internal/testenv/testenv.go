@@ -64,6 +64,11 @@ type Env struct {
 	kcmDone  chan struct{}
 	watchdog *exec.Cmd
 	startErr error // set by Main when the environment could not start
+
+	// restarted are the processes Restart started, by name, and what
+	// they logged.
+	restarted   map[string]*exec.Cmd
+	restartLogs map[string]*LockedBuffer
 }
 
 // BinDir returns the folder holding the binaries: $KUBEBUILDER_ASSETS if set,
@@ -213,11 +218,15 @@ func (e *Env) Stop() error {
 			<-e.kcmDone
 		}
 	}
+	// A restarted API server stops before etcd, as envtest stops its own;
+	// envtest's processes that Restart replaced have exited already.
+	errs = append(errs, e.stopRestarted("kube-apiserver"))
 	if e.te != nil {
 		if err := e.te.Stop(); err != nil {
 			errs = append(errs, fmt.Errorf("stop etcd and kube-apiserver: %w", err))
 		}
 	}
+	errs = append(errs, e.stopRestarted("etcd"))
 	if e.watchdog != nil && e.watchdog.Process != nil {
 		_ = e.watchdog.Process.Kill()
 		_ = e.watchdog.Wait()
@@ -248,12 +257,30 @@ func (e *Env) ControllerManagerLog() string { return e.kcmLog.String() }
 // it, then exits. It stores the environment in *env (also when it could not
 // start, so that Require can say why). With REPLICAKIT_REQUIRE_ENVTEST=1, a
 // failed start fails the test binary without running its tests.
+//
+// Main starts nothing when the binary runs no test that could use the
+// control plane: when it only lists tests (go test -list), when it is a
+// fuzzing worker (go test -fuzz starts one process per worker, each running
+// TestMain again, and each would otherwise start its own control plane),
+// and when it coordinates fuzzing with -run '^$' and no -bench (the
+// coordinator then runs only the fuzz target's seed corpus). There *env
+// says why, so a fuzz target that calls Require is skipped (or fails with
+// REPLICAKIT_REQUIRE_ENVTEST=1) alike in the coordinator and in its
+// workers: fuzz targets must not need the control plane.
 func Main(m *testing.M, env **Env, opts Options) {
 	os.Exit(run(m, env, opts))
 }
 
+// errNotStarted is why a binary that runs no test needing the control plane
+// did not start it.
+var errNotStarted = errors.New("testenv: the control plane is not started for listing or fuzzing (go test -list, or -fuzz with -run '^$'); fuzz targets cannot use it")
+
 func run(m *testing.M, env **Env, opts Options) int {
 	flag.Parse() // for testing.Verbose; m.Run would parse them anyway
+	if !needed() {
+		*env = &Env{startErr: errNotStarted}
+		return m.Run()
+	}
 	e, err := Start(opts)
 	if err != nil {
 		if os.Getenv(RequireVar) == "1" || !errors.Is(err, ErrMissingBinaries) {
@@ -273,6 +300,29 @@ func run(m *testing.M, env **Env, opts Options) int {
 		return max(code, 1)
 	}
 	return code
+}
+
+// needed says whether the test binary's flags ask for a test or benchmark
+// that may use the control plane. It is false for -test.list, for a fuzzing
+// worker (-test.fuzzworker, which go test passes to the processes it
+// starts), and for a fuzzing coordinator whose -test.run is '^$' and which
+// runs no benchmark; it is true otherwise, and whenever a flag is missing.
+func needed() bool {
+	value := func(name string) string {
+		if f := flag.Lookup(name); f != nil {
+			return f.Value.String()
+		}
+		return ""
+	}
+	switch {
+	case value("test.list") != "":
+		return false
+	case value("test.fuzzworker") == "true":
+		return false
+	case value("test.fuzz") != "" && value("test.run") == "^$" && value("test.bench") == "":
+		return false
+	}
+	return true
 }
 
 // Require returns e when the control plane is running. Otherwise it skips the
