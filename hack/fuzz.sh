@@ -1,28 +1,55 @@
 #!/usr/bin/env bash
 # fuzz.sh runs every native Go fuzz target (func FuzzXxx) of both modules
 # for FUZZTIME each (default 1m), one after the other, and prints how many
-# inputs each ran. A failure stops it; Go writes the failing input under the
-# package's testdata/fuzz/FuzzXxx, where it becomes part of the seed corpus
-# that every `go test` runs: commit it with the fix.
+# inputs each ran. FUZZ_PARALLEL, when set, is the number of fuzzing
+# workers (go test -parallel; default GOMAXPROCS).
+#
+# A failing target does not stop the others: its output is printed as it
+# ends, the summary marks it FAIL, and the script exits 1 after the
+# summary. Go writes the failing input under the package's
+# testdata/fuzz/FuzzXxx, where it becomes part of the seed corpus that
+# every `go test` runs: commit it with the fix.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 fuzztime=${FUZZTIME:-1m}
+parallel=()
+if [[ -n "${FUZZ_PARALLEL:-}" ]]; then parallel=(-parallel "$FUZZ_PARALLEL"); fi
+decl='^func (Fuzz[A-Za-z0-9_]*)\([A-Za-z0-9_]+ \*testing\.F\)'
 summary=()
+failed=0
+start=$SECONDS
 for m in . examples; do
 	# Packages with fuzz targets: their test files declare func FuzzXxx
 	# (the examples module's are left to its own turn).
-	pkgs=$(cd "$m" && grep -rl --include='*_test.go' --exclude-dir=bin --exclude-dir=.git --exclude-dir=examples \
-		-E '^func Fuzz[A-Z_a-z0-9]*\(f \*testing\.F\)' . | xargs -r -n1 dirname | sort -u || true)
+	# grep exits 1 when nothing matches, 2 on an error.
+	pkgs=$(cd "$m" && { grep -rlE --include='*_test.go' --exclude-dir=bin --exclude-dir=.git --exclude-dir=examples \
+		--exclude-dir=testdata "$decl" . || (($? == 1)); } | xargs -r -n1 dirname | sort -u)
 	for p in $pkgs; do
-		for fz in $(go -C "$m" test -list '^Fuzz' "$p" | grep '^Fuzz' || true); do
-			echo "fuzz: $m $p $fz for $fuzztime"
-			out=$(go -C "$m" test -run '^$' -fuzz "^$fz\$" -fuzztime "$fuzztime" "$p" 2>&1) || {
+		targets=$(sed -nE "s/$decl.*/\1/p" "$m/$p"/*_test.go | sort -u)
+		for fz in $targets; do
+			name="${m#.}/${p#./}"
+			name="${name#/}.$fz"
+			echo "fuzz: $name for $fuzztime"
+			t0=$SECONDS
+			status=ok
+			out=$(go -C "$m" test -run '^$' -fuzz "^$fz\$" -fuzztime "$fuzztime" "${parallel[@]}" "$p" 2>&1) || {
 				echo "$out"
-				exit 1
+				status=FAIL
+				failed=1
 			}
-			execs=$(grep -o 'execs: [0-9]*' <<<"$out" | tail -1 | cut -d' ' -f2)
-			summary+=("$(printf '%-60s %12s inputs' "${p#./}.$fz" "${execs:-?}")")
+			# Go counts inputs once the seeds and the cached corpus have run
+			# (the baseline); a short FUZZTIME may end before that.
+			execs=$(grep -o 'execs: [0-9]*' <<<"$out" | tail -1 | cut -d' ' -f2 || true)
+			if [[ -z "$execs" && $status == ok ]]; then
+				execs=0 status="ok (baseline: $(grep -o '[0-9]*/[0-9]* completed' <<<"$out" | tail -1 || true))"
+			fi
+			summary+=("$(printf '%-62s %12s inputs %5ss %s' "$name" "${execs:-?}" "$((SECONDS - t0))" "$status")")
 		done
 	done
 done
 printf '%s\n' "${summary[@]}"
+echo "fuzz: ${#summary[@]} targets for $fuzztime each in $((SECONDS - start))s"
+if ((failed)); then
+	echo "fuzz: a target failed (its failing input is under its package's testdata/fuzz)" >&2
+	exit 1
+fi

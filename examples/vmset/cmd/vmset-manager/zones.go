@@ -59,9 +59,14 @@ func parseZones(s string) (map[string]vmprovider.Placement, error) {
 	return z.zones, nil
 }
 
-// parseZone reads one NAME:key=value,... entry.
+// parseZone reads one NAME:key=value,... entry. An entry holding ';' or a
+// newline, which separate $VSPHERE_ZONES's entries, is an error: as one
+// -zone it would give one zone whose last value swallows the others.
 func parseZone(entry string) (string, vmprovider.Placement, error) {
 	var pl vmprovider.Placement
+	if strings.ContainsAny(entry, ";\n") {
+		return "", pl, fmt.Errorf("zone %q: one entry per -zone (';' and newlines separate $VSPHERE_ZONES's entries)", entry)
+	}
 	name, rest, ok := strings.Cut(entry, ":")
 	if !ok {
 		return "", pl, fmt.Errorf("zone %q: want NAME:resourcePool=PATH[,folder=PATH][,datastore=NAME]", entry)
