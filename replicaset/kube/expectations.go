@@ -242,6 +242,27 @@ func (e *Expectations) drop(owner string, set func(*pending) map[string]struct{}
 	}
 }
 
+// entries is the number of owners e remembers anything of: unmet
+// expectations, names found taken, or the UID it is bound to.
+func (e *Expectations) entries() int {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	n := len(e.uids)
+	for owner := range e.owners {
+		if _, ok := e.uids[owner]; !ok {
+			n++
+		}
+	}
+	for owner := range e.taken {
+		_, bound := e.uids[owner]
+		_, pending := e.owners[owner]
+		if !bound && !pending {
+			n++
+		}
+	}
+	return n
+}
+
 func (e *Expectations) ttl() time.Duration {
 	if e.TTL <= 0 {
 		return DefaultExpectationTTL

@@ -2,7 +2,10 @@ package kube
 
 import (
 	"errors"
+	"maps"
+	"sync"
 	"time"
+	"weak"
 
 	"github.com/prometheus/client_golang/prometheus"
 )
@@ -13,11 +16,21 @@ import (
 //	replicakit_children_deleted_total{kind}
 //	replicakit_child_operation_failures_total{kind,operation}
 //	replicakit_plan_seconds{kind}           (histogram of the time to decide a pass that acted)
+//	replicakit_expectations_entries{kind}   (gauge: owners the Expectations remember anything of)
+//	replicakit_zone_backoff_entries{kind}   (gauge: owners in the zone backoff table)
+//
+// The two gauges are the sizes of tables the reconcilers using the
+// Metrics keep in memory, counted at each scrape: an owner enters them
+// when a pass reads it (its expectations remember its UID) or a create in
+// one of its zones fails, and leaves them when a pass finds it deleted.
+// With a steady set of owners they stay steady. An Expectations shared
+// by several reconcilers of a kind counts once.
 type Metrics struct {
 	created  *prometheus.CounterVec
 	deleted  *prometheus.CounterVec
 	failures *prometheus.CounterVec
 	plan     *prometheus.HistogramVec
+	tables   *tableSizes
 }
 
 // NewMetrics registers the metrics with reg. Metrics already registered
@@ -43,6 +56,9 @@ func NewMetrics(reg prometheus.Registerer) (*Metrics, error) {
 	}
 	if err == nil {
 		m.plan, err = register(reg, m.plan)
+	}
+	if err == nil {
+		m.tables, err = register(reg, newTableSizes())
 	}
 	return m, err
 }
@@ -87,4 +103,98 @@ func (m *Metrics) record(kind string, d decision, out outcome, took time.Duratio
 	if failedDeletes > 0 {
 		m.failures.WithLabelValues(kind, "delete").Add(float64(failedDeletes))
 	}
+}
+
+// tableSizes is the collector of the table gauges. It reads each
+// reconciler's tables through a weak pointer, so that Metrics registered
+// for good (with controller-runtime's registry) keep no reconciler alive
+// that its program dropped, nor the manager and cache it holds.
+type tableSizes struct {
+	expectations, backoff *prometheus.Desc
+
+	mu      sync.Mutex
+	sources map[any]tableSource // by weak pointer to the reconciler
+}
+
+// tableSource reads one reconciler's tables; ok is false once the
+// reconciler is gone.
+type tableSource struct {
+	kind   string
+	tables func() (e *Expectations, b *zoneBackoffs, ok bool)
+}
+
+func newTableSizes() *tableSizes {
+	return &tableSizes{
+		expectations: prometheus.NewDesc("replicakit_expectations_entries",
+			"Owners whose expectations, names found taken or UID replicakit reconcilers remember.", []string{"kind"}, nil),
+		backoff: prometheus.NewDesc("replicakit_zone_backoff_entries",
+			"Owners in replicakit reconcilers' zone backoff tables.", []string{"kind"}, nil),
+	}
+}
+
+// Describe implements prometheus.Collector.
+func (t *tableSizes) Describe(ch chan<- *prometheus.Desc) {
+	ch <- t.expectations
+	ch <- t.backoff
+}
+
+// Collect implements prometheus.Collector: per owner kind, the entries of
+// the distinct tables of its reconcilers, each read under its lock.
+func (t *tableSizes) Collect(ch chan<- prometheus.Metric) {
+	t.mu.Lock()
+	sources := maps.Clone(t.sources)
+	t.mu.Unlock()
+	type tables struct {
+		e map[*Expectations]struct{}
+		b map[*zoneBackoffs]struct{}
+	}
+	byKind := map[string]tables{}
+	for key, s := range sources {
+		e, b, ok := s.tables()
+		if !ok {
+			t.mu.Lock()
+			delete(t.sources, key)
+			t.mu.Unlock()
+			continue
+		}
+		k, seen := byKind[s.kind]
+		if !seen {
+			k = tables{e: map[*Expectations]struct{}{}, b: map[*zoneBackoffs]struct{}{}}
+			byKind[s.kind] = k
+		}
+		k.e[e], k.b[b] = struct{}{}, struct{}{}
+	}
+	for kind, k := range byKind {
+		ne, nb := 0, 0
+		for e := range k.e {
+			ne += e.entries()
+		}
+		for b := range k.b {
+			nb += b.entries()
+		}
+		ch <- prometheus.MustNewConstMetric(t.expectations, prometheus.GaugeValue, float64(ne), kind)
+		ch <- prometheus.MustNewConstMetric(t.backoff, prometheus.GaugeValue, float64(nb), kind)
+	}
+}
+
+// trackTables has r's Metrics count r's tables under r's owner kind for
+// as long as r lives. Called again, it replaces what it did.
+func (r *Reconciler[O, C]) trackTables() {
+	if r.Metrics == nil || r.Metrics.tables == nil {
+		return
+	}
+	t, self := r.Metrics.tables, weak.Make(r)
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if t.sources == nil {
+		t.sources = map[any]tableSource{}
+	}
+	t.sources[self] = tableSource{kind: r.ownerGVK.Kind, tables: func() (*Expectations, *zoneBackoffs, bool) {
+		r := self.Value()
+		if r == nil {
+			return nil, nil, false
+		}
+		r.defaults() // Expectations is filled in once, by the first pass or scrape
+		return r.Expectations, &r.backoff, true
+	}}
 }

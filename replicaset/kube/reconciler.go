@@ -109,9 +109,10 @@ type Reconciler[O, C client.Object] struct {
 	// to the time to create them all). Adoptions and releases always
 	// confirm the owner first.
 	ConfirmOwnerBeforeCreate bool
-	// Metrics records creates, deletes, failures and planning time; nil
-	// records none. SetupWithManager registers them with controller-runtime's
-	// registry when nil.
+	// Metrics records creates, deletes, failures and planning time, and
+	// counts the entries of the Reconciler's expectations and zone
+	// backoff tables at each scrape; nil records none. SetupWithManager
+	// registers them with controller-runtime's registry when nil.
 	Metrics *Metrics
 	// ZoneBackoff is how long creates avoid a zone in which a create
 	// failed, or a child failed (Spec.Zones); zero means
@@ -235,6 +236,7 @@ func (r *Reconciler[O, C]) defaults() {
 		if r.Policies == nil {
 			r.Policies = deletionpolicy.Default()
 		}
+		r.trackTables() // Metrics may have been set after setup
 	})
 }
 

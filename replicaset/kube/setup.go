@@ -158,6 +158,7 @@ func (r *Reconciler[O, C]) setup(indexer client.FieldIndexer, informers cache.In
 		}
 	}
 	r.ownerGVK, r.childGVK, r.index, r.childIndexer = ownerGVK, childGVK, name, direct
+	r.trackTables()
 	return nil
 }
 

@@ -151,6 +151,13 @@ func (b *zoneBackoffs) setFailing(key string, uids []string) {
 	b.get(key).failing = slices.Clone(uids)
 }
 
+// entries is the number of owners in the table.
+func (b *zoneBackoffs) entries() int {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return len(b.m)
+}
+
 func (b *zoneBackoffs) forget(key string) {
 	b.mu.Lock()
 	defer b.mu.Unlock()

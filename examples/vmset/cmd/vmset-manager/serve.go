@@ -18,6 +18,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client/config"
 	ctrlconfig "sigs.k8s.io/controller-runtime/pkg/config"
 	"sigs.k8s.io/controller-runtime/pkg/healthz"
+	"sigs.k8s.io/controller-runtime/pkg/metrics"
 	"sigs.k8s.io/controller-runtime/pkg/metrics/filters"
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 
@@ -107,6 +108,11 @@ func serve(ctx context.Context, opts options, stderr io.Writer) error {
 	if err := controllers.Setup(mgr, vms, backoff); err != nil {
 		return fmt.Errorf("controllers: %w", err)
 	}
+	stopCounting, err := countCachedObjects(ctx, mgr.GetCache(), metrics.Registry)
+	if err != nil {
+		return fmt.Errorf("cache metrics: %w", err)
+	}
+	defer stopCounting()
 	log.Info("starting the manager", "leaderElection", opts.leaderElect, "metrics", opts.metricsAddr, "metricsSecure", opts.metricsSecure, "probes", opts.probeAddr)
 	return mgr.Start(ctx)
 }
