@@ -5,4 +5,15 @@
 // a Lag delays the informers' watch streams so the cache serves older
 // objects and catches up later (ctrl.Options.NewCache = lag.NewCache()).
 // Both count what they injected.
+//
+// A Proxy reaches what those cannot, such as operators running as separate
+// processes: a TLS reverse proxy in front of the API server, started by the
+// test (NewProxy), whose kubeconfig (Proxy.Kubeconfig) the processes are
+// given. Following its Rules, it answers some requests itself, without
+// forwarding them: 429 Too Many Requests with Retry-After, as API priority
+// and fairness sheds load, 500 internal errors and server timeouts, and 409
+// conflicts. It forwards everything else, watches included, and records how
+// long each client took to send a request again after a Retry-After
+// (Proxy.RetryGaps), so a test can check that clients honour it rather than
+// retry at once.
 package faults
