@@ -14,6 +14,9 @@ MODULES := . examples
 # Benchmarks run several times so benchratio can take medians.
 BENCH_COUNT ?= 5
 BENCH_TIME ?= 1s
+# `make test` runs each fuzz target this long (its seeds, the cached
+# corpus, then new inputs); `make fuzz` runs each for FUZZTIME (1m).
+FUZZ_SHORT ?= 3s
 
 .PHONY: all
 all: test
@@ -58,12 +61,16 @@ lint:
 
 ## test: gofmt check, go vet, golangci-lint, go.mod tidy, generated code up
 ## to date, the exported API against the last release (apidiff), every
-## package's documentation as pkg.go.dev renders it (docs-check), and every
+## package's documentation as pkg.go.dev renders it (docs-check), every
 ## test of both modules with the race detector, against the real control
-## plane built by `make tools`.
+## plane built by `make tools`, and then every fuzz target for FUZZ_SHORT
+## each (hack/fuzz.sh; about a minute and a half in all on 2 cores once
+## built): a smoke run that the targets still find nothing quickly, not a
+## search (`make fuzz` is one).
 .PHONY: test
 test: tools fmt-check vet lint tidy-check generate-check apidiff docs-check
-	@for m in $(MODULES); do echo "go test ($$m)"; go -C $$m test -race -count=1 ./...; done
+	@for m in $(MODULES); do echo "go test ($$m)"; go -C $$m test -race -count=1 -timeout 25m ./...; done
+	@FUZZTIME=$(FUZZ_SHORT) bash hack/fuzz.sh
 
 ## tidy-check: fail when a module's go.mod or go.sum is not tidy.
 .PHONY: tidy-check
@@ -137,7 +144,8 @@ bench-e2e: tools-kwok
 	go -C examples run ./internal/cmd/benchvms
 
 ## fuzz: every native Go fuzz target of both modules, each for FUZZTIME
-## (default 1m), printing how many inputs each ran (hack/fuzz.sh).
+## (default 1m), printing how many inputs each ran and failing when one
+## finds a failing input (hack/fuzz.sh; FUZZ_PARALLEL sets the workers).
 .PHONY: fuzz
 fuzz:
 	@FUZZTIME=$(or $(FUZZTIME),1m) bash hack/fuzz.sh
@@ -148,6 +156,18 @@ fuzz:
 .PHONY: chaos
 chaos: tools
 	REPLICAKIT_CHAOS=large go -C examples test -race -count=1 -v -run TestChaos -timeout 30m ./vmset/chaos
+
+## soak: the example operator as deployed (two vmset-manager processes
+## electing a leader, vcsimd over TLS) under random work, vCenter faults,
+## zone outages, leader kills and an API server restart for SOAK (default
+## 30m; `make soak SOAK=2h`), sampling each manager process every 30 s;
+## fails when a series grows beyond its tolerance over the second half or
+## an invariant breaks. The table and plot go to bin/soak/ (soak.txt,
+## soak.svg). `make test` runs it for 90 s without judging growth.
+SOAK ?= 30m
+.PHONY: soak
+soak: tools
+	REPLICAKIT_SOAK=$(SOAK) REPLICAKIT_SOAK_DIR=$(BIN)/soak go -C examples test -count=1 -v -run '^TestSoak$$' -timeout 0 ./vmset/reliability
 
 ## manager: build the example operator into bin/vmset-manager.
 .PHONY: manager

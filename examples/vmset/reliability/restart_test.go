@@ -1,0 +1,163 @@
+package reliability
+
+import (
+	"context"
+	"fmt"
+	"strings"
+	"testing"
+	"text/tabwriter"
+	"time"
+
+	"k8s.io/apimachinery/pkg/util/wait"
+	"k8s.io/utils/ptr"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/replicakit/replicakit/examples/internal/rollwatch"
+	vmv1 "github.com/replicakit/replicakit/examples/vmset/api/v1alpha1"
+)
+
+// TestControlPlaneRestart restarts kube-apiserver, and then etcd, in the
+// middle of a scale-up and of a rollout, with both replicas supervised
+// (restarted when they exit, as a kubelet would: a leader that cannot
+// renew its Lease for the renew deadline exits on purpose). The set must
+// converge with nothing lost, leaked or made twice and no bound broken.
+func TestControlPlaneRestart(t *testing.T) {
+	f := startFleet(t, "-task-delay=200ms")
+	for _, m := range f.ms {
+		m.Supervise()
+	}
+	ns := f.namespace("restarts")
+	set := newSet(ns, "web", 3)
+	if err := f.e.Client.Create(context.Background(), set); err != nil {
+		t.Fatal(err)
+	}
+	f.converge(ns, set.Name, 3, 2*time.Minute)
+
+	type row struct {
+		what           string
+		down, converge time.Duration
+		starts         int
+		gaps           int
+	}
+	var rows []row
+	n := 3
+	for _, name := range []string{"kube-apiserver", "etcd"} {
+		t.Run(name+"/scale-up", func(t *testing.T) {
+			from := n
+			n += 3
+			f.setPatch(set, func(s *vmv1.VirtualMachineReplicaSet) { s.Spec.Replicas = ptr.To(int32(n)) })
+			b := rollwatch.Bounds{Desired: n}
+			b.Limits.Unavailable = n - from
+			r := f.restartDuring(t, name, set, b, n, func(st counts) bool { return st.made > from && st.made < n })
+			rows = append(rows, row{name + " mid-scale-up", r.down, r.converge, r.starts, r.gaps})
+		})
+		t.Run(name+"/rollout", func(t *testing.T) {
+			spec := templateB
+			if set.Spec.Template.Spec == templateB {
+				spec = templateA
+			}
+			f.setPatch(set, func(s *vmv1.VirtualMachineReplicaSet) { s.Spec.Template.Spec = spec })
+			b, err := rollwatch.BoundsOf(set)
+			if err != nil {
+				t.Fatal(err)
+			}
+			r := f.restartDuring(t, name, set, b, n, func(st counts) bool {
+				on := st.onB
+				if spec != templateB {
+					on = st.made - st.onB
+				}
+				return on >= 1 && on < n
+			})
+			rows = append(rows, row{name + " mid-rollout", r.down, r.converge, r.starts, r.gaps})
+		})
+	}
+	var out strings.Builder
+	tw := tabwriter.NewWriter(&out, 0, 0, 2, ' ', 0)
+	fmt.Fprintf(tw, "restart\tAPI server unready\tconverged after\tmanager processes started\twatch gaps\n")
+	for _, r := range rows {
+		fmt.Fprintf(tw, "%s\t%v\t%v\t%d\t%d\n", r.what, r.down.Round(10*time.Millisecond), r.converge.Round(10*time.Millisecond), r.starts, r.gaps)
+	}
+	_ = tw.Flush()
+	t.Logf("control-plane restarts:\n%s", out.String())
+}
+
+// restarted is what one restart measured.
+type restarted struct {
+	down, converge time.Duration
+	starts, gaps   int
+}
+
+// restartDuring restarts the control-plane process name once when holds
+// of the set's VirtualMachines, while a watch checks the set against b,
+// and waits for the set to converge on n.
+func (f *fleet) restartDuring(t *testing.T, name string, set *vmv1.VirtualMachineReplicaSet, b rollwatch.Bounds, n int, when func(counts) bool) restarted {
+	t.Helper()
+	ctx := context.Background()
+	w, err := rollwatch.Start(ctx, f.e.Config, set, b)
+	if err != nil {
+		t.Fatal(err)
+	}
+	stopped := false
+	defer func() {
+		if !stopped {
+			w.Stop() // a failed case must not leave a watch open
+		}
+	}()
+	starts := 0
+	for _, m := range f.ms {
+		starts -= m.Starts()
+	}
+	var seen counts
+	var readErr error
+	err = wait.PollUntilContextTimeout(ctx, 5*time.Millisecond, 2*time.Minute, true, func(ctx context.Context) (bool, error) {
+		seen, readErr = f.count(ctx, set.Namespace)
+		return readErr == nil && when(seen), nil
+	})
+	if err != nil {
+		t.Fatalf("%s: the moment never came (last seen %+v, last read error %v)", name, seen, readErr)
+	}
+	begin := time.Now()
+	if err := f.e.Restart(name, time.Second); err != nil {
+		t.Fatalf("%v\n%s", err, f.e.RestartLog(name))
+	}
+	var r restarted
+	r.down = time.Since(begin)
+	r.converge = f.converge(set.Namespace, set.Name, n, 3*time.Minute).Sub(begin)
+	for _, m := range f.ms {
+		starts += m.Starts()
+	}
+	r.starts = starts
+	stopped = true
+	rep := w.Stop()
+	r.gaps = rep.Gaps
+	if rep.Breaches > 0 {
+		t.Errorf("restart of %s at %+v: the watch saw the bounds (%v) broken %d times: %v", name, seen, b, rep.Breaches, rep.First)
+	}
+	if leaked, dups := f.leaksAndDuplicates(set.Namespace, set.Name); len(leaked)+len(dups) > 0 {
+		t.Errorf("restart of %s: leaked vSphere VMs %v, names held twice %v", name, leaked, dups)
+	}
+	t.Logf("%s restarted at %+v; watch: %d changes, fewest available %d, most %d, %d gaps", name, seen, rep.Events, rep.FewestAvailable, rep.MostExisting, rep.Gaps)
+	return r
+}
+
+// count reads the namespace's VirtualMachines into counts.
+func (f *fleet) count(ctx context.Context, ns string) (counts, error) {
+	var l vmv1.VirtualMachineList
+	var c counts
+	if err := f.e.Client.List(ctx, &l, client.InNamespace(ns)); err != nil {
+		return c, err
+	}
+	for _, vm := range l.Items {
+		if vm.DeletionTimestamp != nil {
+			c.deleting++
+			continue
+		}
+		if vm.Status.InstanceUUID != "" {
+			c.made++
+		}
+		if vm.Spec.CPUs == templateB.CPUs {
+			c.onB++
+		}
+	}
+	return c, nil
+}
