@@ -45,6 +45,13 @@ type Watch struct {
 // return until the watch reports a state that agrees with it or pinFor
 // has passed: updates from before the write, still on their way, must not
 // take a read back in time.
+//
+// Some writes are never settled by an update: a destroy of a VM the watch
+// never saw, or whose removal it reported before the destroy returned, and
+// a write to a VM that then left without an update that agrees. Once
+// pinFor has passed nothing reads such an entry, and every update and
+// write drops those, so the map holds only pins in force (and, until the
+// next update or write, those that passed since the last).
 type written struct {
 	vm    vmprovider.VM
 	gone  bool
@@ -245,6 +252,7 @@ func (w *Watch) replace(all map[types.ManagedObjectReference]*mo.VirtualMachine)
 func (w *Watch) apply(updates []types.ObjectUpdate) {
 	var changed, gone []vmprovider.VM
 	w.mu.Lock()
+	w.expire(time.Now())
 	for _, u := range updates {
 		m, ok := w.byRef[u.Obj]
 		switch u.Kind {
@@ -299,7 +307,9 @@ func (w *Watch) apply(updates []types.ObjectUpdate) {
 func (w *Watch) put(vm vmprovider.VM) {
 	w.mu.Lock()
 	defer w.mu.Unlock()
-	w.written[vm.Name] = written{vm: vm, until: time.Now().Add(pinFor)}
+	now := time.Now()
+	w.expire(now)
+	w.written[vm.Name] = written{vm: vm, until: now.Add(pinFor)}
 }
 
 // forget records that the VM called name is gone, as a write through the
@@ -312,8 +322,10 @@ func (w *Watch) put(vm vmprovider.VM) {
 func (w *Watch) forget(name string) {
 	w.mu.Lock()
 	defer w.mu.Unlock()
+	now := time.Now()
+	w.expire(now)
 	delete(w.byName, name)
-	w.written[name] = written{gone: true, until: time.Now().Add(pinFor)}
+	w.written[name] = written{gone: true, until: now.Add(pinFor)}
 }
 
 // powered records that a write through the provider set the power of the
@@ -321,8 +333,10 @@ func (w *Watch) forget(name string) {
 func (w *Watch) powered(name string, state vmprovider.PowerState) {
 	w.mu.Lock()
 	defer w.mu.Unlock()
+	now := time.Now()
+	w.expire(now)
 	vm, ok := w.byName[name]
-	if wr, pinned := w.written[name]; pinned && !wr.gone && time.Now().Before(wr.until) {
+	if wr, pinned := w.written[name]; pinned && !wr.gone && now.Before(wr.until) {
 		vm, ok = wr.vm, true
 	}
 	if !ok || vm.Power == state {
@@ -332,7 +346,17 @@ func (w *Watch) powered(name string, state vmprovider.PowerState) {
 	if state != vmprovider.PoweredOn {
 		vm.BootedAt, vm.IPAddresses, vm.Heartbeat, vm.ToolsRunning = time.Time{}, nil, vmprovider.HeartbeatGray, false
 	}
-	w.written[name] = written{vm: vm, until: time.Now().Add(pinFor)}
+	w.written[name] = written{vm: vm, until: now.Add(pinFor)}
+}
+
+// expire drops the writes whose pin has passed at now, which no read
+// consults any more. The caller holds w.mu for writing.
+func (w *Watch) expire(now time.Time) {
+	for name, wr := range w.written {
+		if !now.Before(wr.until) {
+			delete(w.written, name)
+		}
+	}
 }
 
 // agrees reports whether the watch's state of a VM has caught up with what
