@@ -6,11 +6,9 @@ import (
 	"testing"
 
 	"github.com/vmware/govmomi"
-	"github.com/vmware/govmomi/property"
-	"github.com/vmware/govmomi/session"
 	"github.com/vmware/govmomi/vim25"
-	"github.com/vmware/govmomi/vim25/mo"
 
+	simgate "github.com/replicakit/replicakit/internal/vcsim"
 	"github.com/replicakit/replicakit/internal/vcsimtest"
 )
 
@@ -38,25 +36,7 @@ func terminateAll(t *testing.T, sim *vcsimtest.Sim) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	sm := session.NewManager(c)
-	own, err := sm.UserSession(ctx)
-	if err != nil {
-		t.Fatal(err)
-	}
-	var m mo.SessionManager
-	if err := property.DefaultCollector(c).RetrieveOne(ctx, sm.Reference(), []string{"sessionList"}, &m); err != nil {
-		t.Fatal(err)
-	}
-	var keys []string
-	for _, s := range m.SessionList {
-		if s.Key != own.Key {
-			keys = append(keys, s.Key)
-		}
-	}
-	if len(keys) == 0 {
-		t.Fatal("no other session to terminate")
-	}
-	if err := sm.TerminateSession(ctx, keys); err != nil {
+	if _, err := simgate.EndSessions(ctx, c); err != nil {
 		t.Fatal(err)
 	}
 }

@@ -44,16 +44,7 @@ func (f *fleet) killDuringAdoption(t *testing.T) takeover {
 	}
 	// A new set: none available to begin with, never more than five.
 	b := rollwatch.Bounds{Desired: 5, Limits: replicaset.Limits{Unavailable: 5}}
-	w, err := rollwatch.Start(ctx, f.e.Config, set, b)
-	if err != nil {
-		t.Fatal(err)
-	}
-	stopped := false
-	defer func() {
-		if !stopped {
-			w.Stop() // a failed case must not leave a watch open
-		}
-	}()
+	stopWatch := f.watchSet(t, set, b)
 	adopted := func(l []vmv1.VirtualMachine) int {
 		n := 0
 		for _, vm := range l {
@@ -64,7 +55,7 @@ func (f *fleet) killDuringAdoption(t *testing.T) takeover {
 		return n
 	}
 	var atKill int
-	err = wait.PollUntilContextTimeout(ctx, 5*time.Millisecond, time.Minute, true, func(ctx context.Context) (bool, error) {
+	err := wait.PollUntilContextTimeout(ctx, 5*time.Millisecond, time.Minute, true, func(ctx context.Context) (bool, error) {
 		var l vmv1.VirtualMachineList
 		if err := f.e.Client.List(ctx, &l, client.InNamespace(ns)); err != nil {
 			return false, nil
@@ -76,8 +67,7 @@ func (f *fleet) killDuringAdoption(t *testing.T) takeover {
 		t.Fatal("the set never adopted an orphan")
 	}
 	r := f.kill(t, leader, fmt.Sprintf("mid-adoption (%d of 3 adopted)", atKill), ns, set.Name, 5)
-	stopped = true
-	rep := w.Stop()
+	rep := stopWatch()
 	r.most, r.bound, r.breaches = rep.MostExisting, b.MaxExisting(), rep.Breaches
 	if rep.Breaches > 0 {
 		t.Errorf("the watch saw the bounds (%v) broken: %v", b, rep.First)

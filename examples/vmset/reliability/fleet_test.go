@@ -4,6 +4,7 @@ import (
 	"context"
 	"path/filepath"
 	"slices"
+	"sync"
 	"testing"
 	"time"
 
@@ -17,6 +18,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/replicakit/replicakit/examples/internal/procs"
+	"github.com/replicakit/replicakit/examples/internal/rollwatch"
 	"github.com/replicakit/replicakit/examples/internal/vmcheck"
 	vmv1 "github.com/replicakit/replicakit/examples/vmset/api/v1alpha1"
 	"github.com/replicakit/replicakit/internal/testenv"
@@ -194,6 +196,26 @@ func (f *fleet) leaksAndDuplicates(ns, set string) (leaked, dups []string) {
 		}
 	}
 	return leaked, dups
+}
+
+// watchSet starts a watch of the set's VirtualMachines against b
+// (rollwatch) and returns what stops it and reports; a test that fails
+// first stops it on its way out, so that no watch stays open to hold the
+// API server's shutdown.
+func (f *fleet) watchSet(t *testing.T, set *vmv1.VirtualMachineReplicaSet, b rollwatch.Bounds) (stop func() rollwatch.Report) {
+	t.Helper()
+	w, err := rollwatch.Start(context.Background(), f.e.Config, set, b)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var once sync.Once
+	var rep rollwatch.Report
+	stop = func() rollwatch.Report {
+		once.Do(func() { rep = w.Stop() })
+		return rep
+	}
+	t.Cleanup(func() { stop() })
+	return stop
 }
 
 // setPatch applies change to the set and writes it.

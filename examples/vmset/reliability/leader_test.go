@@ -123,38 +123,22 @@ type counts struct{ made, onB, deleting int }
 func (f *fleet) killDuring(t *testing.T, moment string, set *vmv1.VirtualMachineReplicaSet, b rollwatch.Bounds, n int, when func(counts) bool) takeover {
 	t.Helper()
 	ctx := context.Background()
-	w, err := rollwatch.Start(ctx, f.e.Config, set, b)
+	stopWatch := f.watchSet(t, set, b)
+	vcw, err := rollwatch.PollVCenter(ctx, f.vc.Config, set.Namespace+"-"+set.Name+"-", b.MaxExisting(), 100*time.Millisecond)
 	if err != nil {
 		t.Fatal(err)
 	}
 	stopped := false
 	defer func() {
 		if !stopped {
-			w.Stop() // a failed case must not leave a watch open
-		}
-	}()
-	vcw, err := rollwatch.PollVCenter(ctx, f.vc.Config, set.Namespace+"-"+set.Name+"-", b.MaxExisting(), 100*time.Millisecond)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer func() {
-		if !stopped {
 			vcw.Stop()
 		}
 	}()
 	leader := f.leader()
-	var seen counts
-	var readErr error
-	err = wait.PollUntilContextTimeout(ctx, 5*time.Millisecond, 2*time.Minute, true, func(ctx context.Context) (bool, error) {
-		seen, readErr = f.count(ctx, set.Namespace)
-		return readErr == nil && when(seen), nil
-	})
-	if err != nil {
-		t.Fatalf("%s: the moment never came (last seen %+v, last read error %v)", moment, seen, readErr)
-	}
+	seen := f.waitFor(t, moment, set.Namespace, when)
 	r := f.kill(t, leader, moment, set.Namespace, set.Name, n)
 	stopped = true
-	rep := w.Stop()
+	rep := stopWatch()
 	polls, failed, most, over := vcw.Stop()
 	r.most, r.bound, r.breaches = most, b.MaxExisting(), rep.Breaches
 	if rep.Breaches > 0 {

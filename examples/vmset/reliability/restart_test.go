@@ -92,30 +92,12 @@ type restarted struct {
 // and waits for the set to converge on n.
 func (f *fleet) restartDuring(t *testing.T, name string, set *vmv1.VirtualMachineReplicaSet, b rollwatch.Bounds, n int, when func(counts) bool) restarted {
 	t.Helper()
-	ctx := context.Background()
-	w, err := rollwatch.Start(ctx, f.e.Config, set, b)
-	if err != nil {
-		t.Fatal(err)
-	}
-	stopped := false
-	defer func() {
-		if !stopped {
-			w.Stop() // a failed case must not leave a watch open
-		}
-	}()
+	stopWatch := f.watchSet(t, set, b)
 	starts := 0
 	for _, m := range f.ms {
 		starts -= m.Starts()
 	}
-	var seen counts
-	var readErr error
-	err = wait.PollUntilContextTimeout(ctx, 5*time.Millisecond, 2*time.Minute, true, func(ctx context.Context) (bool, error) {
-		seen, readErr = f.count(ctx, set.Namespace)
-		return readErr == nil && when(seen), nil
-	})
-	if err != nil {
-		t.Fatalf("%s: the moment never came (last seen %+v, last read error %v)", name, seen, readErr)
-	}
+	seen := f.waitFor(t, name, set.Namespace, when)
 	begin := time.Now()
 	if err := f.e.Restart(name, time.Second); err != nil {
 		t.Fatalf("%v\n%s", err, f.e.RestartLog(name))
@@ -127,8 +109,7 @@ func (f *fleet) restartDuring(t *testing.T, name string, set *vmv1.VirtualMachin
 		starts += m.Starts()
 	}
 	r.starts = starts
-	stopped = true
-	rep := w.Stop()
+	rep := stopWatch()
 	r.gaps = rep.Gaps
 	if rep.Breaches > 0 {
 		t.Errorf("restart of %s at %+v: the watch saw the bounds (%v) broken %d times: %v", name, seen, b, rep.Breaches, rep.First)
@@ -138,6 +119,22 @@ func (f *fleet) restartDuring(t *testing.T, name string, set *vmv1.VirtualMachin
 	}
 	t.Logf("%s restarted at %+v; watch: %d changes, fewest available %d, most %d, %d gaps", name, seen, rep.Events, rep.FewestAvailable, rep.MostExisting, rep.Gaps)
 	return r
+}
+
+// waitFor polls the namespace's VirtualMachines until when holds of their
+// counts, and returns them; the moment is what a failure calls it.
+func (f *fleet) waitFor(t *testing.T, moment, ns string, when func(counts) bool) counts {
+	t.Helper()
+	var seen counts
+	var readErr error
+	err := wait.PollUntilContextTimeout(context.Background(), 5*time.Millisecond, 2*time.Minute, true, func(ctx context.Context) (bool, error) {
+		seen, readErr = f.count(ctx, ns)
+		return readErr == nil && when(seen), nil
+	})
+	if err != nil {
+		t.Fatalf("%s: the moment never came (last seen %+v, last read error %v)", moment, seen, readErr)
+	}
+	return seen
 }
 
 // count reads the namespace's VirtualMachines into counts.

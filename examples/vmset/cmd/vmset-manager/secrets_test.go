@@ -20,11 +20,8 @@ import (
 	"time"
 
 	"github.com/vmware/govmomi/find"
-	"github.com/vmware/govmomi/property"
-	"github.com/vmware/govmomi/session"
 	"github.com/vmware/govmomi/simulator"
 	"github.com/vmware/govmomi/vim25"
-	"github.com/vmware/govmomi/vim25/mo"
 	"github.com/vmware/govmomi/vim25/types"
 	corev1 "k8s.io/api/core/v1"
 	eventsv1 "k8s.io/api/events/v1"
@@ -337,29 +334,11 @@ func otherCA(t *testing.T) string {
 // vCenter's idle timeout does, and returns how many it ended.
 func endSessions(t *testing.T, c *vim25.Client) int {
 	t.Helper()
-	ctx := context.Background()
-	sm := session.NewManager(c)
-	own, err := sm.UserSession(ctx)
+	n, err := vcsim.EndSessions(context.Background(), c)
 	if err != nil {
 		t.Fatal(err)
 	}
-	var m mo.SessionManager
-	if err := property.DefaultCollector(c).RetrieveOne(ctx, sm.Reference(), []string{"sessionList"}, &m); err != nil {
-		t.Fatal(err)
-	}
-	var keys []string
-	for _, s := range m.SessionList {
-		if s.Key != own.Key {
-			keys = append(keys, s.Key)
-		}
-	}
-	if len(keys) == 0 {
-		t.Fatal("the manager has no vCenter session to end")
-	}
-	if err := sm.TerminateSession(ctx, keys); err != nil {
-		t.Fatal(err)
-	}
-	return len(keys)
+	return n
 }
 
 // vmRef finds the VM called name in the datacenter's VM folder.
