@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"os"
 	"os/exec"
+	"path/filepath"
 	"strconv"
 	"strings"
 	"syscall"
@@ -16,8 +17,8 @@ import (
 
 // Restart stops the control plane's kube-apiserver or etcd (name) as a
 // kubelet restarting a static pod does, SIGTERM and then SIGKILL after a
-// grace period of 15 s (kube-apiserver, draining, takes about a minute
-// here), waits down, and starts it again with the same command line, environment and
+// grace period of 15 s (kube-apiserver, draining its watches, takes longer
+// here and is killed), waits down, and starts it again with the same command line, environment and
 // files (the same ports, certificates and data), returning once the API
 // server answers /readyz again (which checks etcd); clients of the old
 // process see their connections drop and must reconnect. Stop stops the new process too. It is meant for
@@ -54,21 +55,23 @@ func (e *Env) Restart(name string, down time.Duration) error {
 	time.Sleep(down)
 	cmd := exec.Command(argv[0], argv[1:]...)
 	cmd.Env, cmd.Dir = environ, cwd
-	if e.restartLogs == nil {
-		e.restartLogs = map[string]*LockedBuffer{}
+	logf, err := os.OpenFile(e.restartLogPath(name), os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o600)
+	if err != nil {
+		return err
 	}
-	if e.restartLogs[name] == nil {
-		e.restartLogs[name] = &LockedBuffer{}
-	}
-	cmd.Stdout, cmd.Stderr = e.restartLogs[name], e.restartLogs[name]
+	defer func() { _ = logf.Close() }() // the child writes through its own descriptor
+	cmd.Stdout, cmd.Stderr = logf, logf
 	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
 	if err := cmd.Start(); err != nil {
 		return fmt.Errorf("testenv: start %s again: %w", name, err)
 	}
 	if e.restarted == nil {
-		e.restarted = map[string]*exec.Cmd{}
+		e.restarted = map[string]*restartedProcess{}
 	}
-	e.restarted[name] = cmd
+	rp := &restartedProcess{cmd: cmd, done: make(chan struct{})}
+	// Reaped as soon as it exits, whether Stop or a later Restart ends it.
+	go func() { _ = cmd.Wait(); close(rp.done) }()
+	e.restarted[name] = rp
 	return e.waitReady(90 * time.Second)
 }
 
@@ -95,32 +98,39 @@ func (e *Env) waitReady(within time.Duration) error {
 	}
 }
 
-// RestartLog returns what the processes Restart started for name have
-// logged, for failure messages.
+// restartedProcess is a process Restart started, and what closes when it
+// has exited.
+type restartedProcess struct {
+	cmd  *exec.Cmd
+	done chan struct{}
+}
+
+// restartLogPath is where the processes Restart starts for name log.
+func (e *Env) restartLogPath(name string) string {
+	return filepath.Join(e.dir, name+"-restarted.log")
+}
+
+// RestartLog returns the last 64 KiB of what the processes Restart
+// started for name have logged, for failure messages.
 func (e *Env) RestartLog(name string) string {
-	if b := e.restartLogs[name]; b != nil {
-		return b.String()
-	}
-	return ""
+	b, _ := os.ReadFile(e.restartLogPath(name))
+	return string(b[max(len(b)-64<<10, 0):])
 }
 
 // stopRestarted stops the process Restart started for name, if any.
 func (e *Env) stopRestarted(name string) error {
-	cmd := e.restarted[name]
-	if cmd == nil {
+	rp := e.restarted[name]
+	if rp == nil {
 		return nil
 	}
 	delete(e.restarted, name)
-	_ = cmd.Process.Signal(syscall.SIGTERM)
-	// Wait's error only says the process ended on a signal.
-	done := make(chan struct{})
-	go func() { _ = cmd.Wait(); close(done) }()
+	_ = rp.cmd.Process.Signal(syscall.SIGTERM)
 	select {
-	case <-done:
+	case <-rp.done:
 		return nil
 	case <-time.After(30 * time.Second):
-		_ = cmd.Process.Kill()
-		<-done
+		_ = rp.cmd.Process.Kill()
+		<-rp.done
 		return fmt.Errorf("testenv: restarted %s did not stop within 30s; killed", name)
 	}
 }
@@ -128,8 +138,13 @@ func (e *Env) stopRestarted(name string) error {
 // childNamed returns the process ID of this process's running child named
 // name (as restarted, or as envtest started it).
 func (e *Env) childNamed(name string) (int, error) {
-	if cmd := e.restarted[name]; cmd != nil {
-		return cmd.Process.Pid, nil
+	if rp := e.restarted[name]; rp != nil {
+		select {
+		case <-rp.done:
+			return 0, fmt.Errorf("testenv: the %s Restart started has exited", name)
+		default:
+			return rp.cmd.Process.Pid, nil
+		}
 	}
 	dirs, err := os.ReadDir("/proc")
 	if err != nil {

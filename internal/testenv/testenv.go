@@ -65,10 +65,8 @@ type Env struct {
 	watchdog *exec.Cmd
 	startErr error // set by Main when the environment could not start
 
-	// restarted are the processes Restart started, by name, and what
-	// they logged.
-	restarted   map[string]*exec.Cmd
-	restartLogs map[string]*LockedBuffer
+	// restarted are the processes Restart started, by name.
+	restarted map[string]*restartedProcess
 }
 
 // BinDir returns the folder holding the binaries: $KUBEBUILDER_ASSETS if set,

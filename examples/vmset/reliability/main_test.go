@@ -2,9 +2,7 @@ package reliability
 
 import (
 	"context"
-	"os"
 	"path/filepath"
-	"sync"
 	"testing"
 
 	"github.com/replicakit/replicakit/examples/internal/procs"
@@ -21,30 +19,14 @@ func TestMain(m *testing.M) {
 	})
 }
 
-var (
-	buildOnce sync.Once
-	bins      procs.Binaries
-	errBuild  error
-)
-
-// binaries builds vmset-manager and vcsimd once per test binary, into
-// bin/ (beside the control plane's programs).
+// binaries builds vmset-manager and vcsimd for one test, into its own
+// folder, so that no other run's build replaces a program a replica is
+// restarted from (the go command's build cache makes it a relink).
 func binaries(t *testing.T) procs.Binaries {
 	t.Helper()
-	buildOnce.Do(func() {
-		dir, err := testenv.BinDir()
-		if err != nil {
-			errBuild = err
-			return
-		}
-		if err := os.MkdirAll(dir, 0o755); err != nil {
-			errBuild = err
-			return
-		}
-		bins, errBuild = procs.Build(context.Background(), dir)
-	})
-	if errBuild != nil {
-		t.Fatal(errBuild)
+	b, err := procs.Build(context.Background(), t.TempDir())
+	if err != nil {
+		t.Fatal(err)
 	}
-	return bins
+	return b
 }
