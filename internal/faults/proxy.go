@@ -69,7 +69,8 @@ type Rules struct {
 	// PlainText answers TooManyRequests in text/plain, exactly as the API
 	// server's priority-and-fairness filter does, not with a Status.
 	PlainText bool
-	// Match, when set, further limits the chosen requests.
+	// Match, when set, further limits the chosen requests. It runs under
+	// the proxy's lock: it must not call the Proxy.
 	Match func(*http.Request) bool
 }
 
@@ -128,9 +129,14 @@ type Proxy struct {
 	rules    Rules
 	rng      *rand.Rand
 	injected map[Fault]int64
-	last     map[requestKey]attempt // until the request comes again
+	last     map[requestKey]attempt // until the request comes again, or forgetAfter
 	gaps     []RetryGap
+	pruned   time.Time // when last was last pruned
 }
+
+// forgetAfter is how long the proxy remembers a faulted request that has
+// not come again: a 409 or 500 is retried, if at all, with another body.
+const forgetAfter = 10 * time.Minute
 
 // NewProxy starts a proxy to the API server of upstream on a free loopback
 // port, with a self-signed certificate made now.
@@ -293,6 +299,14 @@ func (p *Proxy) decide(r *http.Request, key requestKey, arrived time.Time) (atte
 	a := attempt{at: arrived, fault: fault, inRow: prev.inRow + 1} // prev is zero unless again
 	if fault == TooManyRequests || fault == ServerTimeout {
 		a.retryAfter = max(rules.RetryAfter, 1)
+	}
+	if arrived.Sub(p.pruned) > forgetAfter {
+		for k, old := range p.last {
+			if arrived.Sub(old.at) > forgetAfter {
+				delete(p.last, k)
+			}
+		}
+		p.pruned = arrived
 	}
 	p.last[key] = a
 	p.injected[fault]++

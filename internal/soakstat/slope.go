@@ -249,7 +249,8 @@ func Failed(results []Result) bool {
 	return slices.ContainsFunc(results, func(r Result) bool { return r.Verdict != Pass })
 }
 
-// byProcessAndName orders results as tables list them.
+// byProcessAndName orders results as tables list them: by quantity, then
+// process, so that one quantity's processes sit together.
 func byProcessAndName(a, b Result) int {
 	return cmp.Or(cmp.Compare(a.Name, b.Name), cmp.Compare(a.Process, b.Process))
 }

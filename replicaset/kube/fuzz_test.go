@@ -77,7 +77,7 @@ func FuzzReplicaOf(f *testing.F) {
 		case !valid && err == nil:
 			t.Fatalf("ReplicaOf with cost %q: no error; want one (not a decimal int64)", cost)
 		case err != nil && (!strings.Contains(err.Error(), "child "+name+":") || !strings.Contains(err.Error(), strconv.Quote(cost))):
-			t.Fatalf("ReplicaOf's error %q names neither the child %q nor the value %q", err, name, cost)
+			t.Fatalf("ReplicaOf's error %q does not name both the child %q and the value %q", err, name, cost)
 		case r.DeletionCost != want:
 			t.Fatalf("ReplicaOf with cost %q: DeletionCost %d, want %d", cost, r.DeletionCost, want)
 		case r.MarkedForDeletion != (hasFirst && first != "false"):

@@ -5,9 +5,9 @@
 // with its metrics and probes on a loopback port and its log in a file.
 //
 // Build compiles both programs. A Manager can be stopped (SIGTERM), killed
-// (SIGKILL, as a node or the kubelet kills a pod) and started again; Leader
-// says which replica leads, from the replicas' own
-// leader_election_master_status metric. Restart stops and starts a
-// control-plane process (kube-apiserver or etcd) with the same command
-// line, files and ports, as a kubelet restarts a static pod.
+// (SIGKILL, as a node or the kubelet kills a pod), started again, and
+// supervised (started again whenever it exits on its own, as a kubelet
+// restarts a container); Leader says which replica leads, from the
+// replicas' own leader_election_master_status metric. The control plane's
+// own processes are restarted by internal/testenv (Env.Restart).
 package procs

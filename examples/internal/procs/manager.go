@@ -28,18 +28,17 @@ var errSuperseded = errors.New("superseded")
 type Manager struct {
 	// Name tells the replicas apart in messages and file names.
 	Name string
-	// MetricsURL is its plain-HTTP /metrics.
-	MetricsURL string
 
 	bin, kubeconfig, dir string
 	vc                   *VCenter
 	args                 []string
 
-	mu        sync.Mutex
-	p         *process
-	starts    int
-	supervise bool // restart when the process exits unasked
-	asked     bool // Kill or Stop was called for the current process
+	mu         sync.Mutex
+	metricsURL string // the current process's plain-HTTP /metrics
+	p          *process
+	starts     int
+	supervise  bool // restart when the process exits unasked
+	asked      bool // Kill or Stop was called for the current process
 }
 
 // StartManager starts a vmset-manager replica with leader election, on
@@ -58,7 +57,11 @@ func (m *Manager) Start() error {
 	if err != nil {
 		return err
 	}
-	return ready(p, probes)
+	if err := ready(p, probes); err != nil {
+		m.current(true) // stopped by ready: no supervisor restarts it
+		return err
+	}
+	return nil
 }
 
 // launch starts a process for the replica and returns it and its probe
@@ -67,11 +70,11 @@ func (m *Manager) Start() error {
 func (m *Manager) launch(replacing *process) (*process, string, error) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	if m.p != nil && m.p.running() {
-		return nil, "", fmt.Errorf("manager %s is running", m.Name)
-	}
 	if replacing != nil && (m.p != replacing || m.asked || !m.supervise) {
 		return nil, "", errSuperseded
+	}
+	if m.p != nil && m.p.running() {
+		return nil, "", fmt.Errorf("manager %s is running", m.Name)
 	}
 	metrics, err := freeAddr()
 	if err != nil {
@@ -96,7 +99,7 @@ func (m *Manager) launch(replacing *process) (*process, string, error) {
 	}
 	m.p, m.asked = p, false
 	m.starts++
-	m.MetricsURL = "http://" + metrics + "/metrics"
+	m.metricsURL = "http://" + metrics + "/metrics"
 	go m.watch(p)
 	return p, probes, nil
 }
@@ -125,7 +128,8 @@ func (m *Manager) Supervise() {
 }
 
 // watch restarts the replica when p exits unasked under supervision,
-// retrying every second until a start succeeds or Kill or Stop is asked.
+// retrying every second until a process starts or p is no longer the
+// replica's, Kill, Stop or Close having been asked.
 func (m *Manager) watch(p *process) {
 	<-p.exited
 	for {
@@ -148,6 +152,19 @@ func (m *Manager) current(asked bool) *process {
 	return m.p
 }
 
+// Close stops the replica for good: no supervisor restarts it, whatever
+// state its process is in. Tests call it on their way out.
+func (m *Manager) Close() error {
+	m.mu.Lock()
+	m.supervise, m.asked = false, true
+	p := m.p
+	m.mu.Unlock()
+	if p == nil {
+		return nil
+	}
+	return p.stop(20 * time.Second)
+}
+
 // Kill sends SIGKILL, as a node that dies or a kubelet that gives up on a
 // pod does, and returns once the process is gone. A supervised replica is
 // not restarted after it: call Start.
@@ -165,6 +182,15 @@ func (m *Manager) Running() bool {
 // PID is the process ID of the replica's current process.
 func (m *Manager) PID() int { return m.current(false).pid() }
 
+// Target describes the replica's current process at one moment: its name
+// (the replica's and how many processes it has had, such as "a#2"), its
+// process ID and its plain-HTTP /metrics URL.
+func (m *Manager) Target() (process string, pid int, metricsURL string) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	return fmt.Sprintf("%s#%d", m.Name, m.starts), m.p.pid(), m.metricsURL
+}
+
 // Starts counts the processes started for the replica.
 func (m *Manager) Starts() int {
 	m.mu.Lock()
@@ -180,9 +206,7 @@ func (m *Manager) Tail(n int) string { return m.current(false).tail(n) }
 // and controller_runtime_reconcile_total, each absent until the replica
 // reports it.
 func (m *Manager) Metrics(ctx context.Context) (map[string]float64, error) {
-	m.mu.Lock()
-	u := m.MetricsURL
-	m.mu.Unlock()
+	_, _, u := m.Target()
 	e, err := soakstat.Scrape(ctx, scrapeClient, u)
 	if err != nil {
 		return nil, fmt.Errorf("manager %s: %w", m.Name, err)

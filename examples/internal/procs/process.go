@@ -6,6 +6,8 @@ import (
 	"net"
 	"os"
 	"os/exec"
+	"slices"
+	"strings"
 	"syscall"
 	"time"
 )
@@ -27,7 +29,7 @@ func start(bin, logPath string, env []string, args ...string) (*process, error) 
 	}
 	defer func() { _ = logf.Close() }() // the child writes through its own descriptor
 	p := &process{cmd: exec.Command(bin, args...), log: logPath, exited: make(chan struct{})}
-	p.cmd.Env = append(os.Environ(), env...)
+	p.cmd.Env = append(inherited(), env...)
 	p.cmd.Stdout, p.cmd.Stderr = logf, logf
 	p.cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
 	if err := p.cmd.Start(); err != nil {
@@ -35,6 +37,15 @@ func start(bin, logPath string, env []string, args ...string) (*process, error) 
 	}
 	go func() { _ = p.cmd.Wait(); close(p.exited) }()
 	return p, nil
+}
+
+// inherited is this process's environment without what would make a
+// child depend on the machine it runs on: the vCenter settings and the
+// kubeconfig, which the harness gives explicitly.
+func inherited() []string {
+	return slices.DeleteFunc(os.Environ(), func(kv string) bool {
+		return strings.HasPrefix(kv, "VSPHERE_") || strings.HasPrefix(kv, "KUBECONFIG=")
+	})
 }
 
 // pid is the process's ID.
@@ -50,8 +61,12 @@ func (p *process) running() bool {
 	}
 }
 
-// kill sends SIGKILL to the process group and waits for the exit.
+// kill sends SIGKILL to the process group and waits for the exit; a
+// process already reaped is left alone (its group ID may be another's).
 func (p *process) kill() {
+	if !p.running() {
+		return
+	}
 	_ = syscall.Kill(-p.pid(), syscall.SIGKILL)
 	<-p.exited
 }

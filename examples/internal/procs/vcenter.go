@@ -3,6 +3,7 @@ package procs
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"net/http"
@@ -46,13 +47,21 @@ func StartVCenter(ctx context.Context, bin, dir string, args ...string) (*VCente
 		return nil, err
 	}
 	v := &VCenter{p: p}
-	b, err := os.ReadFile(envFile)
+	if err := v.read(ctx, dir); err != nil {
+		return nil, errors.Join(err, p.stop(10*time.Second))
+	}
+	return v, nil
+}
+
+// read reads the files vcsimd wrote into dir and logs in once.
+func (v *VCenter) read(ctx context.Context, dir string) error {
+	b, err := os.ReadFile(filepath.Join(dir, "vsphere.env"))
 	if err != nil {
-		return nil, err
+		return err
 	}
 	v.Env = strings.Fields(string(b))
 	if v.Config, err = vcsim.ReadEnvFile(filepath.Join(dir, "govc.env")); err != nil {
-		return nil, err
+		return err
 	}
 	for _, kv := range v.Env {
 		k, val, _ := strings.Cut(kv, "=")
@@ -69,13 +78,13 @@ func StartVCenter(ctx context.Context, bin, dir string, args ...string) (*VCente
 	}
 	c, err := os.ReadFile(filepath.Join(dir, "control"))
 	if err != nil {
-		return nil, err
+		return err
 	}
 	v.Control = strings.TrimSpace(string(c))
 	if _, err := vcsim.VMNames(ctx, v.Config); err != nil {
-		return nil, fmt.Errorf("vcsimd answers no login: %w", err)
+		return fmt.Errorf("vcsimd answers no login: %w", err)
 	}
-	return v, nil
+	return nil
 }
 
 // SetFaultRate makes calls of vcsimd's fault methods fail with

@@ -3,7 +3,6 @@ package reliability
 import (
 	"bytes"
 	"context"
-	"fmt"
 	"math"
 	"math/rand/v2"
 	"os"
@@ -12,12 +11,7 @@ import (
 	"testing"
 	"time"
 
-	corev1 "k8s.io/api/core/v1"
-	"k8s.io/apimachinery/pkg/api/equality"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/util/wait"
-	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/replicakit/replicakit/examples/internal/procs"
@@ -49,14 +43,14 @@ var soakSets = []string{"soak-0", "soak-1", "soak-2"}
 // sets scaled, rolled to another template and back, paused and resumed,
 // deleted and made again, zones refusing clones, vCenter failing 5% of its
 // tasks (0 to 15% as the work changes it), 5% of the replicas' API writes
-// failing (429 with Retry-After, 500, 409), and, in the first half, the leader killed and the API server
-// restarted. Every interval it samples each manager process (soakstat);
-// a watch of its own checks the bounds throughout (soakWatch). At the
-// end, with the faults lifted, every set must converge with nothing
-// leaked or made twice and the foreign objects untouched, every request
-// answered 429 must have come again no sooner than its Retry-After, and,
-// in a soak
-// of soakJudged or more, no series of a process that lived through the
+// failing (429 with Retry-After, 500, 409), and, in the first half, the
+// leader killed and (in a judged soak) the API server restarted. Every
+// interval it samples each manager process (soakstat); a watch of its own
+// checks the bounds throughout (soakWatch). At the end, with the faults
+// lifted, every set must converge with nothing leaked or made twice and
+// the foreign objects untouched; some requests answered 429 must have
+// come again, each no sooner than its Retry-After; and, in a soak of
+// soakJudged or more, no series of a process that lived through the
 // second half may grow beyond its tolerance.
 func TestSoak(t *testing.T) {
 	total := soakShort
@@ -105,7 +99,11 @@ func TestSoak(t *testing.T) {
 	begin := time.Now()
 	runCtx, cancel := context.WithDeadline(ctx, begin.Add(total))
 	defer cancel()
-	w, err := startSoakWatch(runCtx, f.e.Config)
+	// The watch runs until the end, the faults' lifting and the
+	// convergence included.
+	watchCtx, stopWatch := context.WithCancel(ctx)
+	defer stopWatch()
+	w, err := startSoakWatch(watchCtx, f.e.Config)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -121,7 +119,8 @@ func TestSoak(t *testing.T) {
 				if m.Running() {
 					// A process that is going away fails to answer; the
 					// sample is NaN and the run goes on.
-					_ = sampler.Sample(runCtx, soakstat.Target{Process: processName(m), PID: m.PID(), MetricsURL: m.MetricsURL}, time.Now())
+					name, pid, url := m.Target()
+					_ = sampler.Sample(runCtx, soakstat.Target{Process: name, PID: pid, MetricsURL: url}, time.Now())
 				}
 			}
 			select {
@@ -175,6 +174,9 @@ func TestSoak(t *testing.T) {
 	}
 	events, breaches, first := w.report()
 	t.Logf("the watch checked %d changes: %d broke a bound", events, breaches)
+	if events == 0 {
+		t.Error("the watch saw no change: nothing was checked")
+	}
 	if breaches > 0 {
 		t.Errorf("the watch saw bounds broken %d times: %v", breaches, first)
 	}
@@ -183,7 +185,10 @@ func TestSoak(t *testing.T) {
 
 // processName names a replica's current process in the series: its name
 // and how many processes it has had, such as "a#2".
-func processName(m *procs.Manager) string { return fmt.Sprintf("%s#%d", m.Name, m.Starts()) }
+func processName(m *procs.Manager) string {
+	name, _, _ := m.Target()
+	return name
+}
 
 // report judges the series of the processes that lived through the second
 // half (from mid), writes the table and the plot of every series to dir,
@@ -197,12 +202,12 @@ func report(t *testing.T, s *soakstat.Sampler, mid time.Time, ms []*procs.Manage
 			judged = append(judged, sr)
 		}
 	}
-	// Every quantity must have been read from every judged process:
-	// a metric renamed or gone would otherwise pass unseen.
+	// Every quantity must have been read from every process running at
+	// the end: a metric renamed or gone would otherwise pass unseen.
 	want := []string{"rss", "fds", "heap_inuse", "heap_live", "goroutines", "expectations", "zone_backoff",
 		"cache_objects/virtualmachines", "cache_objects/virtualmachinereplicasets"}
 	read := map[string]bool{}
-	for _, sr := range judged {
+	for _, sr := range all {
 		if slices.ContainsFunc(sr.Points, func(p soakstat.Point) bool { return !math.IsNaN(p.V) }) {
 			read[sr.Process+" "+sr.Name] = true
 		}
@@ -240,216 +245,4 @@ func report(t *testing.T, s *soakstat.Sampler, mid time.Time, ms []*procs.Manage
 	case soakstat.Failed(results):
 		t.Error("a series grew beyond its tolerance over the second half (table above)")
 	}
-}
-
-// soakWork is the soak's random work.
-type soakWork struct {
-	t       *testing.T
-	f       *fleet
-	rng     *rand.Rand
-	done    map[string]int
-	outage  func(context.Context) error
-	outages int
-}
-
-// run works until ctx ends: a random step every 2 to 6 s; in the first
-// half, the leader killed every eighth of the run (at least 90 s apart,
-// and at least once) and, in a judged soak, the API server restarted once at a quarter.
-func (s *soakWork) run(ctx context.Context, begin time.Time, total time.Duration) (kills, restarts int) {
-	s.done = map[string]int{}
-	for _, ns := range soakSets {
-		s.create(ctx, ns)
-	}
-	killEvery := min(max(total/8, 90*time.Second), total/3)
-	nextKill := begin.Add(killEvery)
-	restartAt := begin.Add(total / 4)
-	restarted := total < soakJudged
-	for ctx.Err() == nil {
-		now := time.Now()
-		switch {
-		case now.Before(begin.Add(total/2)) && now.After(nextKill):
-			leader, err := procs.Leader(ctx, boundTakeover, s.f.ms...)
-			if err == nil {
-				leader.Kill()
-				if err := leader.Start(); err != nil {
-					s.t.Errorf("restart %s after killing it: %v", leader.Name, err)
-				}
-				kills++
-			}
-			nextKill = now.Add(killEvery)
-		case !restarted && now.After(restartAt):
-			if err := s.f.e.Restart("kube-apiserver", time.Second); err != nil {
-				s.t.Errorf("%v\n%s", err, s.f.e.RestartLog("kube-apiserver"))
-			}
-			restarted = true
-			restarts++
-		default:
-			s.step(ctx)
-		}
-		select {
-		case <-ctx.Done():
-		case <-time.After(2*time.Second + time.Duration(s.rng.Int64N(int64(4*time.Second)))):
-		}
-	}
-	return kills, restarts
-}
-
-// step does one random thing to one random set.
-func (s *soakWork) step(ctx context.Context) {
-	ns := soakSets[s.rng.IntN(len(soakSets))]
-	set := &vmv1.VirtualMachineReplicaSet{}
-	err := s.f.e.Client.Get(ctx, client.ObjectKey{Namespace: ns, Name: "web"}, set)
-	if apierrors.IsNotFound(err) {
-		s.create(ctx, ns)
-		return
-	}
-	if err != nil || set.DeletionTimestamp != nil {
-		return // the API server restarting, or a set going
-	}
-	var what string
-	patch := client.MergeFrom(set.DeepCopy())
-	switch r := s.rng.IntN(20); {
-	case r < 8:
-		what = "scale"
-		set.Spec.Replicas = ptr.To(int32(s.rng.IntN(6)))
-	case r < 13:
-		what = "template"
-		if set.Spec.Template.Spec == templateB {
-			set.Spec.Template.Spec = templateA
-		} else {
-			set.Spec.Template.Spec = templateB
-		}
-	case r < 15:
-		what = "pause-resume"
-		set.Spec.Strategy.Paused = !set.Spec.Strategy.Paused
-	case r < 17:
-		s.toggleOutage(ctx)
-		return
-	case r < 18:
-		what = "vcenter-faults"
-		rate := []float64{0, 0.05, 0.15}[s.rng.IntN(3)]
-		if err := s.f.vc.SetFaultRate(ctx, rate); err != nil {
-			s.t.Errorf("vCenter fault rate: %v", err)
-		}
-		s.done[what]++
-		return
-	default:
-		what = "delete-set"
-		if err := s.f.e.Client.Delete(ctx, set); err == nil {
-			s.done[what]++
-		}
-		return
-	}
-	if err := s.f.e.Client.Patch(ctx, set, patch); err == nil {
-		s.done[what]++
-	}
-}
-
-// create makes the namespace's set "web" with a random count.
-func (s *soakWork) create(ctx context.Context, ns string) {
-	set := newSet(ns, "web", int32(s.rng.IntN(6)))
-	if err := s.f.e.Client.Create(ctx, set); err == nil {
-		s.done["create-set"]++
-	}
-}
-
-// toggleOutage makes a random zone refuse clones, or ends the outage.
-func (s *soakWork) toggleOutage(ctx context.Context) {
-	if s.outage != nil {
-		if err := s.outage(ctx); err != nil {
-			s.t.Errorf("end a zone outage: %v", err)
-			return
-		}
-		s.outage = nil
-		return
-	}
-	pool := []string{"/DC0/host/DC0_C0/Resources", "/DC0/host/DC0_C1/Resources", "/DC0/host/DC0_C2/Resources"}[s.rng.IntN(3)]
-	lift, err := s.f.vc.Refuse(ctx, "CloneVM_Task", pool)
-	if err != nil {
-		s.t.Errorf("zone outage: %v", err)
-		return
-	}
-	s.outage = lift
-	s.outages++
-	s.done["zone-outage"]++
-}
-
-// calm ends the faults and outages, resumes every set and makes sure
-// each exists.
-func (s *soakWork) calm(ctx context.Context) {
-	if err := s.f.vc.SetFaultRate(ctx, 0); err != nil {
-		s.t.Fatal(err)
-	}
-	if s.outage != nil {
-		if err := s.outage(ctx); err != nil {
-			s.t.Fatal(err)
-		}
-	}
-	for _, ns := range soakSets {
-		err := wait.PollUntilContextTimeout(ctx, time.Second, 2*time.Minute, true, func(ctx context.Context) (bool, error) {
-			set := &vmv1.VirtualMachineReplicaSet{}
-			err := s.f.e.Client.Get(ctx, client.ObjectKey{Namespace: ns, Name: "web"}, set)
-			switch {
-			case apierrors.IsNotFound(err):
-				s.create(ctx, ns)
-				return false, nil
-			case err != nil || set.DeletionTimestamp != nil:
-				return false, nil
-			case !set.Spec.Strategy.Paused:
-				return true, nil
-			}
-			patch := client.MergeFrom(set.DeepCopy())
-			set.Spec.Strategy.Paused = false
-			return s.f.e.Client.Patch(ctx, set, patch) == nil, nil
-		})
-		if err != nil {
-			s.t.Fatalf("%s: the set could not be made or resumed: %v", ns, err)
-		}
-	}
-}
-
-// foreignObjects are a namespace's VirtualMachines that no set owns: one
-// with a set's labels controlled by a ConfigMap, and a bystander.
-type foreignObjects struct {
-	owned, bystander *vmv1.VirtualMachine
-	owner            *corev1.ConfigMap
-}
-
-// plantForeign makes them in ns.
-func plantForeign(t *testing.T, f *fleet, ns string) *foreignObjects {
-	t.Helper()
-	ctx := context.Background()
-	fo := &foreignObjects{owner: &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "other-owner"}}}
-	if err := f.e.Client.Create(ctx, fo.owner); err != nil {
-		t.Fatal(err)
-	}
-	fo.owned = &vmv1.VirtualMachine{ObjectMeta: metav1.ObjectMeta{
-		Namespace: ns, Name: "foreign-owned", Labels: map[string]string{"app": "web"},
-		OwnerReferences: []metav1.OwnerReference{{APIVersion: "v1", Kind: "ConfigMap", Name: fo.owner.Name, UID: fo.owner.UID, Controller: ptr.To(true)}},
-	}, Spec: templateA}
-	fo.bystander = &vmv1.VirtualMachine{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "bystander", Labels: map[string]string{"app": "other"}}, Spec: templateA}
-	for _, vm := range []*vmv1.VirtualMachine{fo.owned, fo.bystander} {
-		if err := f.e.Client.Create(ctx, vm); err != nil {
-			t.Fatal(err)
-		}
-	}
-	return fo
-}
-
-// changed lists what differs from when they were planted: gone, another
-// UID, being deleted, or other owners or labels.
-func (fo *foreignObjects) changed(t *testing.T, f *fleet) []string {
-	t.Helper()
-	var out []string
-	for _, want := range []*vmv1.VirtualMachine{fo.owned, fo.bystander} {
-		got := &vmv1.VirtualMachine{}
-		if err := f.e.Client.Get(context.Background(), client.ObjectKeyFromObject(want), got); err != nil {
-			out = append(out, fmt.Sprintf("%s: %v", want.Name, err))
-			continue
-		}
-		if got.UID != want.UID || got.DeletionTimestamp != nil || !equality.Semantic.DeepEqual(got.OwnerReferences, want.OwnerReferences) || !equality.Semantic.DeepEqual(got.Labels, want.Labels) {
-			out = append(out, fmt.Sprintf("%s: owners %v, labels %v, deleting %v", got.Name, got.OwnerReferences, got.Labels, got.DeletionTimestamp != nil))
-		}
-	}
-	return out
 }

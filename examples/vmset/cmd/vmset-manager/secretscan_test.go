@@ -162,11 +162,16 @@ func newSecret(label, username, password string) secret {
 	add("in a URL's user information", url.UserPassword(username, password).String())
 	add("escaped as a URL's password", strings.TrimPrefix(url.UserPassword("", password).String(), ":"))
 	add("in an HTTP basic authentication header", base64.StdEncoding.EncodeToString([]byte(username+":"+password)))
-	// Base64 of the password inside a longer text starts with the
-	// encoding of its whole three-byte groups when it starts on one.
-	whole := []byte(password)[:len(password)/3*3]
-	add("base64-encoded", base64.StdEncoding.EncodeToString(whole))
-	add("base64url-encoded", base64.URLEncoding.EncodeToString(whole))
+	// Base64 of a text holding the password holds the encoding of the
+	// password's whole three-byte groups from the first group boundary
+	// in it: at its first, second or third byte, as the text before it
+	// is 0, 2 or 1 bytes past a boundary.
+	for from := range 3 {
+		p := []byte(password)[from:]
+		whole := p[:len(p)/3*3]
+		add(fmt.Sprintf("base64-encoded from byte %d", from), base64.StdEncoding.EncodeToString(whole))
+		add(fmt.Sprintf("base64url-encoded from byte %d", from), base64.URLEncoding.EncodeToString(whole))
+	}
 	b, _ := json.Marshal(password) // a string always marshals
 	add("JSON-escaped", quoted(string(b)))
 	var plain bytes.Buffer
@@ -383,6 +388,8 @@ func TestSecretsLeakCheck(t *testing.T) {
 		"a SOAP login request":          "<Login><userName>x</userName><password>" + soap.String() + "</password></Login>",
 		"an error printed with %+q":     fmt.Sprintf("%+q", "log in: "+wrongPassword),
 		"base64 of a longer text":       base64.StdEncoding.EncodeToString([]byte(wrongPassword + " and more")),
+		"base64 one byte in":            base64.StdEncoding.EncodeToString([]byte("x" + wrongPassword)),
+		"base64 two bytes in":           base64.StdEncoding.EncodeToString([]byte("x:" + wrongPassword)),
 		"an unescaped password in text": "log in failed with " + wrongPassword + ".",
 	}
 	for name, text := range leaks {
