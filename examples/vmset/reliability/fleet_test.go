@@ -53,6 +53,12 @@ var (
 	templateB = vmv1.VirtualMachineSpec{CPUs: 2, MemoryMiB: 512}
 )
 
+// onB reports whether spec is templateB's. A spec read back from the API
+// server never equals templateA or templateB as a whole: the server fills
+// in the defaults they leave out (powerState, readiness). They differ in
+// their CPUs.
+func onB(spec vmv1.VirtualMachineSpec) bool { return spec.CPUs == templateB.CPUs }
+
 // fleet is the operator as deployed: vcsimd and two vmset-manager
 // replicas, a and b.
 type fleet struct {

@@ -52,18 +52,23 @@ func TestControlPlaneRestart(t *testing.T) {
 			rows = append(rows, row{name + " mid-scale-up", r.down, r.converge, r.starts, r.gaps})
 		})
 		t.Run(name+"/rollout", func(t *testing.T) {
-			spec := templateB
-			if set.Spec.Template.Spec == templateB {
-				spec = templateA
+			toB := !onB(set.Spec.Template.Spec)
+			spec := templateA
+			if toB {
+				spec = templateB
 			}
+			gen := set.Generation
 			f.setPatch(set, func(s *vmv1.VirtualMachineReplicaSet) { s.Spec.Template.Spec = spec })
+			if set.Generation == gen {
+				t.Fatalf("patching the template to %+v changed nothing: the set's template is %+v", spec, set.Spec.Template.Spec)
+			}
 			b, err := rollwatch.BoundsOf(set)
 			if err != nil {
 				t.Fatal(err)
 			}
 			r := f.restartDuring(t, name, set, b, n, func(st counts) bool {
 				on := st.onB
-				if spec != templateB {
+				if !toB {
 					on = st.made - st.onB
 				}
 				return on >= 1 && on < n
@@ -152,7 +157,7 @@ func (f *fleet) count(ctx context.Context, ns string) (counts, error) {
 		if vm.Status.InstanceUUID != "" {
 			c.made++
 		}
-		if vm.Spec.CPUs == templateB.CPUs {
+		if onB(vm.Spec) {
 			c.onB++
 		}
 	}

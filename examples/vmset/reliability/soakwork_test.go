@@ -93,7 +93,7 @@ func (s *soakWork) step(ctx context.Context) {
 		set.Spec.Replicas = ptr.To(int32(s.rng.IntN(6)))
 	case r < 13:
 		what = "template"
-		if set.Spec.Template.Spec == templateB {
+		if onB(set.Spec.Template.Spec) {
 			set.Spec.Template.Spec = templateA
 		} else {
 			set.Spec.Template.Spec = templateB
