@@ -87,6 +87,8 @@ func watchChildren(t *testing.T, w *unstructured.Unstructured, start map[string]
 		x.live[name] = true
 	}
 	x.fewest, x.most = len(x.live), len(x.live)
+	// The test patches w while the watch runs: read its UID once, here.
+	uid := w.GetUID()
 	go func() {
 		defer close(x.done)
 		for ev := range wi.ResultChan() {
@@ -94,7 +96,7 @@ func watchChildren(t *testing.T, w *unstructured.Unstructured, start map[string]
 			if !ok {
 				continue
 			}
-			if ref := metav1.GetControllerOf(cm); ref == nil || ref.UID != w.GetUID() {
+			if ref := metav1.GetControllerOf(cm); ref == nil || ref.UID != uid {
 				continue
 			}
 			x.mu.Lock()
