@@ -151,6 +151,18 @@ func (r Result) SlopePerHour() float64 { return r.Slope * 3600 }
 // infinite samples are skipped. The fit's error bounds assume samples
 // evenly spaced in time, as a soak takes them.
 func Check(s Series, tol Tolerance) Result {
+	return check(s, tol, time.Time{})
+}
+
+// CheckFrom is Check over the samples taken at or after from, such as
+// the second half of a whole run for a process started before it.
+func CheckFrom(s Series, tol Tolerance, from time.Time) Result {
+	return check(s, tol, from)
+}
+
+// check is Check from from, or, when from is zero, from halfway between
+// the first and the last finite sample's times.
+func check(s Series, tol Tolerance, from time.Time) Result {
 	nan := math.NaN()
 	r := Result{Process: s.Process, Name: s.Name, Kind: s.Kind, Tolerance: tol,
 		First: nan, Min: nan, Max: nan, Last: nan, Median: nan, Slope: nan, Intercept: nan,
@@ -166,9 +178,15 @@ func Check(s Series, tol Tolerance) Result {
 	}
 	slices.SortStableFunc(pts, func(a, b Point) int { return a.T.Compare(b.T) })
 	start, end := pts[0].T, pts[len(pts)-1].T
-	mid := start.Add(end.Sub(start) / 2)
+	mid := from
+	if mid.IsZero() {
+		mid = start.Add(end.Sub(start) / 2)
+	}
 	i, _ := slices.BinarySearchFunc(pts, mid, func(p Point, t time.Time) int { return p.T.Compare(t) })
 	half := pts[i:]
+	if len(half) == 0 {
+		return r
+	}
 	r.N, r.From, r.To = len(half), half[0].T, end
 	vs := make([]float64, len(half))
 	ts := make([]float64, len(half))
@@ -237,9 +255,16 @@ func median(vs []float64) float64 {
 
 // Evaluate checks each series by the Tolerance of its kind in tol.
 func Evaluate(series []Series, tol Tolerances) []Result {
+	return EvaluateFrom(series, tol, time.Time{})
+}
+
+// EvaluateFrom checks each series by the Tolerance of its kind in tol
+// over its samples taken at or after from (zero: each series' own second
+// half, as Evaluate).
+func EvaluateFrom(series []Series, tol Tolerances, from time.Time) []Result {
 	out := make([]Result, len(series))
 	for i, s := range series {
-		out[i] = Check(s, tol.For(s.Kind))
+		out[i] = check(s, tol.For(s.Kind), from)
 	}
 	return out
 }

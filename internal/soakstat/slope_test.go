@@ -283,3 +283,37 @@ func TestTolerances_For(t *testing.T) {
 		t.Errorf("nil For = %+v, want %+v", got, want)
 	}
 }
+
+// TestCheckFrom_JudgesFromTheGivenTime checks that CheckFrom judges the
+// samples from its time on, whatever the series' own span: a series
+// sampled from the start of a run, judged from halfway, is Check's
+// verdict; one that starts later is judged from the given time, not
+// from halfway through its own samples.
+func TestCheckFrom_JudgesFromTheGivenTime(t *testing.T) {
+	rapid.Check(t, func(t *rapid.T) {
+		n := rapid.IntRange(MinPoints*2, 80).Draw(t, "n")
+		late := rapid.IntRange(0, n/2).Draw(t, "late") // samples missed at the start
+		t0 := time.Unix(1_000_000, 0)
+		s := Series{Process: "p", Name: "x", Kind: Entries}
+		for i := late; i < n; i++ {
+			v := rapid.Float64Range(0, 100).Draw(t, "v")
+			s.Points = append(s.Points, Point{T: t0.Add(time.Duration(i) * 30 * time.Second), V: v})
+		}
+		mid := t0.Add(time.Duration(n-1) * 30 * time.Second / 2)
+		r := CheckFrom(s, DefaultTolerance(Entries), mid)
+		want := 0
+		for _, p := range s.Points {
+			if !p.T.Before(mid) {
+				want++
+			}
+		}
+		if r.N != want || (want > 0 && r.From.Before(mid)) {
+			t.Fatalf("CheckFrom judged %d samples from %v, want the %d from %v", r.N, r.From, want, mid)
+		}
+		if late == 0 {
+			if got := Check(s, DefaultTolerance(Entries)); got.N != r.N || got.Verdict != r.Verdict {
+				t.Fatalf("a series sampled from the start: Check %+v, CheckFrom at the run's middle %+v", got, r)
+			}
+		}
+	})
+}

@@ -219,7 +219,7 @@ func report(t *testing.T, s *soakstat.Sampler, mid time.Time, ms []*procs.Manage
 			}
 		}
 	}
-	results := soakstat.Evaluate(judged, nil)
+	results := soakstat.EvaluateFrom(judged, nil, mid)
 	var table bytes.Buffer
 	if err := soakstat.WriteTable(&table, results); err != nil {
 		t.Fatal(err)
