@@ -44,11 +44,14 @@ func TestControlPlaneRestart(t *testing.T) {
 	for _, name := range []string{"kube-apiserver", "etcd"} {
 		t.Run(name+"/scale-up", func(t *testing.T) {
 			from := n
-			n += 3
-			f.setPatch(set, func(s *vmv1.VirtualMachineReplicaSet) { s.Spec.Replicas = ptr.To(int32(n)) })
+			n += 4
 			b := rollwatch.Bounds{Desired: n}
 			b.Limits.Unavailable = n - from
-			r := f.restartDuring(t, name, set, b, n, func(st counts) bool { return st.made > from && st.made < n })
+			// The watch starts before the change, so that the moment, a
+			// second or two of clones, is not spent starting it.
+			stopWatch := f.watchSet(t, set, b)
+			f.setPatch(set, func(s *vmv1.VirtualMachineReplicaSet) { s.Spec.Replicas = ptr.To(int32(n)) })
+			r := f.restartDuring(t, name, set, stopWatch, n, func(st counts) bool { return st.made > from && st.made < n })
 			rows = append(rows, row{name + " mid-scale-up", r.down, r.converge, r.starts, r.gaps})
 		})
 		t.Run(name+"/rollout", func(t *testing.T) {
@@ -57,16 +60,17 @@ func TestControlPlaneRestart(t *testing.T) {
 			if toB {
 				spec = templateB
 			}
+			b, err := rollwatch.BoundsOf(set) // the template is not in the bounds
+			if err != nil {
+				t.Fatal(err)
+			}
+			stopWatch := f.watchSet(t, set, b)
 			gen := set.Generation
 			f.setPatch(set, func(s *vmv1.VirtualMachineReplicaSet) { s.Spec.Template.Spec = spec })
 			if set.Generation == gen {
 				t.Fatalf("patching the template to %+v changed nothing: the set's template is %+v", spec, set.Spec.Template.Spec)
 			}
-			b, err := rollwatch.BoundsOf(set)
-			if err != nil {
-				t.Fatal(err)
-			}
-			r := f.restartDuring(t, name, set, b, n, func(st counts) bool {
+			r := f.restartDuring(t, name, set, stopWatch, n, func(st counts) bool {
 				on := st.onB
 				if !toB {
 					on = st.made - st.onB
@@ -93,11 +97,10 @@ type restarted struct {
 }
 
 // restartDuring restarts the control-plane process name once when holds
-// of the set's VirtualMachines, while a watch checks the set against b,
-// and waits for the set to converge on n.
-func (f *fleet) restartDuring(t *testing.T, name string, set *vmv1.VirtualMachineReplicaSet, b rollwatch.Bounds, n int, when func(counts) bool) restarted {
+// of the set's VirtualMachines, while the watch stopWatch ends checks the
+// set against its bounds, and waits for the set to converge on n.
+func (f *fleet) restartDuring(t *testing.T, name string, set *vmv1.VirtualMachineReplicaSet, stopWatch func() rollwatch.Report, n int, when func(counts) bool) restarted {
 	t.Helper()
-	stopWatch := f.watchSet(t, set, b)
 	starts := 0
 	for _, m := range f.ms {
 		starts -= m.Starts()
@@ -117,7 +120,7 @@ func (f *fleet) restartDuring(t *testing.T, name string, set *vmv1.VirtualMachin
 	rep := stopWatch()
 	r.gaps = rep.Gaps
 	if rep.Breaches > 0 {
-		t.Errorf("restart of %s at %+v: the watch saw the bounds (%v) broken %d times: %v", name, seen, b, rep.Breaches, rep.First)
+		t.Errorf("restart of %s at %+v: the watch saw the bounds broken %d times: %v", name, seen, rep.Breaches, rep.First)
 	}
 	if leaked, dups := f.leaksAndDuplicates(set.Namespace, set.Name); len(leaked)+len(dups) > 0 {
 		t.Errorf("restart of %s: leaked vSphere VMs %v, names held twice %v", name, leaked, dups)
