@@ -58,15 +58,7 @@ func TestWatch_WriteOutlivesOlderUpdates(t *testing.T) {
 // write through Cached finds it gone, so the next read says not found and
 // the caller creates it again, instead of failing on the phantom forever.
 func TestCached_WriteThatFindsNoVMCorrectsTheCache(t *testing.T) {
-	model := simulator.VPX()
-	model.Cluster = 2
-	err := model.Run(func(ctx context.Context, c *vim25.Client) error {
-		p, err := NewWithClient(ctx, c, Config{ResourcePool: "/DC0/host/DC0_C1", Datastore: "LocalDS_0"})
-		if err != nil {
-			t.Fatal(err)
-		}
-		w := NewWatch(p)
-		w.replace(map[types.ManagedObjectReference]*mo.VirtualMachine{}) // synced, empty
+	onSyncedWatch(t, func(ctx context.Context, p *Provider, w *Watch) {
 		w.apply([]types.ObjectUpdate{{Kind: types.ObjectUpdateKindEnter, Obj: types.ManagedObjectReference{Type: "VirtualMachine", Value: "vm-gone"},
 			ChangeSet: []types.PropertyChange{
 				{Name: "name", Val: "ghost"},
@@ -98,6 +90,23 @@ func TestCached_WriteThatFindsNoVMCorrectsTheCache(t *testing.T) {
 		if vm, ok := w.Get("ghost"); ok {
 			t.Fatalf("after the destroy's pin: Get = %+v; want it gone", vm)
 		}
+	})
+}
+
+// onSyncedWatch runs f on govmomi's simulator with a provider in cluster
+// DC0_C1 and a watch of it that has synced and holds no VM.
+func onSyncedWatch(t *testing.T, f func(ctx context.Context, p *Provider, w *Watch)) {
+	t.Helper()
+	model := simulator.VPX()
+	model.Cluster = 2
+	err := model.Run(func(ctx context.Context, c *vim25.Client) error {
+		p, err := NewWithClient(ctx, c, Config{ResourcePool: "/DC0/host/DC0_C1", Datastore: "LocalDS_0"})
+		if err != nil {
+			return err
+		}
+		w := NewWatch(p)
+		w.replace(map[types.ManagedObjectReference]*mo.VirtualMachine{}) // synced, empty
+		f(ctx, p, w)
 		return nil
 	})
 	if err != nil {

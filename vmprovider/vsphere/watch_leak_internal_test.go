@@ -9,9 +9,6 @@ import (
 	"time"
 
 	"github.com/google/go-cmp/cmp"
-	"github.com/vmware/govmomi/simulator"
-	"github.com/vmware/govmomi/vim25"
-	"github.com/vmware/govmomi/vim25/mo"
 	"github.com/vmware/govmomi/vim25/types"
 	"pgregory.net/rapid"
 
@@ -71,15 +68,7 @@ func vmRef(value string) types.ManagedObjectReference {
 // those pins; once they pass, the watch's next update, or the next write
 // through Cached, drops them.
 func TestCached_WriteToAbsentVMIsNotKeptForever(t *testing.T) {
-	model := simulator.VPX()
-	model.Cluster = 2
-	err := model.Run(func(ctx context.Context, c *vim25.Client) error {
-		p, err := NewWithClient(ctx, c, Config{ResourcePool: "/DC0/host/DC0_C1", Datastore: "LocalDS_0"})
-		if err != nil {
-			t.Fatal(err)
-		}
-		w := NewWatch(p)
-		w.replace(map[types.ManagedObjectReference]*mo.VirtualMachine{}) // synced, empty
+	onSyncedWatch(t, func(ctx context.Context, p *Provider, w *Watch) {
 		cached := Cached{Provider: p, Watch: w}
 
 		if err := cached.Delete(ctx, "never-0", "uid-1"); err != nil {
@@ -113,11 +102,7 @@ func TestCached_WriteToAbsentVMIsNotKeptForever(t *testing.T) {
 		if diff := cmp.Diff([]string{"never-3"}, pinned(w)); diff != "" {
 			t.Errorf("after a pin passed and another write came (-want +got):\n%s", diff)
 		}
-		return nil
 	})
-	if err != nil {
-		t.Fatal(err)
-	}
 }
 
 // TestWatch_UnsettledWritesDoNotOutliveTheirPin: each way a write's pin is
