@@ -57,7 +57,7 @@ func (f *fleet) killDuringAdoption(t *testing.T) takeover {
 	var atKill int
 	err := wait.PollUntilContextTimeout(ctx, 5*time.Millisecond, time.Minute, true, func(ctx context.Context) (bool, error) {
 		var l vmv1.VirtualMachineList
-		if err := f.e.Client.List(ctx, &l, client.InNamespace(ns)); err != nil {
+		if err := f.poll.List(ctx, &l, client.InNamespace(ns)); err != nil {
 			return false, nil
 		}
 		atKill = adopted(l.Items)

@@ -54,24 +54,26 @@ func TestLeaderKill(t *testing.T) {
 	}
 
 	t.Run("mid-clone", func(t *testing.T) {
-		if err := f.e.Client.Create(context.Background(), set); err != nil {
-			t.Fatal(err)
+		create := func() {
+			if err := f.e.Client.Create(context.Background(), set); err != nil {
+				t.Fatal(err)
+			}
 		}
-		rows = append(rows, f.killDuring(t, "mid-clone", set, scaleBounds(0, 6), 6, func(st counts) bool { return st.made >= 1 && st.made < 6 }))
+		rows = append(rows, f.killDuring(t, "mid-clone", set, scaleBounds(0, 6), create, 6, func(st counts) bool { return st.made >= 1 && st.made < 6 }))
 	})
 	t.Run("mid-destroy", func(t *testing.T) {
-		f.setPatch(set, func(s *vmv1.VirtualMachineReplicaSet) { s.Spec.Replicas = ptr.To[int32](2) })
-		rows = append(rows, f.killDuring(t, "mid-destroy", set, scaleBounds(6, 2), 2, func(st counts) bool { return st.deleting > 0 }))
+		scaleDown := func() { f.setPatch(set, func(s *vmv1.VirtualMachineReplicaSet) { s.Spec.Replicas = ptr.To[int32](2) }) }
+		rows = append(rows, f.killDuring(t, "mid-destroy", set, scaleBounds(6, 2), scaleDown, 2, func(st counts) bool { return st.deleting > 0 }))
 	})
 	t.Run("mid-rollout", func(t *testing.T) {
 		f.setPatch(set, func(s *vmv1.VirtualMachineReplicaSet) { s.Spec.Replicas = ptr.To[int32](6) })
 		f.converge(ns, set.Name, 6, 2*time.Minute)
-		f.setPatch(set, func(s *vmv1.VirtualMachineReplicaSet) { s.Spec.Template.Spec = templateB })
-		b, err := rollwatch.BoundsOf(set)
+		b, err := rollwatch.BoundsOf(set) // the template is not in the bounds
 		if err != nil {
 			t.Fatal(err)
 		}
-		rows = append(rows, f.killDuring(t, "mid-rollout", set, b, 6, func(st counts) bool { return st.onB >= 1 && st.onB < 6 }))
+		roll := func() { f.setPatch(set, func(s *vmv1.VirtualMachineReplicaSet) { s.Spec.Template.Spec = templateB }) }
+		rows = append(rows, f.killDuring(t, "mid-rollout", set, b, roll, 6, func(st counts) bool { return st.onB >= 1 && st.onB < 6 }))
 	})
 	t.Run("mid-adoption", func(t *testing.T) {
 		rows = append(rows, f.killDuringAdoption(t))
@@ -81,19 +83,25 @@ func TestLeaderKill(t *testing.T) {
 			n := 2 + rng.IntN(7)
 			spec := []vmv1.VirtualMachineSpec{templateA, templateB}[rng.IntN(2)]
 			before := int(*set.Spec.Replicas)
-			f.setPatch(set, func(s *vmv1.VirtualMachineReplicaSet) {
+			change := func(s *vmv1.VirtualMachineReplicaSet) {
 				s.Spec.Replicas = ptr.To(int32(n))
 				s.Spec.Template.Spec = spec
-			})
-			b, err := rollwatch.BoundsOf(set)
+			}
+			after := set.DeepCopy()
+			change(after)
+			b, err := rollwatch.BoundsOf(after)
 			if err != nil {
 				t.Fatal(err)
 			}
 			// A scale and a rollout at once: bounds from the larger count.
 			b.Desired, b.Limits.Unavailable = max(before, n), max(before, n)-min(before, n)+b.Limits.Unavailable
 			delay := time.Duration(rng.Int64N(int64(3 * time.Second)))
-			start := time.Now()
-			rows = append(rows, f.killDuring(t, fmt.Sprintf("random (→%d, %d CPU, %v in)", n, spec.CPUs, delay.Round(time.Millisecond)), set, b, n,
+			var start time.Time
+			apply := func() {
+				f.setPatch(set, change)
+				start = time.Now()
+			}
+			rows = append(rows, f.killDuring(t, fmt.Sprintf("random (→%d, %d CPU, %v in)", n, spec.CPUs, delay.Round(time.Millisecond)), set, b, apply, n,
 				func(counts) bool { return time.Since(start) >= delay }))
 		})
 	}
@@ -120,10 +128,12 @@ func TestLeaderKill(t *testing.T) {
 // are on template B (onB), and those being deleted.
 type counts struct{ made, onB, deleting int }
 
-// killDuring watches the set against b, kills the leader once when
-// holds, measures the take-over, restarts the killed replica as the
-// standby, and waits for the set to converge on n.
-func (f *fleet) killDuring(t *testing.T, moment string, set *vmv1.VirtualMachineReplicaSet, b rollwatch.Bounds, n int, when func(counts) bool) takeover {
+// killDuring watches the set against b, makes change, kills the leader
+// once when holds, measures the take-over, restarts the killed replica as
+// the standby, and waits for the set to converge on n. The watches start
+// before the change, so that the moment, a second or two of tasks, is not
+// spent starting them.
+func (f *fleet) killDuring(t *testing.T, moment string, set *vmv1.VirtualMachineReplicaSet, b rollwatch.Bounds, change func(), n int, when func(counts) bool) takeover {
 	t.Helper()
 	ctx := context.Background()
 	stopWatch := f.watchSet(t, set, b)
@@ -138,6 +148,7 @@ func (f *fleet) killDuring(t *testing.T, moment string, set *vmv1.VirtualMachine
 		}
 	}()
 	leader := f.leader()
+	change()
 	seen := f.waitFor(t, moment, set.Namespace, when)
 	r := f.kill(t, leader, moment, set.Namespace, set.Name, n)
 	stopped = true

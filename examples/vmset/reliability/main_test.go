@@ -5,6 +5,9 @@ import (
 	"path/filepath"
 	"testing"
 
+	"github.com/go-logr/logr"
+	"sigs.k8s.io/controller-runtime/pkg/log"
+
 	"github.com/replicakit/replicakit/examples/internal/procs"
 	"github.com/replicakit/replicakit/examples/internal/vmcheck"
 	"github.com/replicakit/replicakit/internal/testenv"
@@ -13,6 +16,9 @@ import (
 var env *testenv.Env
 
 func TestMain(m *testing.M) {
+	// The replicas log to their files; the test's own clients have nothing
+	// to say (and controller-runtime prints a stack if no logger is set).
+	log.SetLogger(logr.Discard())
 	testenv.Main(m, &env, testenv.Options{
 		CRDDirectoryPaths: []string{filepath.Join("..", "config", "crd", "bases")},
 		Scheme:            vmcheck.Scheme(),

@@ -149,7 +149,7 @@ func (f *fleet) waitFor(t *testing.T, moment, ns string, when func(counts) bool)
 func (f *fleet) count(ctx context.Context, ns string) (counts, error) {
 	var l vmv1.VirtualMachineList
 	var c counts
-	if err := f.e.Client.List(ctx, &l, client.InNamespace(ns)); err != nil {
+	if err := f.poll.List(ctx, &l, client.InNamespace(ns)); err != nil {
 		return c, err
 	}
 	for _, vm := range l.Items {
