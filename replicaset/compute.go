@@ -109,6 +109,28 @@ import (
 // replicas on older revisions remain. Plan.Unbalanced says when the zones'
 // live replicas will be more than one apart once the plan is carried out.
 //
+// Unreachable zones (Spec.Unreachable listed): the replicas whose zone is
+// unreachable, live or being deleted, are unknown. Compute neither deletes
+// them, counts them as gone, nor chooses them in any way: it lists them in
+// Plan.Unknown, and plans the other replicas, the known ones, as a set of
+// their own, by every rule above, with the desired count
+//
+//	K = max(0, D − u) + min(u, S, D)
+//
+// for D, where u counts the unknown replicas that count toward D (live
+// ones, and those being deleted unless Spec.ReplaceDeleting) and S is
+// Strategy.Limits(D).Surge (MaxSurge, 1 by default, whether or not the
+// set has revisions): known replicas stand in for unknown ones, at most S
+// of them, so the set holds at most D + S replicas while zones are out of
+// reach (D + 2S during a rollout, whose surge applies to K), more only
+// when more than D are unknown. Creates go to the listed zones that are
+// reachable, and wait (Plan.Deferred) when none is; Spec.Rebalance waits
+// for every zone to answer; a rollout's limits are resolved for K; replicas on older revisions in unreachable zones
+// wait (HoldUnreachable). When the zones answer again, K is D once more:
+// the replicas that stood in are the excess of an ordinary scale-down,
+// taken by the zone order above from the fullest zones, and unknown
+// replicas that are gone are replaced as any missing replica is.
+//
 // Compute returns an error wrapping ErrInvalidSpec for a bad spec,
 // ErrInvalidReplica for an empty or repeated name or a repeated UID, and
 // ErrNoPolicy when policy is nil (an untyped nil, or a nil pointer, map,
@@ -120,6 +142,9 @@ func Compute(spec Spec, current []Replica, policy Ranker, now time.Time) (Plan, 
 	}
 	if isNil(policy) {
 		return Plan{}, fmt.Errorf("compute needs a deletion policy such as deletionpolicy.Random: %w", ErrNoPolicy)
+	}
+	if len(spec.Unreachable) > 0 {
+		return computePartitioned(spec, current, policy, now)
 	}
 	w := getScratch()
 	defer w.put()

@@ -47,6 +47,15 @@
 // on older revisions wait. Compute's documentation states the order and
 // the bounds; Strategy.Limits states the one rounding rule.
 //
+// # Unreachable zones
+//
+// When the platform of a zone stops answering (a vCenter cut off by a
+// network partition), its replicas are not gone: they are unknown. List
+// such zones in Spec.Unreachable and Compute leaves their replicas alone
+// (Plan.Unknown), stands in for them with at most MaxSurge replicas in the
+// zones that answer, and takes those back by its usual order once the zone
+// answers again. Compute's documentation states the rules.
+//
 // # Invariants
 //
 // For every valid input, Compute guarantees:
@@ -85,6 +94,15 @@
 //     within one, and no replica is replaced in a zone backing off.
 //     Without Spec.Revision, or with no live replica on an older
 //     revision, Compute plans as it did before revisions existed.
+//   - Unreachable zones (Spec.Unreachable): their replicas are in
+//     Plan.Unknown and in no other part of the plan; no create goes to
+//     them; the other replicas are planned exactly as a set of their own
+//     of K = max(0, D − u) + min(u, MaxSurge, D) replicas, so every
+//     invariant above holds of them with K for Desired; replicas on older
+//     revisions there are held (HoldUnreachable). Through partitions that
+//     come and go, the set never holds more than D + MaxSurge replicas
+//     (a rollout's surge on top) unless more than D are unknown, and once
+//     every zone answers it converges as any set does.
 //   - Determinism: the same spec, replicas (in any order), policy and time
 //     give the same plan.
 //   - Convergence: carrying out plans repeatedly reaches Desired (or the

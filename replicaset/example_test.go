@@ -285,3 +285,30 @@ func ExampleHashRevision() {
 	fmt.Println(spec.Revision, replicaset.HashRevision([]byte(`{"image":"web-v2"}`)) == spec.Revision)
 	// Output: 87rrv6w2zg true
 }
+
+// Six replicas over two vCenters' zones, and vcenter-b stops answering:
+// its three replicas are unknown, not gone. Nothing is deleted or made in
+// it; one replica (MaxSurge, 1 by default) stands in for them in
+// vcenter-a. When vcenter-b answers again, the stand-in is the excess of an
+// ordinary scale-down, taken from the fuller zone (the newest there, by
+// the policy).
+func ExampleCompute_unreachable() {
+	now := time.Date(2026, 11, 30, 12, 0, 0, 0, time.UTC)
+	spec := replicaset.Spec{Desired: 6, Zones: []string{"vcenter-a", "vcenter-b"}}
+	var replicas []replicaset.Replica
+	for i := range 6 {
+		replicas = append(replicas, replicaset.Replica{Name: fmt.Sprintf("web-%d", i), Zone: spec.Zones[i%2],
+			CreatedAt: now.Add(-time.Hour), Phase: replicaset.PhaseRunning, Ready: true})
+	}
+	spec.Unreachable = []string{"vcenter-b"}
+	cut, _ := replicaset.Compute(spec, replicas, deletionpolicy.Newest{}, now)
+	fmt.Println(cut)
+
+	replicas = append(replicas, replicaset.Replica{Name: "web-6", Zone: cut.CreateZones[0], CreatedAt: now, Phase: replicaset.PhaseRunning, Ready: true})
+	spec.Unreachable = nil
+	back, _ := replicaset.Compute(spec, replicas, deletionpolicy.Newest{}, now)
+	fmt.Println(back)
+	// Output:
+	// create=1 delete=[] deleting=[] deferred=0 zones=[vcenter-a] unknown=[web-1 web-3 web-5]
+	// create=0 delete=[web-6] deleting=[] deferred=0
+}

@@ -38,6 +38,10 @@ type Plan struct {
 	// empty when none waits. Waiting replicas are not counted in
 	// Deferred, except those over the per-pass cap.
 	Holds []Hold
+	// Unknown lists the replicas in unreachable zones (Spec.Unreachable),
+	// live or being deleted, which this pass leaves alone: they are in
+	// neither Delete nor Deleting.
+	Unknown []Replica
 }
 
 // Hold is one reason replicas on older revisions wait: a rollout bound or
@@ -83,6 +87,9 @@ const (
 	// HoldZoneByZone: the replicas are in zones a ZoneByZone rollout
 	// updates later.
 	HoldZoneByZone
+	// HoldUnreachable: the replicas are in unreachable zones
+	// (Spec.Unreachable), where nothing can be deleted.
+	HoldUnreachable
 )
 
 // String returns the name of the setting or bound, as Plan.String and
@@ -109,6 +116,8 @@ func (k HoldKind) String() string {
 		return "ZoneBackoff"
 	case HoldZoneByZone:
 		return "ZoneByZone"
+	case HoldUnreachable:
+		return "Unreachable"
 	}
 	return fmt.Sprintf("HoldKind(%d)", int(k))
 }
@@ -139,8 +148,9 @@ func (p Plan) IsZero() bool {
 //	create=1 delete=[b c] deleting=[a] deferred=0
 //
 // Zones add " zones=[a b]" (CreateZones), a shortfall " shortfall=N
-// (reason)", an imbalance " unbalanced=(reason)", and a rollout's holds
-// " holds=[MaxUnavailable:2 Partition:1]".
+// (reason)", an imbalance " unbalanced=(reason)", a rollout's holds
+// " holds=[MaxUnavailable:2 Partition:1]", and replicas in unreachable
+// zones " unknown=[d e]".
 func (p Plan) String() string {
 	var b strings.Builder
 	fmt.Fprintf(&b, "create=%d delete=%s deleting=%s deferred=%d",
@@ -160,6 +170,9 @@ func (p Plan) String() string {
 			hs[i] = fmt.Sprintf("%s:%d", h.By, h.Waiting)
 		}
 		fmt.Fprintf(&b, " holds=[%s]", strings.Join(hs, " "))
+	}
+	if len(p.Unknown) > 0 {
+		fmt.Fprintf(&b, " unknown=%s", names(p.Unknown))
 	}
 	return b.String()
 }

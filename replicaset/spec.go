@@ -85,6 +85,15 @@ type Spec struct {
 	// while replicas on older revisions (Revision) remain: a rollout
 	// places its creates to end balanced instead (see Compute).
 	Rebalance bool
+	// Unreachable lists zones whose replicas cannot be observed now: the
+	// platform that holds them (a vCenter, a region's API) does not
+	// answer, so whether they still run is unknown. Replicas whose Zone
+	// is listed here, in Spec.Zones or not, are never deleted, never
+	// counted as gone and never replaced by name; Compute's documentation
+	// states how the rest are planned around them. Names must be
+	// non-empty and distinct. The caller keeps the list (a binding from
+	// its provider's failed reads), so that status can show it.
+	Unreachable []string
 
 	// Revision is the revision replicas should be on (a hash of the
 	// owner's template, say). Empty: the set has no revisions, Strategy is
@@ -143,6 +152,14 @@ func (s Spec) Validate() error {
 			errs = append(errs, fmt.Errorf("zone %d has an empty name: %w", i, ErrInvalidSpec))
 		case slices.Contains(s.Zones[:i], z):
 			errs = append(errs, fmt.Errorf("zone %q is listed twice: %w", z, ErrInvalidSpec))
+		}
+	}
+	for i, z := range s.Unreachable {
+		switch {
+		case z == "":
+			errs = append(errs, fmt.Errorf("unreachable zone %d has an empty name: %w", i, ErrInvalidSpec))
+		case slices.Contains(s.Unreachable[:i], z):
+			errs = append(errs, fmt.Errorf("unreachable zone %q is listed twice: %w", z, ErrInvalidSpec))
 		}
 	}
 	return errors.Join(errs...)
