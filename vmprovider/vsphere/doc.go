@@ -26,7 +26,8 @@
 // (Config.MaxTasks).
 //
 // [Watch] keeps an in-memory copy of those VMs with one property collector
-// waiting for updates over a container view (WaitForUpdatesEx), built
+// waiting for updates (WaitForUpdatesEx) on a list view that holds a
+// container view of the folder, never changed while it runs, built
 // again after a lost session, and reports each change; [Cached] answers Get
 // and List from it and changes vCenter through the Provider, so a settled
 // operator costs vCenter no call beyond the watch's long poll.

@@ -21,8 +21,8 @@ import (
 
 // Watch keeps an in-memory copy of the VMs in a Provider's folder and the
 // folders below it, fed by one property collector waiting for updates
-// (WaitForUpdatesEx) over a container view of them, as govmomi's view and
-// property packages do. After the first full copy a settled inventory
+// (WaitForUpdatesEx) over a list view that holds a container view of them,
+// rooted as vm-operator roots its watcher. After the first full copy a settled inventory
 // costs no call beyond the collector's own long poll. When the wait fails
 // (a lost session, vCenter restarting), Run builds the collector again and
 // takes a fresh full copy, reporting every VM that changed or went away
@@ -159,17 +159,33 @@ func (w *Watch) watch(ctx context.Context) (synced bool, err error) {
 		return false, fmt.Errorf("vsphere watch: create a property collector: %w", err)
 	}
 	defer func() { _ = pc.Destroy(context.WithoutCancel(ctx)) }()
-	v, err := view.NewManager(c).CreateContainerView(ctx, w.p.folder.Reference(), []string{"VirtualMachine"}, true)
+	m := view.NewManager(c)
+	v, err := m.CreateContainerView(ctx, w.p.folder.Reference(), []string{"VirtualMachine"}, true)
 	if err != nil {
 		return false, fmt.Errorf("vsphere watch: create a container view: %w", err)
 	}
 	defer func() { _ = v.Destroy(context.WithoutCancel(ctx)) }()
+	// The filter is rooted at a list view that holds the container view
+	// and never changes while the watch runs, as vm-operator's watcher
+	// does. A filter on the container view itself sees the view change
+	// whenever a VM comes or goes, and govmomi's simulator then re-sends
+	// every VM as new, drops the batch's leaves, and can deadlock with a
+	// clone (view and filter locked in opposite orders).
+	list, err := m.CreateListView(ctx, []types.ManagedObjectReference{v.Reference()})
+	if err != nil {
+		return false, fmt.Errorf("vsphere watch: create a list view: %w", err)
+	}
+	defer func() { _ = list.Destroy(context.WithoutCancel(ctx)) }()
 
 	filter := &property.WaitFilter{}
 	filter.Spec.ObjectSet = []types.ObjectSpec{{
-		Obj:       v.Reference(),
-		Skip:      types.NewBool(true),
-		SelectSet: []types.BaseSelectionSpec{&types.TraversalSpec{Type: "ContainerView", Path: "view"}},
+		Obj:  list.Reference(),
+		Skip: types.NewBool(true),
+		SelectSet: []types.BaseSelectionSpec{
+			&types.TraversalSpec{Type: "ListView", Path: "view",
+				SelectSet: []types.BaseSelectionSpec{&types.SelectionSpec{Name: "containerViews"}}},
+			&types.TraversalSpec{SelectionSpec: types.SelectionSpec{Name: "containerViews"}, Type: "ContainerView", Path: "view"},
+		},
 	}}
 	filter.Spec.PropSet = []types.PropertySpec{{Type: "VirtualMachine", PathSet: vmProps}}
 	pf, err := pc.CreateFilter(ctx, filter.CreateFilter)

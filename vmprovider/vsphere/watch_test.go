@@ -5,6 +5,8 @@ import (
 	"errors"
 	"fmt"
 	"slices"
+	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -238,5 +240,81 @@ func TestGuest_LinkLocalIsNoAddress(t *testing.T) {
 	}
 	if len(vm.IPAddresses) != 0 || vmprovider.ReadyWhenIPAddress.Ready(vm) {
 		t.Errorf("addresses %v, ready by address %v; want none, false", vm.IPAddresses, vmprovider.ReadyWhenIPAddress.Ready(vm))
+	}
+}
+
+// TestWatch_ReportsDestroysAmidClones destroys VMs behind the cache's back
+// while others are cloned: the watch must report every one gone and every
+// new one there. On a filter rooted at a bare container view, govmomi's
+// simulator re-sent every VM as new whenever the view changed and dropped
+// the leaves of that batch, so destroyed VMs stayed in the copy for ever.
+func TestWatch_ReportsDestroysAmidClones(t *testing.T) {
+	_, _, p, w, events := watching(t)
+	ctx := context.Background()
+	var mu sync.Mutex
+	gone := map[string]bool{}
+	go func() { // until the test's process ends: the watch must never block
+		for e := range events {
+			mu.Lock()
+			gone[e.vm.Name] = e.gone
+			mu.Unlock()
+		}
+	}()
+	const n = 10
+	name := func(kind string, i int) string { return fmt.Sprintf("%s-%d", kind, i) }
+	for i := range n {
+		if _, err := p.Create(ctx, vmprovider.Spec{Name: name("old", i), Owner: ownerA}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	seen := func(want func(name string, there bool) bool) error {
+		deadline := time.Now().Add(30 * time.Second)
+		for {
+			var wrong []string
+			for _, kind := range []string{"old", "new"} {
+				for i := range n {
+					_, there := w.Get(name(kind, i))
+					if !want(name(kind, i), there) {
+						wrong = append(wrong, name(kind, i))
+					}
+				}
+			}
+			if len(wrong) == 0 {
+				return nil
+			}
+			if time.Now().After(deadline) {
+				return fmt.Errorf("the watch's copy is wrong for %v", wrong)
+			}
+			time.Sleep(50 * time.Millisecond)
+		}
+	}
+	if err := seen(func(name string, there bool) bool { return there == strings.HasPrefix(name, "old") }); err != nil {
+		t.Fatal(err)
+	}
+	var wg sync.WaitGroup
+	errs := make(chan error, 2*n)
+	for i := range n {
+		wg.Go(func() { errs <- p.Delete(ctx, name("old", i), ownerA.UID) })
+		wg.Go(func() {
+			_, err := p.Create(ctx, vmprovider.Spec{Name: name("new", i), Owner: ownerA})
+			errs <- err
+		})
+	}
+	wg.Wait()
+	close(errs)
+	for err := range errs {
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := seen(func(name string, there bool) bool { return there == strings.HasPrefix(name, "new") }); err != nil {
+		t.Error(err)
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	for i := range n {
+		if !gone[name("old", i)] {
+			t.Errorf("%s's removal was never reported", name("old", i))
+		}
 	}
 }
