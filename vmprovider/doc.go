@@ -36,6 +36,16 @@
 // as VM.Zone), and a zone whose creates fail is avoided for
 // Set.ZoneBackoff while the other zones take its VMs.
 //
+// # Several vCenters
+//
+// [Endpoints] is a Provider over several endpoints, each a Provider of its
+// own (a vsphere.Provider per vCenter, with its own credentials and
+// session): a zone's Placement.Endpoint says which vCenter takes its VMs,
+// and each VM reports the one that holds it (VM.Endpoint). An endpoint
+// that does not answer is a partition, not an outage of VMs: its VMs are
+// unknown ([ErrUnreachable], [UnreachableError]), and a Set plans around
+// them (see the Set's documentation) instead of replacing them all.
+//
 // # Rollouts
 //
 // A Set with a Rollout (a [replicaset.Strategy]: MaxSurge, MaxUnavailable,

@@ -94,6 +94,10 @@ type Placement struct {
 	Folder string
 	// Datastore holds the VM's files.
 	Datastore string
+	// Endpoint names the platform endpoint (a vCenter) that holds the VM,
+	// for a Provider over several (Endpoints); empty means its default. A
+	// Provider of one endpoint ignores it.
+	Endpoint string
 }
 
 // Validate reports what makes s unusable; the error wraps ErrInvalidSpec.
@@ -164,6 +168,9 @@ type VM struct {
 	// (Spec.Revision) or marked since (RevisionMarker); empty when none
 	// was.
 	Revision string
+	// Endpoint is the endpoint that holds the VM, as Endpoints reports
+	// it; empty from a Provider of one endpoint.
+	Endpoint string
 }
 
 // Heartbeat is the health of a guest's heartbeat, named as vSphere names it.

@@ -76,7 +76,9 @@ type Tracker struct {
 // Replicas describes vms at now: a VM that is ready by the Tracker's
 // choice is running and ready since ReadySince (see Tracker); a VM that is
 // off or suspended while wantOn is pending; any other VM is running but not
-// ready. It forgets VMs no longer listed.
+// ready. It forgets VMs no longer listed. A replica's UID is its VM's
+// instance UUID, prefixed with its endpoint and a slash when it has one
+// (VM.Endpoint): UUIDs are unique within a vCenter, not across several.
 func (t *Tracker) Replicas(vms []VM, wantOn bool, now time.Time) []replicaset.Replica {
 	first := !t.seen
 	t.seen = true
@@ -84,12 +86,15 @@ func (t *Tracker) Replicas(vms []VM, wantOn bool, now time.Time) []replicaset.Re
 	out := make([]replicaset.Replica, len(vms))
 	for i, vm := range vms {
 		r := replicaset.Replica{Name: vm.Name, UID: vm.InstanceUUID, CreatedAt: vm.CreatedAt, Zone: vm.Zone, Revision: vm.Revision}
+		if vm.Endpoint != "" && vm.InstanceUUID != "" {
+			r.UID = vm.Endpoint + "/" + vm.InstanceUUID
+		}
 		switch {
 		case t.Readiness.Ready(vm):
 			r.Phase, r.Ready = replicaset.PhaseRunning, true
 			r.ReadySince = vm.BootedAt
 			if (t.Readiness != "" && t.Readiness != ReadyWhenPoweredOn) || (vm.BootedAt.IsZero() && !now.IsZero()) {
-				key := vm.InstanceUUID
+				key := r.UID
 				if key == "" {
 					key = vm.Name
 				}

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"math/rand/v2"
+	"slices"
 	"sync"
 	"time"
 
@@ -73,6 +74,9 @@ func (p Placement) over(base Placement) Placement {
 	if p.Datastore == "" {
 		p.Datastore = base.Datastore
 	}
+	if p.Endpoint == "" {
+		p.Endpoint = base.Endpoint
+	}
 	return p
 }
 
@@ -83,6 +87,21 @@ func (a Actuator) Delete(ctx context.Context, r replicaset.Replica) error {
 
 // Set keeps a number of VMs of one owner in a provider, with no Kubernetes
 // object involved: each Scale call is one pass of list, plan, act.
+//
+// # Unreachable endpoints
+//
+// Over a Provider of several endpoints (Endpoints, each zone's Placement
+// naming its endpoint), an endpoint that does not answer a List leaves its
+// VMs unknown, not gone: the Set plans with the VMs that endpoint held
+// when it last answered, in zones the planner sets aside
+// (replicaset.Spec.Unreachable): every listed zone whose placement names
+// it, and every zone those VMs are in. They are not deleted, powered,
+// marked, counted as gone or given to new VMs as names; at most the
+// strategy's surge stands in for them elsewhere (replicaset.Compute
+// states the rule). A VM the Set never saw on an endpoint (one made before
+// the Set's first pass while the endpoint is down) cannot be known: the
+// Set replaces it, and the excess is scaled down once the endpoint
+// answers.
 //
 // A Set is safe for concurrent use: Scale calls take turns, each listing
 // what the one before it left, so calls made at once never overshoot. A Set
@@ -152,6 +171,9 @@ type Set struct {
 	// assumed is the revision VMs recording none count as on: the
 	// Template's at the first pass with a Rollout; "" without one.
 	assumed string
+	// seen holds, by endpoint (VM.Endpoint), the VMs of the last List
+	// that endpoint answered: while it does not answer, they are unknown.
+	seen map[string][]VM
 }
 
 // SetTemplate replaces the Template between passes: safe while other
@@ -190,30 +212,35 @@ type ordinals interface {
 
 // Scale makes one pass toward desired VMs at now, and returns the plan it
 // carried out and what happened. The error is a listing or planning error,
-// or the executor's joined errors.
+// or the executor's joined errors. When some endpoints of the Provider
+// (Endpoints) did not answer, the pass plans around their VMs, which are
+// unknown (Plan.Unknown; see "Unreachable endpoints" on Set), and the error
+// holds the *UnreachableError as well.
 func (s *Set) Scale(ctx context.Context, desired int, now time.Time) (replicaset.Plan, execute.Result, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	vms, current, err := s.observe(ctx, now)
+	o, err := s.observe(ctx, now)
 	if err != nil {
 		return replicaset.Plan{}, execute.Result{}, err
 	}
+	vms, current := o.vms, o.current
 	if o, ok := s.Names.(ordinals); ok {
 		for i := range current {
 			current[i].Ordinal, current[i].HasOrdinal = o.Ordinal(current[i].Name)
 		}
 	}
 	spec := s.spec(desired, now)
+	spec.Unreachable = o.unreachable
 	for _, z := range spec.Zones {
 		if _, ok := s.Zones[z]; !ok {
 			return replicaset.Plan{}, execute.Result{}, fmt.Errorf("zone %q has no placement in Set.Zones: %w", z, ErrInvalidSpec)
 		}
 	}
-	markErr := s.markUnrecorded(ctx, current, spec.Revision)
+	markErr := s.markUnrecorded(ctx, current, spec.Revision, o.unreachable)
 	s.assume(current, spec.Revision)
 	plan, err := replicaset.Compute(spec, current, s.Policy, now)
 	if err != nil {
-		return plan, execute.Result{}, errors.Join(err, markErr)
+		return plan, execute.Result{}, errors.Join(err, markErr, o.err)
 	}
 	existing := make([]string, len(vms))
 	for i, vm := range vms {
@@ -225,10 +252,12 @@ func (s *Set) Scale(ctx context.Context, desired int, now time.Time) (replicaset
 	}
 	tmpl := s.Template
 	tmpl.Revision = spec.Revision
-	res := execute.Plan(ctx, Actuator{Provider: s.Provider, Template: tmpl, Zones: s.Zones}, plan, names, s.Options)
+	rec := &recorder{Provider: s.Provider}
+	res := execute.Plan(ctx, Actuator{Provider: rec, Template: tmpl, Zones: s.Zones}, plan, names, s.Options)
+	s.made(rec)
 	s.backoff.Fail(res.FailedZones, now.Add(cmp.Or(s.ZoneBackoff, DefaultZoneBackoff)))
 	s.failing = plan.Create > 0 && len(res.Created) < plan.Create
-	return plan, res, errors.Join(res.Err, markErr)
+	return plan, res, errors.Join(res.Err, markErr, o.err)
 }
 
 // spec is the planner's spec for a pass toward desired VMs at now. The
@@ -266,8 +295,9 @@ func (s *Set) assume(current []replicaset.Replica, revision string) {
 // markUnrecorded records revision on every VM in current that records
 // none, when the Provider can (RevisionMarker): such VMs count as on it
 // already, and marked they are replaced by the next rollout. It returns
-// the marks that failed, joined; those VMs are marked in a later pass.
-func (s *Set) markUnrecorded(ctx context.Context, current []replicaset.Replica, revision string) error {
+// the marks that failed, joined; those VMs are marked in a later pass, as
+// are those in the unreachable zones.
+func (s *Set) markUnrecorded(ctx context.Context, current []replicaset.Replica, revision string, unreachable []string) error {
 	m, ok := s.Provider.(RevisionMarker)
 	if revision == "" || !ok {
 		return nil
@@ -275,7 +305,7 @@ func (s *Set) markUnrecorded(ctx context.Context, current []replicaset.Replica, 
 	var errs []error
 	for i := range current {
 		r := &current[i]
-		if r.Revision != "" || r.Deleting {
+		if r.Revision != "" || r.Deleting || slices.Contains(unreachable, r.Zone) {
 			continue
 		}
 		if err := m.MarkRevision(ctx, r.Name, s.Template.Owner.UID, revision); err != nil {
@@ -289,58 +319,78 @@ func (s *Set) markUnrecorded(ctx context.Context, current []replicaset.Replica, 
 
 // Status lists the Set's VMs and returns their status at now (live,
 // ready, and available for Spec.MinReady) under the Set's Readiness, with
-// the ready times Scale uses.
+// the ready times Scale uses. VMs on endpoints that did not answer count
+// as live and not ready, and the status comes with the *UnreachableError.
 func (s *Set) Status(ctx context.Context, now time.Time) (replicaset.Status, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	_, current, err := s.observe(ctx, now)
+	o, err := s.observe(ctx, now)
 	if err != nil {
 		return replicaset.Status{}, err
 	}
-	return replicaset.Summarize(current, s.Spec.MinReady, now), nil
+	return replicaset.Summarize(o.current, s.Spec.MinReady, now), o.err
 }
 
 // RolloutStatus lists the Set's VMs and returns how far the rollout
 // toward its Template stands at now, for desired VMs
 // (replicaset.SummarizeRollout); without a Rollout every VM counts as
-// updated.
+// updated. With endpoints that did not answer, as Status.
 func (s *Set) RolloutStatus(ctx context.Context, desired int, now time.Time) (replicaset.RolloutStatus, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	_, current, err := s.observe(ctx, now)
+	o, err := s.observe(ctx, now)
 	if err != nil {
 		return replicaset.RolloutStatus{}, err
 	}
 	spec := s.spec(desired, now)
-	s.assume(current, spec.Revision)
-	return replicaset.SummarizeRollout(spec, current, now), nil
+	s.assume(o.current, spec.Revision)
+	return replicaset.SummarizeRollout(spec, o.current, now), o.err
 }
 
 // ZoneStatus lists the Set's VMs and returns their status per zone at now
 // (replicaset.SummarizeZones): the zones of Spec.Zones in their order, then
-// any other zone a VM is in, such as one no longer listed.
+// any other zone a VM is in, such as one no longer listed. With endpoints
+// that did not answer, as Status.
 func (s *Set) ZoneStatus(ctx context.Context, now time.Time) ([]replicaset.ZoneStatus, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	_, current, err := s.observe(ctx, now)
+	o, err := s.observe(ctx, now)
 	if err != nil {
 		return nil, err
 	}
-	return replicaset.SummarizeZones(current, s.Spec.Zones, s.Spec.MinReady, now), nil
+	return replicaset.SummarizeZones(o.current, s.Spec.Zones, s.Spec.MinReady, now), o.err
 }
 
 // observe lists the Set's VMs and describes them for the planner. The
 // Set's lock is held.
-func (s *Set) observe(ctx context.Context, now time.Time) ([]VM, []replicaset.Replica, error) {
+func (s *Set) observe(ctx context.Context, now time.Time) (observed, error) {
 	if err := s.Readiness.Validate(); err != nil {
-		return nil, nil, err
+		return observed{}, err
 	}
 	vms, err := s.Provider.List(ctx, s.Template.Owner.UID)
-	if err != nil {
-		return nil, nil, fmt.Errorf("list VMs of %q: %w", s.Template.Owner.UID, err)
+	var ue *UnreachableError
+	if err != nil && !errors.As(err, &ue) {
+		return observed{}, fmt.Errorf("list VMs of %q: %w", s.Template.Owner.UID, err)
 	}
+	vms, unknown := s.remember(vms, ue)
 	s.tracker.Readiness = s.Readiness
-	return vms, s.tracker.Replicas(vms, s.Template.PowerOn, now), nil
+	o := observed{vms: vms, current: s.tracker.Replicas(vms, s.Template.PowerOn, now)}
+	o.unreachable = s.setAside(o.current, unknown, ue)
+	if ue != nil {
+		o.err = fmt.Errorf("list VMs of %q: %w", s.Template.Owner.UID, ue)
+	}
+	return o, nil
+}
+
+// observed is what one List showed: the VMs (with those of endpoints that
+// did not answer, as they last did), their replicas, the zones to plan as
+// unreachable, and the *UnreachableError that says which endpoints did not
+// answer.
+type observed struct {
+	vms         []VM
+	current     []replicaset.Replica
+	unreachable []string
+	err         error
 }
 
 // namer is Names, with the Set's own source where it needs one.

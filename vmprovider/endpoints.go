@@ -1,0 +1,259 @@
+package vmprovider
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"maps"
+	"slices"
+	"strings"
+	"sync"
+)
+
+// ErrUnreachable means a platform endpoint (a vCenter) did not answer, so
+// what it holds is unknown: neither there nor gone. It is wrapped by
+// *UnreachableError.
+var ErrUnreachable = errors.New("vmprovider: endpoint unreachable")
+
+// UnreachableError names the endpoints that did not answer. Endpoints.List
+// returns it together with the VMs of the endpoints that did.
+type UnreachableError struct {
+	// Endpoints names the endpoints that did not answer, sorted.
+	Endpoints []string
+	// Default is the endpoint a Placement without one means
+	// (Endpoints.Default).
+	Default string
+	// Err holds each endpoint's error, joined.
+	Err error
+}
+
+// Error says which endpoints did not answer, and why.
+func (e *UnreachableError) Error() string {
+	return fmt.Sprintf("endpoints %s did not answer, so what they hold is unknown: %v", strings.Join(e.Endpoints, ", "), e.Err)
+}
+
+// Unwrap returns ErrUnreachable and the endpoints' errors.
+func (e *UnreachableError) Unwrap() []error { return []error{ErrUnreachable, e.Err} }
+
+// Unreachable reports whether endpoint, as a Placement names it (empty for
+// the default), is one that did not answer.
+func (e *UnreachableError) Unreachable(endpoint string) bool {
+	if endpoint == "" {
+		endpoint = e.Default
+	}
+	return slices.Contains(e.Endpoints, endpoint)
+}
+
+// Endpoints is a Provider over several platform endpoints, such as
+// vCenters, each a Provider of its own with its own session, credentials
+// and task bounds. Create puts a VM on the endpoint its
+// Spec.Placement.Endpoint names (Default when empty); Get, SetPower,
+// Delete and MarkRevision find the VM on whichever endpoint holds it,
+// asking the one it was last seen on first; List asks every endpoint at
+// once and reports each VM's endpoint (VM.Endpoint).
+//
+// An endpoint that fails a List is unreachable, and its VMs are unknown,
+// not gone: List returns the VMs of the others with an *UnreachableError
+// naming it. Likewise a VM that no endpoint that answered holds, while
+// some did not answer, is unknown: Get, SetPower, Delete and MarkRevision
+// then return an *UnreachableError, never ErrNotFound or (for Delete)
+// success. VM names must be unique across the endpoints, as a Set's are.
+//
+// Set Providers and Default before first use and do not change them; an
+// Endpoints is safe for concurrent use after that, and must not be copied.
+type Endpoints struct {
+	// Providers maps each endpoint's name to its Provider.
+	Providers map[string]Provider
+	// Default is the endpoint of a Spec whose Placement names none. Empty
+	// means such a Spec is refused unless Providers holds one endpoint.
+	Default string
+
+	mu sync.Mutex
+	at map[string]string // VM name → the endpoint it was last seen on
+}
+
+var (
+	_ Provider       = (*Endpoints)(nil)
+	_ RevisionMarker = (*Endpoints)(nil)
+)
+
+// endpoint resolves the endpoint a placement names.
+func (e *Endpoints) endpoint(name string) (string, Provider, error) {
+	if name == "" {
+		name = e.Default
+		if name == "" && len(e.Providers) == 1 {
+			for only := range e.Providers {
+				name = only
+			}
+		}
+	}
+	p, ok := e.Providers[name]
+	if !ok {
+		return "", nil, fmt.Errorf("no endpoint %q among %v: %w", name, slices.Sorted(maps.Keys(e.Providers)), ErrInvalidSpec)
+	}
+	return name, p, nil
+}
+
+// saw records that the VM called name is on endpoint ("" forgets it).
+func (e *Endpoints) saw(name, endpoint string) {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	if endpoint == "" {
+		delete(e.at, name)
+		return
+	}
+	if e.at == nil {
+		e.at = map[string]string{}
+	}
+	e.at[name] = endpoint
+}
+
+// Create implements Provider on the endpoint spec's placement names.
+func (e *Endpoints) Create(ctx context.Context, spec Spec) (VM, error) {
+	name, p, err := e.endpoint(spec.Placement.Endpoint)
+	if err != nil {
+		return VM{}, fmt.Errorf("VM %q: %w", spec.Name, err)
+	}
+	vm, err := p.Create(ctx, spec)
+	if err != nil {
+		return vm, fmt.Errorf("on endpoint %q: %w", name, err)
+	}
+	e.saw(vm.Name, name)
+	vm.Endpoint = name
+	return vm, nil
+}
+
+// List implements Provider: every endpoint's VMs carrying owner's mark,
+// asked at once, sorted by name; with an *UnreachableError for the
+// endpoints that failed, beside the VMs of those that answered.
+func (e *Endpoints) List(ctx context.Context, owner string) ([]VM, error) {
+	type answer struct {
+		vms []VM
+		err error
+	}
+	answers := make(map[string]*answer, len(e.Providers))
+	var wg sync.WaitGroup
+	for name, p := range e.Providers {
+		a := &answer{}
+		answers[name] = a
+		wg.Go(func() { a.vms, a.err = p.List(ctx, owner) })
+	}
+	wg.Wait()
+	var out []VM
+	var down []string
+	var errs []error
+	for _, name := range slices.Sorted(maps.Keys(answers)) {
+		a := answers[name]
+		if a.err != nil {
+			down = append(down, name)
+			errs = append(errs, fmt.Errorf("endpoint %q: %w", name, a.err))
+			continue
+		}
+		for _, vm := range a.vms {
+			vm.Endpoint = name
+			e.saw(vm.Name, name)
+			out = append(out, vm)
+		}
+	}
+	slices.SortFunc(out, func(a, b VM) int { return strings.Compare(a.Name, b.Name) })
+	if len(down) > 0 {
+		return out, &UnreachableError{Endpoints: down, Default: e.Default, Err: errors.Join(errs...)}
+	}
+	return out, nil
+}
+
+// find runs op on the endpoint that holds the VM called name: first the
+// one it was last seen on, then every other. op reports ErrNotFound when
+// its endpoint has no such VM. It returns the endpoint that has the VM
+// and op's answer there; ErrNotFound when every endpoint answered that it
+// has none; or an *UnreachableError when none that answered has it and
+// some did not answer.
+func (e *Endpoints) find(name string, op func(Provider) error) (string, error) {
+	e.mu.Lock()
+	first := e.at[name]
+	e.mu.Unlock()
+	order := slices.Sorted(maps.Keys(e.Providers))
+	if i := slices.Index(order, first); i > 0 {
+		order = slices.Insert(slices.Delete(order, i, i+1), 0, first)
+	}
+	var down []string
+	var errs []error
+	for _, ep := range order {
+		err := op(e.Providers[ep])
+		switch {
+		case err == nil:
+			e.saw(name, ep)
+			return ep, nil
+		case errors.Is(err, ErrNotFound):
+			continue
+		case errors.Is(err, ErrNotOwned), errors.Is(err, ErrInvalidSpec):
+			e.saw(name, ep)
+			return ep, fmt.Errorf("on endpoint %q: %w", ep, err)
+		default:
+			down = append(down, ep)
+			errs = append(errs, fmt.Errorf("endpoint %q: %w", ep, err))
+		}
+	}
+	if len(down) > 0 {
+		return "", fmt.Errorf("VM %q: %w", name, &UnreachableError{Endpoints: down, Default: e.Default, Err: errors.Join(errs...)})
+	}
+	e.saw(name, "")
+	return "", fmt.Errorf("VM %q on no endpoint: %w", name, ErrNotFound)
+}
+
+// Get implements Provider on whichever endpoint holds the VM.
+func (e *Endpoints) Get(ctx context.Context, name string) (VM, error) {
+	var vm VM
+	ep, err := e.find(name, func(p Provider) error {
+		var err error
+		vm, err = p.Get(ctx, name)
+		return err
+	})
+	if err != nil {
+		return VM{}, err
+	}
+	vm.Endpoint = ep
+	return vm, nil
+}
+
+// SetPower implements Provider on whichever endpoint holds the VM.
+func (e *Endpoints) SetPower(ctx context.Context, name, owner string, state PowerState) error {
+	_, err := e.find(name, func(p Provider) error { return p.SetPower(ctx, name, owner, state) })
+	return err
+}
+
+// Delete implements Provider on whichever endpoint holds the VM. A VM
+// that every endpoint answered it does not hold is success, as for one
+// endpoint; one that none that answered holds, while some did not answer,
+// is an *UnreachableError.
+func (e *Endpoints) Delete(ctx context.Context, name, owner string) error {
+	_, err := e.find(name, func(p Provider) error {
+		// A Provider's Delete succeeds on a VM it does not hold: ask Get
+		// first, so that the VM's endpoint is the one that destroys it.
+		if _, err := p.Get(ctx, name); err != nil {
+			return err
+		}
+		return p.Delete(ctx, name, owner)
+	})
+	if errors.Is(err, ErrNotFound) {
+		return nil
+	}
+	return err
+}
+
+// MarkRevision implements RevisionMarker on whichever endpoint holds the
+// VM, when its Provider is a RevisionMarker (else an error wrapping
+// ErrInvalidSpec).
+func (e *Endpoints) MarkRevision(ctx context.Context, name, owner, revision string) error {
+	_, err := e.find(name, func(p Provider) error {
+		m, ok := p.(RevisionMarker)
+		if !ok {
+			if _, err := p.Get(ctx, name); err != nil {
+				return err
+			}
+			return fmt.Errorf("the endpoint's provider records no revisions: %w", ErrInvalidSpec)
+		}
+		return m.MarkRevision(ctx, name, owner, revision)
+	})
+	return err
+}

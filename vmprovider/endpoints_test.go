@@ -1,0 +1,156 @@
+package vmprovider_test
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+
+	"github.com/replicakit/replicakit/vmprovider"
+	"github.com/replicakit/replicakit/vmprovider/vmprovidertest"
+)
+
+// twoEndpoints returns Endpoints over two fakes, "east" (the default) and
+// "west", and a switch that cuts an endpoint off: every call to it fails
+// as a lost connection would.
+func twoEndpoints() (e *vmprovider.Endpoints, fakes map[string]*vmprovidertest.Fake, cut map[string]bool) {
+	cut = map[string]bool{}
+	fakes = map[string]*vmprovidertest.Fake{}
+	e = &vmprovider.Endpoints{Providers: map[string]vmprovider.Provider{}, Default: "east"}
+	for _, name := range []string{"east", "west"} {
+		f := &vmprovidertest.Fake{Fail: func(op, _ string) error {
+			if cut[name] {
+				return fmt.Errorf("%s: dial tcp: connection refused", op)
+			}
+			return nil
+		}}
+		fakes[name] = f
+		e.Providers[name] = f
+	}
+	return e, fakes, cut
+}
+
+func TestEndpoints_Verify(t *testing.T) {
+	e, _, _ := twoEndpoints()
+	if err := vmprovidertest.Verify(context.Background(), e, vmprovider.Spec{Name: "conf"}); err != nil {
+		t.Errorf("Verify(Endpoints):\n%v", err)
+	}
+}
+
+// TestEndpoints_Routes: creates go where the placement says, and every
+// other call reaches the VM wherever it is.
+func TestEndpoints_Routes(t *testing.T) {
+	ctx := context.Background()
+	e, fakes, _ := twoEndpoints()
+	owner := vmprovider.Owner{UID: "uid-1", Name: "ns/web"}
+	for name, at := range map[string]string{"a": "", "b": "west", "c": "east"} {
+		vm, err := e.Create(ctx, vmprovider.Spec{Name: name, Owner: owner, Placement: vmprovider.Placement{Endpoint: at}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		want := map[string]string{"": "east"}[at]
+		if want == "" {
+			want = at
+		}
+		if vm.Endpoint != want {
+			t.Errorf("Create(%s at %q).Endpoint = %q, want %q", name, at, vm.Endpoint, want)
+		}
+		if _, err := fakes[want].Get(ctx, name); err != nil {
+			t.Errorf("%s is not on %s: %v", name, want, err)
+		}
+	}
+	if _, err := e.Create(ctx, vmprovider.Spec{Name: "d", Owner: owner, Placement: vmprovider.Placement{Endpoint: "north"}}); !errors.Is(err, vmprovider.ErrInvalidSpec) {
+		t.Errorf("Create on an endpoint not configured = %v, want ErrInvalidSpec", err)
+	}
+	l, err := e.List(ctx, owner.UID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got []string
+	for _, vm := range l {
+		got = append(got, vm.Name+"@"+vm.Endpoint)
+	}
+	if diff := cmp.Diff([]string{"a@east", "b@west", "c@east"}, got); diff != "" {
+		t.Errorf("List (-want +got):\n%s", diff)
+	}
+	if err := e.SetPower(ctx, "b", owner.UID, vmprovider.PoweredOn); err != nil {
+		t.Fatal(err)
+	}
+	if vm, err := e.Get(ctx, "b"); err != nil || vm.Power != vmprovider.PoweredOn || vm.Endpoint != "west" {
+		t.Errorf("Get(b) = %+v, %v; want it on, on west", vm, err)
+	}
+	if err := e.SetPower(ctx, "b", "uid-2", vmprovider.PoweredOff); !errors.Is(err, vmprovider.ErrNotOwned) {
+		t.Errorf("SetPower of another owner's VM = %v, want ErrNotOwned", err)
+	}
+	if err := e.MarkRevision(ctx, "b", owner.UID, "r2"); err != nil {
+		t.Fatal(err)
+	}
+	if vm, _ := fakes["west"].Get(ctx, "b"); vm.Revision != "r2" {
+		t.Errorf("b's revision on west = %q, want r2", vm.Revision)
+	}
+	if err := e.Delete(ctx, "b", owner.UID); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := fakes["west"].Get(ctx, "b"); !errors.Is(err, vmprovider.ErrNotFound) {
+		t.Errorf("b is still on west after Delete: %v", err)
+	}
+	if err := e.Delete(ctx, "b", owner.UID); err != nil {
+		t.Errorf("Delete of a VM no endpoint holds = %v, want success", err)
+	}
+	if _, err := e.Get(ctx, "b"); !errors.Is(err, vmprovider.ErrNotFound) {
+		t.Errorf("Get of a VM no endpoint holds = %v, want ErrNotFound", err)
+	}
+}
+
+// TestEndpoints_UnreachableIsNotGone: while an endpoint does not answer,
+// List returns the others' VMs and names it; a VM there is neither found
+// nor missing, and deleting it is not success.
+func TestEndpoints_UnreachableIsNotGone(t *testing.T) {
+	ctx := context.Background()
+	e, _, cut := twoEndpoints()
+	owner := vmprovider.Owner{UID: "uid-1"}
+	for name, at := range map[string]string{"a": "east", "b": "west"} {
+		if _, err := e.Create(ctx, vmprovider.Spec{Name: name, Owner: owner, Placement: vmprovider.Placement{Endpoint: at}}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	cut["east"] = true
+	l, err := e.List(ctx, owner.UID)
+	var ue *vmprovider.UnreachableError
+	if !errors.As(err, &ue) || !errors.Is(err, vmprovider.ErrUnreachable) {
+		t.Fatalf("List with east cut off: %v, want an *UnreachableError", err)
+	}
+	if diff := cmp.Diff([]string{"east"}, ue.Endpoints); diff != "" {
+		t.Errorf("unreachable endpoints (-want +got):\n%s", diff)
+	}
+	if !ue.Unreachable("") || !ue.Unreachable("east") || ue.Unreachable("west") {
+		t.Errorf("Unreachable: default %v, east %v, west %v; want true, true, false", ue.Unreachable(""), ue.Unreachable("east"), ue.Unreachable("west"))
+	}
+	if len(l) != 1 || l[0].Name != "b" {
+		t.Errorf("List with east cut off = %v, want west's b", l)
+	}
+	for op, call := range map[string]func() error{
+		"Get":          func() error { _, err := e.Get(ctx, "a"); return err },
+		"SetPower":     func() error { return e.SetPower(ctx, "a", owner.UID, vmprovider.PoweredOff) },
+		"Delete":       func() error { return e.Delete(ctx, "a", owner.UID) },
+		"MarkRevision": func() error { return e.MarkRevision(ctx, "a", owner.UID, "r") },
+		"Get (never made)": func() error {
+			_, err := e.Get(ctx, "zz")
+			return err
+		},
+	} {
+		if err := call(); !errors.Is(err, vmprovider.ErrUnreachable) || errors.Is(err, vmprovider.ErrNotFound) {
+			t.Errorf("%s of a VM on the cut-off endpoint = %v, want ErrUnreachable (not ErrNotFound)", op, err)
+		}
+	}
+	// What the endpoint that answers holds is served as ever.
+	if err := e.SetPower(ctx, "b", owner.UID, vmprovider.PoweredOn); err != nil {
+		t.Errorf("SetPower on west while east is cut off: %v", err)
+	}
+	cut["east"] = false
+	if vm, err := e.Get(ctx, "a"); err != nil || vm.Endpoint != "east" {
+		t.Errorf("Get(a) once east answers = %+v, %v", vm, err)
+	}
+}

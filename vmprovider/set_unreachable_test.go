@@ -1,0 +1,179 @@
+package vmprovider_test
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"math/rand/v2"
+	"slices"
+	"sync"
+	"testing"
+	"time"
+
+	"pgregory.net/rapid"
+
+	"github.com/replicakit/replicakit/deletionpolicy"
+	"github.com/replicakit/replicakit/naming"
+	"github.com/replicakit/replicakit/replicaset"
+	"github.com/replicakit/replicakit/vmprovider"
+	"github.com/replicakit/replicakit/vmprovider/vmprovidertest"
+)
+
+// partitioned is two endpoints, "east" (zones a and b) and "west" (zone
+// c), each a fake that can be cut off; it counts the changes asked of an
+// endpoint while it was cut off.
+type partitioned struct {
+	e     *vmprovider.Endpoints
+	fakes map[string]*vmprovidertest.Fake
+
+	mu      sync.Mutex // the executor calls Fail concurrently
+	cut     map[string]bool
+	changes []string // ops other than get and list asked of a cut endpoint
+}
+
+func newPartitioned() *partitioned {
+	p := &partitioned{cut: map[string]bool{}, fakes: map[string]*vmprovidertest.Fake{},
+		e: &vmprovider.Endpoints{Providers: map[string]vmprovider.Provider{}}}
+	for _, ep := range []string{"east", "west"} {
+		f := &vmprovidertest.Fake{Now: func() time.Time { return now }, Fail: func(op, name string) error {
+			p.mu.Lock()
+			defer p.mu.Unlock()
+			if !p.cut[ep] {
+				return nil
+			}
+			if op != "get" && op != "list" {
+				p.changes = append(p.changes, op+" "+name+" on "+ep)
+			}
+			return fmt.Errorf("%s %s: dial tcp: i/o timeout", op, name)
+		}}
+		p.fakes[ep] = f
+		p.e.Providers[ep] = f
+	}
+	return p
+}
+
+func (p *partitioned) setCut(ep string, cut bool) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.cut[ep] = cut
+}
+
+// on returns the names of owner's VMs on endpoint ep, from the fake
+// itself, cut off or not. Scale must not be running.
+func (p *partitioned) on(t *rapid.T, ep, owner string) []string {
+	cut := p.cut[ep]
+	p.setCut(ep, false)
+	defer p.setCut(ep, cut)
+	vms, err := p.fakes[ep].List(context.Background(), owner)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var out []string
+	for _, vm := range vms {
+		out = append(out, vm.Name)
+	}
+	return out
+}
+
+// TestSet_UnreachableEndpoints scales a Set over two endpoints, pass after
+// pass, while either is cut off and comes back and the count changes. At
+// every pass: no change is asked of a cut endpoint; what it held is still
+// there when it answers again; the plan sets its VMs aside; no name is
+// held twice; and the Set holds no more than the larger of the desired
+// and the unknown count plus one (MaxSurge's default). Once both answer,
+// the Set converges on the count, with zones balanced (Rebalance).
+func TestSet_UnreachableEndpoints(t *testing.T) {
+	rapid.Check(t, func(t *rapid.T) {
+		ctx := context.Background()
+		p := newPartitioned()
+		owner := vmprovider.Owner{UID: "uid-1", Name: "ns/web"}
+		set := &vmprovider.Set{
+			Provider: p.e,
+			Template: vmprovider.Spec{Owner: owner, PowerOn: true},
+			Policy:   deletionpolicy.Random{Seed: 1},
+			Spec:     replicaset.Spec{Zones: []string{"a", "b", "c"}, Rebalance: true, MaxPerPass: 100},
+			Zones: map[string]vmprovider.Placement{
+				"a": {Endpoint: "east"}, "b": {Endpoint: "east"}, "c": {Endpoint: "west"},
+			},
+			Names: naming.Random{Base: "web", Source: rand.NewPCG(1, 2)},
+		}
+		desired := rapid.IntRange(0, 9).Draw(t, "desired")
+		var was map[string][]string // each cut endpoint's VMs when it was cut
+		for pass := range rapid.IntRange(1, 20).Draw(t, "passes") {
+			switch rapid.IntRange(0, 3).Draw(t, "event") {
+			case 0:
+				ep := rapid.SampledFrom([]string{"east", "west"}).Draw(t, "cut")
+				if !p.cut[ep] {
+					if was == nil {
+						was = map[string][]string{}
+					}
+					was[ep] = p.on(t, ep, owner.UID)
+					p.setCut(ep, true)
+				}
+			case 1:
+				ep := rapid.SampledFrom([]string{"east", "west"}).Draw(t, "heal")
+				p.setCut(ep, false)
+				delete(was, ep)
+			case 2:
+				desired = rapid.IntRange(0, 9).Draw(t, "desired")
+			}
+			plan, _, err := set.Scale(ctx, desired, now)
+			anyCut := p.cut["east"] || p.cut["west"]
+			switch {
+			case anyCut && !errors.Is(err, vmprovider.ErrUnreachable):
+				t.Fatalf("pass %d with %v cut off: error %v, want ErrUnreachable", pass, p.cut, err)
+			case !anyCut && err != nil:
+				t.Fatalf("pass %d: %v", pass, err)
+			}
+			if len(p.changes) > 0 {
+				t.Fatalf("pass %d: changes asked of a cut-off endpoint: %v", pass, p.changes)
+			}
+			unknown := 0
+			for ep, vms := range was {
+				if got := p.on(t, ep, owner.UID); !slices.Equal(got, vms) {
+					t.Fatalf("pass %d: %s held %v when cut off, now %v", pass, ep, vms, got)
+				}
+				unknown += len(vms)
+				for _, name := range vms {
+					if !slices.ContainsFunc(plan.Unknown, func(r replicaset.Replica) bool { return r.Name == name }) {
+						t.Fatalf("pass %d: %s on cut-off %s is not in the plan's unknown replicas: %v", pass, name, ep, plan)
+					}
+				}
+			}
+			east, west := p.on(t, "east", owner.UID), p.on(t, "west", owner.UID)
+			for _, name := range east {
+				if slices.Contains(west, name) {
+					t.Fatalf("pass %d: %s is on both endpoints", pass, name)
+				}
+			}
+			if total, bound := len(east)+len(west), max(desired, unknown)+1; total > bound {
+				t.Fatalf("pass %d: %d VMs (east %v, west %v), over %d (desired %d, %d unknown)", pass, total, east, west, bound, desired, unknown)
+			}
+		}
+		p.setCut("east", false)
+		p.setCut("west", false)
+		for pass := 0; ; pass++ {
+			plan, _, err := set.Scale(ctx, desired, now)
+			if err != nil {
+				t.Fatalf("healed pass %d: %v", pass, err)
+			}
+			if plan.IsZero() {
+				break
+			}
+			if pass > 20 {
+				t.Fatalf("not converged after %d healed passes: %v", pass, plan)
+			}
+		}
+		zs, err := set.ZoneStatus(ctx, now)
+		if err != nil {
+			t.Fatal(err)
+		}
+		lo, hi, total := desired, 0, 0
+		for _, z := range zs {
+			lo, hi, total = min(lo, z.Replicas), max(hi, z.Replicas), total+z.Replicas
+		}
+		if total != desired || hi-lo > 1 {
+			t.Fatalf("settled with zones %+v, want %d balanced", zs, desired)
+		}
+	})
+}
