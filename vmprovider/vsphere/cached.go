@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"time"
 
 	"github.com/replicakit/replicakit/vmprovider"
 )
@@ -17,7 +18,10 @@ import (
 // return them until the watch reports a state that agrees (or ten seconds
 // pass), so an update from before the write cannot take a read back in
 // time. Get and List wait for the watch's first
-// full copy. Run the watch (Watch.Run) for as long as the Cached is used.
+// full copy, and fail with an error wrapping vmprovider.ErrUnreachable
+// while the watch cannot reach vCenter (Watch.Health): its copy is then
+// unknown, not current. Run the watch (Watch.Run) for as long as the
+// Cached is used.
 type Cached struct {
 	// Provider makes the changes.
 	Provider *Provider
@@ -37,13 +41,23 @@ func (c Cached) MarkRevision(ctx context.Context, name, owner, revision string) 
 	return c.Provider.MarkRevision(ctx, name, owner, revision)
 }
 
-// wait waits for the watch's first full copy.
+// wait waits for the watch's first full copy, and returns the watch's
+// health (Watch.Health) then, or as soon as an attempt to take it failed.
 func (c Cached) wait(ctx context.Context) error {
-	select {
-	case <-c.Watch.Synced():
-		return nil
-	case <-ctx.Done():
-		return fmt.Errorf("wait for the vCenter watch's first copy: %w", ctx.Err())
+	tick := time.NewTicker(100 * time.Millisecond)
+	defer tick.Stop()
+	for {
+		select {
+		case <-c.Watch.Synced():
+			_, err := c.Watch.Health()
+			return err
+		case <-ctx.Done():
+			return fmt.Errorf("wait for the vCenter watch's first copy: %w", ctx.Err())
+		case <-tick.C:
+			if _, err := c.Watch.Health(); err != nil {
+				return err
+			}
+		}
 	}
 }
 

@@ -30,7 +30,12 @@
 // container view of the folder, never changed while it runs, built
 // again after a lost session, and reports each change; [Cached] answers Get
 // and List from it and changes vCenter through the Provider, so a settled
-// operator costs vCenter no call beyond the watch's long poll.
+// operator costs vCenter no call beyond the watch's long poll. While the
+// watch cannot reach vCenter (Watch.Health: a wait failed, or none was
+// answered for 20 seconds), Cached's reads fail with
+// vmprovider.ErrUnreachable: its copy is unknown, not current. Over
+// several vCenters, give each its Provider, Watch and Cached, and join
+// them with vmprovider.Endpoints.
 //
 // The package's tests and examples run against vcsim, govmomi's in-process
 // vCenter simulator.

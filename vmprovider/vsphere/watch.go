@@ -39,6 +39,10 @@ type Watch struct {
 	synced   chan struct{}
 	onChange []func(vm vmprovider.VM, gone bool)
 	restarts int
+	// lastSeen is when vCenter last answered a wait; down why the last
+	// attempt failed, until the next full copy (see Health).
+	lastSeen time.Time
+	down     error
 }
 
 // written is the state a write left (gone, for a destroy), which reads
@@ -134,8 +138,8 @@ func (w *Watch) Run(ctx context.Context) error {
 		}
 		w.mu.Lock()
 		w.restarts++
+		w.down = err // the next full copy reports what changed meanwhile
 		w.mu.Unlock()
-		_ = err // the next full copy reports what changed meanwhile
 		if synced {
 			backoff = time.Second
 		}
@@ -158,13 +162,13 @@ func (w *Watch) watch(ctx context.Context) (synced bool, err error) {
 	if err != nil {
 		return false, fmt.Errorf("vsphere watch: create a property collector: %w", err)
 	}
-	defer func() { _ = pc.Destroy(context.WithoutCancel(ctx)) }()
+	defer tidy(ctx, pc.Destroy)
 	m := view.NewManager(c)
 	v, err := m.CreateContainerView(ctx, w.p.folder.Reference(), []string{"VirtualMachine"}, true)
 	if err != nil {
 		return false, fmt.Errorf("vsphere watch: create a container view: %w", err)
 	}
-	defer func() { _ = v.Destroy(context.WithoutCancel(ctx)) }()
+	defer tidy(ctx, v.Destroy)
 	// The filter is rooted at a list view that holds the container view
 	// and never changes while the watch runs, as vm-operator's watcher
 	// does. A filter on the container view itself sees the view change
@@ -175,7 +179,7 @@ func (w *Watch) watch(ctx context.Context) (synced bool, err error) {
 	if err != nil {
 		return false, fmt.Errorf("vsphere watch: create a list view: %w", err)
 	}
-	defer func() { _ = list.Destroy(context.WithoutCancel(ctx)) }()
+	defer tidy(ctx, list.Destroy)
 
 	filter := &property.WaitFilter{}
 	filter.Spec.ObjectSet = []types.ObjectSpec{{
@@ -192,11 +196,11 @@ func (w *Watch) watch(ctx context.Context) (synced bool, err error) {
 	if err != nil {
 		return false, fmt.Errorf("vsphere watch: create a property filter: %w", err)
 	}
-	defer func() { _ = pf.Destroy(context.WithoutCancel(ctx)) }()
+	defer tidy(ctx, pf.Destroy)
 
 	fresh := map[types.ManagedObjectReference]*mo.VirtualMachine{}
 	first, truncated := true, false
-	err = waitForUpdates(ctx, c, pc, &truncated, func(updates []types.ObjectUpdate) {
+	err = waitForUpdates(ctx, c, pc, &truncated, w.answered, func(updates []types.ObjectUpdate) {
 		if first {
 			// The first answer, and the pages after it while truncated,
 			// are the full state: gather it, then swap it in.
@@ -231,6 +235,7 @@ func (w *Watch) watch(ctx context.Context) (synced bool, err error) {
 func (w *Watch) replace(all map[types.ManagedObjectReference]*mo.VirtualMachine) {
 	w.mu.Lock()
 	old := w.byName
+	w.down = nil
 	w.byRef = all
 	w.byName = make(map[string]vmprovider.VM, len(all))
 	for _, m := range all {
@@ -411,18 +416,24 @@ const maxWait = 10
 // nil) or a wait fails, calling f with each filter's updates and setting
 // truncated as each answer says. Unlike property.WaitForUpdatesEx, a wait
 // that ends after maxWait with nothing new is taken up again from the
-// same version, with no new full copy.
-func waitForUpdates(ctx context.Context, rt soap.RoundTripper, pc *property.Collector, truncated *bool, f func([]types.ObjectUpdate)) error {
+// same version, with no new full copy. answered is called after every
+// answer, before f.
+func waitForUpdates(ctx context.Context, rt soap.RoundTripper, pc *property.Collector, truncated *bool, answered func(), f func([]types.ObjectUpdate)) error {
 	req := types.WaitForUpdatesEx{This: pc.Reference(), Options: &types.WaitOptions{MaxWaitSeconds: types.NewInt32(maxWait)}}
 	for {
-		res, err := methods.WaitForUpdatesEx(ctx, rt, &req)
+		// The server answers within maxWait; a wait unanswered much
+		// longer is on a link that drops what it carries.
+		waitCtx, cancel := context.WithTimeout(ctx, staleAfter)
+		res, err := methods.WaitForUpdatesEx(waitCtx, rt, &req)
+		cancel()
 		if err != nil {
 			if ctx.Err() != nil {
-				_ = pc.CancelWaitForUpdates(context.WithoutCancel(ctx))
+				tidy(ctx, pc.CancelWaitForUpdates)
 				return nil
 			}
 			return err
 		}
+		answered()
 		set := res.Returnval
 		if set == nil {
 			continue // maxWait passed with nothing new
