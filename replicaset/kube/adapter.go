@@ -37,6 +37,14 @@ type Spec struct {
 	// Rebalance moves children back into balance across Zones, one at a
 	// time, create before delete (replicaset.Spec.Rebalance).
 	Rebalance bool
+	// Unreachable lists the zones whose platform does not answer now,
+	// which the Adapter's Spec knows from its own clients (a vCenter's
+	// watch that lost its link, say): their children are unknown, not
+	// gone, so they are never deleted, replaced or counted as gone, and at
+	// most the rollout's MaxSurge (1 by default) stands in for them in
+	// the other zones (replicaset.Spec.Unreachable). ZonesBalanced says
+	// so, with the reason ZoneUnreachable.
+	Unreachable []string
 	// Rollout, when set, turns rollouts on: every child is labelled with
 	// the revision of the owner's template it was made from
 	// (RevisionLabel), the template's labels and annotations reach

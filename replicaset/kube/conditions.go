@@ -93,6 +93,10 @@ const (
 	// fullest zone, or protected children sit where Rebalance cannot
 	// take them from.
 	ReasonUnbalanced = "Unbalanced"
+	// ReasonZoneUnreachable means a listed zone's platform does not
+	// answer (Spec.Unreachable): its children are unknown, and the
+	// message says how many and what stands in for them.
+	ReasonZoneUnreachable = "ZoneUnreachable"
 
 	// ReasonRolloutComplete means every live child is on the owner's
 	// current template and available (RolledOut is True).

@@ -130,6 +130,7 @@ func decide(o *observation, rl rules) decision {
 			policyName(o.spec), ErrNeedsOrdinalNames)
 	}
 	spec, current := planSpec(o, rl), replicas(d.members, o, rl.naming)
+	unknownIn(o, current)
 	if err == nil && d.hold == holdNone {
 		d.backoff, d.failedNow, d.replaced = failedInZones(spec, current, o, rl.limit())
 		spec.ZoneBackoff = d.backoff
@@ -221,7 +222,8 @@ func updates(o *observation, members []child, deleted []replicaset.Replica) []in
 // once) and places the replacements in the zones not backing off. With no
 // healthy zone they stay, as failed children do without zones (a VM's
 // clone is retried where it is, and recovers there with its zone): a set
-// whose every zone fails does not churn.
+// whose every zone fails does not churn. Children in unreachable zones
+// are unknown, failed or not, and stay.
 //
 // It returns the backoff after the pass, the UIDs of the failing members,
 // and those it replaces.
@@ -237,7 +239,8 @@ func failedInZones(spec replicaset.Spec, current []replicaset.Replica, o *observ
 	sick := map[string]bool{}
 	for i := range current {
 		r := &current[i]
-		if r.Phase != replicaset.PhaseFailed || r.Deleting || r.Protected || !slices.Contains(spec.Zones, r.Zone) {
+		if r.Phase != replicaset.PhaseFailed || r.Deleting || r.Protected || !slices.Contains(spec.Zones, r.Zone) ||
+			slices.Contains(spec.Unreachable, r.Zone) {
 			continue
 		}
 		at = append(at, i)
@@ -261,7 +264,7 @@ func failedInZones(spec replicaset.Spec, current []replicaset.Replica, o *observ
 func planSpec(o *observation, rl rules) replicaset.Spec {
 	s := replicaset.Spec{Desired: o.spec.Replicas, MaxPerPass: rl.maxPerPass,
 		ReplaceDeleting: o.spec.ReplaceDeleting, MinReady: o.spec.MinReady, Seed: o.seed,
-		Zones: o.spec.Zones, ZoneBackoff: o.backoff, Rebalance: o.spec.Rebalance}
+		Zones: o.spec.Zones, ZoneBackoff: o.backoff, Rebalance: o.spec.Rebalance, Unreachable: o.spec.Unreachable}
 	if o.spec.Rollout != nil {
 		s.Revision, s.Strategy = o.revision, *o.spec.Rollout
 	}

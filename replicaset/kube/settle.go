@@ -183,6 +183,7 @@ func status(o *observation, d decision, out outcome, failed map[string]error, ba
 		st.Selector = o.selector.String()
 	}
 	members := replicasOf(d.members)
+	unknownIn(o, members)
 	sum := replicaset.Summarize(members, o.spec.MinReady, o.now)
 	st.Zones = zoneStatus(o, members, backoff)
 	st.Replicas, st.ReadyReplicas = int32(sum.Replicas), int32(sum.Ready)

@@ -44,6 +44,9 @@ type ZoneStatus struct {
 	// a create failed there, and new children go to the other zones
 	// until then.
 	BackoffUntil time.Time
+	// Unreachable reports that the zone is in Spec.Unreachable: its
+	// children are unknown.
+	Unreachable bool
 }
 
 // zoneOf is the zone of child c.
@@ -175,6 +178,28 @@ func backoffAfter(backoff []replicaset.ZoneBackoff, failed []string, until time.
 	return out
 }
 
+// unknownIn marks the replicas in the spec's unreachable zones as a pass
+// knows them: not ready and in no known phase, whatever their objects
+// last said, which was before their zone stopped answering.
+func unknownIn(o *observation, rs []replicaset.Replica) {
+	if len(o.spec.Unreachable) == 0 {
+		return
+	}
+	for i := range rs {
+		if slices.Contains(o.spec.Unreachable, rs[i].Zone) {
+			rs[i].Ready, rs[i].Phase = false, replicaset.PhaseUnknown
+		}
+	}
+}
+
+// unknownCount says how many replicas are unknown.
+func unknownCount(n int) string {
+	if n == 1 {
+		return "1 replica there is unknown"
+	}
+	return fmt.Sprintf("%d replicas there are unknown", n)
+}
+
 // zoneStatus is the status per zone of the members, with each zone's
 // backoff; nil when the spec lists no zones.
 func zoneStatus(o *observation, members []replicaset.Replica, backoff []replicaset.ZoneBackoff) []ZoneStatus {
@@ -185,6 +210,7 @@ func zoneStatus(o *observation, members []replicaset.Replica, backoff []replicas
 	out := make([]ZoneStatus, len(sum))
 	for i, s := range sum {
 		out[i].ZoneStatus = s
+		out[i].Unreachable = slices.Contains(o.spec.Unreachable, s.Zone)
 		for _, b := range backoff {
 			if b.Zone == s.Zone {
 				out[i].BackoffUntil = b.Until
@@ -244,6 +270,17 @@ func zonesCondition(o *observation, d decision, zones []ZoneStatus, cond func(t 
 		avoiding = "; every zone backs off after failures (" + strings.Join(failing, ", ") + "), so new replicas may go to any"
 	case len(failing) > 0:
 		avoiding = "; new replicas avoid " + strings.Join(failing, ", ") + " after failures there"
+	}
+	var away []string
+	for _, z := range zones {
+		if z.Unreachable {
+			away = append(away, z.Zone)
+		}
+	}
+	if len(away) > 0 && d.hold != holdPaused && d.hold != holdDeleting {
+		return cond(ConditionZonesBalanced, false, ReasonZoneUnreachable, fmt.Sprintf(
+			"%s: %s unreachable, so %s: none is deleted or counted as gone, and at most the surge stands in elsewhere%s",
+			spread, strings.Join(away, ", "), unknownCount(len(d.plan.Unknown)), avoiding))
 	}
 	if balanced(zones) && d.plan.Unbalanced == "" {
 		return cond(ConditionZonesBalanced, true, ReasonZonesBalanced, spread+avoiding)

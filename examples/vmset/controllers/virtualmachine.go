@@ -76,6 +76,13 @@ func transient(err error) bool {
 	return errors.Is(err, context.DeadlineExceeded) || errors.Is(err, context.Canceled) || errors.As(err, &ue) || errors.As(err, &ne)
 }
 
+// ReasonVCenterUnreachable is the Ready condition's reason, with the
+// status Unknown, while the vCenter that holds a VirtualMachine's VM does
+// not answer (vmprovider.ErrUnreachable): the VM is unknown, neither there
+// nor gone, so nothing is created, powered or destroyed until it answers.
+// The message says when vCenter last answered.
+const ReasonVCenterUnreachable = "VCenterUnreachable"
+
 // ReasonZoneUnavailable is the Ready condition's reason while the
 // placement of a VirtualMachine's zone is not in vCenter's inventory (its
 // cluster removed or renamed); the clone is retried with backoff.
@@ -172,6 +179,8 @@ func (r *VirtualMachineReconciler) Reconcile(ctx context.Context, req reconcile.
 			return reconcile.Result{}, r.fail(ctx, &vm, ReasonCreateFailed, err)
 		}
 		r.event(&vm, corev1.EventTypeNormal, "Created", "Create", "Created vSphere VM %s", name)
+	case errors.Is(err, vmprovider.ErrUnreachable):
+		return reconcile.Result{}, r.unknown(ctx, &vm, err)
 	case err != nil:
 		return reconcile.Result{}, r.fail(ctx, &vm, "GetFailed", err)
 	case got.Owner != owner:
@@ -275,8 +284,20 @@ func providerSpec(vm *vmv1.VirtualMachine, name string, want vmv1.PowerState, zo
 // fail records err in the Ready condition and returns it for a retry with
 // backoff.
 func (r *VirtualMachineReconciler) fail(ctx context.Context, vm *vmv1.VirtualMachine, reason string, err error) error {
+	return r.record(ctx, vm, metav1.ConditionFalse, reason, err)
+}
+
+// unknown records that vm's vCenter does not answer: Ready is Unknown
+// (ReasonVCenterUnreachable), and err is returned for a retry with backoff.
+func (r *VirtualMachineReconciler) unknown(ctx context.Context, vm *vmv1.VirtualMachine, err error) error {
+	return r.record(ctx, vm, metav1.ConditionUnknown, ReasonVCenterUnreachable, err)
+}
+
+// record records err in the Ready condition, with status and reason, and
+// returns it.
+func (r *VirtualMachineReconciler) record(ctx context.Context, vm *vmv1.VirtualMachine, status metav1.ConditionStatus, reason string, err error) error {
 	r.event(vm, corev1.EventTypeWarning, reason, "Reconcile", "%v", err)
-	cond := metav1.Condition{Type: "Ready", Status: metav1.ConditionFalse, Reason: reason, Message: err.Error()}
+	cond := metav1.Condition{Type: "Ready", Status: status, Reason: reason, Message: err.Error()}
 	last := vmprovider.VM{Power: vmprovider.PowerState(vm.Status.PowerState), InstanceUUID: vm.Status.InstanceUUID,
 		IPAddresses: vm.Status.Addresses, Hostname: vm.Status.Hostname, Heartbeat: vmprovider.Heartbeat(vm.Status.GuestHeartbeat)}
 	return errors.Join(err, r.setStatus(ctx, vm, last, cond))

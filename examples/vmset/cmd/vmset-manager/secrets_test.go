@@ -252,7 +252,7 @@ func TestSecrets(t *testing.T) {
 			sim.Server.Close()
 			scale(t, e, ns, "later", 2)
 			scale(t, e, ns, "first", 0)
-			waitFailure(t, e, ns, "later", controllers.ReasonCreateRetrying, "connect: connection refused")
+			waitFailure(t, e, ns, "later", controllers.ReasonVCenterUnreachable, "connect: connection refused")
 			waitFailure(t, e, ns, "first", "DeleteFailed", "connect: connection refused")
 			scan(t)
 		},
