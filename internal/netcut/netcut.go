@@ -7,18 +7,24 @@ import (
 	"io"
 	"net"
 	"sync"
+	"time"
 )
 
 // Mode is how a cut link behaves.
 type Mode int
 
 const (
-	// Drop holds connections open and answers nothing, as a partition
-	// that drops packets does: callers wait until their own timeouts.
+	// Drop answers nothing on new connections and closes each after
+	// HoldFor, as a dial through a partition that drops packets times
+	// out (sooner than a real dial's 30 s, for tests).
 	Drop Mode = iota
 	// Refuse closes connections at once, as a host whose port is closed.
 	Refuse
 )
+
+// HoldFor is how long a cut link in Drop mode holds a new connection
+// before closing it.
+const HoldFor = 3 * time.Second
 
 // Proxy forwards TCP connections to a target until cut.
 type Proxy struct {
@@ -50,7 +56,8 @@ func Start(target string) (*Proxy, error) {
 func (p *Proxy) Addr() string { return p.ln.Addr().String() }
 
 // Cut cuts the link: every open connection is closed, and new ones are
-// held unanswered (Drop) or closed at once (Refuse) until Heal.
+// held unanswered for HoldFor (Drop) or closed at once (Refuse) until
+// Heal.
 func (p *Proxy) Cut(mode Mode) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
@@ -100,6 +107,7 @@ func (p *Proxy) accept() {
 			_ = c.Close()
 		case p.cut:
 			p.held = append(p.held, c)
+			time.AfterFunc(HoldFor, func() { _ = c.Close() })
 		default:
 			p.conns[c] = struct{}{}
 			p.wg.Go(func() { p.forward(c) })

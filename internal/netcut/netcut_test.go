@@ -85,8 +85,12 @@ func TestProxy_CutAndHeal(t *testing.T) {
 	} else if ne, ok := err.(net.Error); !ok || !ne.Timeout() {
 		t.Errorf("cut (drop): %v, want a timeout", err)
 	}
-	p.Cut(Refuse)
 	start := time.Now()
+	if err := roundTrip(p.Addr(), 2*HoldFor); err == nil || time.Since(start) > HoldFor+time.Second {
+		t.Errorf("cut (drop): %v after %v, want the connection closed after %v", err, time.Since(start), HoldFor)
+	}
+	p.Cut(Refuse)
+	start = time.Now()
 	if err := roundTrip(p.Addr(), 2*time.Second); err == nil || time.Since(start) > time.Second {
 		t.Errorf("cut (refuse): %v after %v, want a quick failure", err, time.Since(start))
 	}

@@ -228,6 +228,13 @@ func (w *Watch) watch(ctx context.Context) (synced bool, err error) {
 	if err == nil && ctx.Err() == nil {
 		err = fmt.Errorf("vsphere watch: the wait for updates ended")
 	}
+	if err != nil && ctx.Err() == nil {
+		// Said now, not after the calls that tidy up, which a cut link
+		// holds for up to staleAfter each.
+		w.mu.Lock()
+		w.down = err
+		w.mu.Unlock()
+	}
 	return !first, err
 }
 

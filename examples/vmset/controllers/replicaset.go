@@ -25,6 +25,11 @@ type ReplicaSetAdapter struct {
 	// Zones are the zones the operator has placements for; a set listing
 	// another is refused (InvalidSpec, naming it).
 	Zones []string
+	// Reachable, when set, says whether the vCenter holding a zone
+	// answers (a nil error), and when it last did: a set's zones whose
+	// vCenter does not answer are unreachable (kube.Spec.Unreachable),
+	// and status says so with that time. Nil: every zone answers.
+	Reachable func(zone string) (lastSeen time.Time, err error)
 }
 
 var (
@@ -58,6 +63,13 @@ func (a ReplicaSetAdapter) Spec(s *vmv1.VirtualMachineReplicaSet) (kube.Spec, er
 		return spec, fmt.Errorf("spec.strategy: %w", err)
 	}
 	spec.Rollout = &strategy
+	if a.Reachable != nil {
+		for _, z := range s.Spec.Zones {
+			if _, err := a.Reachable(z); err != nil {
+				spec.Unreachable = append(spec.Unreachable, z)
+			}
+		}
+	}
 	for _, z := range s.Spec.Zones {
 		if !slices.Contains(a.Zones, z) {
 			// The spec goes with the error: status still says what
@@ -146,7 +158,7 @@ func (ReplicaSetAdapter) Describe(vm *vmv1.VirtualMachine, r *replicaset.Replica
 }
 
 // SetStatus implements kube.Adapter.
-func (ReplicaSetAdapter) SetStatus(s *vmv1.VirtualMachineReplicaSet, st kube.Status) {
+func (a ReplicaSetAdapter) SetStatus(s *vmv1.VirtualMachineReplicaSet, st kube.Status) {
 	s.Status.Replicas = st.Replicas
 	s.Status.FullyLabeledReplicas = st.FullyLabeledReplicas
 	s.Status.ReadyReplicas = st.ReadyReplicas
@@ -163,6 +175,14 @@ func (ReplicaSetAdapter) SetStatus(s *vmv1.VirtualMachineReplicaSet, st kube.Sta
 			ReadyReplicas: int32(z.Ready), AvailableReplicas: int32(z.Available)}
 		if !z.BackoffUntil.IsZero() {
 			zs.BackoffUntil = &metav1.Time{Time: z.BackoffUntil.Truncate(time.Second)}
+		}
+		if z.Unreachable {
+			zs.Unreachable = true
+			if a.Reachable != nil {
+				if seen, _ := a.Reachable(z.Zone); !seen.IsZero() {
+					zs.LastSeen = &metav1.Time{Time: seen.Truncate(time.Second)}
+				}
+			}
 		}
 		s.Status.Zones = append(s.Status.Zones, zs)
 	}
@@ -217,6 +237,9 @@ func Setup(mgr ctrl.Manager, p *VirtualMachineReconciler, configure ...func(*kub
 		return err
 	}
 	rs := NewReplicaSetReconciler(slices.Sorted(maps.Keys(p.Zones)))
+	if p.Watch != nil || len(p.Watches) > 0 {
+		rs.Adapter = ReplicaSetAdapter{Zones: slices.Sorted(maps.Keys(p.Zones)), Reachable: p.Reachable}
+	}
 	for _, f := range configure {
 		f(rs)
 	}

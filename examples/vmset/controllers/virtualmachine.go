@@ -24,7 +24,6 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
 	"sigs.k8s.io/controller-runtime/pkg/event"
 	"sigs.k8s.io/controller-runtime/pkg/handler"
-	"sigs.k8s.io/controller-runtime/pkg/manager"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 	"sigs.k8s.io/controller-runtime/pkg/source"
 
@@ -44,11 +43,24 @@ type VirtualMachineReconciler struct {
 	Client client.Client
 	// Provider creates, powers and destroys the VMs.
 	Provider vmprovider.Provider
+	// Providers, when set, are the providers of several vCenters by name
+	// (as a zone's Placement.Endpoint names them): a VirtualMachine's VM
+	// is made, read and destroyed by the one its zone's placement names,
+	// DefaultVCenter's when it names none or the VM is in no zone.
+	Providers map[string]vmprovider.Provider
 	// Watch, when set, reports changes to VMs in vCenter: each becomes a
 	// reconcile of the VirtualMachine named in the VM's mark, and a VM
 	// waiting on its guest is not read again on a timer. SetupWithManager
 	// runs it. Provider should then read from it (vsphere.Cached).
 	Watch *vsphere.Watch
+	// Watches, when set, are the watches of several vCenters by name (as
+	// a zone's Placement.Endpoint names them; DefaultVCenter for a zone
+	// that names none), each run and a source of events as Watch is.
+	// NewVirtualMachineReconcilerOver sets them.
+	Watches map[string]*vsphere.Watch
+	// DefaultVCenter names the vCenter, among Watches, of VMs in no zone
+	// and of zones whose placement names none.
+	DefaultVCenter string
 	// Events records events on VirtualMachines; nil records none.
 	Events events.EventRecorder
 	// Zones maps each zone a VirtualMachine may name (spec.zone) to
@@ -100,6 +112,63 @@ func NewVirtualMachineReconciler(p *vsphere.Provider) *VirtualMachineReconciler 
 	return &VirtualMachineReconciler{Provider: vsphere.Cached{Provider: p, Watch: w}, Watch: w}
 }
 
+// NewVirtualMachineReconcilerOver returns a reconciler over several
+// vCenters, each read from a watch of its VMs (vsphere.Cached) and changed
+// through its Provider: a VirtualMachine's VM is in the vCenter its zone's
+// placement names (Zones' Endpoint, defaultVCenter when it names none, or
+// for a VM in no zone). A vCenter that does not answer
+// leaves its VMs unknown (ReasonVCenterUnreachable), and sets plan
+// around them (ReplicaSetAdapter.Reachable).
+func NewVirtualMachineReconcilerOver(vcenters map[string]*vsphere.Provider, defaultVCenter string) *VirtualMachineReconciler {
+	r := &VirtualMachineReconciler{Watches: map[string]*vsphere.Watch{}, Providers: map[string]vmprovider.Provider{},
+		DefaultVCenter: defaultVCenter}
+	for name, p := range vcenters {
+		w := vsphere.NewWatch(p)
+		r.Watches[name] = w
+		r.Providers[name] = vsphere.Cached{Provider: p, Watch: w}
+	}
+	r.Provider = r.Providers[defaultVCenter]
+	return r
+}
+
+// Reachable says whether the vCenter that holds zone's VMs answers (a nil
+// error, else one wrapping vmprovider.ErrUnreachable), and when it last
+// did, from its watch (vsphere.Watch.Health). Without watches every zone
+// answers.
+func (r *VirtualMachineReconciler) Reachable(zone string) (lastSeen time.Time, err error) {
+	w := r.watchOf(zone)
+	if w == nil {
+		return time.Time{}, nil
+	}
+	return w.Health()
+}
+
+// providerOf returns the provider of the vCenter that holds zone's VMs;
+// nil when Providers has none of that name.
+func (r *VirtualMachineReconciler) providerOf(zone string) vmprovider.Provider {
+	if len(r.Providers) == 0 {
+		return r.Provider
+	}
+	return r.Providers[r.vcenterOf(zone)]
+}
+
+// vcenterOf names the vCenter that holds zone's VMs.
+func (r *VirtualMachineReconciler) vcenterOf(zone string) string {
+	if ep := r.Zones[zone].Endpoint; ep != "" {
+		return ep
+	}
+	return r.DefaultVCenter
+}
+
+// watchOf returns the watch of the vCenter that holds zone's VMs; nil
+// when there is none.
+func (r *VirtualMachineReconciler) watchOf(zone string) *vsphere.Watch {
+	if len(r.Watches) == 0 {
+		return r.Watch
+	}
+	return r.Watches[r.vcenterOf(zone)]
+}
+
 // VSphereName is the name of the vSphere VM for a VirtualMachine: namespace
 // and name joined with '-', cut and hashed to fit vSphere's 80 characters.
 // Ownership is decided by the VM's mark (the object's UID), never by name.
@@ -128,12 +197,18 @@ func (r *VirtualMachineReconciler) Reconcile(ctx context.Context, req reconcile.
 	}
 	owner := string(vm.UID)
 	name := VSphereName(&vm)
+	provider := r.providerOf(vm.Spec.Zone)
+	if provider == nil {
+		err := fmt.Errorf("VM %q: zone %q names vCenter %q, which the operator is not configured with: %w",
+			name, vm.Spec.Zone, r.Zones[vm.Spec.Zone].Endpoint, ErrUnknownZone)
+		return reconcile.Result{}, reconcile.TerminalError(r.fail(ctx, &vm, "UnknownZone", err))
+	}
 
 	if vm.DeletionTimestamp != nil {
 		if !controllerutil.ContainsFinalizer(&vm, Finalizer) {
 			return reconcile.Result{}, nil
 		}
-		if err := r.Provider.Delete(ctx, name, owner); err != nil && !errors.Is(err, vmprovider.ErrNotOwned) {
+		if err := provider.Delete(ctx, name, owner); err != nil && !errors.Is(err, vmprovider.ErrNotOwned) {
 			return reconcile.Result{}, r.fail(ctx, &vm, "DeleteFailed", err)
 		}
 		patch := client.MergeFrom(vm.DeepCopy())
@@ -152,12 +227,12 @@ func (r *VirtualMachineReconciler) Reconcile(ctx context.Context, req reconcile.
 	if want == "" {
 		want = vmv1.PoweredOn
 	}
-	got, err := r.Provider.Get(ctx, name)
+	got, err := provider.Get(ctx, name)
 	switch {
 	case errors.Is(err, vmprovider.ErrNotFound):
 		spec, serr := providerSpec(&vm, name, want, r.Zones)
 		if serr == nil {
-			got, err = r.Provider.Create(ctx, spec)
+			got, err = provider.Create(ctx, spec)
 		} else {
 			err = serr
 		}
@@ -180,7 +255,9 @@ func (r *VirtualMachineReconciler) Reconcile(ctx context.Context, req reconcile.
 		}
 		r.event(&vm, corev1.EventTypeNormal, "Created", "Create", "Created vSphere VM %s", name)
 	case errors.Is(err, vmprovider.ErrUnreachable):
-		return reconcile.Result{}, r.unknown(ctx, &vm, err)
+		// Nothing to retry until vCenter answers: the watch's recovery
+		// brings this VirtualMachine back (SetupWithManager).
+		return reconcile.Result{RequeueAfter: unreachableRecheck}, r.unknown(ctx, &vm, err)
 	case err != nil:
 		return reconcile.Result{}, r.fail(ctx, &vm, "GetFailed", err)
 	case got.Owner != owner:
@@ -188,10 +265,10 @@ func (r *VirtualMachineReconciler) Reconcile(ctx context.Context, req reconcile.
 		return reconcile.Result{}, reconcile.TerminalError(r.fail(ctx, &vm, "NameTaken", err))
 	}
 	if string(want) != string(got.Power) {
-		if err := r.Provider.SetPower(ctx, name, owner, vmprovider.PowerState(want)); err != nil {
+		if err := provider.SetPower(ctx, name, owner, vmprovider.PowerState(want)); err != nil {
 			return reconcile.Result{}, r.fail(ctx, &vm, "PowerFailed", err)
 		}
-		if got, err = r.Provider.Get(ctx, name); err != nil {
+		if got, err = provider.Get(ctx, name); err != nil {
 			return reconcile.Result{}, r.fail(ctx, &vm, "GetFailed", err)
 		}
 	}
@@ -284,23 +361,27 @@ func providerSpec(vm *vmv1.VirtualMachine, name string, want vmv1.PowerState, zo
 // fail records err in the Ready condition and returns it for a retry with
 // backoff.
 func (r *VirtualMachineReconciler) fail(ctx context.Context, vm *vmv1.VirtualMachine, reason string, err error) error {
-	return r.record(ctx, vm, metav1.ConditionFalse, reason, err)
+	return errors.Join(err, r.record(ctx, vm, metav1.ConditionFalse, reason, err))
 }
 
 // unknown records that vm's vCenter does not answer: Ready is Unknown
-// (ReasonVCenterUnreachable), and err is returned for a retry with backoff.
+// (ReasonVCenterUnreachable). It returns only the failure to record it.
 func (r *VirtualMachineReconciler) unknown(ctx context.Context, vm *vmv1.VirtualMachine, err error) error {
 	return r.record(ctx, vm, metav1.ConditionUnknown, ReasonVCenterUnreachable, err)
 }
 
+// unreachableRecheck is how often a VirtualMachine whose vCenter does not
+// answer is looked at again, besides when its watch recovers.
+const unreachableRecheck = 30 * time.Second
+
 // record records err in the Ready condition, with status and reason, and
-// returns it.
+// an event; it returns the failure to write the status, if any.
 func (r *VirtualMachineReconciler) record(ctx context.Context, vm *vmv1.VirtualMachine, status metav1.ConditionStatus, reason string, err error) error {
 	r.event(vm, corev1.EventTypeWarning, reason, "Reconcile", "%v", err)
 	cond := metav1.Condition{Type: "Ready", Status: status, Reason: reason, Message: err.Error()}
 	last := vmprovider.VM{Power: vmprovider.PowerState(vm.Status.PowerState), InstanceUUID: vm.Status.InstanceUUID,
 		IPAddresses: vm.Status.Addresses, Hostname: vm.Status.Hostname, Heartbeat: vmprovider.Heartbeat(vm.Status.GuestHeartbeat)}
-	return errors.Join(err, r.setStatus(ctx, vm, last, cond))
+	return r.setStatus(ctx, vm, last, cond)
 }
 
 // setStatus patches the status when it changed.
@@ -330,8 +411,8 @@ func (r *VirtualMachineReconciler) event(vm *vmv1.VirtualMachine, kind, reason, 
 	}
 }
 
-// SetupWithManager registers the controller, and the Watch (if any) as a
-// source of its events and a runnable of the manager.
+// SetupWithManager registers the controller, and the Watch and Watches (if
+// any) as sources of its events and runnables of the manager.
 func (r *VirtualMachineReconciler) SetupWithManager(mgr ctrl.Manager) error {
 	if r.Client == nil {
 		r.Client = mgr.GetClient()
@@ -340,28 +421,13 @@ func (r *VirtualMachineReconciler) SetupWithManager(mgr ctrl.Manager) error {
 		r.Events = mgr.GetEventRecorder("virtualmachine")
 	}
 	b := ctrl.NewControllerManagedBy(mgr).Named("virtualmachine").For(&vmv1.VirtualMachine{})
-	if r.Watch != nil {
+	if watches := r.watches(); len(watches) > 0 {
 		changes := make(chan event.TypedGenericEvent[*vmv1.VirtualMachine], 1024)
-		stopped := make(chan struct{})
-		r.Watch.OnChange(func(vm vmprovider.VM, _ bool) {
-			ns, name, ok := strings.Cut(vm.OwnerName, "/")
-			if vm.Owner == "" || !ok {
-				return // not one of ours
-			}
-			select {
-			case changes <- event.TypedGenericEvent[*vmv1.VirtualMachine]{
-				Object: &vmv1.VirtualMachine{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name}},
-			}:
-			case <-stopped: // shutting down: nobody reads any more
-			}
-		})
 		b = b.WatchesRawSource(source.Channel(changes, &handler.TypedEnqueueRequestForObject[*vmv1.VirtualMachine]{}))
-		run := func(ctx context.Context) error {
-			go func() { <-ctx.Done(); close(stopped) }()
-			return r.Watch.Run(ctx)
-		}
-		if err := mgr.Add(manager.RunnableFunc(run)); err != nil {
-			return err
+		for _, w := range watches {
+			if err := r.runWatch(mgr, w, changes); err != nil {
+				return err
+			}
 		}
 	}
 	return b.Complete(r)

@@ -142,6 +142,15 @@ type ZoneStatus struct {
 	// again: a clone there failed.
 	// +optional
 	BackoffUntil *metav1.Time `json:"backoffUntil,omitempty"`
+	// Unreachable reports that the vCenter holding the zone does not
+	// answer: its replicas are unknown, neither ready nor gone, and none
+	// is deleted or replaced by name until it answers.
+	// +optional
+	Unreachable bool `json:"unreachable,omitempty"`
+	// LastSeen, for an unreachable zone, is when its vCenter last
+	// answered; unset if it never did since the operator started.
+	// +optional
+	LastSeen *metav1.Time `json:"lastSeen,omitempty"`
 }
 
 // VirtualMachineReplicaSetStatus is what the set observed.

@@ -20,7 +20,7 @@ import (
 var vCenterEnv = []string{
 	"VSPHERE_URL", "VSPHERE_USERNAME", "VSPHERE_PASSWORD", "VSPHERE_PASSWORD_FILE", "VSPHERE_CA_FILE",
 	"VSPHERE_THUMBPRINT", "VSPHERE_DATACENTER", "VSPHERE_FOLDER", "VSPHERE_RESOURCE_POOL",
-	"VSPHERE_DATASTORE", "VSPHERE_TEMPLATE", "VSPHERE_INSECURE", "VSPHERE_ZONES",
+	"VSPHERE_DATASTORE", "VSPHERE_TEMPLATE", "VSPHERE_INSECURE", "VSPHERE_ZONES", "VSPHERE_VCENTERS",
 }
 
 // fuzzFiles are the only files a fuzzed command line may name: parse reads
@@ -30,19 +30,26 @@ type fuzzFiles struct {
 	password string // written with each input's file content
 	certs    string // holds tls.crt and tls.key
 	noCerts  string // holds nothing
+	vcenter  string // a -vcenter directory: url, username and password
 }
 
 // newFuzzFiles makes the files in a temporary folder of f's.
 func newFuzzFiles(f *testing.F) fuzzFiles {
 	dir := f.TempDir()
-	ff := fuzzFiles{password: filepath.Join(dir, "password"), certs: filepath.Join(dir, "certs"), noCerts: filepath.Join(dir, "empty")}
-	for _, d := range []string{ff.certs, ff.noCerts} {
+	ff := fuzzFiles{password: filepath.Join(dir, "password"), certs: filepath.Join(dir, "certs"), noCerts: filepath.Join(dir, "empty"),
+		vcenter: filepath.Join(dir, "vcenter")}
+	for _, d := range []string{ff.certs, ff.noCerts, ff.vcenter} {
 		if err := os.Mkdir(d, 0o700); err != nil {
 			f.Fatal(err)
 		}
 	}
 	for _, name := range []string{"tls.crt", "tls.key"} {
 		if err := os.WriteFile(filepath.Join(ff.certs, name), []byte("PEM"), 0o600); err != nil {
+			f.Fatal(err)
+		}
+	}
+	for name, v := range map[string]string{"url": "https://west/sdk", "username": "w", "password": "pw"} {
+		if err := os.WriteFile(filepath.Join(ff.vcenter, name), []byte(v), 0o600); err != nil {
 			f.Fatal(err)
 		}
 	}
@@ -82,6 +89,9 @@ func (ff fuzzFiles) confine(args []string) ([]string, map[string]bool) {
 			if len(value)%2 == 0 {
 				a = "-metrics-cert-dir=" + ff.certs
 			}
+		case "vcenter":
+			vcName, _, _ := strings.Cut(value, "=")
+			a = "-vcenter=" + vcName + "=" + ff.vcenter
 		default:
 			out = append(out, a)
 			if next {
@@ -110,7 +120,8 @@ func (ff fuzzFiles) confine(args []string) ([]string, map[string]bool) {
 // -metrics-cert-dir and -enable-http2 only with -metrics-secure, the
 // folder holding tls.crt and tls.key; zones (the simulator's with -vcsim
 // when none are given) that each have a label-valid name and a resource
-// pool, and that formatZones writes as $VSPHERE_ZONES reading back the
+// pool, on the -vsphere-url vCenter or one -vcenter gives (never with
+// -vcsim), and that formatZones writes as $VSPHERE_ZONES reading back the
 // same. Flags naming files are pointed at a temporary folder's files.
 func FuzzParse(f *testing.F) {
 	f.Add("-vcsim", "", "", "", "", "", "", "", false)
@@ -122,6 +133,7 @@ func FuzzParse(f *testing.F) {
 	f.Add("-help", "", "", "", "", "", "", "", false)
 	f.Add("-vcsim\x00--\x00-zone=a:resourcePool=/x", "", "", "", "", "", "", "", false)
 	f.Add("-vcsim\x00-zone=a:resourcePool=/x;b:resourcePool=/y", "", "", "", "", "", "", "", false)
+	f.Add("-vcenter=west=d\x00-zone=w:resourcePool=/x,vcenter=west", "https://vc/sdk", "u", "p", "e:resourcePool=/y,vcenter=east", "", "", "", false)
 	ff := newFuzzFiles(f)
 	f.Fuzz(func(t *testing.T, argv, url, user, password, zones, insecure, datacenter, fileContent string, pwFileEnv bool) {
 		var args []string
@@ -226,6 +238,14 @@ func checkOptions(t *testing.T, args []string, given map[string]bool, env map[st
 		}
 	}
 	checkZones(t, o.zones)
+	if o.vcsim && len(o.vcenters) > 0 {
+		t.Fatalf("parse(%q): -vcenter with -vcsim", args)
+	}
+	for name, pl := range o.zones {
+		if ep := pl.Endpoint; ep != "" && ep != defaultVCenter && o.vcenters[ep].URL == "" {
+			t.Fatalf("parse(%q): zone %s on vCenter %q, which no -vcenter gives", args, name, ep)
+		}
+	}
 }
 
 // checkZones checks that every zone has a label-valid name and a resource

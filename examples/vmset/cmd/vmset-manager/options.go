@@ -6,8 +6,10 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"maps"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"time"
 
@@ -40,6 +42,9 @@ type options struct {
 	vcsim bool
 	// vcsimEnvFile receives govc's settings for the embedded simulator.
 	vcsimEnvFile string
+	// vcenters are the vCenters besides vsphere that zones may name
+	// (Placement.Endpoint), by name.
+	vcenters map[string]vsphere.Config
 	// zones maps each zone VirtualMachines may name to its placement.
 	zones map[string]vmprovider.Placement
 	// zoneBackoff is how long new VMs avoid a zone whose clone failed.
@@ -89,8 +94,10 @@ func parse(args []string, getenv func(string) string, stderr io.Writer) (options
 	fs.BoolVar(&o.vsphere.Insecure, "vsphere-insecure", getenv("VSPHERE_INSECURE") == "true", "skip vCenter TLS verification (tests only) [$VSPHERE_INSECURE]")
 	fs.IntVar(&o.vsphere.MaxTasks, "vsphere-max-tasks", vsphere.DefaultMaxTasks, "vCenter tasks in flight at once")
 	var zones zoneFlag
+	var vcenters vcenterFlag
+	fs.Var(&vcenters, "vcenter", "another vCenter zones may name (vcenter=NAME), repeated: NAME=DIR, DIR holding one file per setting as a mounted Secret does: url, username and password, and optionally ca.crt, thumbprint, insecure, datacenter, folder, resourcePool, datastore and template [$VSPHERE_VCENTERS: entries separated by ';']")
 	fs.DurationVar(&o.zoneBackoff, "zone-backoff", kube.DefaultZoneBackoff, "how long a set's new VMs avoid a zone after a clone there failed")
-	fs.Var(&zones, "zone", "a zone sets may spread over, repeated: NAME:resourcePool=PATH[,folder=PATH][,datastore=NAME] (a cluster or resource pool, and optionally a folder and datastore) [$VSPHERE_ZONES: entries separated by ';'; with -vcsim and none given: zone-a, zone-b and zone-c, one per simulated cluster]")
+	fs.Var(&zones, "zone", "a zone sets may spread over, repeated: NAME:resourcePool=PATH[,folder=PATH][,datastore=NAME][,vcenter=NAME] (a cluster or resource pool, and optionally a folder, datastore and -vcenter; none: the -vsphere-url one) [$VSPHERE_ZONES: entries separated by ';'; with -vcsim and none given: zone-a, zone-b and zone-c, one per simulated cluster]")
 
 	if err := fs.Parse(args); err != nil {
 		if errors.Is(err, flag.ErrHelp) {
@@ -130,11 +137,37 @@ func parse(args []string, getenv func(string) string, stderr io.Writer) (options
 			return o, fmt.Errorf("%w: $VSPHERE_ZONES: %w", errUsage, err)
 		}
 	}
+	dirs := vcenters.dirs
+	if env := getenv("VSPHERE_VCENTERS"); env != "" && dirs == nil {
+		var err error
+		if dirs, err = parseVCenters(env); err != nil {
+			return o, fmt.Errorf("%w: $VSPHERE_VCENTERS: %w", errUsage, err)
+		}
+	}
+	for _, name := range slices.Sorted(maps.Keys(dirs)) {
+		c, err := readVCenter(name, dirs[name])
+		if err != nil {
+			return o, fmt.Errorf("%w: -vcenter: %w", errUsage, err)
+		}
+		if o.vcenters == nil {
+			o.vcenters = map[string]vsphere.Config{}
+		}
+		o.vcenters[name] = c
+	}
+	for _, z := range slices.Sorted(maps.Keys(o.zones)) {
+		if ep := o.zones[z].Endpoint; ep != "" && ep != defaultVCenter && o.vcenters[ep].URL == "" {
+			return o, fmt.Errorf("%w: zone %s: vcenter %q is not given (-vcenter %s=DIR)", errUsage, z, ep, ep)
+		}
+	}
 	if o.zoneBackoff <= 0 {
 		return o, fmt.Errorf("%w: -zone-backoff %v: want a positive duration", errUsage, o.zoneBackoff)
 	}
 	if o.vsphere.MaxTasks < 1 {
 		return o, fmt.Errorf("%w: -vsphere-max-tasks %d: want at least 1", errUsage, o.vsphere.MaxTasks)
+	}
+	for name, c := range o.vcenters {
+		c.MaxTasks = o.vsphere.MaxTasks
+		o.vcenters[name] = c
 	}
 
 	v := &o.vsphere
@@ -156,6 +189,8 @@ func parse(args []string, getenv func(string) string, stderr io.Writer) (options
 		return o, fmt.Errorf("%w: -vcsim and -vsphere-url ($VSPHERE_URL) both given: use one vCenter", errUsage)
 	case o.vcsim && (v.Username != "" || v.Password != ""):
 		return o, fmt.Errorf("%w: vCenter credentials given with -vcsim, which needs none", errUsage)
+	case o.vcsim && len(o.vcenters) > 0:
+		return o, fmt.Errorf("%w: -vcenter with -vcsim: the embedded simulator is one vCenter; run a simulator per vCenter and give their URLs", errUsage)
 	case o.vcsim:
 		if o.zones == nil {
 			o.zones = simulatorZones()

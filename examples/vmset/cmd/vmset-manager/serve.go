@@ -6,6 +6,8 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"maps"
+	"slices"
 
 	"github.com/go-logr/logr"
 	"k8s.io/apimachinery/pkg/runtime"
@@ -98,6 +100,19 @@ func serve(ctx context.Context, opts options, stderr io.Writer) error {
 		return err
 	}
 	vms := controllers.NewVirtualMachineReconciler(provider)
+	if len(opts.vcenters) > 0 {
+		providers := map[string]*vsphere.Provider{defaultVCenter: provider}
+		for _, name := range slices.Sorted(maps.Keys(opts.vcenters)) {
+			p, err := vsphere.New(ctx, opts.vcenters[name])
+			if err != nil {
+				return fmt.Errorf("vCenter %s: %w", name, err)
+			}
+			defer func() { _ = p.Close(context.WithoutCancel(ctx)) }()
+			log.Info("connected to vCenter", "vcenter", name, "config", opts.vcenters[name].String())
+			providers[name] = p
+		}
+		vms = controllers.NewVirtualMachineReconcilerOver(providers, defaultVCenter)
+	}
 	vms.Zones = opts.zones
 	if len(opts.zones) > 0 {
 		log.Info("zones", "zones", formatZones(opts.zones))

@@ -14,9 +14,11 @@ import (
 
 // zoneFlag collects -zone flags, each one zone's placement:
 //
-//	NAME:resourcePool=PATH[,folder=PATH][,datastore=NAME]
+//	NAME:resourcePool=PATH[,folder=PATH][,datastore=NAME][,vcenter=NAME]
 //
-// $VSPHERE_ZONES holds the same entries separated by ';' or newlines.
+// vcenter names the vCenter (-vcenter) the zone's placement is in; none
+// means the -vsphere-url one. $VSPHERE_ZONES holds the same entries
+// separated by ';' or newlines.
 type zoneFlag struct {
 	zones map[string]vmprovider.Placement
 }
@@ -69,7 +71,7 @@ func parseZone(entry string) (string, vmprovider.Placement, error) {
 	}
 	name, rest, ok := strings.Cut(entry, ":")
 	if !ok {
-		return "", pl, fmt.Errorf("zone %q: want NAME:resourcePool=PATH[,folder=PATH][,datastore=NAME]", entry)
+		return "", pl, fmt.Errorf("zone %q: want NAME:resourcePool=PATH[,folder=PATH][,datastore=NAME][,vcenter=NAME]", entry)
 	}
 	if errs := validation.IsValidLabelValue(name); name == "" || len(errs) > 0 {
 		return "", pl, fmt.Errorf("zone name %q: want a label value (letters, digits, '-', '_', '.'; at most 63)", name)
@@ -77,7 +79,7 @@ func parseZone(entry string) (string, vmprovider.Placement, error) {
 	for _, kv := range strings.Split(rest, ",") {
 		k, v, ok := strings.Cut(strings.TrimSpace(kv), "=")
 		if !ok || v == "" {
-			return "", pl, fmt.Errorf("zone %s: %q: want key=value (resourcePool, folder or datastore)", name, kv)
+			return "", pl, fmt.Errorf("zone %s: %q: want key=value (resourcePool, folder, datastore or vcenter)", name, kv)
 		}
 		var field *string
 		switch k {
@@ -87,8 +89,10 @@ func parseZone(entry string) (string, vmprovider.Placement, error) {
 			field = &pl.Folder
 		case "datastore":
 			field = &pl.Datastore
+		case "vcenter":
+			field = &pl.Endpoint
 		default:
-			return "", pl, fmt.Errorf("zone %s: unknown key %q: want resourcePool (or cluster), folder or datastore", name, k)
+			return "", pl, fmt.Errorf("zone %s: unknown key %q: want resourcePool (or cluster), folder, datastore or vcenter", name, k)
 		}
 		if *field != "" {
 			return "", pl, fmt.Errorf("zone %s: %s given twice", name, k)
@@ -112,6 +116,9 @@ func formatZones(zones map[string]vmprovider.Placement) string {
 		}
 		if pl.Datastore != "" {
 			e += ",datastore=" + pl.Datastore
+		}
+		if pl.Endpoint != "" {
+			e += ",vcenter=" + pl.Endpoint
 		}
 		out = append(out, e)
 	}
