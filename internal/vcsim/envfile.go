@@ -172,3 +172,24 @@ func ChildVMs(ctx context.Context, vc *vim25.Client, folder types.ManagedObjectR
 	}
 	return vms, nil
 }
+
+// WriteVCenterDir writes the simulator's settings into dir, one file per
+// setting, as vmset-manager's -vcenter reads a vCenter from a mounted
+// Secret: url, username, password, ca.crt, datacenter, folder,
+// resourcePool, datastore and template.
+func (s *Sim) WriteVCenterDir(dir string) error {
+	if err := os.MkdirAll(dir, 0o700); err != nil {
+		return err
+	}
+	c := s.Config()
+	for name, v := range map[string]string{
+		"url": c.URL, "username": c.Username, "password": c.Password, "ca.crt": string(s.CA),
+		"datacenter": c.Datacenter, "folder": c.Folder, "resourcePool": c.ResourcePool,
+		"datastore": c.Datastore, "template": c.Template,
+	} {
+		if err := os.WriteFile(filepath.Join(dir, name), []byte(v), 0o600); err != nil {
+			return err
+		}
+	}
+	return nil
+}

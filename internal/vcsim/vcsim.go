@@ -11,8 +11,9 @@ import (
 	"github.com/replicakit/replicakit/vmprovider/vsphere"
 )
 
-// Credentials the simulator accepts; any other login is refused. The
-// simulator listens on the loopback interface only.
+// Credentials the simulator accepts unless Credentials gives others; any
+// other login is refused. The simulator listens on the loopback interface
+// only.
 const (
 	Username = "administrator@vsphere.local"
 	Password = "vcsim-Secr3t-pw"
@@ -28,6 +29,17 @@ type Sim struct {
 	URL string
 	// CA is the PEM of the server's certificate, to verify TLS with.
 	CA []byte
+	// Username and Password are the credentials it accepts.
+	Username, Password string
+}
+
+// Credentials is a setup function for New that makes the simulator accept
+// username and password instead of Username and Password, as a second
+// vCenter with credentials of its own.
+func Credentials(username, password string) func(*simulator.Model) {
+	return func(m *simulator.Model) {
+		m.Service.Listen = &url.URL{User: url.UserPassword(username, password)}
+	}
 }
 
 // New starts a simulator on a free loopback port. The inventory has
@@ -44,15 +56,22 @@ func New(setup ...func(*simulator.Model)) (*Sim, error) {
 		f(m)
 	}
 	m.Service.TLS = new(tls.Config)
-	m.Service.Listen = &url.URL{Host: "127.0.0.1:0", User: url.UserPassword(Username, Password)}
+	user := url.UserPassword(Username, Password)
+	if l := m.Service.Listen; l != nil && l.User != nil {
+		user = l.User
+	}
+	m.Service.Listen = &url.URL{Host: "127.0.0.1:0", User: user}
 	s := m.Service.NewServer()
 	u := *s.URL
 	u.User = nil
+	password, _ := user.Password()
 	return &Sim{
-		Model:  m,
-		Server: s,
-		URL:    u.String(),
-		CA:     pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: s.Certificate().Raw}),
+		Model:    m,
+		Server:   s,
+		URL:      u.String(),
+		CA:       pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: s.Certificate().Raw}),
+		Username: user.Username(),
+		Password: password,
 	}, nil
 }
 
@@ -68,8 +87,8 @@ func (s *Sim) Close() {
 func (s *Sim) Config() vsphere.Config {
 	return vsphere.Config{
 		URL:          s.URL,
-		Username:     Username,
-		Password:     Password,
+		Username:     s.Username,
+		Password:     s.Password,
 		CABundle:     s.CA,
 		Datacenter:   "DC0",
 		Folder:       "/DC0/vm",

@@ -31,7 +31,8 @@ type State struct {
 	Foreign []string
 	// Want are the vSphere names of all the VirtualMachines, sorted.
 	Want []string
-	// VCenter are the names of the namespace's VMs in vCenter, sorted.
+	// VCenter are the names of the namespace's VMs in vCenter (in every
+	// vCenter observed, a name held in two appearing twice), sorted.
 	VCenter []string
 	// Set is the replica set asked for, nil when it does not exist.
 	Set *vmv1.VirtualMachineReplicaSet
@@ -40,6 +41,12 @@ type State struct {
 // Observe reads the VirtualMachines of ns, the set named set (if not
 // empty) and the VMs in vCenter whose names start with ns and '-'.
 func Observe(ctx context.Context, c client.Client, vc vsphere.Config, ns, set string) (State, error) {
+	return ObserveAll(ctx, c, []vsphere.Config{vc}, ns, set)
+}
+
+// ObserveAll is Observe over several vCenters: State.VCenter holds the
+// namespace's VMs of all of them.
+func ObserveAll(ctx context.Context, c client.Client, vcs []vsphere.Config, ns, set string) (State, error) {
 	var s State
 	var l vmv1.VirtualMachineList
 	if err := c.List(ctx, &l, client.InNamespace(ns)); err != nil {
@@ -69,12 +76,14 @@ func Observe(ctx context.Context, c client.Client, vc vsphere.Config, ns, set st
 			s.Live = append(s.Live, vm.Name)
 		}
 	}
-	all, err := vcsim.VMNames(ctx, vc)
-	if err != nil {
-		return s, fmt.Errorf("list vCenter VMs: %w", err)
+	for _, vc := range vcs {
+		all, err := vcsim.VMNames(ctx, vc)
+		if err != nil {
+			return s, fmt.Errorf("list vCenter VMs at %s: %w", vc.URL, err)
+		}
+		s.VCenter = append(s.VCenter, slices.DeleteFunc(all, func(n string) bool { return !strings.HasPrefix(n, ns+"-") })...)
 	}
-	s.VCenter = slices.DeleteFunc(all, func(n string) bool { return !strings.HasPrefix(n, ns+"-") })
-	for _, l := range [][]string{s.Live, s.LiveOn, s.Deleting, s.Foreign, s.Want} {
+	for _, l := range [][]string{s.Live, s.LiveOn, s.Deleting, s.Foreign, s.Want, s.VCenter} {
 		slices.Sort(l)
 	}
 	return s, nil

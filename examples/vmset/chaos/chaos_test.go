@@ -65,6 +65,7 @@ func TestChaos(t *testing.T) {
 	}
 	t.Run("zone-outage", func(t *testing.T) { rows = append(rows, zoneOutage(t, e)) })
 	t.Run("rollout-revert", func(t *testing.T) { rows = append(rows, rolloutRevert(t, e, rolloutLag())) })
+	t.Run("vcenter-partition", func(t *testing.T) { rows = append(rows, vcenterPartition(t, e)) })
 	var b strings.Builder
 	w := tabwriter.NewWriter(&b, 0, 0, 2, ' ', 0)
 	fmt.Fprintln(w, "scenario\tsteps\tfaults injected\tmax children\tfinal\tleaked VMs\tduplicate VMs\tforeign changed\ttime")

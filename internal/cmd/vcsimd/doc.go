@@ -14,6 +14,12 @@
 //	ca.pem       the certificate to verify the simulator's TLS with
 //	govc.env     govc's settings (vcsim.ReadEnvFile reads them back)
 //	control      the base URL of the control endpoint
+//	vcenter/     one file per setting (url, username, password, ca.crt,
+//	             placement), as vmset-manager's -vcenter reads a second
+//	             vCenter from a mounted Secret
+//
+// -username and -password set the credentials it accepts, so that two
+// simulators stand for two vCenters with credentials of their own.
 //
 // vsphere.env is written last and atomically: once it exists, the
 // simulator answers. The simulator serves one call at a time (see

@@ -33,16 +33,18 @@ func main() {
 
 func run(args []string) error {
 	fs := flag.NewFlagSet("vcsimd", flag.ContinueOnError)
-	dir := fs.String("dir", "", "folder to write vsphere.env, password, ca.pem, govc.env and control into (required)")
+	dir := fs.String("dir", "", "folder to write vsphere.env, password, ca.pem, govc.env, control and vcenter/ (a vmset-manager -vcenter directory) into (required)")
 	methods := fs.String("fault-methods", "CloneVM_Task,PowerOnVM_Task,Destroy_Task,ReconfigVM_Task", "SOAP methods that may fail, comma-separated")
 	rate := fs.Float64("fault-rate", 0, "probability that a call of -fault-methods fails (0: none)")
 	delay := fs.Duration("task-delay", 0, "how long each clone, power-on and destroy call takes (0: as the simulator serves it)")
 	seed := fs.Uint64("seed", uint64(time.Now().UnixNano()), "seed of the faults' random source")
+	username := fs.String("username", vcsim.Username, "the user name the simulator accepts")
+	password := fs.String("password", vcsim.Password, "the password it accepts")
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
 	if *dir == "" || fs.NArg() > 0 {
-		return errors.New("usage: vcsimd -dir DIR [-fault-rate P] [-fault-methods M,...] [-seed N] [-task-delay D]")
+		return errors.New("usage: vcsimd -dir DIR [-username U -password P] [-fault-rate P] [-fault-methods M,...] [-seed N] [-task-delay D]")
 	}
 	if *rate < 0 || *rate > 1 {
 		return fmt.Errorf("-fault-rate %v: want a probability in [0, 1]", *rate)
@@ -55,7 +57,7 @@ func run(args []string) error {
 		ms := int(delay.Milliseconds())
 		m.DelayConfig.MethodDelay = map[string]int{"CloneVM_Task": ms, "PowerOnVM_Task": ms, "Destroy_Task": ms}
 	}
-	sim, err := vcsim.New(faults.Serialized, slow)
+	sim, err := vcsim.New(faults.Serialized, slow, vcsim.Credentials(*username, *password))
 	if err != nil {
 		return err
 	}
@@ -165,6 +167,9 @@ func writeFiles(dir string, sim *vcsim.Sim, control string) error {
 		}
 	}
 	if err := sim.WriteEnvFile(filepath.Join(dir, "govc.env")); err != nil {
+		return err
+	}
+	if err := sim.WriteVCenterDir(filepath.Join(dir, "vcenter")); err != nil {
 		return err
 	}
 	zones := vcsim.Zones()

@@ -15,6 +15,7 @@ import (
 
 	"github.com/replicakit/replicakit/examples/internal/vmcheck"
 	"github.com/replicakit/replicakit/internal/testenv"
+	"github.com/replicakit/replicakit/internal/vcsim"
 )
 
 func main() {
@@ -73,20 +74,33 @@ func run(ctx context.Context, o options) (err error) {
 		}
 		o.manager = filepath.Join(bin, "vmset-manager")
 	}
-	m, err := startManager(ctx, o.manager, env.Kubeconfig, dir)
+	// The second vCenter, west: a simulator in this process, with
+	// credentials of its own, given to the manager as a mounted Secret
+	// would give it.
+	west, err := vcsim.New(vcsim.Serialized, vcsim.Credentials("west-admin@vsphere.local", "west-Secr3t-pw"))
+	if err != nil {
+		return err
+	}
+	defer west.Close()
+	westDir := filepath.Join(dir, "vcenter-west")
+	if err := west.WriteVCenterDir(westDir); err != nil {
+		return err
+	}
+	m, err := startManager(ctx, o.manager, env.Kubeconfig, dir, westDir)
 	if err != nil {
 		return err
 	}
 	defer func() { err = errors.Join(err, m.stop()) }()
-	fmt.Printf("vmset-manager running on the embedded vCenter simulator at %s (logs: %s).\n\n", m.vcenter.URL, m.log)
+	fmt.Printf("vmset-manager running on the embedded vCenter simulator at %s and on west, a second one at %s (logs: %s).\n\n",
+		m.vcenter.URL, west.URL, m.log)
 
 	if o.keep {
-		printHowTo(env, m, o)
+		printHowTo(env, m, o, westDir)
 		<-ctx.Done()
 		fmt.Println("\nStopping ...")
 		return nil
 	}
-	s := &story{env: env, vc: m.vcenter, ns: "demo", sample: filepath.Join(o.config, "samples", "vmreplicaset.yaml"), dead: m.exited}
+	s := &story{env: env, vc: m.vcenter, west: west.Config(), ns: "demo", sample: filepath.Join(o.config, "samples", "vmreplicaset.yaml"), dead: m.exited}
 	if err := s.play(ctx); err != nil {
 		return fmt.Errorf("%w\n(the manager's logs were in %s; its last lines:)\n%s", err, m.log, m.tail(3000))
 	}
@@ -94,7 +108,7 @@ func run(ctx context.Context, o options) (err error) {
 	return nil
 }
 
-func printHowTo(env *testenv.Env, m *manager, o options) {
+func printHowTo(env *testenv.Env, m *manager, o options, westDir string) {
 	kubectl := filepath.Join(env.BinDir, "kubectl")
 	fmt.Printf(`The example operator is running. In another shell:
 
@@ -115,10 +129,17 @@ DC0_C1 and DC0_C2; other zones: $VSPHERE_ZONES before make run):
   kubectl get vmreplicaset spread-rs -n demo -o wide
   kubectl get vm -n demo -l app=spread-rs
 
+Over two vCenters (zone-a and zone-b on the simulator, west-a and west-b on
+west, a second simulator with credentials of its own, in %s):
+
+  kubectl apply -n demo -f %s
+  kubectl get vmreplicaset vcenters-rs -n demo -o wide
+
 vCenter (the simulator) for govc, if you have it: set -a; . %s; set +a; govc ls /DC0/vm
 The manager's logs: %s
 
 Press Ctrl-C to stop everything.
 `, env.Kubeconfig, kubectl, filepath.Join(o.config, "samples", "vmreplicaset.yaml"),
-		filepath.Join(o.config, "samples", "vmreplicaset-zones.yaml"), m.govcEnv, m.log)
+		filepath.Join(o.config, "samples", "vmreplicaset-zones.yaml"), westDir,
+		filepath.Join(o.config, "samples", "vmreplicaset-vcenters.yaml"), m.govcEnv, m.log)
 }

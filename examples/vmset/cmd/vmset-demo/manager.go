@@ -4,11 +4,13 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"maps"
 	"net"
 	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"syscall"
 	"time"
 
@@ -25,10 +27,11 @@ type manager struct {
 	exited  chan struct{}
 }
 
-// startManager starts the binary on its embedded simulator, in its own
-// process group (killed should this program die), and waits until it is
-// ready.
-func startManager(ctx context.Context, bin, kubeconfig, dir string) (*manager, error) {
+// startManager starts the binary on its embedded simulator and the second
+// vCenter west (a simulator of this process's, whose -vcenter directory is
+// westDir), in its own process group (killed should this program die), and
+// waits until it is ready.
+func startManager(ctx context.Context, bin, kubeconfig, dir, westDir string) (*manager, error) {
 	probes, err := freeAddr()
 	if err != nil {
 		return nil, err
@@ -39,13 +42,23 @@ func startManager(ctx context.Context, bin, kubeconfig, dir string) (*manager, e
 		return nil, err
 	}
 	defer func() { _ = logf.Close() }() // the process writes through its own descriptor
-	m.cmd = exec.Command(bin,
-		"--kubeconfig="+kubeconfig,
-		"--vcsim", "--vcsim-env-file="+m.govcEnv,
-		"--health-probe-bind-address="+probes,
+	args := []string{
+		"--kubeconfig=" + kubeconfig,
+		"--vcsim", "--vcsim-env-file=" + m.govcEnv,
+		"--vcenter=west=" + westDir,
+		"--health-probe-bind-address=" + probes,
 		"--metrics-bind-address=0",
 		"--log-format=text",
-	)
+	}
+	// The embedded simulator's zones, which -zone replaces, and west's.
+	zones := vcsim.Zones()
+	for _, name := range slices.Sorted(maps.Keys(zones)) {
+		args = append(args, "--zone="+name+":resourcePool="+zones[name].ResourcePool)
+	}
+	for _, z := range westZones {
+		args = append(args, "--zone="+z)
+	}
+	m.cmd = exec.Command(bin, args...)
 	m.cmd.Stdout, m.cmd.Stderr = logf, logf
 	m.cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
 	if err := m.cmd.Start(); err != nil {

@@ -20,6 +20,7 @@ import (
 type story struct {
 	env    *testenv.Env
 	vc     vsphere.Config
+	west   vsphere.Config // the second vCenter
 	ns     string
 	sample string
 	dead   <-chan struct{} // closed if the manager exits
@@ -130,7 +131,7 @@ func (s *story) await(ctx context.Context, what string, ok func(vmcheck.State) b
 			return false, fmt.Errorf("vmset-manager exited")
 		default:
 		}
-		st, last = vmcheck.Observe(ctx, s.env.Client, s.vc, s.ns, s.set)
+		st, last = vmcheck.ObserveAll(ctx, s.env.Client, []vsphere.Config{s.vc, s.west}, s.ns, s.set)
 		return last == nil && ok(st), nil
 	})
 	if err != nil {

@@ -59,7 +59,10 @@ func (s *story) playZones(ctx context.Context) error {
 	}
 
 	fmt.Println("\n# Delete the spread set")
-	return s.deleteSet(ctx, spreadSet)
+	if err := s.deleteSet(ctx, spreadSet); err != nil {
+		return err
+	}
+	return s.playVCenters(ctx)
 }
 
 // checkSpread reads from vCenter, over the API, which cluster each of the

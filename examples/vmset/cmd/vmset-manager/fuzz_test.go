@@ -120,8 +120,8 @@ func (ff fuzzFiles) confine(args []string) ([]string, map[string]bool) {
 // -metrics-cert-dir and -enable-http2 only with -metrics-secure, the
 // folder holding tls.crt and tls.key; zones (the simulator's with -vcsim
 // when none are given) that each have a label-valid name and a resource
-// pool, on the -vsphere-url vCenter or one -vcenter gives (never with
-// -vcsim), and that formatZones writes as $VSPHERE_ZONES reading back the
+// pool, on the -vsphere-url (or -vcsim) vCenter or one -vcenter gives,
+// and that formatZones writes as $VSPHERE_ZONES reading back the
 // same. Flags naming files are pointed at a temporary folder's files.
 func FuzzParse(f *testing.F) {
 	f.Add("-vcsim", "", "", "", "", "", "", "", false)
@@ -238,9 +238,6 @@ func checkOptions(t *testing.T, args []string, given map[string]bool, env map[st
 		}
 	}
 	checkZones(t, o.zones)
-	if o.vcsim && len(o.vcenters) > 0 {
-		t.Fatalf("parse(%q): -vcenter with -vcsim", args)
-	}
 	for name, pl := range o.zones {
 		if ep := pl.Endpoint; ep != "" && ep != defaultVCenter && o.vcenters[ep].URL == "" {
 			t.Fatalf("parse(%q): zone %s on vCenter %q, which no -vcenter gives", args, name, ep)

@@ -189,8 +189,6 @@ func parse(args []string, getenv func(string) string, stderr io.Writer) (options
 		return o, fmt.Errorf("%w: -vcsim and -vsphere-url ($VSPHERE_URL) both given: use one vCenter", errUsage)
 	case o.vcsim && (v.Username != "" || v.Password != ""):
 		return o, fmt.Errorf("%w: vCenter credentials given with -vcsim, which needs none", errUsage)
-	case o.vcsim && len(o.vcenters) > 0:
-		return o, fmt.Errorf("%w: -vcenter with -vcsim: the embedded simulator is one vCenter; run a simulator per vCenter and give their URLs", errUsage)
 	case o.vcsim:
 		if o.zones == nil {
 			o.zones = simulatorZones()

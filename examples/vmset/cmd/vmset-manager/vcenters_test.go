@@ -64,7 +64,10 @@ func TestParse_VCenters(t *testing.T) {
 		{name: "a vCenter name that is no DNS label", env: real, args: []string{"-vcenter=West_1=" + west}, wantErr: "want a DNS label"},
 		{name: "a vCenter given twice", env: real, args: []string{"-vcenter=west=" + west, "-vcenter=west=" + west}, wantErr: "given twice"},
 		{name: "a vCenter entry without a directory", env: real, args: []string{"-vcenter=west"}, wantErr: "want NAME=DIR"},
-		{name: "a second vCenter beside the embedded simulator", args: []string{"-vcsim", "-vcenter=west=" + west}, wantErr: "-vcenter with -vcsim"},
+		{name: "a second vCenter beside the embedded simulator", args: []string{"-vcsim", "-vcenter=west=" + west, zoneWest},
+			want: map[string]vsphere.Config{"west": {URL: "https://west.example.com/sdk", Username: "west-user", Password: "west-pw",
+				CABundle: []byte("-----BEGIN CERTIFICATE-----\n"), Datacenter: "dc-west", Template: "ubuntu", MaxTasks: vsphere.DefaultMaxTasks}},
+			wantZones: map[string]vmprovider.Placement{"zone-w": {ResourcePool: "/dc-west/host/C0", Endpoint: "west"}}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

@@ -1,0 +1,286 @@
+package chaos_test
+
+import (
+	"context"
+	"fmt"
+	"maps"
+	"net/url"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/wait"
+	"k8s.io/utils/ptr"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/replicakit/replicakit/examples/internal/vmcheck"
+	vmv1 "github.com/replicakit/replicakit/examples/vmset/api/v1alpha1"
+	"github.com/replicakit/replicakit/examples/vmset/controllers"
+	"github.com/replicakit/replicakit/internal/netcut"
+	"github.com/replicakit/replicakit/internal/testenv"
+	"github.com/replicakit/replicakit/internal/vcsim"
+	"github.com/replicakit/replicakit/internal/vcsimtest"
+	"github.com/replicakit/replicakit/vmprovider"
+	"github.com/replicakit/replicakit/vmprovider/vsphere"
+)
+
+// partitionZones are the scenario's zones: two clusters of each vCenter.
+var partitionZones = map[string]vmprovider.Placement{
+	"east-a": {ResourcePool: "/DC0/host/DC0_C0"},
+	"east-b": {ResourcePool: "/DC0/host/DC0_C1"},
+	"west-a": {ResourcePool: "/DC0/host/DC0_C0", Endpoint: "west"},
+	"west-b": {ResourcePool: "/DC0/host/DC0_C1", Endpoint: "west"},
+}
+
+// vcenterPartition spreads a set over two vCenters, east and west, and
+// cuts west off (its endpoint stops answering: a netcut link dropping
+// what it carries) in the middle of a scale-up 4→8 and again in the
+// middle of a rollout, bringing it back each time. At every moment: no
+// VM name is held twice, west's VMs from before the cut are all there
+// when it answers again (nothing was destroyed there), live children stay
+// within D + MaxSurge (D + 2 × MaxSurge in the rollout), and available VMs never go below D − MaxUnavailable
+// less west's unknown VMs. At the end: 0 leaked, 0 duplicate, the set at
+// its count on the new template, two VMs in each zone.
+func vcenterPartition(t *testing.T, e *testenv.Env) row {
+	begin := time.Now()
+	ctx := context.Background()
+	const ns = "chaos-partition"
+	if err := e.Client.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}); err != nil {
+		t.Fatal(err)
+	}
+	east, west := vcsimtest.Start(t), vcsimtest.Start(t, vcsim.Credentials("west-admin@vsphere.local", "west-Secr3t-pw"))
+	u, err := url.Parse(west.URL)
+	if err != nil {
+		t.Fatal(err)
+	}
+	link, err := netcut.Start(u.Host)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = link.Close() })
+	westCfg := west.Config()
+	u.Host = link.Addr()
+	westCfg.URL = u.String()
+	providers := map[string]*vsphere.Provider{}
+	for name, cfg := range map[string]vsphere.Config{"east": east.Config(), "west": westCfg} {
+		p, err := vsphere.New(ctx, cfg)
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { _ = p.Close(context.Background()) })
+		providers[name] = p
+	}
+	stop := e.StartManager(t, vmcheck.Scheme(), func(mgr ctrl.Manager) error {
+		r := controllers.NewVirtualMachineReconcilerOver(providers, "east")
+		r.Zones = partitionZones
+		return controllers.Setup(mgr, r)
+	})
+	t.Cleanup(link.Heal) // so that the manager's last calls to west end
+	defer stop()
+
+	set := &vmv1.VirtualMachineReplicaSet{
+		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: setName},
+		Spec: vmv1.VirtualMachineReplicaSetSpec{
+			Replicas:  ptr.To[int32](4),
+			Selector:  &vmv1.LabelSelector{MatchLabels: map[string]string{"app": setName}},
+			Zones:     slices.Sorted(maps.Keys(partitionZones)),
+			Rebalance: true,
+			Template: vmv1.VirtualMachineTemplate{
+				Metadata: vmv1.TemplateMetadata{Labels: map[string]string{"app": setName}},
+				Spec:     vmv1.VirtualMachineSpec{CPUs: 1, MemoryMiB: 256},
+			},
+		},
+	}
+	if err := e.Client.Create(ctx, set); err != nil {
+		t.Fatal(err)
+	}
+	vcs := []vsphere.Config{east.Config(), west.Config()}
+	settleAll := func(n int) {
+		t.Helper()
+		var st vmcheck.State
+		var last error
+		err := wait.PollUntilContextTimeout(ctx, 200*time.Millisecond, 3*time.Minute, true, func(ctx context.Context) (bool, error) {
+			st, last = vmcheck.ObserveAll(ctx, e.Client, vcs, ns, setName)
+			return last == nil && st.Settled(n), nil
+		})
+		if err != nil {
+			t.Fatalf("not converged on %d over both vCenters: %v (last read error: %v)%s", n, st, last, unsettled(e, ns))
+		}
+	}
+	settleAll(4)
+	w := watchChildren(e, ns, set.UID)
+	lowest := watchAvailable(e, ns, set.UID)
+	var steps []string
+	floor := int64(1 << 30)
+
+	// cutDuring makes change, cuts west once moving holds of the set's
+	// VirtualMachines, waits until the set says west's zones are
+	// unreachable and east holds what stands in for them, checks that
+	// west still holds what it held, and heals the link.
+	cutDuring := func(what string, change func(), moving func([]vmv1.VirtualMachine) bool) {
+		t.Helper()
+		change()
+		if err := wait.PollUntilContextTimeout(ctx, 5*time.Millisecond, time.Minute, true, func(ctx context.Context) (bool, error) {
+			var l vmv1.VirtualMachineList
+			if err := e.Client.List(ctx, &l, client.InNamespace(ns)); err != nil {
+				return false, nil
+			}
+			return moving(l.Items), nil
+		}); err != nil {
+			t.Fatalf("%s: the moment to cut west never came", what)
+		}
+		before, err := vmcheck.Spread(ctx, west.Config(), ns)
+		if err != nil {
+			t.Fatal(err)
+		}
+		held := namesOn(t, west.Config(), ns)
+		link.Cut(netcut.Drop)
+		cut := time.Now()
+		// Available may lose every VM west held, which are unknown now.
+		floor = min(floor, int64(*set.Spec.Replicas)-int64(len(held)))
+		err = wait.PollUntilContextTimeout(ctx, 200*time.Millisecond, time.Minute, true, func(ctx context.Context) (bool, error) {
+			var s vmv1.VirtualMachineReplicaSet
+			if err := e.Client.Get(ctx, client.ObjectKeyFromObject(set), &s); err != nil {
+				return false, nil
+			}
+			away := 0
+			for _, z := range s.Status.Zones {
+				if z.Unreachable {
+					away++
+				}
+			}
+			c := meta.FindStatusCondition(s.Status.Conditions, "ZonesBalanced")
+			return away == 2 && c != nil && c.Reason == "ZoneUnreachable", nil
+		})
+		if err != nil {
+			t.Fatalf("%s: the set never said west's zones are unreachable", what)
+		}
+		detected := time.Since(cut)
+		time.Sleep(5 * time.Second) // the partition lasts: the set works around it
+		if got := namesOn(t, west.Config(), ns); !slices.Equal(got, held) {
+			t.Errorf("%s: west held %v when cut off and %v while cut off", what, held, got)
+		}
+		link.Heal()
+		steps = append(steps, fmt.Sprintf("%s: cut with west at %v, its zones unreachable in the set's status after %v",
+			what, before, detected.Round(100*time.Millisecond)))
+		if got := namesOn(t, west.Config(), ns); !isSubset(held, got) {
+			t.Errorf("%s: west's VMs from before the cut %v are not all there after it: %v", what, held, got)
+		}
+	}
+
+	// 1. A scale-up 4→8, cut while east and west clone.
+	w.bound.Store(9) // D + MaxSurge, the unknown ones included
+	cutDuring("scale-up 4→8", func() {
+		patch := client.MergeFrom(set.DeepCopy())
+		set.Spec.Replicas = ptr.To[int32](8)
+		if err := e.Client.Patch(ctx, set, patch); err != nil {
+			t.Fatal(err)
+		}
+	}, func(l []vmv1.VirtualMachine) bool {
+		return len(l) > 4 && len(l) < 8
+	})
+	settleAll(8)
+
+	// 2. A rollout onto more memory, cut once one VM is on it. The known
+	// VMs' rollout surges over what stands in for the unknown ones:
+	// D + 2 × MaxSurge (replicaset.Compute).
+	w.bound.Store(10)
+	cutDuring("rollout", func() {
+		patch := client.MergeFrom(set.DeepCopy())
+		set.Spec.Template.Spec.MemoryMiB = 512
+		if err := e.Client.Patch(ctx, set, patch); err != nil {
+			t.Fatal(err)
+		}
+	}, func(l []vmv1.VirtualMachine) bool {
+		for _, vm := range l {
+			if vm.Spec.MemoryMiB == 512 {
+				return true
+			}
+		}
+		return false
+	})
+	err = wait.PollUntilContextTimeout(ctx, 200*time.Millisecond, 3*time.Minute, true, func(ctx context.Context) (bool, error) {
+		var l vmv1.VirtualMachineList
+		if err := e.Client.List(ctx, &l, client.InNamespace(ns)); err != nil {
+			return false, nil
+		}
+		on := 0
+		for _, vm := range l.Items {
+			if vm.Spec.MemoryMiB == 512 && vm.DeletionTimestamp == nil {
+				on++
+			}
+		}
+		return on == 8 && len(l.Items) == 8, nil
+	})
+	if err != nil {
+		t.Fatalf("the rollout did not finish after west answered again%s", unsettled(e, ns))
+	}
+	settleAll(8)
+	low := lowest.stop()
+	w.stop()
+
+	spread := map[string]int{}
+	for _, cfg := range vcs {
+		got, err := vmcheck.Spread(ctx, cfg, ns)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for cluster, n := range got {
+			spread[cfg.Username+"/"+cluster] += n
+		}
+	}
+	if want := 4; len(spread) != want || slices.ContainsFunc(slices.Collect(maps.Values(spread)), func(n int) bool { return n != 2 }) {
+		t.Errorf("VMs per vCenter and cluster %v, want two in each of the four", spread)
+	}
+	st, err := vmcheck.ObserveAll(ctx, e.Client, vcs, ns, setName)
+	if err != nil {
+		t.Fatal(err)
+	}
+	r := row{name: "vcenter-partition", steps: "4→8 and a rollout, west cut off in each", maxChildren: int(w.max.Load()),
+		final: "converged 2/2/2/2 over two vCenters", injected: strings.Join(steps, "; ")}
+	for i, name := range st.VCenter {
+		if i > 0 && st.VCenter[i-1] == name {
+			r.duplicates++
+			t.Errorf("VM name %s is held twice", name)
+		}
+		if !slices.Contains(st.Want, name) {
+			r.leaked++
+			t.Errorf("leaked vSphere VM %s", name)
+		}
+	}
+	if over := w.over.Load(); over > 0 {
+		t.Errorf("a watcher saw %d more live children than desired plus one surge", over)
+	}
+	if low < floor {
+		t.Errorf("available VMs dropped to %d, below %d (desired less west's unknown VMs)", low, floor)
+	}
+	r.injected += fmt.Sprintf("; available ≥ %d (floor %d)", low, floor)
+	if t.Failed() {
+		r.final = "FAILED"
+	}
+	r.took = time.Since(begin)
+	return r
+}
+
+// namesOn returns the names of the namespace's VMs in the vCenter cfg
+// reaches, sorted.
+func namesOn(t *testing.T, cfg vsphere.Config, ns string) []string {
+	t.Helper()
+	all, err := vcsim.VMNames(context.Background(), cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	out := slices.DeleteFunc(all, func(n string) bool { return !strings.HasPrefix(n, ns+"-") })
+	slices.Sort(out)
+	return out
+}
+
+// isSubset reports whether every name of sub is in of.
+func isSubset(sub, of []string) bool {
+	return !slices.ContainsFunc(sub, func(n string) bool { return !slices.Contains(of, n) })
+}
