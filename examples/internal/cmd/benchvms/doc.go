@@ -8,6 +8,8 @@
 // the operator reading vCenter on every reconcile; counts a settled set's
 // vCenter calls (beyond the watch's long poll) and API writes per minute;
 // and times K sets of M VMs created at once, with the CPU of this process,
-// where the operator and the simulator both run. -cpuprofile writes that
-// process's CPU profile.
+// where the operator and the simulator both run. Then it times 0→N VMs in
+// one set over two zones on two vCenters (two simulators, each serving its
+// own calls) beside the same two zones on one vCenter; -vcenters-only
+// measures that alone. -cpuprofile writes the process's CPU profile.
 package main

@@ -27,6 +27,7 @@ func main() {
 	sets := flag.String("vm-sets", "100x3", "sets of VMs created at once, KxM: K sets of M VMs")
 	cpuprofile := flag.String("cpuprofile", "", "write this process's CPU profile (the example operator and vcsim run in it) to this file")
 	crds := flag.String("crds", "vmset/config/crd/bases", "the example operator's CRDs")
+	only := flag.Bool("vcenters-only", false, "measure only 0→N over two zones on two vCenters beside one")
 	flag.Parse()
 	var k, m int
 	if _, err := fmt.Sscanf(*sets, "%dx%d", &k, &m); err != nil || k < 1 || m < 1 || *n < 1 {
@@ -45,7 +46,7 @@ func main() {
 			os.Exit(2)
 		}
 	}
-	err := run(context.Background(), *crds, *n, k, m)
+	err := run(context.Background(), *crds, *n, k, m, *only)
 	pprof.StopCPUProfile()
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "benchvms:", err)
@@ -54,7 +55,7 @@ func main() {
 }
 
 // run starts the API server, measures and prints the table.
-func run(ctx context.Context, crds string, n, sets, per int) (err error) {
+func run(ctx context.Context, crds string, n, sets, per int, vcentersOnly bool) (err error) {
 	fmt.Println("Starting etcd and kube-apiserver ...")
 	env, err := testenv.Start(testenv.Options{CRDDirectoryPaths: []string{crds}, Scheme: vmcheck.Scheme()})
 	if err != nil {
@@ -72,11 +73,19 @@ func run(ctx context.Context, crds string, n, sets, per int) (err error) {
 		return err
 	}
 	b := &bench{env: env, cs: cs, c: c, ns: benchkit.Namespaces{CS: cs}}
-	fmt.Printf("0→%d VMs through the example operator on vcsim ...\n", n)
-	rows, err := b.vms(ctx, n, sets, per)
+	var rows []row
+	if !vcentersOnly {
+		fmt.Printf("0→%d VMs through the example operator on vcsim ...\n", n)
+		if rows, err = b.vms(ctx, n, sets, per); err != nil {
+			return err
+		}
+	}
+	fmt.Printf("0→%d VMs over two zones, on one vCenter and on two ...\n", n)
+	vc, err := b.vcenters(ctx, n)
 	if err != nil {
 		return err
 	}
+	rows = append(rows, vc)
 	w := tabwriter.NewWriter(os.Stdout, 0, 0, 2, ' ', 0)
 	fmt.Fprintln(w, "\nmeasurement\texample operator\tbaseline\tbaseline is\tratio\tgoal")
 	for _, r := range rows {
