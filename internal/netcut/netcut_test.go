@@ -2,6 +2,7 @@ package netcut
 
 import (
 	"bufio"
+	"errors"
 	"net"
 	"testing"
 	"time"
@@ -22,7 +23,7 @@ func echo(t *testing.T) string {
 				return
 			}
 			go func() {
-				defer c.Close()
+				defer func() { _ = c.Close() }()
 				r := bufio.NewReader(c)
 				for {
 					line, err := r.ReadString('\n')
@@ -45,7 +46,7 @@ func roundTrip(addr string, d time.Duration) error {
 	if err != nil {
 		return err
 	}
-	defer c.Close()
+	defer func() { _ = c.Close() }()
 	_ = c.SetDeadline(time.Now().Add(d))
 	if _, err := c.Write([]byte("ping\n")); err != nil {
 		return err
@@ -59,7 +60,7 @@ func TestProxy_CutAndHeal(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer p.Close()
+	defer func() { _ = p.Close() }()
 	if err := roundTrip(p.Addr(), time.Second); err != nil {
 		t.Fatalf("before the cut: %v", err)
 	}
@@ -68,7 +69,7 @@ func TestProxy_CutAndHeal(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer open.Close()
+	defer func() { _ = open.Close() }()
 	if _, err := open.Write([]byte("x\n")); err != nil {
 		t.Fatal(err)
 	}
@@ -82,7 +83,7 @@ func TestProxy_CutAndHeal(t *testing.T) {
 	}
 	if err := roundTrip(p.Addr(), 300*time.Millisecond); err == nil {
 		t.Error("cut (drop): a new connection is answered")
-	} else if ne, ok := err.(net.Error); !ok || !ne.Timeout() {
+	} else if ne := net.Error(nil); !errors.As(err, &ne) || !ne.Timeout() {
 		t.Errorf("cut (drop): %v, want a timeout", err)
 	}
 	start := time.Now()
