@@ -1,11 +1,14 @@
 package vcsimtest
 
 import (
+	"net/url"
 	"testing"
 
 	"github.com/vmware/govmomi/simulator"
 
+	"github.com/replicakit/replicakit/internal/netcut"
 	"github.com/replicakit/replicakit/internal/vcsim"
+	"github.com/replicakit/replicakit/vmprovider/vsphere"
 )
 
 // Credentials the simulator accepts.
@@ -54,4 +57,25 @@ func StartConcurrent(b *testing.B) *Sim {
 	}
 	b.Cleanup(s.Close)
 	return s
+}
+
+// BehindLink puts a netcut link between clients and sim for the test: it
+// returns sim's configuration with its URL on the link, which the test cuts
+// and heals to cut sim off as a network partition would. The link closes
+// when the test ends.
+func BehindLink(t testing.TB, sim *Sim) (vsphere.Config, *netcut.Proxy) {
+	t.Helper()
+	cfg := sim.Config()
+	u, err := url.Parse(sim.URL)
+	if err != nil {
+		t.Fatal(err)
+	}
+	link, err := netcut.Start(u.Host)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = link.Close() })
+	u.Host = link.Addr()
+	cfg.URL = u.String()
+	return cfg, link
 }

@@ -3,7 +3,6 @@ package vsphere_test
 import (
 	"context"
 	"errors"
-	"net/url"
 	"testing"
 	"time"
 
@@ -20,18 +19,7 @@ import (
 func TestCached_UnreachableWhileCut(t *testing.T) {
 	ctx := context.Background()
 	sim := vcsimtest.Start(t)
-	u, err := url.Parse(sim.URL)
-	if err != nil {
-		t.Fatal(err)
-	}
-	link, err := netcut.Start(u.Host)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = link.Close() })
-	cfg := sim.Config()
-	u.Host = link.Addr()
-	cfg.URL = u.String()
+	cfg, link := vcsimtest.BehindLink(t, sim)
 	p, err := vsphere.New(ctx, cfg)
 	if err != nil {
 		t.Fatal(err)

@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"maps"
-	"net/url"
 	"slices"
 	"strings"
 	"testing"
@@ -54,18 +53,7 @@ func vcenterPartition(t *testing.T, e *testenv.Env) row {
 		t.Fatal(err)
 	}
 	east, west := vcsimtest.Start(t), vcsimtest.Start(t, vcsim.Credentials("west-admin@vsphere.local", "west-Secr3t-pw"))
-	u, err := url.Parse(west.URL)
-	if err != nil {
-		t.Fatal(err)
-	}
-	link, err := netcut.Start(u.Host)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = link.Close() })
-	westCfg := west.Config()
-	u.Host = link.Addr()
-	westCfg.URL = u.String()
+	westCfg, link := vcsimtest.BehindLink(t, west)
 	providers := map[string]*vsphere.Provider{}
 	for name, cfg := range map[string]vsphere.Config{"east": east.Config(), "west": westCfg} {
 		p, err := vsphere.New(ctx, cfg)
@@ -204,7 +192,7 @@ func vcenterPartition(t *testing.T, e *testenv.Env) row {
 		}
 		return false
 	})
-	err = wait.PollUntilContextTimeout(ctx, 200*time.Millisecond, 3*time.Minute, true, func(ctx context.Context) (bool, error) {
+	err := wait.PollUntilContextTimeout(ctx, 200*time.Millisecond, 3*time.Minute, true, func(ctx context.Context) (bool, error) {
 		var l vmv1.VirtualMachineList
 		if err := e.Client.List(ctx, &l, client.InNamespace(ns)); err != nil {
 			return false, nil

@@ -3,7 +3,6 @@ package controllers_test
 import (
 	"context"
 	"fmt"
-	"net/url"
 	"slices"
 	"strings"
 	"testing"
@@ -56,18 +55,7 @@ func TestVCenters_Partition(t *testing.T) {
 	e := env.Require(t)
 	ctx := context.Background()
 	simA, simB := vcsimtest.Start(t), vcsimtest.Start(t)
-	u, err := url.Parse(simB.URL)
-	if err != nil {
-		t.Fatal(err)
-	}
-	link, err := netcut.Start(u.Host)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = link.Close() })
-	cfgB := simB.Config()
-	u.Host = link.Addr()
-	cfgB.URL = u.String()
+	cfgB, link := vcsimtest.BehindLink(t, simB)
 	providers := map[string]*vsphere.Provider{}
 	for name, cfg := range map[string]vsphere.Config{"default": simA.Config(), "west": cfgB} {
 		p, err := vsphere.New(ctx, cfg)

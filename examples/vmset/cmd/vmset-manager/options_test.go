@@ -66,15 +66,9 @@ func TestParse(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			o, err := parse(tt.args, func(k string) string { return tt.env[k] }, io.Discard)
-			if tt.wantErr != "" {
-				if !errors.Is(err, errUsage) || !strings.Contains(err.Error(), tt.wantErr) {
-					t.Fatalf("parse: %v; want a usage error containing %q", err, tt.wantErr)
-				}
+			o, ok := parseCase(t, tt.args, tt.env, tt.wantErr)
+			if !ok {
 				return
-			}
-			if err != nil {
-				t.Fatal(err)
 			}
 			if diff := cmp.Diff(tt.want, o.vsphere); diff != "" {
 				t.Errorf("vCenter settings (-want +got):\n%s", diff)
@@ -98,4 +92,22 @@ func TestHelp(t *testing.T) {
 	if strings.Contains(out.String(), "vsphere-password ") {
 		t.Errorf("usage offers the password as a flag value:\n%s", out.String())
 	}
+}
+
+// parseCase parses args with env. With wantErr, it checks that parse
+// failed with a usage error containing it and returns false; otherwise it
+// fails the test on any error and returns the options.
+func parseCase(t *testing.T, args []string, env map[string]string, wantErr string) (options, bool) {
+	t.Helper()
+	o, err := parse(args, func(k string) string { return env[k] }, io.Discard)
+	if wantErr != "" {
+		if !errors.Is(err, errUsage) || !strings.Contains(err.Error(), wantErr) {
+			t.Fatalf("parse: %v; want a usage error containing %q", err, wantErr)
+		}
+		return o, false
+	}
+	if err != nil {
+		t.Fatal(err)
+	}
+	return o, true
 }

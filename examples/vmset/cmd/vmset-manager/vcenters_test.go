@@ -1,11 +1,8 @@
 package main
 
 import (
-	"errors"
-	"io"
 	"os"
 	"path/filepath"
-	"strings"
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
@@ -71,15 +68,9 @@ func TestParse_VCenters(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			o, err := parse(tt.args, func(k string) string { return tt.env[k] }, io.Discard)
-			if tt.wantErr != "" {
-				if !errors.Is(err, errUsage) || !strings.Contains(err.Error(), tt.wantErr) {
-					t.Fatalf("parse: %v; want a usage error containing %q", err, tt.wantErr)
-				}
+			o, ok := parseCase(t, tt.args, tt.env, tt.wantErr)
+			if !ok {
 				return
-			}
-			if err != nil {
-				t.Fatal(err)
 			}
 			if diff := cmp.Diff(tt.want, o.vcenters); diff != "" {
 				t.Errorf("vCenters (-want +got):\n%s", diff)

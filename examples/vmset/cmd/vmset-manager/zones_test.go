@@ -1,9 +1,6 @@
 package main
 
 import (
-	"errors"
-	"io"
-	"strings"
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
@@ -51,15 +48,9 @@ func TestParse_Zones(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			o, err := parse(tt.args, func(k string) string { return tt.env[k] }, io.Discard)
-			if tt.wantErr != "" {
-				if !errors.Is(err, errUsage) || !strings.Contains(err.Error(), tt.wantErr) {
-					t.Fatalf("parse: %v; want a usage error containing %q", err, tt.wantErr)
-				}
+			o, ok := parseCase(t, tt.args, tt.env, tt.wantErr)
+			if !ok {
 				return
-			}
-			if err != nil {
-				t.Fatal(err)
 			}
 			if diff := cmp.Diff(tt.want, o.zones); diff != "" {
 				t.Errorf("zones (-want +got):\n%s", diff)
