@@ -8,7 +8,6 @@ import (
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
-	"k8s.io/apimachinery/pkg/util/wait"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/replicakit/replicakit/examples/internal/rollwatch"
@@ -55,16 +54,16 @@ func (f *fleet) killDuringAdoption(t *testing.T) takeover {
 		return n
 	}
 	var atKill int
-	err := wait.PollUntilContextTimeout(ctx, 5*time.Millisecond, time.Minute, true, func(ctx context.Context) (bool, error) {
-		var l vmv1.VirtualMachineList
-		if err := f.poll.List(ctx, &l, client.InNamespace(ns)); err != nil {
-			return false, nil
+	err := f.watchVMs(ns, time.Minute, func(vms []*vmv1.VirtualMachine) bool {
+		l := make([]vmv1.VirtualMachine, len(vms))
+		for i, vm := range vms {
+			l[i] = *vm
 		}
-		atKill = adopted(l.Items)
-		return atKill > 0, nil
+		atKill = adopted(l)
+		return atKill > 0
 	})
 	if err != nil {
-		t.Fatal("the set never adopted an orphan")
+		t.Fatalf("the set never adopted an orphan: %v", err)
 	}
 	r := f.kill(t, leader, fmt.Sprintf("mid-adoption (%d of 3 adopted)", atKill), ns, set.Name, 5)
 	rep := stopWatch()

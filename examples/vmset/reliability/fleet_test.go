@@ -14,7 +14,6 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/intstr"
 	"k8s.io/apimachinery/pkg/util/wait"
-	"k8s.io/client-go/rest"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -67,10 +66,9 @@ type fleet struct {
 	e  *testenv.Env
 	vc *procs.VCenter
 	ms []*procs.Manager
-	// poll is e's client without client-go's rate limit (5 requests a
-	// second), for the tests' polls at moments that last a few hundred
-	// milliseconds.
-	poll client.Client
+	// watcher watches the VirtualMachines for the moments the tests act
+	// at, which last a few hundred milliseconds.
+	watcher client.WithWatch
 }
 
 // startFleet starts vcsimd (with vcArgs) and two replicas and waits for
@@ -90,10 +88,8 @@ func startFleetOn(t *testing.T, kubeconfig string, vcArgs ...string) *fleet {
 	dir := t.TempDir()
 	ctx := context.Background()
 	f := &fleet{t: t, e: e}
-	unlimited := rest.CopyConfig(e.Config)
-	unlimited.QPS = -1 // no client-side rate limit
 	var err error
-	if f.poll, err = client.New(unlimited, client.Options{Scheme: e.Client.Scheme()}); err != nil {
+	if f.watcher, err = client.NewWithWatch(e.Config, client.Options{Scheme: e.Client.Scheme()}); err != nil {
 		t.Fatal(err)
 	}
 	deleteLease(t, e) // a replica killed by an earlier test holds it until it expires

@@ -2,13 +2,16 @@ package reliability
 
 import (
 	"context"
+	"errors"
 	"fmt"
+	"maps"
+	"slices"
 	"strings"
 	"testing"
 	"text/tabwriter"
 	"time"
 
-	"k8s.io/apimachinery/pkg/util/wait"
+	"k8s.io/apimachinery/pkg/watch"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -129,30 +132,66 @@ func (f *fleet) restartDuring(t *testing.T, name string, set *vmv1.VirtualMachin
 	return r
 }
 
-// waitFor polls the namespace's VirtualMachines until when holds of their
-// counts, and returns them; the moment is what a failure calls it.
+// waitFor watches the namespace's VirtualMachines until when holds of
+// their counts, and returns them; the moment is what a failure calls it.
+// when is asked at every change and every 5 ms between (a moment may be
+// a time). A watch, not a poll: a poll fast enough to catch a moment of a
+// few hundred milliseconds loads a busy API server more than the fleet.
 func (f *fleet) waitFor(t *testing.T, moment, ns string, when func(counts) bool) counts {
 	t.Helper()
 	var seen counts
-	var readErr error
-	err := wait.PollUntilContextTimeout(context.Background(), 5*time.Millisecond, 2*time.Minute, true, func(ctx context.Context) (bool, error) {
-		seen, readErr = f.count(ctx, ns)
-		return readErr == nil && when(seen), nil
+	err := f.watchVMs(ns, 2*time.Minute, func(vms []*vmv1.VirtualMachine) bool {
+		seen = countOf(vms)
+		return when(seen)
 	})
 	if err != nil {
-		t.Fatalf("%s: the moment never came (last seen %+v, last read error %v)", moment, seen, readErr)
+		t.Fatalf("%s: the moment never came (last seen %+v): %v", moment, seen, err)
 	}
 	return seen
 }
 
-// count reads the namespace's VirtualMachines into counts.
-func (f *fleet) count(ctx context.Context, ns string) (counts, error) {
-	var l vmv1.VirtualMachineList
-	var c counts
-	if err := f.poll.List(ctx, &l, client.InNamespace(ns)); err != nil {
-		return c, err
+// watchVMs watches the namespace's VirtualMachines until ok holds of them,
+// asking it at every change and every 5 ms between, for up to within.
+func (f *fleet) watchVMs(ns string, within time.Duration, ok func([]*vmv1.VirtualMachine) bool) error {
+	ctx, cancel := context.WithTimeout(context.Background(), within)
+	defer cancel()
+	w, err := f.watcher.Watch(ctx, &vmv1.VirtualMachineList{}, client.InNamespace(ns))
+	if err != nil {
+		return err
 	}
-	for _, vm := range l.Items {
+	defer w.Stop()
+	byName := map[string]*vmv1.VirtualMachine{}
+	tick := time.NewTicker(5 * time.Millisecond)
+	defer tick.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return fmt.Errorf("not within %v", within)
+		case ev, open := <-w.ResultChan():
+			if !open {
+				return errors.New("the watch ended")
+			}
+			vm, isVM := ev.Object.(*vmv1.VirtualMachine)
+			switch {
+			case !isVM:
+				continue
+			case ev.Type == watch.Deleted:
+				delete(byName, vm.Name)
+			default:
+				byName[vm.Name] = vm
+			}
+		case <-tick.C:
+		}
+		if ok(slices.Collect(maps.Values(byName))) {
+			return nil
+		}
+	}
+}
+
+// countOf counts vms.
+func countOf(vms []*vmv1.VirtualMachine) counts {
+	var c counts
+	for _, vm := range vms {
 		if vm.DeletionTimestamp != nil {
 			c.deleting++
 			continue
@@ -164,5 +203,5 @@ func (f *fleet) count(ctx context.Context, ns string) (counts, error) {
 			c.onB++
 		}
 	}
-	return c, nil
+	return c
 }
