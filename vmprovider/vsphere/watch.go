@@ -138,7 +138,9 @@ func (w *Watch) Run(ctx context.Context) error {
 		}
 		w.mu.Lock()
 		w.restarts++
-		w.down = err // the next full copy reports what changed meanwhile
+		// A failed wait said so already (watch); this covers the calls
+		// before it. The next full copy reports what changed meanwhile.
+		w.down = err
 		w.mu.Unlock()
 		if synced {
 			backoff = time.Second

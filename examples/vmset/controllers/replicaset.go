@@ -237,8 +237,9 @@ func Setup(mgr ctrl.Manager, p *VirtualMachineReconciler, configure ...func(*kub
 		return err
 	}
 	rs := NewReplicaSetReconciler(slices.Sorted(maps.Keys(p.Zones)))
-	if p.Watch != nil || len(p.Watches) > 0 {
-		rs.Adapter = ReplicaSetAdapter{Zones: slices.Sorted(maps.Keys(p.Zones)), Reachable: p.Reachable}
+	if a, ok := rs.Adapter.(ReplicaSetAdapter); ok && (p.Watch != nil || len(p.Watches) > 0) {
+		a.Reachable = p.Reachable // zones are unreachable while their vCenter's watch is
+		rs.Adapter = a
 	}
 	for _, f := range configure {
 		f(rs)
