@@ -2,9 +2,12 @@ package vsphere
 
 import (
 	"context"
+	"crypto/tls"
 	"crypto/x509"
 	"errors"
 	"fmt"
+	"io"
+	"net"
 	"net/url"
 	"os"
 	"reflect"
@@ -20,6 +23,8 @@ import (
 	"github.com/vmware/govmomi/vim25/methods"
 	"github.com/vmware/govmomi/vim25/soap"
 	"github.com/vmware/govmomi/vim25/types"
+
+	"github.com/replicakit/replicakit/vmprovider"
 )
 
 // ErrConfig means a Config cannot be used: a missing URL or credentials, a
@@ -121,7 +126,7 @@ func connect(ctx context.Context, cfg Config) (*vim25.Client, *session.Manager, 
 	}
 	vc, err := vim25.NewClient(ctx, sc)
 	if err != nil {
-		return nil, nil, fmt.Errorf("reach vCenter at %s: %w", u, err)
+		return nil, nil, fmt.Errorf("reach vCenter at %s: %w", u, unanswered(ctx, err))
 	}
 	sm := session.NewManager(vc)
 	user := url.UserPassword(cfg.Username, cfg.Password)
@@ -135,9 +140,33 @@ func connect(ctx context.Context, cfg Config) (*vim25.Client, *session.Manager, 
 		login:        login,
 	}
 	if err := login(ctx); err != nil {
-		return nil, nil, fmt.Errorf("log in to %s as %q: %w", u, cfg.Username, err)
+		return nil, nil, fmt.Errorf("log in to %s as %q: %w", u, cfg.Username, unanswered(ctx, err))
 	}
 	return vc, sm, nil
+}
+
+// unanswered returns err, wrapping vmprovider.ErrUnreachable as well when
+// it means that vCenter did not answer at all: a connection refused,
+// reset or closed before an answer, or no answer before ctx's deadline or
+// a timeout. A certificate that fails verification, an HTTP error or a
+// fault is an answer, and the caller's cancellation is not vCenter's
+// silence.
+func unanswered(ctx context.Context, err error) error {
+	var cert *tls.CertificateVerificationError
+	var unknownCA x509.UnknownAuthorityError
+	var host x509.HostnameError
+	var invalid x509.CertificateInvalidError
+	if errors.Is(ctx.Err(), context.Canceled) || errors.As(err, &cert) || errors.As(err, &unknownCA) ||
+		errors.As(err, &host) || errors.As(err, &invalid) {
+		return err
+	}
+	var op *net.OpError
+	var ne net.Error
+	if errors.As(err, &op) || errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF) ||
+		errors.Is(err, context.DeadlineExceeded) || (errors.As(err, &ne) && ne.Timeout()) {
+		return fmt.Errorf("%w: %w", vmprovider.ErrUnreachable, err)
+	}
+	return err
 }
 
 // trust configures TLS verification of vCenter's certificate.

@@ -33,7 +33,10 @@
 // operator costs vCenter no call beyond the watch's long poll. While the
 // watch cannot reach vCenter (Watch.Health: a wait failed, or none was
 // answered for 20 seconds), Cached's reads fail with
-// vmprovider.ErrUnreachable: its copy is unknown, not current. Over
+// vmprovider.ErrUnreachable: its copy is unknown, not current. A watch
+// keeps every field of a VM unless told to leave some out
+// ([Watch.SetFields]): each watched property costs vCenter work on every
+// change it reports, and the simulator work on every change anywhere. Over
 // several vCenters, give each its Provider, Watch and Cached, and join
 // them with vmprovider.Endpoints.
 //

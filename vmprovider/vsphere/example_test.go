@@ -261,3 +261,47 @@ func ExampleWatch() {
 	// gone: web-0 false 0
 	// <nil> 0
 }
+
+// Watch less: an operator that reports only a VM's addresses and
+// heartbeat beside its power keeps only those (and what every watch
+// keeps: name, instance UUID, power and the marks). Its property collector
+// then watches 7 properties of each VM instead of 11; the fields left out
+// read as zero.
+func ExampleWatch_SetFields() {
+	cfg, stop := vcsim("administrator@vsphere.local", "example-pw")
+	defer stop()
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	p, err := vsphere.New(ctx, cfg)
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	owner := vmprovider.Owner{UID: "uid-web", Name: "default/web"}
+	if _, err := p.Create(ctx, vmprovider.Spec{Name: "web-0", Owner: owner, PowerOn: true}); err != nil {
+		fmt.Println(err)
+		return
+	}
+
+	w := vsphere.NewWatch(p)
+	w.SetFields(vsphere.FieldIPAddresses | vsphere.FieldHeartbeat)
+	done := make(chan error)
+	go func() { done <- w.Run(ctx) }()
+	cached := vsphere.Cached{Provider: p, Watch: w}
+
+	live, err := p.Get(ctx, "web-0")
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	vm, err := cached.Get(ctx, "web-0")
+	fmt.Println(vm.Name, vm.Power, vm.Heartbeat, err)
+	fmt.Println("created:", !live.CreatedAt.IsZero(), !vm.CreatedAt.IsZero())
+	cancel()
+	fmt.Println(<-done)
+	_ = p.Close(context.Background())
+	// Output:
+	// web-0 PoweredOn gray <nil>
+	// created: true false
+	// <nil>
+}

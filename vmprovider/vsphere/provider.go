@@ -31,10 +31,9 @@ const (
 	KeyRevision = "replicakit.revision"
 )
 
-// vmProps are the properties read for every VM, in one call.
-var vmProps = []string{"name", "config.instanceUuid", "config.extraConfig", "config.createDate",
-	"runtime.powerState", "runtime.bootTime", "guest.ipAddress", "guest.net", "guest.hostName",
-	"guest.toolsRunningStatus", "guestHeartbeatStatus"}
+// vmProps are the properties read for every VM, in one call: all of a
+// VM (AllFields).
+var vmProps = AllFields.props()
 
 // Provider implements vmprovider.Provider on vCenter with govmomi. It is
 // safe for concurrent use.

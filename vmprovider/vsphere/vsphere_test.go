@@ -317,6 +317,9 @@ func TestNew_Errors(t *testing.T) {
 			if !strings.Contains(err.Error(), tt.want) {
 				t.Errorf("New error %q, want it to mention %q", err, tt.want)
 			}
+			if errors.Is(err, vmprovider.ErrUnreachable) {
+				t.Errorf("New error %q says vCenter did not answer; it did", err)
+			}
 			if strings.Contains(err.Error(), vcsimtest.Password) || strings.Contains(err.Error(), "wrong-Secr3t") {
 				t.Errorf("New error %q reveals the password", err)
 			}
@@ -331,8 +334,8 @@ func TestNew_Errors(t *testing.T) {
 		_ = p.Close(ctx)
 	}
 	cfg.Thumbprint = strings.Repeat("AB:", 31) + "AB"
-	if _, err := vsphere.New(ctx, cfg); err == nil {
-		t.Error("New with a wrong thumbprint succeeded")
+	if _, err := vsphere.New(ctx, cfg); err == nil || errors.Is(err, vmprovider.ErrUnreachable) {
+		t.Errorf("New with a wrong thumbprint: %v; want a refusal that is not ErrUnreachable", err)
 	}
 	if s := sim.Config().String(); strings.Contains(s, vcsimtest.Password) || !strings.Contains(s, "<redacted>") {
 		t.Errorf("Config.String() = %s, want the password redacted", s)

@@ -30,7 +30,8 @@ import (
 //
 // Use it through Cached, which answers Get and List from it.
 type Watch struct {
-	p *Provider
+	p      *Provider
+	fields Fields
 
 	mu       sync.RWMutex
 	byRef    map[types.ManagedObjectReference]*mo.VirtualMachine
@@ -65,9 +66,10 @@ type written struct {
 // pinFor bounds how long a write's state overrides the watch's.
 const pinFor = 10 * time.Second
 
-// NewWatch returns a watch of p's VMs; Run starts it.
+// NewWatch returns a watch of p's VMs, keeping every field of them
+// (AllFields); Run starts it.
 func NewWatch(p *Provider) *Watch {
-	return &Watch{p: p, byRef: map[types.ManagedObjectReference]*mo.VirtualMachine{},
+	return &Watch{p: p, fields: AllFields, byRef: map[types.ManagedObjectReference]*mo.VirtualMachine{},
 		byName: map[string]vmprovider.VM{}, written: map[string]written{}, synced: make(chan struct{})}
 }
 
@@ -79,6 +81,15 @@ func NewWatch(p *Provider) *Watch {
 // starts; OnChange is not safe to call while Run runs.
 func (w *Watch) OnChange(f func(vm vmprovider.VM, gone bool)) {
 	w.onChange = append(w.onChange, f)
+}
+
+// SetFields limits what the watch keeps of each VM to f's fields beside
+// those it always keeps (see Fields); the others read as their zero
+// values (Heartbeat as HeartbeatGray), in its reads, in Cached's and in
+// what OnChange is told, and a change to them alone is not reported.
+// Call it before Run starts; it is not safe to call while Run runs.
+func (w *Watch) SetFields(f Fields) {
+	w.fields = f & AllFields
 }
 
 // Synced is closed once the watch holds its first full copy.
@@ -193,7 +204,7 @@ func (w *Watch) watch(ctx context.Context) (synced bool, err error) {
 			&types.TraversalSpec{SelectionSpec: types.SelectionSpec{Name: "containerViews"}, Type: "ContainerView", Path: "view"},
 		},
 	}}
-	filter.Spec.PropSet = []types.PropertySpec{{Type: "VirtualMachine", PathSet: vmProps}}
+	filter.Spec.PropSet = []types.PropertySpec{{Type: "VirtualMachine", PathSet: w.fields.props()}}
 	pf, err := pc.CreateFilter(ctx, filter.CreateFilter)
 	if err != nil {
 		return false, fmt.Errorf("vsphere watch: create a property filter: %w", err)
@@ -339,7 +350,7 @@ func (w *Watch) put(vm vmprovider.VM) {
 	defer w.mu.Unlock()
 	now := time.Now()
 	w.expire(now)
-	w.written[vm.Name] = written{vm: vm, until: now.Add(pinFor)}
+	w.written[vm.Name] = written{vm: w.fields.keep(vm), until: now.Add(pinFor)}
 }
 
 // forget records that the VM called name is gone, as a write through the

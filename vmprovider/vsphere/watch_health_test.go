@@ -95,3 +95,30 @@ func TestCached_UnreachableWhileCut(t *testing.T) {
 		t.Errorf("Health after healing: %v", err)
 	}
 }
+
+// TestNew_Unreachable: New on a vCenter behind a cut link fails with an
+// error wrapping vmprovider.ErrUnreachable, whether the link refuses the
+// connection or holds it without an answer until the caller's deadline,
+// and succeeds once the link is back.
+func TestNew_Unreachable(t *testing.T) {
+	sim := vcsimtest.Start(t)
+	cfg, link := vcsimtest.BehindLink(t, sim)
+	for _, how := range []netcut.Mode{netcut.Refuse, netcut.Drop} {
+		link.Cut(how)
+		ctx, cancel := context.WithTimeout(context.Background(), time.Second)
+		p, err := vsphere.New(ctx, cfg)
+		cancel()
+		if err == nil {
+			_ = p.Close(context.Background())
+		}
+		if !errors.Is(err, vmprovider.ErrUnreachable) {
+			t.Errorf("New through a link cut (%v): %v; want ErrUnreachable", how, err)
+		}
+	}
+	link.Heal()
+	p, err := vsphere.New(context.Background(), cfg)
+	if err != nil {
+		t.Fatalf("New once the link is back: %v", err)
+	}
+	_ = p.Close(context.Background())
+}

@@ -20,6 +20,12 @@ import (
 // for the test; events receives every change the watch reports.
 func watching(t *testing.T) (*vcsimtest.Sim, *simgate.Faults, *vsphere.Provider, *vsphere.Watch, <-chan event) {
 	t.Helper()
+	return watchingFields(t, vsphere.AllFields)
+}
+
+// watchingFields is watching with a watch that keeps only fields.
+func watchingFields(t *testing.T, fields vsphere.Fields) (*vcsimtest.Sim, *simgate.Faults, *vsphere.Provider, *vsphere.Watch, <-chan event) {
+	t.Helper()
 	calls := &simgate.Faults{}
 	sim := vcsimtest.StartFaulty(t, calls)
 	p, err := vsphere.New(context.Background(), sim.Config())
@@ -27,6 +33,7 @@ func watching(t *testing.T) (*vcsimtest.Sim, *simgate.Faults, *vsphere.Provider,
 		t.Fatal(err)
 	}
 	w := vsphere.NewWatch(p)
+	w.SetFields(fields)
 	events := make(chan event, 256)
 	w.OnChange(func(vm vmprovider.VM, gone bool) { events <- event{vm, gone} })
 	ctx, cancel := context.WithCancel(context.Background())

@@ -1,0 +1,100 @@
+package vsphere
+
+import (
+	"maps"
+	"slices"
+	"testing"
+	"time"
+
+	"github.com/google/go-cmp/cmp"
+	"github.com/vmware/govmomi/vim25/mo"
+	"github.com/vmware/govmomi/vim25/types"
+	"pgregory.net/rapid"
+
+	"github.com/replicakit/replicakit/vmprovider"
+)
+
+// allChanges draws a value for every property a VM's parts are read from,
+// as vCenter reports them.
+func allChanges(t *rapid.T) []types.PropertyChange {
+	at := func(label string) *time.Time {
+		v := time.Unix(rapid.Int64Range(1, 1<<32).Draw(t, label), 0).UTC()
+		return &v
+	}
+	addr := func(label string) string {
+		return rapid.SampledFrom([]string{"10.0.0.1", "10.0.0.2", "192.168.1.7", "fe80::1", ""}).Draw(t, label)
+	}
+	set := map[string]any{
+		"name":                rapid.StringMatching(`[a-z]{1,6}`).Draw(t, "name"),
+		"config.instanceUuid": rapid.StringMatching(`[0-9a-f]{4}`).Draw(t, "uuid"),
+		"config.extraConfig": []types.BaseOptionValue{
+			&types.OptionValue{Key: KeyOwnerUID, Value: rapid.SampledFrom([]string{"", "uid-a"}).Draw(t, "owner")},
+			&types.OptionValue{Key: KeyOwnerName, Value: "ns/a"},
+			&types.OptionValue{Key: KeyZone, Value: rapid.SampledFrom([]string{"", "z1"}).Draw(t, "zone")},
+			&types.OptionValue{Key: KeyRevision, Value: rapid.SampledFrom([]string{"", "r1"}).Draw(t, "revision")},
+		},
+		"config.createDate": at("created"),
+		"runtime.powerState": rapid.SampledFrom([]types.VirtualMachinePowerState{types.VirtualMachinePowerStatePoweredOn,
+			types.VirtualMachinePowerStatePoweredOff, types.VirtualMachinePowerStateSuspended}).Draw(t, "power"),
+		"runtime.bootTime": at("booted"),
+		"guest.ipAddress":  addr("primary"),
+		"guest.net": []types.GuestNicInfo{{IpAddress: []string{addr("nic0")}},
+			{IpAddress: []string{addr("nic1a"), addr("nic1b")}}},
+		"guest.hostName": rapid.StringMatching(`[a-z]{0,6}`).Draw(t, "hostname"),
+		"guest.toolsRunningStatus": rapid.SampledFrom([]string{string(types.VirtualMachineToolsRunningStatusGuestToolsRunning),
+			string(types.VirtualMachineToolsRunningStatusGuestToolsNotRunning)}).Draw(t, "tools"),
+		"guestHeartbeatStatus": rapid.SampledFrom([]types.ManagedEntityStatus{types.ManagedEntityStatusGreen,
+			types.ManagedEntityStatusYellow, types.ManagedEntityStatusRed}).Draw(t, "heartbeat"),
+	}
+	var out []types.PropertyChange
+	for _, name := range slices.Sorted(maps.Keys(set)) {
+		out = append(out, types.PropertyChange{Name: name, Op: types.PropertyChangeOpAssign, Val: set[name]})
+	}
+	return out
+}
+
+// TestFields_Properties: for any set of fields, a VM read with only the
+// properties the set watches (what vCenter would send its watch) is the VM
+// read whole with the other fields cleared (what Cached pins after a
+// write); the kept parts are always there; AllFields keeps everything;
+// and a Provider reads every property.
+func TestFields_Properties(t *testing.T) {
+	rapid.Check(t, func(t *rapid.T) {
+		f := Fields(rapid.UintRange(0, uint(AllFields)).Draw(t, "fields"))
+		changes := allChanges(t)
+		whole := &mo.VirtualMachine{}
+		whole.Self = types.ManagedObjectReference{Type: "VirtualMachine", Value: "vm-1"}
+		mo.ApplyPropertyChange(whole, changes)
+		watched := &mo.VirtualMachine{}
+		watched.Self = whole.Self
+		props := f.props()
+		for _, c := range changes {
+			if slices.Contains(props, c.Name) {
+				mo.ApplyPropertyChange(watched, []types.PropertyChange{c})
+			}
+		}
+		full := toVM(*whole)
+		if diff := cmp.Diff(f.keep(full), toVM(*watched)); diff != "" {
+			t.Fatalf("fields %b: kept VM (-keep +watched):\n%s", f, diff)
+		}
+		kept := vmprovider.VM{Name: full.Name, InstanceUUID: full.InstanceUUID, Power: full.Power, Owner: full.Owner,
+			OwnerName: full.OwnerName, Zone: full.Zone, Revision: full.Revision, Heartbeat: vmprovider.HeartbeatGray}
+		if diff := cmp.Diff(kept, Fields(0).keep(full)); diff != "" {
+			t.Fatalf("the parts always kept (-want +got):\n%s", diff)
+		}
+		if diff := cmp.Diff(full, AllFields.keep(full)); diff != "" {
+			t.Fatalf("AllFields dropped something (-want +got):\n%s", diff)
+		}
+		if f.keep(f.keep(full)).Name != full.Name || !cmp.Equal(f.keep(f.keep(full)), f.keep(full)) {
+			t.Fatalf("keep is not idempotent")
+		}
+		for _, c := range changes {
+			if !slices.Contains(vmProps, c.Name) {
+				t.Fatalf("a Provider does not read %s", c.Name)
+			}
+		}
+		if n := len(props); n != len(slices.Compact(slices.Sorted(slices.Values(props)))) {
+			t.Fatalf("fields %b watch a property twice: %v", f, props)
+		}
+	})
+}
