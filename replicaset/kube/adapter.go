@@ -43,7 +43,10 @@ type Spec struct {
 	// gone, so they are never deleted, replaced or counted as gone, and at
 	// most the rollout's MaxSurge (1 by default) stands in for them in
 	// the other zones (replicaset.Spec.Unreachable). ZonesBalanced says
-	// so, with the reason ZoneUnreachable.
+	// so, with the reason ZoneUnreachable. An owner with unreachable
+	// zones is looked at again at least every UnreachableRecheck: a zone
+	// answering again changes the plan, and no event about the owner or
+	// its children may say so (a zone that held none of them).
 	Unreachable []string
 	// Rollout, when set, turns rollouts on: every child is labelled with
 	// the revision of the owner's template it was made from

@@ -17,6 +17,10 @@ import (
 // at again, should no watch event come first.
 const waitRequeue = time.Second
 
+// UnreachableRecheck is how often an owner with unreachable zones
+// (Spec.Unreachable) is looked at again, should no event come first.
+const UnreachableRecheck = 10 * time.Second
+
 // soon is the requeue of a pass that left work for the next one at once
 // (the per-pass cap, a name found taken).
 const soon = time.Millisecond
@@ -103,6 +107,10 @@ func settle(o *observation, d decision, out outcome) verdict {
 			if after := b.Until.Sub(o.now); v.requeue == 0 || after < v.requeue {
 				v.requeue = after
 			}
+		}
+		// Nor of a zone answering again.
+		if len(o.spec.Unreachable) > 0 && (v.requeue == 0 || UnreachableRecheck < v.requeue) {
+			v.requeue = UnreachableRecheck
 		}
 	}
 	return v

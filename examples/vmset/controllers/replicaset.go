@@ -237,7 +237,7 @@ func Setup(mgr ctrl.Manager, p *VirtualMachineReconciler, configure ...func(*kub
 		return err
 	}
 	rs := NewReplicaSetReconciler(slices.Sorted(maps.Keys(p.Zones)))
-	if a, ok := rs.Adapter.(ReplicaSetAdapter); ok && (p.Watch != nil || len(p.Watches) > 0) {
+	if a, ok := rs.Adapter.(ReplicaSetAdapter); ok && p.watched() {
 		a.Reachable = p.Reachable // zones are unreachable while their vCenter's watch is
 		rs.Adapter = a
 	}

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"slices"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -197,4 +198,92 @@ func readiness(vms []vmv1.VirtualMachine) []string {
 		out = append(out, fmt.Sprintf("%s@%s: %s %s", vm.Name, vm.Spec.Zone, c.Status, c.Reason))
 	}
 	return out
+}
+
+// TestVCenters_UnreachableAtStart starts the operator while west does not
+// answer (ConnectLater): default is served at once (the set of four lands
+// there, zone-b unreachable and never seen), a VirtualMachine of west's
+// zone says Ready Unknown, VCenterUnreachable, and nothing is made there;
+// once west answers, the operator connects, makes that VM, and the set
+// converges on two per vCenter (spec.rebalance) with every zone answering.
+func TestVCenters_UnreachableAtStart(t *testing.T) {
+	e := env.Require(t)
+	ctx := context.Background()
+	simA, simB := vcsimtest.Start(t), vcsimtest.Start(t)
+	cfgB, link := vcsimtest.BehindLink(t, simB)
+	link.Cut(netcut.Refuse)
+	pA, err := vsphere.New(ctx, simA.Config())
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = pA.Close(context.Background()) })
+	var attempts atomic.Int32
+	e.StartManager(t, vmcheck.Scheme(), func(mgr ctrl.Manager) error {
+		r := controllers.NewVirtualMachineReconcilerOver(map[string]*vsphere.Provider{"default": pA}, "default")
+		r.ConnectLater("west", func(ctx context.Context) (*vsphere.Provider, error) {
+			attempts.Add(1)
+			ctx, cancel := context.WithTimeout(ctx, 5*time.Second)
+			defer cancel()
+			return vsphere.New(ctx, cfgB)
+		})
+		r.Zones = map[string]vmprovider.Placement{
+			"zone-a": {ResourcePool: "/DC0/host/DC0_C0"},
+			"zone-b": {ResourcePool: "/DC0/host/DC0_C0", Endpoint: "west"},
+		}
+		return controllers.Setup(mgr, r)
+	})
+	t.Cleanup(link.Heal)
+
+	const ns = "vcenters-start"
+	createZonedSet(t, e, ns, 4, "zone-a", "zone-b")
+	set := &vmv1.VirtualMachineReplicaSet{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "test-rs"}}
+	if err := e.Client.Patch(ctx, set, client.RawPatch("application/merge-patch+json", []byte(`{"spec":{"rebalance":true}}`))); err != nil {
+		t.Fatal(err)
+	}
+	lone := &vmv1.VirtualMachine{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "lone"},
+		Spec: vmv1.VirtualMachineSpec{CPUs: 1, MemoryMiB: 512, Zone: "zone-b"}}
+	if err := e.Client.Create(ctx, lone); err != nil {
+		t.Fatal(err)
+	}
+	err = wait.PollUntilContextTimeout(ctx, 200*time.Millisecond, time.Minute, true, func(ctx context.Context) (bool, error) {
+		a, errA := namesIn(ctx, simA.Config(), ns)
+		if errA != nil || len(a) != 4 || e.Client.Get(ctx, client.ObjectKeyFromObject(set), set) != nil ||
+			e.Client.Get(ctx, client.ObjectKeyFromObject(lone), lone) != nil {
+			return false, nil
+		}
+		zoneB := slices.IndexFunc(set.Status.Zones, func(z vmv1.ZoneStatus) bool { return z.Zone == "zone-b" })
+		c := meta.FindStatusCondition(lone.Status.Conditions, "Ready")
+		return zoneB >= 0 && set.Status.Zones[zoneB].Unreachable && set.Status.Zones[zoneB].LastSeen == nil &&
+			c != nil && c.Status == metav1.ConditionUnknown && c.Reason == controllers.ReasonVCenterUnreachable, nil
+	})
+	if err != nil {
+		a, _ := namesIn(ctx, simA.Config(), ns)
+		t.Fatalf("while west never answered: default held %v (want 4), set zones %+v, lone %+v", a, set.Status.Zones, lone.Status.Conditions)
+	}
+	if b, err := namesIn(ctx, simB.Config(), ns); err != nil || len(b) != 0 {
+		t.Fatalf("west holds %v (%v) before the operator could reach it", b, err)
+	}
+
+	link.Heal()
+	err = wait.PollUntilContextTimeout(ctx, 200*time.Millisecond, 2*time.Minute, true, func(ctx context.Context) (bool, error) {
+		a, errA := namesIn(ctx, simA.Config(), ns)
+		b, errB := namesIn(ctx, simB.Config(), ns)
+		return errA == nil && errB == nil && len(a) == 2 && len(b) == 3 && slices.Contains(b, ns+"-lone"), nil
+	})
+	if err != nil {
+		a, _ := namesIn(ctx, simA.Config(), ns)
+		b, _ := namesIn(ctx, simB.Config(), ns)
+		t.Fatalf("once west answered: default %v, west %v; want two of the set in each, and %s-lone in west", a, b, ns)
+	}
+	err = wait.PollUntilContextTimeout(ctx, 200*time.Millisecond, time.Minute, true, func(ctx context.Context) (bool, error) {
+		if err := e.Client.Get(ctx, client.ObjectKeyFromObject(set), set); err != nil {
+			return false, nil
+		}
+		unreachable := slices.ContainsFunc(set.Status.Zones, func(z vmv1.ZoneStatus) bool { return z.Unreachable })
+		return !unreachable && set.Status.ReadyReplicas == 4, nil
+	})
+	if err != nil {
+		t.Errorf("the set never said four ready, every zone answering: %+v", set.Status)
+	}
+	t.Logf("west connected after %d attempts", attempts.Load())
 }

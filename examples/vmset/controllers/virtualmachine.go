@@ -41,25 +41,18 @@ const Finalizer = "vm.replicakit.io/vsphere-vm"
 type VirtualMachineReconciler struct {
 	// Client reads and writes VirtualMachines.
 	Client client.Client
-	// Provider creates, powers and destroys the VMs.
+	// Provider creates, powers and destroys the VMs, for a reconciler
+	// over one vCenter; one over several (NewVirtualMachineReconcilerOver)
+	// uses each vCenter's own.
 	Provider vmprovider.Provider
-	// Providers, when set, are the providers of several vCenters by name
-	// (as a zone's Placement.Endpoint names them): a VirtualMachine's VM
-	// is made, read and destroyed by the one its zone's placement names,
-	// DefaultVCenter's when it names none or the VM is in no zone.
-	Providers map[string]vmprovider.Provider
 	// Watch, when set, reports changes to VMs in vCenter: each becomes a
 	// reconcile of the VirtualMachine named in the VM's mark, and a VM
 	// waiting on its guest is not read again on a timer. SetupWithManager
 	// runs it. Provider should then read from it (vsphere.Cached).
 	Watch *vsphere.Watch
-	// Watches, when set, are the watches of several vCenters by name (as
-	// a zone's Placement.Endpoint names them; DefaultVCenter for a zone
-	// that names none), each run and a source of events as Watch is.
-	// NewVirtualMachineReconcilerOver sets them.
-	Watches map[string]*vsphere.Watch
-	// DefaultVCenter names the vCenter, among Watches, of VMs in no zone
-	// and of zones whose placement names none.
+	// DefaultVCenter names the vCenter, of a reconciler over several
+	// (NewVirtualMachineReconcilerOver), that holds VMs in no zone and
+	// those of zones whose placement names none.
 	DefaultVCenter string
 	// Events records events on VirtualMachines; nil records none.
 	Events events.EventRecorder
@@ -68,6 +61,10 @@ type VirtualMachineReconciler struct {
 	// VirtualMachine naming another zone fails with the reason
 	// UnknownZone.
 	Zones map[string]vmprovider.Placement
+
+	// vcenters are the vCenters of a reconciler over several, by name
+	// (as a zone's Placement.Endpoint names them); fixed once Setup runs.
+	vcenters map[string]*vcenter
 }
 
 // ReasonCreateFailed is the Ready condition's reason while vCenter refuses
@@ -104,69 +101,20 @@ const ReasonZoneUnavailable = "ZoneUnavailable"
 // placement for.
 var ErrUnknownZone = errors.New("unknown zone")
 
+// WatchedFields are the parts of a VM the reconciler reads beside those
+// every vsphere.Watch keeps (name, instance UUID, power and the marks):
+// the guest's addresses, hostname and heartbeat, which a VirtualMachine's
+// status and readiness report. Its watches keep only these.
+const WatchedFields = vsphere.FieldIPAddresses | vsphere.FieldHostname | vsphere.FieldHeartbeat
+
 // NewVirtualMachineReconciler returns a reconciler that reads vCenter from
-// a watch of p's VMs (vsphere.Cached) and changes it through p: a
-// reconcile reads from memory and calls vCenter only to change something.
+// a watch of p's VMs (vsphere.Cached, keeping WatchedFields) and changes it
+// through p: a reconcile reads from memory and calls vCenter only to
+// change something.
 func NewVirtualMachineReconciler(p *vsphere.Provider) *VirtualMachineReconciler {
 	w := vsphere.NewWatch(p)
+	w.SetFields(WatchedFields)
 	return &VirtualMachineReconciler{Provider: vsphere.Cached{Provider: p, Watch: w}, Watch: w}
-}
-
-// NewVirtualMachineReconcilerOver returns a reconciler over several
-// vCenters, each read from a watch of its VMs (vsphere.Cached) and changed
-// through its Provider: a VirtualMachine's VM is in the vCenter its zone's
-// placement names (Zones' Endpoint, defaultVCenter when it names none, or
-// for a VM in no zone). A vCenter that does not answer
-// leaves its VMs unknown (ReasonVCenterUnreachable), and sets plan
-// around them (ReplicaSetAdapter.Reachable).
-func NewVirtualMachineReconcilerOver(vcenters map[string]*vsphere.Provider, defaultVCenter string) *VirtualMachineReconciler {
-	r := &VirtualMachineReconciler{Watches: map[string]*vsphere.Watch{}, Providers: map[string]vmprovider.Provider{},
-		DefaultVCenter: defaultVCenter}
-	for name, p := range vcenters {
-		w := vsphere.NewWatch(p)
-		r.Watches[name] = w
-		r.Providers[name] = vsphere.Cached{Provider: p, Watch: w}
-	}
-	r.Provider = r.Providers[defaultVCenter]
-	return r
-}
-
-// Reachable says whether the vCenter that holds zone's VMs answers (a nil
-// error, else one wrapping vmprovider.ErrUnreachable), and when it last
-// did, from its watch (vsphere.Watch.Health). Without watches every zone
-// answers.
-func (r *VirtualMachineReconciler) Reachable(zone string) (lastSeen time.Time, err error) {
-	w := r.watchOf(zone)
-	if w == nil {
-		return time.Time{}, nil
-	}
-	return w.Health()
-}
-
-// providerOf returns the provider of the vCenter that holds zone's VMs;
-// nil when Providers has none of that name.
-func (r *VirtualMachineReconciler) providerOf(zone string) vmprovider.Provider {
-	if len(r.Providers) == 0 {
-		return r.Provider
-	}
-	return r.Providers[r.vcenterOf(zone)]
-}
-
-// vcenterOf names the vCenter that holds zone's VMs.
-func (r *VirtualMachineReconciler) vcenterOf(zone string) string {
-	if ep := r.Zones[zone].Endpoint; ep != "" {
-		return ep
-	}
-	return r.DefaultVCenter
-}
-
-// watchOf returns the watch of the vCenter that holds zone's VMs; nil
-// when there is none.
-func (r *VirtualMachineReconciler) watchOf(zone string) *vsphere.Watch {
-	if len(r.Watches) == 0 {
-		return r.Watch
-	}
-	return r.Watches[r.vcenterOf(zone)]
 }
 
 // VSphereName is the name of the vSphere VM for a VirtualMachine: namespace
@@ -273,7 +221,7 @@ func (r *VirtualMachineReconciler) Reconcile(ctx context.Context, req reconcile.
 		}
 	}
 	cond, wait := readyCondition(&vm, name, want, got)
-	if r.Watch != nil {
+	if r.watched() {
 		wait = 0 // the watch reports the guest's changes
 	}
 	return reconcile.Result{RequeueAfter: wait}, r.setStatus(ctx, &vm, got, cond)
@@ -411,8 +359,9 @@ func (r *VirtualMachineReconciler) event(vm *vmv1.VirtualMachine, kind, reason, 
 	}
 }
 
-// SetupWithManager registers the controller, and the Watch and Watches (if
-// any) as sources of its events and runnables of the manager.
+// SetupWithManager registers the controller, and the Watch and each
+// vCenter's watch (if any) as sources of its events and runnables of the
+// manager.
 func (r *VirtualMachineReconciler) SetupWithManager(mgr ctrl.Manager) error {
 	if r.Client == nil {
 		r.Client = mgr.GetClient()
@@ -421,13 +370,11 @@ func (r *VirtualMachineReconciler) SetupWithManager(mgr ctrl.Manager) error {
 		r.Events = mgr.GetEventRecorder("virtualmachine")
 	}
 	b := ctrl.NewControllerManagedBy(mgr).Named("virtualmachine").For(&vmv1.VirtualMachine{})
-	if watches := r.watches(); len(watches) > 0 {
+	if r.watched() {
 		changes := make(chan event.TypedGenericEvent[*vmv1.VirtualMachine], 1024)
 		b = b.WatchesRawSource(source.Channel(changes, &handler.TypedEnqueueRequestForObject[*vmv1.VirtualMachine]{}))
-		for _, w := range watches {
-			if err := r.runWatch(mgr, w, changes); err != nil {
-				return err
-			}
+		if err := r.runWatches(mgr, changes); err != nil {
+			return err
 		}
 	}
 	return b.Complete(r)

@@ -6,8 +6,6 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
-	"maps"
-	"slices"
 
 	"github.com/go-logr/logr"
 	"k8s.io/apimachinery/pkg/runtime"
@@ -28,7 +26,6 @@ import (
 	"github.com/replicakit/replicakit/examples/vmset/controllers"
 	"github.com/replicakit/replicakit/internal/vcsim"
 	"github.com/replicakit/replicakit/replicaset/kube"
-	"github.com/replicakit/replicakit/vmprovider/vsphere"
 )
 
 // serve runs the manager with opts until ctx ends, logging to stderr.
@@ -63,12 +60,11 @@ func serve(ctx context.Context, opts options, stderr io.Writer) error {
 		}
 	}
 	vc.MaxTasks = opts.vsphere.MaxTasks
-	provider, err := vsphere.New(ctx, vc)
+	vms, closeAll, err := connectVCenters(ctx, log, vc, opts.vcenters)
 	if err != nil {
 		return err
 	}
-	defer func() { _ = provider.Close(context.WithoutCancel(ctx)) }()
-	log.Info("connected to vCenter", "config", vc.String())
+	defer closeAll()
 
 	scheme := runtime.NewScheme()
 	if err := clientgoscheme.AddToScheme(scheme); err != nil {
@@ -98,20 +94,6 @@ func serve(ctx context.Context, opts options, stderr io.Writer) error {
 	}
 	if err := mgr.AddReadyzCheck("ping", healthz.Ping); err != nil {
 		return err
-	}
-	vms := controllers.NewVirtualMachineReconciler(provider)
-	if len(opts.vcenters) > 0 {
-		providers := map[string]*vsphere.Provider{defaultVCenter: provider}
-		for _, name := range slices.Sorted(maps.Keys(opts.vcenters)) {
-			p, err := vsphere.New(ctx, opts.vcenters[name])
-			if err != nil {
-				return fmt.Errorf("vCenter %s: %w", name, err)
-			}
-			defer func() { _ = p.Close(context.WithoutCancel(ctx)) }()
-			log.Info("connected to vCenter", "vcenter", name, "config", opts.vcenters[name].String())
-			providers[name] = p
-		}
-		vms = controllers.NewVirtualMachineReconcilerOver(providers, defaultVCenter)
 	}
 	vms.Zones = opts.zones
 	if len(opts.zones) > 0 {
