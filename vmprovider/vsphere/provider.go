@@ -87,8 +87,10 @@ var (
 )
 
 // New logs in to vCenter as cfg says and resolves the placement once; an
-// ambiguous or missing inventory path is an error naming it. Call Close when
-// done.
+// ambiguous or missing inventory path is an error naming it, and a vCenter
+// that does not answer at all (a connection refused or closed, or no
+// answer before ctx's deadline) an error wrapping vmprovider.ErrUnreachable,
+// which a refused login or certificate is not. Call Close when done.
 func New(ctx context.Context, cfg Config) (*Provider, error) {
 	c, sm, err := connect(ctx, cfg)
 	if err != nil {
