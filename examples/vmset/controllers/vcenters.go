@@ -67,13 +67,12 @@ type vcenter struct {
 }
 
 // connected makes p the vCenter's provider, read through a new watch.
-func (v *vcenter) connected(p *vsphere.Provider) *vsphere.Watch {
+func (v *vcenter) connected(p *vsphere.Provider) {
 	w := vsphere.NewWatch(p)
 	w.SetFields(WatchedFields)
 	v.mu.Lock()
 	defer v.mu.Unlock()
 	v.cached, v.watch, v.err = vsphere.Cached{Provider: p, Watch: w}, w, nil
-	return w
 }
 
 // failed records why the last attempt to connect failed.
@@ -138,15 +137,29 @@ func (r *VirtualMachineReconciler) Reachable(zone string) (lastSeen time.Time, e
 // providerOf returns the provider of the vCenter that holds zone's VMs;
 // nil when the reconciler has no vCenter of that name.
 func (r *VirtualMachineReconciler) providerOf(zone string) vmprovider.Provider {
+	p, _ := r.of(zone)
+	return p
+}
+
+// watchOf returns the watch of the vCenter that holds zone's VMs; nil
+// when there is none (yet).
+func (r *VirtualMachineReconciler) watchOf(zone string) *vsphere.Watch {
+	_, w := r.of(zone)
+	return w
+}
+
+// of returns the provider and watch of the vCenter that holds zone's VMs:
+// Provider and Watch for a reconciler over one vCenter; nil, nil when the
+// reconciler has no vCenter of that name.
+func (r *VirtualMachineReconciler) of(zone string) (vmprovider.Provider, *vsphere.Watch) {
 	if len(r.vcenters) == 0 {
-		return r.Provider
+		return r.Provider, r.Watch
 	}
 	v := r.vcenters[r.vcenterOf(zone)]
 	if v == nil {
-		return nil
+		return nil, nil
 	}
-	p, _ := v.get()
-	return p
+	return v.get()
 }
 
 // vcenterOf names the vCenter that holds zone's VMs.
@@ -155,20 +168,6 @@ func (r *VirtualMachineReconciler) vcenterOf(zone string) string {
 		return ep
 	}
 	return r.DefaultVCenter
-}
-
-// watchOf returns the watch of the vCenter that holds zone's VMs; nil
-// when there is none (yet).
-func (r *VirtualMachineReconciler) watchOf(zone string) *vsphere.Watch {
-	if len(r.vcenters) == 0 {
-		return r.Watch
-	}
-	v := r.vcenters[r.vcenterOf(zone)]
-	if v == nil {
-		return nil
-	}
-	_, w := v.get()
-	return w
 }
 
 // watched reports whether the reconciler reads vCenter through watches.
