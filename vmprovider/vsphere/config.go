@@ -31,6 +31,11 @@ import (
 // bad CA bundle, or placement that does not resolve.
 var ErrConfig = errors.New("vsphere: invalid configuration")
 
+// ErrLogin means vCenter refused the credentials (an InvalidLogin fault: a
+// wrong user name or password, or an account locked or expired), at New or
+// Connect or when a session that expired is renewed.
+var ErrLogin = errors.New("vsphere: login refused")
+
 // DefaultMaxTasks bounds the vCenter tasks one Provider runs at once when
 // Config.MaxTasks is zero.
 const DefaultMaxTasks = 8
@@ -130,7 +135,7 @@ func connect(ctx context.Context, cfg Config) (*vim25.Client, *session.Manager, 
 	}
 	sm := session.NewManager(vc)
 	user := url.UserPassword(cfg.Username, cfg.Password)
-	login := func(ctx context.Context) error { return sm.Login(ctx, user) }
+	login := func(ctx context.Context) error { return refused(sm.Login(ctx, user)) }
 	idle := cfg.KeepAlive
 	if idle == 0 {
 		idle = 5 * time.Minute
@@ -143,6 +148,15 @@ func connect(ctx context.Context, cfg Config) (*vim25.Client, *session.Manager, 
 		return nil, nil, fmt.Errorf("log in to %s as %q: %w", u, cfg.Username, unanswered(ctx, err))
 	}
 	return vc, sm, nil
+}
+
+// refused returns err, wrapping ErrLogin as well when it is vCenter's
+// refusal of the credentials.
+func refused(err error) error {
+	if err != nil && fault.Is(err, &types.InvalidLogin{}) {
+		return fmt.Errorf("%w: %w", ErrLogin, err)
+	}
+	return err
 }
 
 // unanswered returns err, wrapping vmprovider.ErrUnreachable as well when

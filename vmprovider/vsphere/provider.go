@@ -86,11 +86,12 @@ var (
 	_ vmprovider.RevisionMarker = (*Provider)(nil)
 )
 
-// New logs in to vCenter as cfg says and resolves the placement once; an
-// ambiguous or missing inventory path is an error naming it, and a vCenter
-// that does not answer at all (a connection refused or closed, or no
-// answer before ctx's deadline) an error wrapping vmprovider.ErrUnreachable,
-// which a refused login or certificate is not. Call Close when done.
+// New logs in to vCenter as cfg says and resolves the placement once.
+// Its errors say why it failed: an ambiguous or missing inventory path is
+// named; credentials vCenter refuses wrap ErrLogin; a vCenter that does
+// not answer at all (a connection refused or closed, or no answer before
+// ctx's deadline) wraps vmprovider.ErrUnreachable; a certificate that
+// fails verification wraps neither. Call Close when done.
 func New(ctx context.Context, cfg Config) (*Provider, error) {
 	c, sm, err := connect(ctx, cfg)
 	if err != nil {

@@ -320,6 +320,9 @@ func TestNew_Errors(t *testing.T) {
 			if errors.Is(err, vmprovider.ErrUnreachable) {
 				t.Errorf("New error %q says vCenter did not answer; it did", err)
 			}
+			if login := tt.desc == "wrong password"; errors.Is(err, vsphere.ErrLogin) != login {
+				t.Errorf("New error %q: errors.Is(err, ErrLogin) = %v, want %v", err, !login, login)
+			}
 			if strings.Contains(err.Error(), vcsimtest.Password) || strings.Contains(err.Error(), "wrong-Secr3t") {
 				t.Errorf("New error %q reveals the password", err)
 			}
