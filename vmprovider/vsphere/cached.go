@@ -20,8 +20,9 @@ import (
 // time. Get and List wait for the watch's first
 // full copy, and fail with an error wrapping vmprovider.ErrUnreachable
 // while the watch cannot reach vCenter (Watch.Health): its copy is then
-// unknown, not current. Reads hold the fields the watch keeps
-// (Watch.SetFields), the writes' results too. Run the watch (Watch.Run)
+// unknown, not current. Get and List hold the fields the watch keeps
+// (Watch.SetFields), also while they return a write's state; Create
+// returns the VM whole, as the Provider read it. Run the watch (Watch.Run)
 // for as long as the Cached is used.
 type Cached struct {
 	// Provider makes the changes.

@@ -160,27 +160,46 @@ func refused(err error) error {
 }
 
 // unanswered returns err, wrapping vmprovider.ErrUnreachable as well when
-// it means that vCenter did not answer at all: a connection refused,
-// reset or closed before an answer, or no answer before ctx's deadline or
-// a timeout. A certificate that fails verification, an HTTP error or a
-// fault is an answer, and the caller's cancellation is not vCenter's
-// silence.
+// it means that vCenter did not answer (silent).
 func unanswered(ctx context.Context, err error) error {
+	if silent(ctx, err) {
+		return fmt.Errorf("%w: %w", vmprovider.ErrUnreachable, err)
+	}
+	return err
+}
+
+// silent reports whether err means that vCenter did not answer: a
+// connection refused, reset or closed before an answer, no answer before
+// ctx's deadline or a timeout, or a proxy in front of it saying it cannot
+// reach it (HTTP 502, 503 or 504, as vCenter's own proxy answers while
+// vCenter restarts). A certificate that fails verification, a TLS alert,
+// any other HTTP error or a fault is an answer, and the caller's
+// cancellation is not vCenter's silence.
+func silent(ctx context.Context, err error) bool {
 	var cert *tls.CertificateVerificationError
 	var unknownCA x509.UnknownAuthorityError
 	var host x509.HostnameError
 	var invalid x509.CertificateInvalidError
-	if errors.Is(ctx.Err(), context.Canceled) || errors.As(err, &cert) || errors.As(err, &unknownCA) ||
+	if err == nil || errors.Is(ctx.Err(), context.Canceled) || errors.As(err, &cert) || errors.As(err, &unknownCA) ||
 		errors.As(err, &host) || errors.As(err, &invalid) {
-		return err
+		return false
 	}
 	var op *net.OpError
-	var ne net.Error
-	if errors.As(err, &op) || errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF) ||
-		errors.Is(err, context.DeadlineExceeded) || (errors.As(err, &ne) && ne.Timeout()) {
-		return fmt.Errorf("%w: %w", vmprovider.ErrUnreachable, err)
+	if errors.As(err, &op) {
+		// crypto/tls reports alerts as OpErrors too: those are answers.
+		return op.Op != "remote error" && op.Op != "local error"
 	}
-	return err
+	var ue *url.Error
+	if errors.As(err, &ue) && ue.Err != nil {
+		for _, code := range []string{"502 ", "503 ", "504 "} {
+			if strings.HasPrefix(ue.Err.Error(), code) {
+				return true // govmomi's status error reads as the HTTP status
+			}
+		}
+	}
+	var ne net.Error
+	return errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF) ||
+		errors.Is(err, context.DeadlineExceeded) || (errors.As(err, &ne) && ne.Timeout())
 }
 
 // trust configures TLS verification of vCenter's certificate.

@@ -265,8 +265,8 @@ func ExampleWatch() {
 // Watch less: an operator that reports only a VM's addresses and
 // heartbeat beside its power keeps only those (and what every watch
 // keeps: name, instance UUID, power and the marks). Its property collector
-// then watches 7 properties of each VM instead of 11; the fields left out
-// read as zero.
+// then watches 7 properties of each VM instead of 11; the fields left out,
+// such as the hostname the guest reports, read as zero.
 func ExampleWatch_SetFields() {
 	cfg, stop := vcsim("administrator@vsphere.local", "example-pw")
 	defer stop()
@@ -278,7 +278,9 @@ func ExampleWatch_SetFields() {
 		return
 	}
 	owner := vmprovider.Owner{UID: "uid-web", Name: "default/web"}
-	if _, err := p.Create(ctx, vmprovider.Spec{Name: "web-0", Owner: owner, PowerOn: true}); err != nil {
+	spec := vmprovider.Spec{Name: "web-0", Owner: owner, PowerOn: true, CloudInit: &vmprovider.CloudInit{
+		MetaData: "local-hostname: web-0\nnetwork:\n  version: 2\n  ethernets:\n    eth0:\n      addresses: [10.20.0.5/24]\n"}}
+	if _, err := p.Create(ctx, spec); err != nil {
 		fmt.Println(err)
 		return
 	}
@@ -295,13 +297,13 @@ func ExampleWatch_SetFields() {
 		return
 	}
 	vm, err := cached.Get(ctx, "web-0")
-	fmt.Println(vm.Name, vm.Power, vm.Heartbeat, err)
-	fmt.Println("created:", !live.CreatedAt.IsZero(), !vm.CreatedAt.IsZero())
+	fmt.Printf("live:   %s %v %q\n", live.Power, live.IPAddresses, live.Hostname)
+	fmt.Printf("cached: %s %v %q %v\n", vm.Power, vm.IPAddresses, vm.Hostname, err)
 	cancel()
 	fmt.Println(<-done)
 	_ = p.Close(context.Background())
 	// Output:
-	// web-0 PoweredOn gray <nil>
-	// created: true false
+	// live:   PoweredOn [10.20.0.5] "web-0"
+	// cached: PoweredOn [10.20.0.5] "" <nil>
 	// <nil>
 }

@@ -120,27 +120,27 @@ func NewWithClient(ctx context.Context, c *vim25.Client, cfg Config) (*Provider,
 
 	var err error
 	if p.dc, err = p.finder.DatacenterOrDefault(ctx, cfg.Datacenter); err != nil {
-		return nil, placementError("datacenter", cfg.Datacenter, err)
+		return nil, placementError(ctx, "datacenter", cfg.Datacenter, err)
 	}
 	p.finder.SetDatacenter(p.dc)
 	if cfg.Folder == "" {
 		folders, ferr := p.dc.Folders(ctx)
 		if ferr != nil {
-			return nil, placementError("folder", cfg.Folder, ferr)
+			return nil, placementError(ctx, "folder", cfg.Folder, ferr)
 		}
 		p.folder = folders.VmFolder
 	} else if p.folder, err = p.finder.Folder(ctx, cfg.Folder); err != nil {
-		return nil, placementError("folder", cfg.Folder, err)
+		return nil, placementError(ctx, "folder", cfg.Folder, err)
 	}
 	if p.pool, err = p.resourcePool(ctx, cfg.ResourcePool); err != nil {
-		return nil, placementError("resource pool", cfg.ResourcePool, err)
+		return nil, placementError(ctx, "resource pool", cfg.ResourcePool, err)
 	}
 	if p.store, err = p.finder.DatastoreOrDefault(ctx, cfg.Datastore); err != nil {
-		return nil, placementError("datastore", cfg.Datastore, err)
+		return nil, placementError(ctx, "datastore", cfg.Datastore, err)
 	}
 	if cfg.Template != "" {
 		if _, err := p.templateVM(ctx, cfg.Template); err != nil {
-			return nil, err
+			return nil, unanswered(ctx, err)
 		}
 	}
 	return p, nil
@@ -162,9 +162,13 @@ func (p *Provider) resourcePool(ctx context.Context, path string) (*object.Resou
 	return pool, err
 }
 
-func placementError(what, path string, err error) error {
+func placementError(ctx context.Context, what, path string, err error) error {
 	if path == "" {
 		path = "(default)"
+	}
+	if silent(ctx, err) {
+		// Not the placement's fault: vCenter did not answer.
+		return fmt.Errorf("%s %s: %w: %w", what, path, vmprovider.ErrUnreachable, err)
 	}
 	return fmt.Errorf("%s %s: %w: %w", what, path, err, ErrConfig)
 }

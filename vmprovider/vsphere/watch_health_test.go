@@ -2,7 +2,10 @@ package vsphere_test
 
 import (
 	"context"
+	"crypto/tls"
 	"errors"
+	"net/http"
+	"net/http/httptest"
 	"testing"
 	"time"
 
@@ -121,4 +124,47 @@ func TestNew_Unreachable(t *testing.T) {
 		t.Fatalf("New once the link is back: %v", err)
 	}
 	_ = p.Close(context.Background())
+}
+
+// TestNew_AnswersThatAreNot: a proxy in front of vCenter saying it cannot
+// reach it (502, 503, 504) is ErrUnreachable; another HTTP error and a
+// TLS alert (a server that demands a client certificate) are answers.
+func TestNew_AnswersThatAreNot(t *testing.T) {
+	serve := func(t *testing.T, status int, clientCert bool) vsphere.Config {
+		s := httptest.NewUnstartedServer(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
+			w.WriteHeader(status)
+		}))
+		if clientCert {
+			s.TLS = &tls.Config{ClientAuth: tls.RequireAnyClientCert}
+		}
+		s.StartTLS()
+		t.Cleanup(s.Close)
+		return vsphere.Config{URL: s.URL + "/sdk", Username: "u", Password: "p", Insecure: true}
+	}
+	tests := []struct {
+		desc       string
+		status     int
+		clientCert bool
+		want       bool
+	}{
+		{"502 from a proxy", http.StatusBadGateway, false, true},
+		{"503 while vCenter restarts", http.StatusServiceUnavailable, false, true},
+		{"504 from a proxy", http.StatusGatewayTimeout, false, true},
+		{"404: no SDK at that path", http.StatusNotFound, false, false},
+		{"a TLS alert: a client certificate demanded", http.StatusOK, true, false},
+	}
+	for _, tt := range tests {
+		t.Run(tt.desc, func(t *testing.T) {
+			ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+			defer cancel()
+			p, err := vsphere.New(ctx, serve(t, tt.status, tt.clientCert))
+			if err == nil {
+				_ = p.Close(ctx)
+				t.Fatal("New succeeded")
+			}
+			if got := errors.Is(err, vmprovider.ErrUnreachable); got != tt.want {
+				t.Errorf("New: %v; errors.Is(err, ErrUnreachable) = %v, want %v", err, got, tt.want)
+			}
+		})
+	}
 }
