@@ -2,6 +2,7 @@ package controllers
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"maps"
 	"slices"
@@ -83,21 +84,25 @@ func (v *vcenter) failed(err error) {
 }
 
 // get returns the vCenter's provider and watch; while it is not
-// connected, a provider whose every call fails with the reason, wrapping
-// vmprovider.ErrUnreachable, and no watch.
+// connected, a provider whose every call fails with the reason (state's
+// error) and no watch.
 func (v *vcenter) get() (vmprovider.Provider, *vsphere.Watch) {
+	p, w, _ := v.state()
+	return p, w
+}
+
+// state returns the vCenter's provider and watch, or while it is not
+// connected a provider whose every call fails with the reason, wrapping
+// vmprovider.ErrUnreachable, no watch, and that reason: all as of one
+// moment.
+func (v *vcenter) state() (vmprovider.Provider, *vsphere.Watch, error) {
 	v.mu.RLock()
 	defer v.mu.RUnlock()
 	if v.cached == nil {
-		return unconnected{v.unreachable()}, nil
+		err := fmt.Errorf("vCenter %s: %w: %w", v.name, vmprovider.ErrUnreachable, v.err)
+		return unconnected{err}, nil, err
 	}
-	return v.cached, v.watch
-}
-
-// unreachable is the error of a vCenter not connected yet. The caller
-// holds v.mu.
-func (v *vcenter) unreachable() error {
-	return fmt.Errorf("vCenter %s: %w: %w", v.name, vmprovider.ErrUnreachable, v.err)
+	return v.cached, v.watch, nil
 }
 
 // unconnected is the provider of a vCenter not connected yet.
@@ -120,14 +125,17 @@ func (u unconnected) Delete(context.Context, string, string) error { return u.er
 // did, from its watch (vsphere.Watch.Health); a vCenter not connected yet
 // (ConnectLater) never did. Without watches every zone answers.
 func (r *VirtualMachineReconciler) Reachable(zone string) (lastSeen time.Time, err error) {
-	if v := r.vcenters[r.vcenterOf(zone)]; v != nil {
-		if _, w := v.get(); w == nil {
-			v.mu.RLock()
-			defer v.mu.RUnlock()
-			return time.Time{}, v.unreachable()
+	w := r.Watch
+	if len(r.vcenters) > 0 {
+		v := r.vcenters[r.vcenterOf(zone)]
+		if v == nil {
+			return time.Time{}, nil // no such vCenter: the VirtualMachines say so
+		}
+		var notYet error
+		if _, w, notYet = v.state(); notYet != nil {
+			return time.Time{}, notYet
 		}
 	}
-	w := r.watchOf(zone)
 	if w == nil {
 		return time.Time{}, nil
 	}
@@ -227,7 +235,11 @@ func (r *VirtualMachineReconciler) connectVCenter(ctx context.Context, v *vcente
 			return nil, nil
 		}
 		v.failed(err)
-		log.Info("vCenter does not answer yet; its VMs are unknown", "retryIn", backoff, "error", err.Error())
+		if errors.Is(err, vmprovider.ErrUnreachable) {
+			log.Info("vCenter does not answer yet; its VMs are unknown", "retryIn", backoff, "error", err.Error())
+		} else {
+			log.Error(err, "vCenter answers but cannot be used (credentials, placement?); its VMs are unknown", "retryIn", backoff)
+		}
 		select {
 		case <-ctx.Done():
 			return nil, nil

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"maps"
 	"slices"
+	"sync"
 	"time"
 
 	"github.com/go-logr/logr"
@@ -19,14 +20,20 @@ import (
 // drops what it carries holds a dial far longer.
 const connectTimeout = 30 * time.Second
 
+// startTimeout bounds the first attempts over several vCenters, made at
+// once: one that does not answer is tried again later, and the manager
+// must serve its probes long before the liveness probe gives up on it.
+const startTimeout = 10 * time.Second
+
 // connectVCenters connects to the vCenter of the -vsphere-* flags, vc, and
 // to those of -vcenter, and returns the VirtualMachine reconciler over
 // them and a function that logs out of each. Over one vCenter, one that
 // does not answer is an error (the manager exits, and is started again).
-// Over several, a vCenter that does not answer (vmprovider.ErrUnreachable)
-// is connected later (VirtualMachineReconciler.ConnectLater), so that the
-// others are served meanwhile; any other failure, such as refused
-// credentials or a missing placement, is an error.
+// Over several, all are tried at once, each for up to startTimeout; a
+// vCenter that does not answer (vmprovider.ErrUnreachable) is connected
+// later (VirtualMachineReconciler.ConnectLater), so that the others are
+// served meanwhile; any other failure, such as refused credentials or a
+// missing placement, is an error.
 func connectVCenters(ctx context.Context, log logr.Logger, vc vsphere.Config, more map[string]vsphere.Config) (*controllers.VirtualMachineReconciler, func(), error) {
 	var providers []*vsphere.Provider
 	closeAll := func() {
@@ -50,22 +57,42 @@ func connectVCenters(ctx context.Context, log logr.Logger, vc vsphere.Config, mo
 	}
 	all := maps.Clone(more)
 	all[defaultVCenter] = vc
+	type result struct {
+		p   *vsphere.Provider
+		err error
+	}
+	results := make(map[string]*result, len(all))
+	var wg sync.WaitGroup
+	for name, cfg := range all {
+		res := &result{}
+		results[name] = res
+		wg.Go(func() {
+			ctx, cancel := context.WithTimeout(ctx, startTimeout)
+			defer cancel()
+			res.p, res.err = vsphere.New(ctx, cfg)
+		})
+	}
+	wg.Wait()
 	connected := map[string]*vsphere.Provider{}
 	var later []string
+	var failed error
 	for _, name := range slices.Sorted(maps.Keys(all)) {
-		p, err := connect(ctx, all[name])
+		res := results[name]
 		switch {
-		case errors.Is(err, vmprovider.ErrUnreachable):
-			log.Info("vCenter does not answer; its VMs are unknown until it does", "vcenter", name, "error", err.Error())
+		case errors.Is(res.err, vmprovider.ErrUnreachable):
+			log.Info("vCenter does not answer; its VMs are unknown until it does", "vcenter", name, "error", res.err.Error())
 			later = append(later, name)
-			continue
-		case err != nil:
-			closeAll()
-			return nil, nil, fmt.Errorf("vCenter %s: %w", name, err)
+		case res.err != nil:
+			failed = errors.Join(failed, fmt.Errorf("vCenter %s: %w", name, res.err))
+		default:
+			log.Info("connected to vCenter", "vcenter", name, "config", all[name].String())
+			providers = append(providers, res.p)
+			connected[name] = res.p
 		}
-		log.Info("connected to vCenter", "vcenter", name, "config", all[name].String())
-		providers = append(providers, p)
-		connected[name] = p
+	}
+	if failed != nil {
+		closeAll()
+		return nil, nil, failed
 	}
 	r := controllers.NewVirtualMachineReconcilerOver(connected, defaultVCenter)
 	for _, name := range later {
