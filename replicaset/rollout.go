@@ -82,6 +82,13 @@ type rollout struct {
 	// budget is how many available replicas this pass may still delete:
 	// Available − (Desired − Unavailable), never below zero.
 	budget int
+	// serveBudget is how many replicas that may serve this pass may
+	// still delete: those that may serve − (Desired − Unavailable), never
+	// below zero; at least budget, and spent with it (see mayServe).
+	serveBudget int
+	// heldServing is set when the pass kept a replica that may serve for
+	// serveBudget alone.
+	heldServing bool
 	// of is each replica's group, by index in current, and size each
 	// group's number of replicas.
 	of   []int32
@@ -97,6 +104,7 @@ type rollout struct {
 // liveCounts are a rollout pass's counts of the live replicas.
 type liveCounts struct {
 	live, avail         int // live replicas, and those available
+	serving             int // those that may serve (mayServe)
 	onNew, newAvail     int // on the wanted revision, and those available
 	old, oldCandidates  int // on older revisions, and those not protected
 	candidates, protect int // not protected, and protected
@@ -107,6 +115,9 @@ func (c *liveCounts) add(r *Replica, avail, onNew bool) {
 	c.live++
 	if avail {
 		c.avail++
+	}
+	if avail || mayServe(r, onNew) {
+		c.serving++
 	}
 	if r.Protected {
 		c.protect++
@@ -168,6 +179,7 @@ func computeRollout(spec Spec, current []Replica, policy Ranker, now time.Time, 
 	ro.chosen = w.uint64s(wordsChosen, (len(current)+63)/64)
 	clear(ro.chosen)
 	ro.budget = max(0, ro.avail-(spec.Desired-ro.lim.Unavailable))
+	ro.serveBudget = max(0, ro.serving-(spec.Desired-ro.lim.Unavailable))
 	ro.scale()
 	ro.replace()
 	if ro.zoned() {
@@ -252,14 +264,10 @@ func (ro *rollout) replace() {
 		if len(p.Delete)-before == k {
 			return false
 		}
-		if ro.current[i].Available(spec.MinReady, ro.env.Now) {
-			if ro.budget == 0 {
-				return true // skipped: MaxUnavailable
-			}
-			ro.budget--
+		if ro.spend(i, false) {
+			ro.choose(i)
 		}
-		ro.choose(i)
-		return true
+		return true // chosen, or skipped: MaxUnavailable
 	}
 	switch {
 	case k == 0:
@@ -277,7 +285,7 @@ func (ro *rollout) replace() {
 		ro.each(take, groupOldUnavailable)
 		// Every replica in the last group is available: the first ones
 		// the budget allows, without ordering the rest.
-		if n := min(k-(len(p.Delete)-before), ro.budget); n > 0 {
+		if n := min(k-(len(p.Delete)-before), ro.budget, ro.serveBudget); n > 0 {
 			for _, i := range ro.first(n, groupOldRest) {
 				take(i)
 			}
@@ -308,6 +316,9 @@ func (ro *rollout) replace() {
 	reason := fmt.Sprintf(
 		"%d replicas on older revisions wait for replicas on revision %s to become available: %d are available, and at least %d (Desired − MaxUnavailable) must stay",
 		waiting, spec.Revision, ro.avail, spec.Desired-lim.Unavailable)
+	if ro.heldServing {
+		reason += fmt.Sprintf("; %s", ro.servingNote())
+	}
 	switch {
 	case lim.Unavailable > 0:
 	case spec.CreatesFailing:
@@ -316,6 +327,45 @@ func (ro *rollout) replace() {
 		reason += "; no replica is coming up to take their place: MaxUnavailable above 0 would let the rollout replace replicas in place, within it"
 	}
 	ro.hold(HoldMaxUnavailable, waiting, reason)
+}
+
+// mayServe reports whether a live replica that is not available may serve
+// all the same: it is on an older revision and neither broken (not
+// provisioned, or failed) nor seen to be anything but running. A VM whose
+// guest agent is late or whose readiness the binding failed to observe
+// serves while it looks unavailable; a replica on the wanted revision
+// that was never available has served nothing yet.
+func mayServe(r *Replica, onNew bool) bool {
+	return !onNew && r.Phase != PhasePending && r.Phase != PhaseFailed
+}
+
+// spend charges the deletion of current[i] to the pass's budgets and
+// reports whether they allow it: an available replica costs one of each,
+// a replica that may serve one of serveBudget, any other nothing. onNew
+// is whether the replica is on the wanted revision.
+func (ro *rollout) spend(i int, onNew bool) bool {
+	r := &ro.current[i]
+	switch {
+	case r.Available(ro.spec.MinReady, ro.env.Now):
+		if ro.budget == 0 || ro.serveBudget == 0 {
+			return false
+		}
+		ro.budget--
+		ro.serveBudget--
+	case mayServe(r, onNew):
+		if ro.serveBudget == 0 {
+			ro.heldServing = true
+			return false
+		}
+		ro.serveBudget--
+	}
+	return true
+}
+
+// servingNote says why replicas that look unavailable were kept.
+func (ro *rollout) servingNote() string {
+	return fmt.Sprintf("replicas on older revisions that run but are not seen available may still serve, and %d may serve where %d must",
+		ro.serving, ro.spec.Desired-ro.lim.Unavailable)
 }
 
 // hold records a Hold.

@@ -87,8 +87,8 @@ func TestCompute_RolloutCases(t *testing.T) {
 			holds:  []string{"MaxSurge:4", "MaxUnavailable:1"},
 		},
 		{
-			name:   "MaxSurge and MaxUnavailable both zero: Unavailable is 1, and replicas are replaced in place",
-			spec:   replicaset.Spec{Desired: 2, Revision: "B", Strategy: replicaset.Strategy{MaxSurge: replicaset.Count(0), MaxUnavailable: replicaset.Count(0)}},
+			name:   "MaxSurge 0 and MaxUnavailable rounded down to zero: Unavailable is 1, and replicas are replaced in place",
+			spec:   replicaset.Spec{Desired: 2, Revision: "B", Strategy: replicaset.Strategy{MaxSurge: replicaset.Count(0), MaxUnavailable: replicaset.Percent(25)}},
 			set:    on("a", "A", 2),
 			delete: []string{"a-1"},
 			holds:  []string{"MaxSurge:2", "MaxUnavailable:1"},
@@ -219,7 +219,9 @@ func TestLimits(t *testing.T) {
 		{replicaset.Strategy{MaxSurge: pct(25), MaxUnavailable: pct(25)}, 10, replicaset.Limits{Surge: 3, Unavailable: 2}},
 		{replicaset.Strategy{MaxSurge: pct(25), MaxUnavailable: pct(25)}, 1, replicaset.Limits{Surge: 1, Unavailable: 0}},
 		{replicaset.Strategy{MaxSurge: n(0), MaxUnavailable: n(0)}, 5, replicaset.Limits{Surge: 0, Unavailable: 1}},
-		{replicaset.Strategy{MaxSurge: pct(10), MaxUnavailable: pct(10)}, 0, replicaset.Limits{Surge: 0, Unavailable: 1}},
+		{replicaset.Strategy{MaxSurge: pct(10), MaxUnavailable: pct(10)}, 0, replicaset.Limits{Surge: 0, Unavailable: 0}},
+		{replicaset.Strategy{MaxSurge: n(0), MaxUnavailable: pct(25)}, 3, replicaset.Limits{Surge: 0, Unavailable: 1}},
+		{replicaset.Strategy{MaxUnavailable: n(10)}, 5, replicaset.Limits{Surge: 1, Unavailable: 5}},
 		{replicaset.Strategy{Partition: pct(33)}, 10, replicaset.Limits{Surge: 1, Partition: 4}},
 		{replicaset.Strategy{Partition: n(12)}, 10, replicaset.Limits{Surge: 1, Partition: 10}},
 	}

@@ -67,19 +67,21 @@ func (ro *rollout) scaleDown(want int) {
 			return false
 		}
 		isNew := spec.onRevision(r)
-		if r.Available(spec.MinReady, ro.env.Now) {
-			switch {
-			case ro.budget == 0:
+		avail := r.Available(spec.MinReady, ro.env.Now)
+		if avail && isNew && newAvailLeft == 1 && spec.Desired > 0 {
+			if ro.budget == 0 || ro.serveBudget == 0 {
 				byBudget = true
-				return false
-			case isNew && newAvailLeft == 1 && spec.Desired > 0:
+			} else {
 				byLast = true
-				return false
 			}
-			ro.budget--
-			if isNew {
-				newAvailLeft--
-			}
+			return false
+		}
+		if !ro.spend(i, isNew) {
+			byBudget = true
+			return false
+		}
+		if avail && isNew {
+			newAvailLeft--
 		}
 		if !isNew {
 			oldLeft--
@@ -109,7 +111,11 @@ func (ro *rollout) scaleDown(want int) {
 	}
 	ro.each(take, groupOldMarked, groupNewMarked)
 	if ro.zoned() {
-		ro.scaleDownZoned(n, try, oldAllowed, blocked)
+		u := -1 // the zone a ZoneByZone rollout updates: its replicas go first
+		if active && spec.Strategy.ZoneByZone && ro.rolling() {
+			u = ro.updateZone()
+		}
+		ro.scaleDownZoned(n, u, try, oldAllowed, blocked)
 	} else {
 		for _, g := range []int{groupOldBroken, groupOldUnavailable, groupOldRest} {
 			ro.each(func(i int) bool { return oldAllowed() && take(i) }, g)
@@ -130,6 +136,9 @@ func (ro *rollout) scaleDown(want int) {
 			if byBudget {
 				why = append(why, fmt.Sprintf("deleting another available replica would take the %d available below %d (Desired − MaxUnavailable)",
 					ro.avail, spec.Desired-ro.lim.Unavailable))
+				if ro.heldServing {
+					why = append(why, ro.servingNote())
+				}
 			}
 			if byRollout {
 				why = append(why, fmt.Sprintf("replicas on revision %s are scaled down only once those on older revisions are replaced", spec.Revision))

@@ -2,6 +2,7 @@ package replicaset_test
 
 import (
 	"cmp"
+	"fmt"
 	"math"
 	"slices"
 	"strconv"
@@ -41,6 +42,11 @@ func strategyGen() *rapid.Generator[replicaset.Strategy] {
 		if rapid.IntRange(0, 5).Draw(t, "onDelete") == 0 {
 			s.Type = replicaset.OnDelete
 		}
+		if s.MaxSurge.IsSet() && s.MaxSurge.String() == "0" || s.MaxSurge.String() == "0%" {
+			if s.MaxUnavailable.String() == "0" || s.MaxUnavailable.String() == "0%" {
+				s.MaxUnavailable = replicaset.Amount{} // both zero: an invalid spec (TestSpec_ValidateBothZero)
+			}
+		}
 		s.ZoneByZone = rapid.IntRange(0, 3).Draw(t, "zoneByZone") == 0
 		if rapid.IntRange(0, 2).Draw(t, "partitioned") == 0 {
 			s.Partition = amountGen(5).Draw(t, "partition")
@@ -74,6 +80,15 @@ func withRevisions(t *rapid.T, rs []replicaset.Replica) []replicaset.Replica {
 // moment, under a spec.
 type tally struct {
 	live, deleting, avail, old, newAvail int
+	// serving counts the live replicas that may be serving: available
+	// ones, and those on older revisions that are not broken (running,
+	// or in a phase unknown, but not seen available).
+	serving int
+}
+
+// isBroken reports whether r is not provisioned or failed.
+func isBroken(r replicaset.Replica) bool {
+	return r.Phase == replicaset.PhasePending || r.Phase == replicaset.PhaseFailed
 }
 
 func tallyOf(spec replicaset.Spec, rs []replicaset.Replica) tally {
@@ -89,6 +104,9 @@ func tallyOf(spec replicaset.Spec, rs []replicaset.Replica) tally {
 		avail := r.Available(spec.MinReady, now)
 		if avail {
 			c.avail++
+		}
+		if avail || (!onNew && !isBroken(r)) {
+			c.serving++
 		}
 		if !onNew {
 			c.old++
@@ -170,6 +188,15 @@ func checkPass(t *rapid.T, spec replicaset.Spec, rs []replicaset.Replica, p repl
 	if floor := min(before.avail, spec.Desired-lim.Unavailable); after.avail < floor {
 		t.Fatalf("available %d → %d, below %d (desired %d, unavailable %d): %v", before.avail, after.avail, floor, spec.Desired, lim.Unavailable, p)
 	}
+	// Serving: an old replica not seen available may still serve (a
+	// guest agent late, a blip in what the binding observes); replicas
+	// that may serve never go below Desired − MaxUnavailable either, nor
+	// lower when already below it (Cluster API's rule: it never counts
+	// on an old replica being down).
+	if floor := min(before.serving, spec.Desired-lim.Unavailable); after.serving < floor {
+		t.Fatalf("replicas that may serve %d → %d, below %d (desired %d, unavailable %d): %v", before.serving, after.serving, floor, spec.Desired, lim.Unavailable, p)
+	}
+	checkZoneByZone(t, spec, rs, p, before, after)
 	// Surge: while replicas on older revisions remain beyond the
 	// partition, live and deleting replicas plus creates stay within
 	// Desired + MaxSurge, or at least do not grow.
@@ -269,7 +296,8 @@ func checkPass(t *rapid.T, spec replicaset.Spec, rs []replicaset.Replica, p repl
 
 // naiveLimits resolves a strategy with floating point and the rule spelt
 // out: surge rounds up, unavailable down, both zero makes unavailable 1,
-// partition rounds up and is at most desired.
+// unavailable is at most desired, partition rounds up and is at most
+// desired.
 func naiveLimits(s replicaset.Strategy, desired int) replicaset.Limits {
 	resolve := func(a replicaset.Amount, def int, up bool) int {
 		if !a.IsSet() {
@@ -298,6 +326,7 @@ func naiveLimits(s replicaset.Strategy, desired int) replicaset.Limits {
 	if l.Surge == 0 && l.Unavailable == 0 {
 		l.Unavailable = 1
 	}
+	l.Unavailable = min(l.Unavailable, desired)
 	l.Partition = min(l.Partition, desired)
 	return l
 }
@@ -406,4 +435,95 @@ func backingOffNaive(spec replicaset.Spec, zone string) bool {
 		}
 	}
 	return false
+}
+
+// checkZoneByZone checks the deletes of a pass of a ZoneByZone rolling
+// update over zones, scale-downs included (checkPass checks the others):
+// the zone being updated is the first listed zone not backing off that
+// holds replicas on older revisions to replace, and an unmarked replica
+// on an older revision in another listed zone is deleted only when no
+// such replica of the zone being updated could have been deleted in its
+// place within the bounds.
+func checkZoneByZone(t *rapid.T, spec replicaset.Spec, rs []replicaset.Replica, p replicaset.Plan, before, after tally) {
+	t.Helper()
+	st := spec.Strategy
+	lim := naiveLimits(st, spec.Desired)
+	if len(spec.Zones) == 0 || !st.ZoneByZone || st.Paused || st.Type != replicaset.RollingUpdate || before.old <= lim.Partition {
+		return
+	}
+	old := func(r replicaset.Replica) bool {
+		return !r.Deleting && !r.Protected && r.Revision != "" && r.Revision != spec.Revision
+	}
+	update := ""
+	for _, z := range spec.Zones {
+		if update == "" && !backingOffNaive(spec, z) && slices.ContainsFunc(rs, func(r replicaset.Replica) bool { return r.Zone == z && old(r) }) {
+			update = z
+		}
+	}
+	if update == "" {
+		return
+	}
+	if after.old <= lim.Partition {
+		return // a scale-down into the replicas the partition keeps
+	}
+	deleted := map[string]bool{}
+	for _, v := range p.Delete {
+		deleted[v.Name] = true
+	}
+	floor := spec.Desired - lim.Unavailable
+	for _, v := range p.Delete {
+		if !old(v) || v.MarkedForDeletion || v.Zone == update || !slices.Contains(spec.Zones, v.Zone) {
+			continue
+		}
+		// Put v back, and see whether a replica of the zone being
+		// updated could have gone instead.
+		availRoom, servingRoom := after.avail-floor, after.serving-floor
+		switch {
+		case v.Available(spec.MinReady, replicagen.Now()):
+			availRoom, servingRoom = availRoom+1, servingRoom+1
+		case !isBroken(v):
+			servingRoom++
+		}
+		for _, w := range rs {
+			if !old(w) || w.Zone != update || deleted[w.Name] {
+				continue
+			}
+			ok := isBroken(w)
+			switch {
+			case w.Available(spec.MinReady, replicagen.Now()):
+				ok = availRoom > 0 && servingRoom > 0
+			case !isBroken(w):
+				ok = servingRoom > 0
+			}
+			if ok {
+				t.Fatalf("ZoneByZone: %q in zone %s is deleted while %q in zone %s, which is updated, could have been: %v",
+					v.Name, v.Zone, w.Name, update, p)
+			}
+		}
+	}
+}
+
+// brief describes rs in a line, for failure messages: each replica's
+// name, revision, zone and state.
+func brief(spec replicaset.Spec, rs []replicaset.Replica) string {
+	var b strings.Builder
+	for _, r := range rs {
+		state := "avail"
+		switch {
+		case r.Deleting:
+			state = "deleting"
+		case isBroken(r):
+			state = r.Phase.String()
+		case !r.Available(spec.MinReady, replicagen.Now()):
+			state = "unavail"
+		}
+		if r.Protected {
+			state += ",protected"
+		}
+		if r.MarkedForDeletion {
+			state += ",marked"
+		}
+		fmt.Fprintf(&b, "%s(%s@%s %s) ", r.Name, r.Revision, r.Zone, state)
+	}
+	return b.String()
 }

@@ -54,14 +54,43 @@ func (ro *rollout) zoneAt(i int) int { return int(ro.z.at[i]) }
 // replicas on the wanted revision are left: placing by them is what ends
 // a rollout with its zones within one of each other, wherever the
 // replaced replicas were.
+//
+// A ZoneByZone rollout replaces replicas in one zone at a time, so the
+// zones' live replicas are what its creates must keep level: each goes to
+// the listed zone with the fewest live replicas that stay (those placed
+// before it included; in the zone being updated, not its replicas on
+// older revisions, which are to go), then the zone being updated, then by
+// the order above. So a surge replica comes up in the zone whose replica
+// it replaces, and a replica lost elsewhere is made again where the
+// zones are fewest.
 func (ro *rollout) placeCreates(n int) []string {
 	out := make([]string, n)
+	byLive, u := ro.spec.Strategy.ZoneByZone, ro.z.update
+	if byLive && u < 0 {
+		u = ro.updateZone()
+	}
+	stay := func(z int) int { // live replicas that stay in zone z
+		if z == u {
+			return ro.z.live[z] - ro.z.old[z]
+		}
+		return ro.z.live[z]
+	}
 	for i := range out {
 		best := -1
 		for z := range ro.z.occ {
 			switch {
 			case ro.z.off[z]:
-			case best < 0 || ro.z.onNew[z] < ro.z.onNew[best]:
+			case best < 0:
+				best = z
+			case byLive && stay(z) != stay(best):
+				if stay(z) < stay(best) {
+					best = z
+				}
+			case byLive && (z == u || best == u):
+				if z == u {
+					best = z
+				}
+			case ro.z.onNew[z] < ro.z.onNew[best]:
 				best = z
 			case ro.z.onNew[z] > ro.z.onNew[best]:
 			case ro.z.old[z]-ro.z.coming[z] > ro.z.old[best]-ro.z.coming[best]:
@@ -170,12 +199,14 @@ const (
 )
 
 // scaleDownZoned chooses a zoned scale-down's victims after the marked
-// ones: replicas in no listed zone first, then one at a time from the
-// listed zone with the most live replicas left (the later listed on a
-// tie), inside it the first candidate the stages allow, in stage order.
-// try takes a candidate (true) or passes it over; blocked reports whether
-// the rolling update holds the wanted revision's replicas for now.
-func (ro *rollout) scaleDownZoned(n int, try func(i int) bool, oldAllowed, blocked func() bool) {
+// ones: replicas in no listed zone first; then, when u is a zone (the one
+// a ZoneByZone rollout updates), its replicas on older revisions that may
+// go; then one at a time from the listed zone with the most live replicas
+// left (the later listed on a tie), inside it the first candidate the
+// stages allow, in stage order. try takes a candidate (true) or passes it
+// over; blocked reports whether the rolling update holds the wanted
+// revision's replicas for now.
+func (ro *rollout) scaleDownZoned(n, u int, try func(i int) bool, oldAllowed, blocked func() bool) {
 	k := len(ro.spec.Zones)
 	lists := make([][]stagedEntry, k+1) // lists[k]: no listed zone
 	add := func(stage int, gs ...int) {
@@ -213,9 +244,22 @@ func (ro *rollout) scaleDownZoned(n int, try func(i int) bool, oldAllowed, block
 		}
 		return false
 	}
+	// updated takes the first replica on an older revision of the zone
+	// being updated that may go, dropping those passed over; it reports
+	// whether it took one.
+	updated := func() bool {
+		for u >= 0 && len(lists[u]) > 0 && lists[u][0].stage == stageOld {
+			e := lists[u][0]
+			lists[u] = lists[u][1:]
+			if !ro.isChosen(e.i) && oldAllowed() && try(e.i) {
+				return true
+			}
+		}
+		return false
+	}
 	order := make([]int, k)
 	for len(ro.p.Delete) < n {
-		if next(k) {
+		if next(k) || updated() {
 			continue
 		}
 		for z := range order {
@@ -324,11 +368,22 @@ func (ro *rollout) zoneHolds(waiting int) int {
 // anywhere.
 func (ro *rollout) surgeRoom(n int) int {
 	room := ro.z.strays
-	for z, old := range ro.z.old {
-		if ro.z.off[z] || (ro.spec.Strategy.ZoneByZone && z != ro.z.update) {
-			continue
+	if u := ro.z.update; ro.spec.Strategy.ZoneByZone {
+		// Its creates go where zones are fewest, not always to the zone
+		// updated: a replacement on its way anywhere is one for it.
+		coming := 0
+		for _, c := range ro.z.coming {
+			coming += c
 		}
-		room += max(0, old-ro.z.coming[z])
+		if u >= 0 {
+			room += max(0, ro.z.old[u]-coming)
+		}
+		return min(n, room)
+	}
+	for z, old := range ro.z.old {
+		if !ro.z.off[z] {
+			room += max(0, old-ro.z.coming[z])
+		}
 	}
 	return min(n, room)
 }

@@ -151,9 +151,13 @@ type Limits struct {
 
 // Limits resolves s for desired replicas. This is the one rounding rule,
 // Deployment's: a MaxSurge percentage rounds up, a MaxUnavailable
-// percentage rounds down, and when both come to zero Unavailable is 1 (or
-// nothing could ever be replaced); a Partition percentage rounds up (more
-// replicas stay behind, never fewer), and Partition is at most desired.
+// percentage rounds down, and when both come to zero by rounding (MaxSurge
+// 0 with MaxUnavailable 25% of 3, say) Unavailable is 1, or nothing could
+// ever be replaced; Unavailable is at most desired, as the Deployment
+// controller and Cluster API cap it; a Partition percentage rounds up
+// (more replicas stay behind, never fewer), and Partition is at most
+// desired. MaxSurge and MaxUnavailable both set to zero are not rounding:
+// Spec.Validate refuses them, as Kubernetes refuses such a Deployment.
 func (s Strategy) Limits(desired int) Limits {
 	l := Limits{
 		Surge:       s.MaxSurge.of(desired, true, DefaultMaxSurge),
@@ -163,7 +167,15 @@ func (s Strategy) Limits(desired int) Limits {
 	if l.Surge == 0 && l.Unavailable == 0 {
 		l.Unavailable = 1
 	}
+	l.Unavailable = min(l.Unavailable, desired)
 	return l
+}
+
+// bothZero reports whether MaxSurge and MaxUnavailable are both set to
+// zero (a count or a percentage), which leaves a rolling update no way to
+// replace a replica.
+func (s Strategy) bothZero() bool {
+	return s.MaxSurge.set && s.MaxSurge.value == 0 && s.MaxUnavailable.set && s.MaxUnavailable.value == 0
 }
 
 // validate returns the problems with s, each wrapping ErrInvalidSpec.
@@ -179,6 +191,11 @@ func (s Strategy) validate() []error {
 		if a.a.value < 0 {
 			errs = append(errs, fmt.Errorf("%s %s is negative: %w", a.name, a.a, ErrInvalidSpec))
 		}
+	}
+	if s.Type == RollingUpdate && s.bothZero() {
+		errs = append(errs, fmt.Errorf("strategy MaxSurge %s and MaxUnavailable %s are both zero, so no replica could ever be replaced: "+
+			"set MaxSurge above zero to replace each replica once its replacement is available, or MaxUnavailable above zero to replace replicas in place: %w",
+			s.MaxSurge, s.MaxUnavailable, ErrInvalidSpec))
 	}
 	return errs
 }
