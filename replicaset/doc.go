@@ -9,6 +9,11 @@
 // This is the shape of etcd's raft, whose core returns a Ready value and lets
 // the application do the I/O.
 //
+// The rules [Compute] plans by are stated once, under the headings below
+// ([Counting], [Deletion order], [Zones], [Rollouts], [Unreachable zones]);
+// the rest of replicakit points here. [Invariants] lists what every plan
+// guarantees, and the property tests check each of them.
+//
 // # Usage
 //
 // A binding observes the replicas it owns, describes each as a [Replica], and
@@ -31,30 +36,188 @@
 // successes, the bound of [SlowStart]'s batches. The execute subpackage does
 // this for any binding.
 //
+// # Counting
+//
+// Live replicas are those not being deleted. A scale-down deletes
+// live − Desired replicas, because replicas already being deleted cover
+// the excess first. A scale-up creates Desired − live − deleting replicas
+// by default, so that a replica stuck behind a finalizer is not replaced
+// early, or Desired − live with Spec.ReplaceDeleting. Creates and deletes
+// are each capped per pass (Spec.MaxPerPass); what the cap holds back is
+// Plan.Deferred.
+//
+// Each replica Compute is given is one replica, known by its name and,
+// when it has one, its UID: both must be unique, or Compute returns
+// ErrInvalidReplica, which is for a caller that hands it contradictory
+// input. What a binding observes is never contradictory: two replicas of
+// one name (one on each of two platforms after a network partition, or
+// made by a person) are two replicas. The binding gives each a name of
+// its own for the planner (qualified by where it is, say), and maps the
+// plan back to the replica it names; the extra replica is then excess,
+// which a scale-down removes by the deletion order below. A binding must
+// neither pass both under one name nor leave one out.
+//
+// # Deletion order
+//
+// The order is total, and the same under every policy:
+//
+//  1. replicas already being deleted come first and are never chosen again
+//     (Plan.Deleting);
+//  2. then replicas marked for deletion;
+//  3. then the policy's order (Ranker.Rank, lowest first);
+//  4. then name, then UID, so that the order is total and reproducible.
+//
+// Protected replicas are never chosen; if protection leaves too few
+// candidates, Plan.Shortfall says how many short and why. Zones and
+// rollouts refine tier 3, as their sections say.
+//
+// # Zones
+//
+// With Spec.Zones listed, each planned create is assigned a zone
+// (Plan.CreateZones): the listed zone with the fewest live replicas first,
+// counting those assigned before it, the earlier listed zone on a tie, and
+// skipping zones in Spec.ZoneBackoff until their backoff ends (all of them
+// again when every listed zone is backing off). The deletion order
+// becomes:
+//
+//  1. replicas already being deleted, as above;
+//  2. then replicas marked for deletion;
+//  3. then replicas in no listed zone (a zone removed from the list, or
+//     none known);
+//  4. then broken replicas: not provisioned, which includes those still
+//     being provisioned, or failed (PhasePending, PhaseFailed); with
+//     Spec.Rebalance only failed ones, so that a replica created to move
+//     the set is not the first to go; a replica in any other phase,
+//     PhaseUnknown included, is not broken here;
+//  5. then the rest, one at a time from the listed zone with the most live
+//     replicas left (protected ones count, and victims chosen before leave),
+//     the later listed zone on a tie, skipping zones with no candidate left;
+//     inside that zone, the policy's order;
+//
+// within tiers 2 to 4, the policy's order; ties everywhere by name, then
+// UID. So a scale-down of healthy replicas never takes a zone further from
+// balance: after a pass that is neither capped nor held back by
+// protection, live replicas per listed zone differ by at most one (or by
+// no more than before). Replicas are never moved from one zone to another
+// to restore balance unless Spec.Rebalance asks for it (one at a time,
+// create before delete; see Spec.Rebalance); Plan.Unbalanced says when
+// and why zones stay apart, and [SummarizeZones] reports status per zone.
+//
 // # Rollouts
 //
-// A set that records revisions changes its replicas, not only their number:
-// give Spec.Revision the revision replicas should be on (a hash of the
-// owner's template), set each Replica.Revision to the one it was made from,
-// and choose a Strategy. The zero Strategy is a RollingUpdate of one surge
-// replica and none unavailable (DefaultMaxSurge, DefaultMaxUnavailable):
-// every serving VM keeps serving until its replacement is available.
-// Partition keeps some replicas on older revisions (a canary), Paused
-// stops replacing them (scaling goes on), and OnDelete replaces only
-// replicas that go away for other reasons. Rolling back is setting the
-// older revision again: replicas still on it count as updated at once and
-// are never deleted for it. Plan.Holds says, bound by bound, why replicas
-// on older revisions wait. Compute's documentation states the order and
-// the bounds; Strategy.Limits states the one rounding rule.
+// A set that records revisions changes its replicas, not only their
+// number: give Spec.Revision the revision replicas should be on (a hash of
+// the owner's template), set each Replica.Revision to the one it was made
+// from, and choose a Strategy. A replica whose Revision is neither empty
+// nor Spec.Revision is on an older revision. While no live replica is,
+// Compute plans exactly as without revisions (Spec.Rebalance included);
+// what follows applies while some are. Creates are always on
+// Spec.Revision. Rolling back is setting the older revision again:
+// replicas still on it count as updated at once and are never deleted
+// for it.
+//
+// The zero Strategy is a RollingUpdate of one surge replica and none
+// unavailable (DefaultMaxSurge, DefaultMaxUnavailable): every serving VM
+// keeps serving until its replacement is available. Partition keeps some
+// replicas on older revisions (a canary), Paused stops replacing them
+// (scaling goes on), and OnDelete replaces only replicas that go away for
+// other reasons. With the strategy's limits (MaxSurge S, MaxUnavailable
+// U, Partition P, resolved for Desired D by the one rounding rule
+// Strategy.Limits states), a pass:
+//
+//   - scales as above, but deletes in this order: marked replicas; then
+//     replicas on older revisions while more than P remain; then replicas
+//     on Spec.Revision, except that a rolling update that is neither
+//     paused nor OnDelete scales none of them down while replicas on older
+//     revisions remain to be replaced (else it would scale down the surge
+//     replicas that are to replace them); then replicas on older revisions
+//     that P would keep; within each, broken (PhasePending, PhaseFailed),
+//     then not available, then the policy's order;
+//   - then, for a RollingUpdate that is not Paused, while more than P
+//     replicas are on older revisions: creates replicas on Spec.Revision
+//     up to D − P of them, while live replicas plus those being deleted
+//     stay within D + S; and deletes replicas on older revisions beyond P
+//     in the replacement order: marked, then broken, then not available,
+//     then the policy's order.
+//
+// Serving. A replica on an older revision that runs but is not seen
+// available (its phase neither PhasePending nor PhaseFailed) may serve all
+// the same: for a VM, not available is often what the binding failed to
+// observe, a guest agent late or a network blip. Such replicas count with
+// the available ones as the replicas that may serve, and the floor of
+// D − U holds of both counts, as Cluster API's rolling update bounds its
+// deletes by the machines it cannot prove down. A replica on Spec.Revision
+// that was never available serves nothing yet, and a broken one nothing.
+//
+// Bounds, whatever the state a pass starts from: no pass deletes an
+// available replica when that takes the available replicas below D − U,
+// nor a replica that may serve when that takes the replicas that may serve
+// below D − U (so none lowers them when they already are below it),
+// skipping it for the next candidate; while replicas on older revisions
+// remain beyond P, live and deleting replicas plus creates never exceed
+// D + S (nor grow when already above it); a rollout's deletes never take
+// the replicas on older revisions below P; and no pass deletes the last
+// available replica on Spec.Revision while D is above zero. Plan.Holds
+// says why the replicas left on older revisions wait, bound by bound. With
+// Spec.ReplaceDeleting, replicas being deleted are replaced at once only
+// within D + S while a rollout is in progress.
+//
+// Over zones, a create goes to the listed zone with the fewest replicas on
+// Spec.Revision; on a tie, to the zone with the most replicas on older
+// revisions that no replacement is on its way for (a replica on
+// Spec.Revision not yet available is one), so that zones keep the shares
+// they had; then to the zone with the fewest replicas of any revision,
+// counting those being deleted; then to the earlier listed; skipping zones
+// backing off. So old replicas at zone-a=2, zone-b=1 get their first
+// replacement in zone-a; and since the fewest replicas on Spec.Revision
+// come first, once the replicas on older revisions are gone the zones are
+// within one of each other, wherever those replicas were. A scale-down takes marked replicas, then replicas in
+// no listed zone, then one at a time from the zone with the most live
+// replicas left (the later listed on a tie), inside it the first
+// candidate the order above allows. Replacement takes marked replicas,
+// then those in no listed zone, then within each of broken, not available
+// and the rest one at a time from the zone with the most live replicas
+// left; it replaces nothing in a zone backing off (HoldZoneBackoff).
+// Spec.Rebalance is not applied while replicas on older revisions remain.
+//
+// Strategy.ZoneByZone replaces replicas one zone at a time: the zone
+// updated is the first listed zone, not backing off, that still holds
+// replicas on older revisions to replace. Nothing outside it is replaced
+// (HoldZoneByZone); a scale-down takes its replicas on older revisions
+// before any in another listed zone; it has at most as many surge
+// replicas coming as it has replicas left to replace; and its creates go
+// to the listed zone with the fewest live replicas that stay (in the zone
+// updated, not counting its replicas on older revisions), then to the
+// zone updated, then as above, so that a surge replica comes up in the
+// zone whose replica it replaces, and a replica lost elsewhere is made
+// again where the zones are fewest.
 //
 // # Unreachable zones
 //
 // When the platform of a zone stops answering (a vCenter cut off by a
 // network partition), its replicas are not gone: they are unknown. List
-// such zones in Spec.Unreachable and Compute leaves their replicas alone
-// (Plan.Unknown), stands in for them with at most MaxSurge replicas in the
-// zones that answer, and takes those back by its usual order once the zone
-// answers again. Compute's documentation states the rules.
+// such zones in Spec.Unreachable. The replicas whose zone is listed there,
+// live or being deleted, are unknown: Compute neither deletes them, counts
+// them as gone, nor chooses them in any way. It lists them in
+// Plan.Unknown, and plans the other replicas, the known ones, as a set of
+// their own, by every rule above, with the desired count
+//
+//	K = max(0, D − u) + min(u, S, D)
+//
+// for D, where u counts the unknown replicas that count toward D (live
+// ones, and those being deleted unless Spec.ReplaceDeleting) and S is
+// Strategy.Limits(D).Surge (MaxSurge, 1 by default, whether or not the
+// set has revisions): known replicas stand in for unknown ones, at most S
+// of them, so the set holds at most D + S replicas while zones are out of
+// reach (D + 2S during a rollout, whose surge applies to K), more only
+// when more than D are unknown. Creates go to the listed zones that are
+// reachable, and wait (Plan.Deferred) when none is; Spec.Rebalance waits
+// for every zone to answer; a rollout's limits are resolved for K;
+// replicas on older revisions in unreachable zones wait
+// (HoldUnreachable). When the zones answer again, K is D once more: the
+// replicas that stood in are the excess of an ordinary scale-down, taken
+// by the zone order above from the fullest zones, and unknown replicas
+// that are gone are replaced as any missing replica is.
 //
 // # Invariants
 //
@@ -65,9 +228,8 @@
 //     counted + Create == Desired after a scale-up, where counted includes
 //     replicas being deleted unless Spec.ReplaceDeleting is set.
 //   - Caps: Create and len(Delete) are each at most the per-pass cap.
-//   - Deletion order: the one Compute's documentation states (the only
-//     place it is stated), under every policy; a replica already being
-//     deleted is never in Delete, it is listed in Deleting.
+//   - Deletion order: the one stated above, under every policy; a replica
+//     already being deleted is never in Delete, it is listed in Deleting.
 //   - Protected replicas are never in Delete; a Shortfall says how many short.
 //   - Zones: with Spec.Zones, every create has a zone (Plan.CreateZones),
 //     never one backing off while another is not; a set whose replicas are
@@ -79,21 +241,23 @@
 //     apart. With Spec.Rebalance, passes move a set back into balance one
 //     replica at a time, create before delete, and never take its
 //     available replicas below the desired count (or below where they
-//     were). [SummarizeZones] reports status per zone.
+//     were).
 //   - Rollouts (Spec.Revision), while some live replica is on an older
-//     revision: available replicas never go below Desired −
-//     MaxUnavailable through a pass (nor lower when already below);
-//     while replicas on older revisions remain to be replaced,
-//     live and deleting replicas never exceed Desired + MaxSurge through
-//     a pass; a rollout's deletes respect Partition exactly; the last
-//     available replica on the wanted revision is never deleted while
-//     Desired is above zero; a healthy set converges with no replica on
-//     an older revision beyond Partition, and a settled set is a fixed
-//     point; with zones, creates go where replicas on the wanted revision
-//     are fewest, so a rollout from zones within one of each other ends
-//     within one, and no replica is replaced in a zone backing off.
-//     Without Spec.Revision, or with no live replica on an older
-//     revision, Compute plans as it did before revisions existed.
+//     revision: available replicas, and replicas that may serve, never go
+//     below Desired − MaxUnavailable through a pass (nor lower when
+//     already below); while replicas on older revisions remain to be
+//     replaced, live and deleting replicas never exceed Desired + MaxSurge
+//     through a pass; a rollout's deletes respect Partition exactly; the
+//     last available replica on the wanted revision is never deleted while
+//     Desired is above zero; with ZoneByZone, no replica on an older
+//     revision outside the zone updated is deleted while one inside it
+//     could be; a healthy set converges with no replica on an older
+//     revision beyond Partition, and a settled set is a fixed point; a
+//     rollout over zones within one of each other ends within one, one
+//     zone at a time or not, and no replica is replaced in a zone backing
+//     off. Without Spec.Revision, or with no live replica
+//     on an older revision, Compute plans as it did before revisions
+//     existed.
 //   - Unreachable zones (Spec.Unreachable): their replicas are in
 //     Plan.Unknown and in no other part of the plan; no create goes to
 //     them; the other replicas are planned exactly as a set of their own
@@ -110,4 +274,11 @@
 //
 // The property tests in this package check each of these, and check Compute
 // against a deliberately naive reference implementation.
+//
+// [Counting]: https://pkg.go.dev/github.com/replicakit/replicakit/replicaset#hdr-Counting
+// [Deletion order]: https://pkg.go.dev/github.com/replicakit/replicakit/replicaset#hdr-Deletion_order
+// [Zones]: https://pkg.go.dev/github.com/replicakit/replicakit/replicaset#hdr-Zones
+// [Rollouts]: https://pkg.go.dev/github.com/replicakit/replicakit/replicaset#hdr-Rollouts
+// [Unreachable zones]: https://pkg.go.dev/github.com/replicakit/replicakit/replicaset#hdr-Unreachable_zones
+// [Invariants]: https://pkg.go.dev/github.com/replicakit/replicakit/replicaset#hdr-Invariants
 package replicaset

@@ -16,7 +16,7 @@ type Plan struct {
 	Delete []Replica
 	// Deleting lists the replicas already being deleted, which need no
 	// action: they covered the excess before any replica in Delete was
-	// chosen (see Compute's deletion order).
+	// chosen (the package documentation's Deletion order).
 	Deleting []Replica
 	// Deferred is how many creates or deletes this pass holds back: those
 	// over the per-pass cap, and deletes Spec.Rebalance holds until

@@ -60,7 +60,8 @@ type Replica struct {
 	Deleting bool
 	// MarkedForDeletion reports that someone asked for this replica to be
 	// removed first on the next scale-down (in the Kubernetes binding, an
-	// annotation). Its place in the deletion order is stated in Compute.
+	// annotation). Its place is stated in the package documentation's
+	// Deletion order section.
 	MarkedForDeletion bool
 	// Protected reports that the replica is protected from scale-in: the
 	// planner never chooses it, and reports a Shortfall when that prevents
@@ -155,7 +156,7 @@ func (r Rank) Compare(o Rank) int {
 
 // Ranker is a deletion policy as Compute consults it. Compute calls Rank once
 // per candidate replica and orders candidates by it within the deletion
-// order that Compute's documentation states. The deletionpolicy package
+// order the package documentation states (Deletion order). The deletionpolicy package
 // implements it.
 //
 // Rank must be a pure function of its arguments: the same replica and Env

@@ -57,8 +57,9 @@ type Spec struct {
 	// Replica.Zone. The order breaks ties: creates go to the earlier of
 	// two equally populated zones, deletes come from the later one. Names
 	// must be non-empty and distinct. Empty: no spreading, and Compute
-	// plans exactly as it does without zones. Compute's documentation
-	// states how zones change the deletion order.
+	// plans exactly as it does without zones. The package
+	// documentation's Zones section states how zones place creates and
+	// change the deletion order.
 	Zones []string
 	// ZoneBackoff lists zones in which creates failed recently, and until
 	// when to avoid each: while the pass's time is before an entry's Until,
@@ -83,14 +84,16 @@ type Spec struct {
 	// becomes available, without failing, holds such a scale-down until it
 	// does or fails. Without zones it does nothing, and it is not applied
 	// while replicas on older revisions (Revision) remain: a rollout
-	// places its creates to end balanced instead (see Compute).
+	// places its creates to end balanced instead (the package
+	// documentation's Rollouts section).
 	Rebalance bool
 	// Unreachable lists zones whose replicas cannot be observed now: the
 	// platform that holds them (a vCenter, a region's API) does not
 	// answer, so whether they still run is unknown. Replicas whose Zone
 	// is listed here, in Spec.Zones or not, are never deleted, never
-	// counted as gone and never replaced by name; Compute's documentation
-	// states how the rest are planned around them. Names must be
+	// counted as gone and never replaced by name; the package
+	// documentation's Unreachable zones section states how the rest are
+	// planned around them. Names must be
 	// non-empty and distinct. The caller keeps the list (a binding from
 	// its provider's failed reads), so that status can show it.
 	Unreachable []string
@@ -99,8 +102,8 @@ type Spec struct {
 	// owner's template, say). Empty: the set has no revisions, Strategy is
 	// ignored, and Compute plans exactly as it did before revisions
 	// existed. Set: replicas whose Replica.Revision differs are on older
-	// revisions and are replaced under Strategy; Compute's documentation
-	// states how. A replica with no revision counts as on this one, so
+	// revisions and are replaced under Strategy, as the package
+	// documentation's Rollouts section states. A replica with no revision counts as on this one, so
 	// that replicas made before the binding recorded revisions are adopted,
 	// not replaced.
 	Revision string

@@ -115,7 +115,11 @@ type Strategy struct {
 	// DefaultMaxSurge.
 	MaxSurge Amount
 	// MaxUnavailable is how far below Desired a rolling update may take
-	// the available replicas. Unset: DefaultMaxUnavailable.
+	// the available replicas, and the replicas that may serve (those
+	// available, and those on older revisions that run but are not seen
+	// available: the package documentation's Rollouts section). Unset:
+	// DefaultMaxUnavailable. Limits caps it at Desired; MaxSurge and
+	// MaxUnavailable both set to zero are an invalid spec.
 	MaxUnavailable Amount
 	// Partition is how many replicas stay on older revisions (a canary:
 	// Desired − Partition replicas move to the wanted revision). Unset:
@@ -131,9 +135,12 @@ type Strategy struct {
 	// ZoneByZone replaces replicas one zone at a time (update domains):
 	// only in the first listed zone (Spec.Zones) that still holds
 	// replicas to replace and is not backing off, with no more surge
-	// replicas than that zone has replicas left to replace. Surge
-	// replicas are placed as every create is (see Compute), so that the
-	// zones end within one of each other. Without zones it does nothing.
+	// replicas coming than that zone has replicas left to replace; a
+	// scale-down takes that zone's replicas on older revisions before any
+	// in another listed zone; and creates keep the zones' counts level,
+	// so that a surge replica comes up in the zone whose replica it
+	// replaces (the package documentation's Rollouts section states the
+	// rule). Without zones it does nothing.
 	ZoneByZone bool
 }
 
