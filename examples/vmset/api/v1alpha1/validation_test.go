@@ -2,6 +2,7 @@ package v1alpha1_test
 
 import (
 	"context"
+	"fmt"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -9,6 +10,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/util/intstr"
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -92,6 +94,12 @@ func TestCRDs_DefaultsAndValidation(t *testing.T) {
 			"spec.zones[0]: Invalid value"},
 		{"an empty zone", func(s *vmv1.VirtualMachineReplicaSet) { s.Spec.Zones = []string{""} },
 			"spec.zones[0]: Invalid value"},
+		{"maxSurge and maxUnavailable both 0", func(s *vmv1.VirtualMachineReplicaSet) {
+			s.Spec.Strategy = vmv1.UpdateStrategy{MaxSurge: ptr.To(intstr.FromInt32(0)), MaxUnavailable: ptr.To(intstr.FromInt32(0))}
+		}, "spec.strategy.maxSurge and spec.strategy.maxUnavailable may not both be 0"},
+		{"maxSurge 0% and maxUnavailable 0", func(s *vmv1.VirtualMachineReplicaSet) {
+			s.Spec.Strategy = vmv1.UpdateStrategy{MaxSurge: ptr.To(intstr.FromString("0%")), MaxUnavailable: ptr.To(intstr.FromInt32(0))}
+		}, "spec.strategy.maxSurge and spec.strategy.maxUnavailable may not both be 0"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.desc, func(t *testing.T) {
@@ -106,6 +114,21 @@ func TestCRDs_DefaultsAndValidation(t *testing.T) {
 				t.Errorf("error %q\nwant it to contain %q", err, tt.want)
 			}
 		})
+	}
+
+	// A zero surge is fine beside some unavailability, and both zero in
+	// a strategy that replaces nothing (OnDelete).
+	for i, st := range []vmv1.UpdateStrategy{
+		{MaxSurge: ptr.To(intstr.FromInt32(0)), MaxUnavailable: ptr.To(intstr.FromString("25%"))},
+		{MaxSurge: ptr.To(intstr.FromString("0%")), MaxUnavailable: ptr.To(intstr.FromInt32(1))},
+		{Type: "OnDelete", MaxSurge: ptr.To(intstr.FromInt32(0)), MaxUnavailable: ptr.To(intstr.FromInt32(0))},
+		{MaxSurge: ptr.To(intstr.FromInt32(0))},
+	} {
+		s := set(fmt.Sprintf("strategy-%d", i))
+		s.Spec.Strategy = st
+		if err := e.Client.Create(ctx, s); err != nil {
+			t.Errorf("strategy %+v refused: %v", st, err)
+		}
 	}
 
 	// The selector cannot change.

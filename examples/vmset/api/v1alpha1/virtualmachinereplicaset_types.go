@@ -94,6 +94,9 @@ type VirtualMachineReplicaSetSpec struct {
 
 // UpdateStrategy says how a set replaces VMs made from an older template:
 // as replicaset.Strategy, which states the order and the bounds.
+// maxSurge and maxUnavailable may not both be 0 in a rolling update, as
+// in a Deployment: no VM could ever be replaced.
+// +kubebuilder:validation:XValidation:rule="(has(self.type) && self.type == 'OnDelete') || !has(self.maxSurge) || !has(self.maxUnavailable) || !((self.maxSurge == 0 || self.maxSurge == '0%') && (self.maxUnavailable == 0 || self.maxUnavailable == '0%'))",message="spec.strategy.maxSurge and spec.strategy.maxUnavailable may not both be 0: no VM could ever be replaced; set maxSurge above 0 to replace each VM once its replacement is available, or maxUnavailable above 0 to replace VMs in place"
 type UpdateStrategy struct {
 	// Type is RollingUpdate (the default) or OnDelete (only VMs deleted
 	// for other reasons come back on the new template).
@@ -107,8 +110,9 @@ type UpdateStrategy struct {
 	// +optional
 	MaxSurge *intstr.IntOrString `json:"maxSurge,omitempty"`
 	// MaxUnavailable is how far below spec.replicas a rolling update may
-	// take the available VMs: a count or a percentage, rounded down.
-	// Default 0.
+	// take the available VMs, and the VMs on older templates that may
+	// still serve (powered on, though not seen ready): a count or a
+	// percentage, rounded down, at most spec.replicas. Default 0.
 	// +kubebuilder:validation:XIntOrString
 	// +optional
 	MaxUnavailable *intstr.IntOrString `json:"maxUnavailable,omitempty"`
