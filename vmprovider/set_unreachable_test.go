@@ -20,19 +20,50 @@ import (
 )
 
 // partitioned is two endpoints, "east" (zones a and b) and "west" (zone
-// c), each a fake that can be cut off; it counts the changes asked of an
-// endpoint while it was cut off.
+// c), each a fake that can be cut off and lose answers; it counts the
+// changes asked of an endpoint while it was cut off.
 type partitioned struct {
 	e     *vmprovider.Endpoints
 	fakes map[string]*vmprovidertest.Fake
 
-	mu      sync.Mutex // the executor calls Fail concurrently
+	mu      sync.Mutex // the executor calls Fail and Lose concurrently
 	cut     map[string]bool
-	changes []string // ops other than get and list asked of a cut endpoint
+	changes []string        // ops other than get and list asked of a cut endpoint
+	losses  map[string]loss // by endpoint: the next answer to lose
+}
+
+// loss is an answer an endpoint is to lose: that of the next op (of the
+// VM called name, when not empty) that takes effect there, after which
+// the endpoint is cut off when cut is set.
+type loss struct {
+	op, name string
+	cut      bool
+}
+
+// loseNext arms l on endpoint ep, replacing what was armed there.
+func (p *partitioned) loseNext(ep string, l loss) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.losses[ep] = l
+}
+
+// lose is the fake's Lose on endpoint ep.
+func (p *partitioned) lose(ep, op, name string) error {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	l, ok := p.losses[ep]
+	if !ok || l.op != op || l.name != "" && l.name != name {
+		return nil
+	}
+	delete(p.losses, ep)
+	if l.cut {
+		p.cut[ep] = true
+	}
+	return fmt.Errorf("%s %s: read tcp: i/o timeout (the answer was lost)", op, name)
 }
 
 func newPartitioned() *partitioned {
-	p := &partitioned{cut: map[string]bool{}, fakes: map[string]*vmprovidertest.Fake{},
+	p := &partitioned{cut: map[string]bool{}, fakes: map[string]*vmprovidertest.Fake{}, losses: map[string]loss{},
 		e: &vmprovider.Endpoints{Providers: map[string]vmprovider.Provider{}}}
 	for _, ep := range []string{"east", "west"} {
 		f := &vmprovidertest.Fake{Now: func() time.Time { return now }, Fail: func(op, name string) error {
@@ -45,7 +76,7 @@ func newPartitioned() *partitioned {
 				p.changes = append(p.changes, op+" "+name+" on "+ep)
 			}
 			return fmt.Errorf("%s %s: dial tcp: i/o timeout", op, name)
-		}}
+		}, Lose: func(op, name string) error { return p.lose(ep, op, name) }}
 		p.fakes[ep] = f
 		p.e.Providers[ep] = f
 	}
@@ -58,10 +89,17 @@ func (p *partitioned) setCut(ep string, cut bool) {
 	p.cut[ep] = cut
 }
 
+// isCut reports whether endpoint ep is cut off.
+func (p *partitioned) isCut(ep string) bool {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.cut[ep]
+}
+
 // on returns the names of owner's VMs on endpoint ep, from the fake
 // itself, cut off or not. Scale must not be running.
-func (p *partitioned) on(t *rapid.T, ep, owner string) []string {
-	cut := p.cut[ep]
+func (p *partitioned) on(t interface{ Fatal(...any) }, ep, owner string) []string {
+	cut := p.isCut(ep)
 	p.setCut(ep, false)
 	defer p.setCut(ep, cut)
 	vms, err := p.fakes[ep].List(context.Background(), owner)
