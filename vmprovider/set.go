@@ -174,6 +174,14 @@ type Set struct {
 	// seen holds, by endpoint (VM.Endpoint), the VMs of the last List
 	// that endpoint answered: while it does not answer, they are unknown.
 	seen map[string][]VM
+	// lost holds the VMs whose create got no answer (Name, Zone,
+	// Revision, and Endpoint as the placement named it) until their
+	// endpoint answers a List: they may exist, so they are unknown and
+	// their names are taken.
+	lost []VM
+	// refused is why the last Scale that got as far as planning made no
+	// plan; nil once one carried a plan out.
+	refused error
 }
 
 // SetTemplate replaces the Template between passes: safe while other
@@ -215,7 +223,14 @@ type ordinals interface {
 // or the executor's joined errors. When some endpoints of the Provider
 // (Endpoints) did not answer, the pass plans around their VMs, which are
 // unknown (Plan.Unknown; see "Unreachable endpoints" on Set), and the error
-// holds the *UnreachableError as well.
+// holds the *UnreachableError as well; when VMs share a name, it holds an
+// error wrapping ErrDuplicateName for each such name, and the pass plans
+// with each of them as a replica ("Names held twice" on Set).
+//
+// A Scale that lists the VMs but makes no plan (a zone without a
+// placement, a spec or policy the planner refuses, no free name) refuses:
+// Status, RolloutStatus and ZoneStatus report its error, wrapping
+// ErrRefused, until a later Scale carries out a plan.
 func (s *Set) Scale(ctx context.Context, desired int, now time.Time) (replicaset.Plan, execute.Result, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -226,20 +241,23 @@ func (s *Set) Scale(ctx context.Context, desired int, now time.Time) (replicaset
 	vms, current := o.vms, o.current
 	if o, ok := s.Names.(ordinals); ok {
 		for i := range current {
-			current[i].Ordinal, current[i].HasOrdinal = o.Ordinal(current[i].Name)
+			current[i].Ordinal, current[i].HasOrdinal = o.Ordinal(vms[i].Name)
 		}
 	}
 	spec := s.spec(desired, now)
 	spec.Unreachable = o.unreachable
 	for _, z := range spec.Zones {
 		if _, ok := s.Zones[z]; !ok {
-			return replicaset.Plan{}, execute.Result{}, fmt.Errorf("zone %q has no placement in Set.Zones: %w", z, ErrInvalidSpec)
+			err := fmt.Errorf("zone %q has no placement in Set.Zones: %w", z, ErrInvalidSpec)
+			s.refused = err
+			return replicaset.Plan{}, execute.Result{}, errors.Join(err, o.err)
 		}
 	}
-	markErr := s.markUnrecorded(ctx, current, spec.Revision, o.unreachable)
+	markErr := s.markUnrecorded(ctx, vms, current, spec.Revision, o.unreachable)
 	s.assume(current, spec.Revision)
 	plan, err := replicaset.Compute(spec, current, s.Policy, now)
 	if err != nil {
+		s.refused = err
 		return plan, execute.Result{}, errors.Join(err, markErr, o.err)
 	}
 	existing := make([]string, len(vms))
@@ -248,12 +266,19 @@ func (s *Set) Scale(ctx context.Context, desired int, now time.Time) (replicaset
 	}
 	names, err := s.namer(now).Names(plan.Create, existing)
 	if err != nil {
-		return plan, execute.Result{}, err
+		s.refused = err
+		return plan, execute.Result{}, errors.Join(err, markErr, o.err)
 	}
+	s.refused = nil
 	tmpl := s.Template
 	tmpl.Revision = spec.Revision
 	rec := &recorder{Provider: s.Provider}
-	res := execute.Plan(ctx, Actuator{Provider: rec, Template: tmpl, Zones: s.Zones}, plan, names, s.Options)
+	rec.scoped, _ = s.Provider.(EndpointScoped)
+	act := setActuator{Actuator: Actuator{Provider: rec, Template: tmpl, Zones: s.Zones}, rec: rec, vms: make(map[string]VM, len(vms)), dups: o.dups}
+	for i := range current {
+		act.vms[current[i].Name] = vms[i]
+	}
+	res := execute.Plan(ctx, act, plan, names, s.Options)
 	s.made(rec)
 	s.backoff.Fail(res.FailedZones, now.Add(cmp.Or(s.ZoneBackoff, DefaultZoneBackoff)))
 	s.failing = plan.Create > 0 && len(res.Created) < plan.Create
@@ -292,24 +317,32 @@ func (s *Set) assume(current []replicaset.Replica, revision string) {
 	}
 }
 
-// markUnrecorded records revision on every VM in current that records
-// none, when the Provider can (RevisionMarker): such VMs count as on it
+// markUnrecorded records revision on every VM in current (the replicas
+// of vms) that records none, when the Provider can (RevisionMarker, on the
+// VM's endpoint when it is EndpointScoped): such VMs count as on it
 // already, and marked they are replaced by the next rollout. It returns
 // the marks that failed, joined; those VMs are marked in a later pass, as
 // are those in the unreachable zones.
-func (s *Set) markUnrecorded(ctx context.Context, current []replicaset.Replica, revision string, unreachable []string) error {
+func (s *Set) markUnrecorded(ctx context.Context, vms []VM, current []replicaset.Replica, revision string, unreachable []string) error {
 	m, ok := s.Provider.(RevisionMarker)
 	if revision == "" || !ok {
 		return nil
 	}
+	scoped, _ := s.Provider.(EndpointScoped)
 	var errs []error
 	for i := range current {
-		r := &current[i]
+		r, vm := &current[i], vms[i]
 		if r.Revision != "" || r.Deleting || slices.Contains(unreachable, r.Zone) {
 			continue
 		}
-		if err := m.MarkRevision(ctx, r.Name, s.Template.Owner.UID, revision); err != nil {
-			errs = append(errs, fmt.Errorf("record revision %q on VM %q: %w", revision, r.Name, err))
+		var err error
+		if scoped != nil && vm.Endpoint != "" {
+			err = scoped.MarkRevisionOn(ctx, vm.Endpoint, vm.Name, s.Template.Owner.UID, revision)
+		} else {
+			err = m.MarkRevision(ctx, vm.Name, s.Template.Owner.UID, revision)
+		}
+		if err != nil {
+			errs = append(errs, fmt.Errorf("record revision %q on VM %q: %w", revision, vm.Name, err))
 			continue
 		}
 		r.Revision = revision
@@ -319,46 +352,67 @@ func (s *Set) markUnrecorded(ctx context.Context, current []replicaset.Replica, 
 
 // Status lists the Set's VMs and returns their status at now (live,
 // ready, and available for Spec.MinReady) under the Set's Readiness, with
-// the ready times Scale uses. VMs on endpoints that did not answer count
-// as live and not ready, and the status comes with the *UnreachableError.
+// the ready times Scale uses. VMs on endpoints that did not answer (and
+// VMs whose create those endpoints did not answer) count as live and not
+// ready, and the status comes with the *UnreachableError; VMs that share a
+// name come with an error wrapping ErrDuplicateName. When the last Scale
+// refused to plan, the status comes with its error, wrapping ErrRefused,
+// until a Scale carries out a plan again: Scale refuses, and Status says
+// why, without planning itself.
 func (s *Set) Status(ctx context.Context, now time.Time) (replicaset.Status, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	o, err := s.observe(ctx, now)
 	if err != nil {
-		return replicaset.Status{}, err
+		return replicaset.Status{}, errors.Join(err, s.refusal())
 	}
-	return replicaset.Summarize(o.current, s.Spec.MinReady, now), o.err
+	return replicaset.Summarize(o.current, s.Spec.MinReady, now), errors.Join(o.err, s.refusal())
+}
+
+// ErrRefused means the last Scale of a Set listed the VMs but made no
+// plan (see Set.Scale); Status, RolloutStatus and ZoneStatus return an
+// error wrapping it and the cause until a Scale carries out a plan again.
+var ErrRefused = errors.New("vmprovider: the last Scale made no plan")
+
+// refusal is the error that says the last Scale refused, or nil. The
+// Set's lock is held.
+func (s *Set) refusal() error {
+	if s.refused == nil {
+		return nil
+	}
+	return fmt.Errorf("%w: %w", ErrRefused, s.refused)
 }
 
 // RolloutStatus lists the Set's VMs and returns how far the rollout
 // toward its Template stands at now, for desired VMs
 // (replicaset.SummarizeRollout); without a Rollout every VM counts as
-// updated. With endpoints that did not answer, as Status.
+// updated. With endpoints that did not answer, names held twice and a
+// refusal of the last Scale, as Status.
 func (s *Set) RolloutStatus(ctx context.Context, desired int, now time.Time) (replicaset.RolloutStatus, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	o, err := s.observe(ctx, now)
 	if err != nil {
-		return replicaset.RolloutStatus{}, err
+		return replicaset.RolloutStatus{}, errors.Join(err, s.refusal())
 	}
 	spec := s.spec(desired, now)
 	s.assume(o.current, spec.Revision)
-	return replicaset.SummarizeRollout(spec, o.current, now), o.err
+	return replicaset.SummarizeRollout(spec, o.current, now), errors.Join(o.err, s.refusal())
 }
 
 // ZoneStatus lists the Set's VMs and returns their status per zone at now
 // (replicaset.SummarizeZones): the zones of Spec.Zones in their order, then
 // any other zone a VM is in, such as one no longer listed. With endpoints
-// that did not answer, as Status.
+// that did not answer, names held twice and a refusal of the last Scale,
+// as Status.
 func (s *Set) ZoneStatus(ctx context.Context, now time.Time) ([]replicaset.ZoneStatus, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	o, err := s.observe(ctx, now)
 	if err != nil {
-		return nil, err
+		return nil, errors.Join(err, s.refusal())
 	}
-	return replicaset.SummarizeZones(o.current, s.Spec.Zones, s.Spec.MinReady, now), o.err
+	return replicaset.SummarizeZones(o.current, s.Spec.Zones, s.Spec.MinReady, now), errors.Join(o.err, s.refusal())
 }
 
 // observe lists the Set's VMs and describes them for the planner. The
@@ -372,24 +426,29 @@ func (s *Set) observe(ctx context.Context, now time.Time) (observed, error) {
 	if err != nil && !errors.As(err, &ue) {
 		return observed{}, fmt.Errorf("list VMs of %q: %w", s.Template.Owner.UID, err)
 	}
-	vms, unknown := s.remember(vms, ue)
+	vms, firstUnknown := s.remember(vms, ue)
 	s.tracker.Readiness = s.Readiness
 	o := observed{vms: vms, current: s.tracker.Replicas(vms, s.Template.PowerOn, now)}
-	o.unreachable = s.setAside(o.current, unknown, ue)
+	o.unreachable = s.setAside(o.current, vms, firstUnknown, ue)
 	if ue != nil {
 		o.err = fmt.Errorf("list VMs of %q: %w", s.Template.Owner.UID, ue)
 	}
+	dups, dupErr := identify(o.vms, o.current)
+	o.dups, o.err = dups, errors.Join(o.err, dupErr)
 	return o, nil
 }
 
 // observed is what one List showed: the VMs (with those of endpoints that
-// did not answer, as they last did), their replicas, the zones to plan as
-// unreachable, and the *UnreachableError that says which endpoints did not
-// answer.
+// did not answer, as they last did, and the creates they did not answer),
+// their replicas (current[i] for vms[i], with the identities identify
+// gives), the zones to plan as unreachable, the names more than one VM
+// holds, and the errors that say which endpoints did not answer and which
+// names are held twice.
 type observed struct {
 	vms         []VM
 	current     []replicaset.Replica
 	unreachable []string
+	dups        map[string]bool
 	err         error
 }
 
