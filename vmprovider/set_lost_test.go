@@ -11,6 +11,7 @@ import (
 	"github.com/replicakit/replicakit/naming"
 	"github.com/replicakit/replicakit/replicaset"
 	"github.com/replicakit/replicakit/vmprovider"
+	"github.com/replicakit/replicakit/vmprovider/vmprovidertest"
 )
 
 // TestSet_LostCloneAnswer_Issue33 plays the wedge of issue 33: a Set over
@@ -83,5 +84,102 @@ func TestSet_LostCloneAnswer_Issue33(t *testing.T) {
 	}
 	if st, err := set.Status(ctx, at); err != nil || st.Replicas != 6 {
 		t.Errorf("Status = %+v, %v; want 6 replicas and no error", st, err)
+	}
+}
+
+// TestSet_DuplicateNameIsTwoReplicas: a person copies one of a Set's VMs,
+// name and mark, onto the other vCenter. The Set keeps planning: the two
+// are two replicas, the pass says so (ErrDuplicateName, in Scale's error
+// and Status's), and the excess is the newer copy (deletionpolicy.Newest),
+// destroyed on its own vCenter while the original stays untouched.
+func TestSet_DuplicateNameIsTwoReplicas(t *testing.T) {
+	ctx := context.Background()
+	p := newPartitioned()
+	owner := vmprovider.Owner{UID: "uid-1", Name: "ns/web"}
+	set := &vmprovider.Set{
+		Provider: p.e,
+		Template: vmprovider.Spec{Owner: owner, PowerOn: true},
+		Policy:   deletionpolicy.Newest{},
+		Spec:     replicaset.Spec{Zones: []string{"a", "c"}},
+		Zones:    map[string]vmprovider.Placement{"a": {Endpoint: "east"}, "c": {Endpoint: "west"}},
+		Names:    naming.Indexed{Base: "web"},
+	}
+	if _, _, err := set.Scale(ctx, 3, now); err != nil {
+		t.Fatal(err)
+	}
+	orig, err := p.fakes["east"].Get(ctx, "web-0")
+	if err != nil {
+		t.Fatalf("web-0 is not on east: %v", err)
+	}
+	copied := orig
+	copied.InstanceUUID, copied.Zone, copied.CreatedAt = "copy-1", "c", now.Add(time.Hour)
+	p.fakes["west"].Add(copied)
+
+	st, err := set.Status(ctx, now)
+	if !errors.Is(err, vmprovider.ErrDuplicateName) || st.Replicas != 4 {
+		t.Errorf("Status with web-0 on both vCenters = %+v, %v; want 4 replicas and ErrDuplicateName", st, err)
+	}
+	plan, _, err := set.Scale(ctx, 3, now)
+	if !errors.Is(err, vmprovider.ErrDuplicateName) || errors.Is(err, replicaset.ErrInvalidReplica) {
+		t.Errorf("Scale with web-0 on both vCenters: %v, want ErrDuplicateName and no ErrInvalidReplica", err)
+	}
+	if len(plan.Delete) != 1 || plan.Delete[0].Name != "web-0@west" {
+		t.Errorf("plan %v, want the copy on west (web-0@west) deleted", plan)
+	}
+	if _, err := p.fakes["west"].Get(ctx, "web-0"); !errors.Is(err, vmprovider.ErrNotFound) {
+		t.Errorf("the copy on west is still there: %v", err)
+	}
+	if vm, err := p.fakes["east"].Get(ctx, "web-0"); err != nil || vm.InstanceUUID != orig.InstanceUUID {
+		t.Errorf("web-0 on east = %+v, %v; want the original %s kept", vm, err, orig.InstanceUUID)
+	}
+	plan, _, err = set.Scale(ctx, 3, now)
+	if err != nil || !plan.IsZero() {
+		t.Errorf("pass after: plan %v, %v; want nothing to do", plan, err)
+	}
+	if st, err := set.Status(ctx, now); err != nil || st.Replicas != 3 {
+		t.Errorf("Status = %+v, %v; want 3 replicas and no error", st, err)
+	}
+}
+
+// TestSet_StatusReportsRefusal: while Scale refuses to plan (here a zone
+// with no placement), Status, RolloutStatus and ZoneStatus say why
+// (ErrRefused with the cause), where they used to report no error; once
+// a Scale plans again they stop.
+func TestSet_StatusReportsRefusal(t *testing.T) {
+	ctx := context.Background()
+	owner := vmprovider.Owner{UID: "uid-1", Name: "ns/web"}
+	set := &vmprovider.Set{
+		Provider: &vmprovidertest.Fake{Now: func() time.Time { return now }},
+		Template: vmprovider.Spec{Owner: owner, PowerOn: true},
+		Policy:   deletionpolicy.Oldest{},
+		Spec:     replicaset.Spec{Zones: []string{"a", "b"}},
+		Zones:    map[string]vmprovider.Placement{"a": {}},
+		Names:    naming.Indexed{Base: "web"},
+	}
+	if _, err := set.Status(ctx, now); err != nil {
+		t.Errorf("Status before any Scale: %v, want none (nothing refused yet)", err)
+	}
+	if _, _, err := set.Scale(ctx, 2, now); !errors.Is(err, vmprovider.ErrInvalidSpec) {
+		t.Fatalf("Scale with zone b unplaced: %v, want ErrInvalidSpec", err)
+	}
+	refused := func(what string, err error) {
+		t.Helper()
+		if !errors.Is(err, vmprovider.ErrRefused) || !errors.Is(err, vmprovider.ErrInvalidSpec) {
+			t.Errorf("%s while Scale refuses: %v, want ErrRefused and the cause, ErrInvalidSpec", what, err)
+		}
+	}
+	_, err := set.Status(ctx, now)
+	refused("Status", err)
+	_, err = set.RolloutStatus(ctx, 2, now)
+	refused("RolloutStatus", err)
+	_, err = set.ZoneStatus(ctx, now)
+	refused("ZoneStatus", err)
+
+	set.Zones["b"] = vmprovider.Placement{}
+	if _, _, err := set.Scale(ctx, 2, now); err != nil {
+		t.Fatal(err)
+	}
+	if st, err := set.Status(ctx, now); err != nil || st.Replicas != 2 {
+		t.Errorf("Status once Scale plans = %+v, %v; want 2 replicas, no error", st, err)
 	}
 }
