@@ -34,10 +34,11 @@ type partitioned struct {
 
 // loss is an answer an endpoint is to lose: that of the next op (of the
 // VM called name, when not empty) that takes effect there, after which
-// the endpoint is cut off when cut is set.
+// the endpoint is cut off when cut is set. With before, the op fails
+// before it takes effect instead, as one the cut stops on its way.
 type loss struct {
-	op, name string
-	cut      bool
+	op, name    string
+	cut, before bool
 }
 
 // loseNext arms l on endpoint ep, replacing what was armed there.
@@ -47,17 +48,26 @@ func (p *partitioned) loseNext(ep string, l loss) {
 	p.losses[ep] = l
 }
 
-// lose is the fake's Lose on endpoint ep.
-func (p *partitioned) lose(ep, op, name string) error {
+// lose is the fake's Lose on endpoint ep (before false), and what its
+// Fail adds to cutting off (before true).
+func (p *partitioned) lose(ep, op, name string, before bool) error {
 	p.mu.Lock()
 	defer p.mu.Unlock()
+	return p.loseLocked(ep, op, name, before)
+}
+
+// loseLocked is lose with p.mu held.
+func (p *partitioned) loseLocked(ep, op, name string, before bool) error {
 	l, ok := p.losses[ep]
-	if !ok || l.op != op || l.name != "" && l.name != name {
+	if !ok || l.op != op || l.name != "" && l.name != name || l.before != before {
 		return nil
 	}
 	delete(p.losses, ep)
 	if l.cut {
 		p.cut[ep] = true
+	}
+	if before {
+		return fmt.Errorf("%s %s: dial tcp: i/o timeout", op, name)
 	}
 	return fmt.Errorf("%s %s: read tcp: i/o timeout (the answer was lost)", op, name)
 }
@@ -70,13 +80,13 @@ func newPartitioned() *partitioned {
 			p.mu.Lock()
 			defer p.mu.Unlock()
 			if !p.cut[ep] {
-				return nil
+				return p.loseLocked(ep, op, name, true)
 			}
 			if op != "get" && op != "list" {
 				p.changes = append(p.changes, op+" "+name+" on "+ep)
 			}
 			return fmt.Errorf("%s %s: dial tcp: i/o timeout", op, name)
-		}, Lose: func(op, name string) error { return p.lose(ep, op, name) }}
+		}, Lose: func(op, name string) error { return p.lose(ep, op, name, false) }}
 		p.fakes[ep] = f
 		p.e.Providers[ep] = f
 	}
