@@ -98,10 +98,48 @@ func (a Actuator) Delete(ctx context.Context, r replicaset.Replica) error {
 // it, and every zone those VMs are in. They are not deleted, powered,
 // marked, counted as gone or given to new VMs as names; at most the
 // strategy's surge stands in for them elsewhere (replicaset.Compute
-// states the rule). A VM the Set never saw on an endpoint (one made before
-// the Set's first pass while the endpoint is down) cannot be known: the
-// Set replaces it, and the excess is scaled down once the endpoint
-// answers.
+// states the rule).
+//
+// A create that got no answer may have made its VM all the same (the
+// clone done, the answer lost): the Set remembers it (name, zone,
+// endpoint), as the Kubernetes binding's expectations remember creates,
+// until that endpoint answers a List and so shows whether it holds the VM.
+// While the endpoint answers, that is the next pass; while it does not,
+// the VM is one of its unknown VMs: counted, set aside, and its name
+// taken, given to no new VM on any endpoint (the Namer, naming.Indexed or
+// naming.Random, gets it among the existing names). Only a create that
+// answered that it made nothing (an invalid spec, a placement not in the
+// inventory, a name another owner's VM holds) is forgotten at once. A VM
+// the Set never saw nor asked for on an endpoint (one made before the
+// Set's first pass while the endpoint is down) cannot be known: the Set
+// replaces it, and the excess is scaled down once the endpoint answers.
+//
+// # Names held twice
+//
+// A VM is identified by its endpoint and instance UUID; its name is
+// meant to be unique, but a partition in a program that does not share
+// this Set's memory (another Set, a restart during the partition), or a
+// person, can leave VMs of one name on two endpoints. Those are two
+// replicas, never input to refuse: the planner gets each under a name of
+// its own, qualified by endpoint for the planner only ("web-3@east", as
+// Plan lists it), with every copy marked for deletion, so that the excess
+// a scale-down removes is taken from the copies first, by the policy's
+// order among them; each is deleted on its own endpoint (EndpointScoped),
+// never by name alone. Scale, Status, RolloutStatus and ZoneStatus say so
+// with an error wrapping ErrDuplicateName per name, beside the plan or
+// status, while the copies last. A Provider that is not EndpointScoped (a
+// wrapper that embeds the Provider interface hides Endpoints' DeleteOn)
+// deletes neither copy: implement DeleteOn and MarkRevisionOn in wrappers.
+//
+// # Refusals
+//
+// A Scale that lists the VMs but makes no plan (a zone without a
+// placement, a spec or policy replicaset.Compute refuses, no free name)
+// refuses, and so does every later one until the cause is mended. Status,
+// RolloutStatus and ZoneStatus do not plan; they return that refusal,
+// wrapping ErrRefused and the cause, beside the status until a Scale
+// carries out a plan again. Before the first Scale there is none to
+// report.
 //
 // A Set is safe for concurrent use: Scale calls take turns, each listing
 // what the one before it left, so calls made at once never overshoot. A Set

@@ -19,6 +19,10 @@ import (
 // reports the metadata's hostname and addresses (CloudInit.Guest) while it
 // is powered on. Its heartbeat stays gray: Add a VM to change what its guest
 // shows.
+//
+// Fail injects faults before an operation takes effect, Lose after (a
+// lost answer): between them a test plays a platform that stops answering
+// before, or right after, it makes a change.
 type Fake struct {
 	// Fail, when set, is called before every operation with the operation
 	// ("create", "get", "list", "power", "delete", "mark") and the VM name (the
@@ -29,11 +33,11 @@ type Fake struct {
 	// (Spec.Zone); a non-nil error fails the create without effect, as a
 	// failure domain that is down would.
 	FailZone func(zone string) error
-	// Lose, when set, is called after every change that took effect
-	// (ops "create", "power", "delete" and "mark", as for Fail, and the VM
-	// name); a non-nil error is returned in place of the answer: the
-	// change stands but the caller is told it failed, as when the answer
-	// is lost on the way back. Lose may cut the fake off (make Fail fail
+	// Lose, when set, is called after every create, power, delete and
+	// mark that succeeded (its change made), with the operation, named as
+	// for Fail, and the VM name; a non-nil error is returned in place of
+	// the answer: the change stands but the caller is told it failed, as
+	// when the answer is lost on the way back. Lose may cut the fake off (make Fail fail
 	// every later call) to play a platform that stops answering right
 	// after a change, the moment made rather than raced.
 	Lose func(op, name string) error
