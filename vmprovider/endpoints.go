@@ -74,8 +74,9 @@ func (e *UnreachableError) Unreachable(endpoint string) bool {
 // endpoint at once and reports each VM's endpoint (VM.Endpoint); Get finds
 // the VM on whichever endpoint holds it, asking the one it was last seen
 // on first; SetPower, Delete and MarkRevision ask every endpoint at once
-// which holds the VM and act there; DeleteOn and MarkRevisionOn
-// (EndpointScoped) act on one endpoint's VM.
+// which holds the VM and act there (so they wait for the slowest endpoint
+// to answer or fail); DeleteOn and MarkRevisionOn (EndpointScoped) ask
+// and act on one endpoint only.
 //
 // An endpoint that fails a List is unreachable, and its VMs are unknown,
 // not gone: List returns the VMs of the others with an *UnreachableError
