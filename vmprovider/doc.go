@@ -44,7 +44,12 @@
 // and each VM reports the one that holds it (VM.Endpoint). An endpoint
 // that does not answer is a partition, not an outage of VMs: its VMs are
 // unknown ([ErrUnreachable], [UnreachableError]), and a Set plans around
-// them (see the Set's documentation) instead of replacing them all.
+// them (see the Set's documentation) instead of replacing them all. A Set
+// keeps the names of creates that got no answer until their endpoint
+// answers, so a lost answer never becomes a second VM of one name
+// elsewhere; VMs of one name on two endpoints all the same are two
+// replicas ([ErrDuplicateName]), each deleted on its own endpoint
+// ([EndpointScoped]).
 //
 // # Rollouts
 //

@@ -15,6 +15,29 @@ import (
 // *UnreachableError.
 var ErrUnreachable = errors.New("vmprovider: endpoint unreachable")
 
+// ErrDuplicateName means VMs of one name are on more than one endpoint (a
+// partition or a person can leave that behind): an operation by name alone
+// cannot tell which is meant, so Endpoints refuses it (act on one
+// endpoint's VM with EndpointScoped instead), and a Set counts each as a
+// replica and reports the name with an error wrapping it.
+var ErrDuplicateName = errors.New("vmprovider: VM name on several endpoints")
+
+// EndpointScoped is implemented by a Provider over several endpoints
+// (Endpoints) to act on the VM of a name on one endpoint only: the one
+// List reported (VM.Endpoint). A Set deletes and marks its VMs through it
+// when its Provider has it, so that of two VMs of one name it removes the
+// one it chose; a wrapper of Endpoints should implement it too, or a Set
+// can remove neither copy of a repeated name.
+type EndpointScoped interface {
+	// DeleteOn powers off and destroys the VM called name on endpoint
+	// (empty for the default), as Provider.Delete does on one endpoint:
+	// one that is gone there is success, whatever other endpoints hold.
+	DeleteOn(ctx context.Context, endpoint, name, owner string) error
+	// MarkRevisionOn records revision on the VM called name on endpoint,
+	// as RevisionMarker.MarkRevision does on one endpoint.
+	MarkRevisionOn(ctx context.Context, endpoint, name, owner, revision string) error
+}
+
 // UnreachableError names the endpoints that did not answer. Endpoints.List
 // returns it together with the VMs of the endpoints that did.
 type UnreachableError struct {
@@ -47,17 +70,29 @@ func (e *UnreachableError) Unreachable(endpoint string) bool {
 // Endpoints is a Provider over several platform endpoints, such as
 // vCenters, each a Provider of its own with its own session, credentials
 // and task bounds. Create puts a VM on the endpoint its
-// Spec.Placement.Endpoint names (Default when empty); Get, SetPower,
-// Delete and MarkRevision find the VM on whichever endpoint holds it,
-// asking the one it was last seen on first; List asks every endpoint at
-// once and reports each VM's endpoint (VM.Endpoint).
+// Spec.Placement.Endpoint names (Default when empty); List asks every
+// endpoint at once and reports each VM's endpoint (VM.Endpoint); Get finds
+// the VM on whichever endpoint holds it, asking the one it was last seen
+// on first; SetPower, Delete and MarkRevision ask every endpoint at once
+// which holds the VM and act there (so they wait for the slowest endpoint
+// to answer or fail); DeleteOn and MarkRevisionOn (EndpointScoped) ask
+// and act on one endpoint only.
 //
 // An endpoint that fails a List is unreachable, and its VMs are unknown,
 // not gone: List returns the VMs of the others with an *UnreachableError
 // naming it. Likewise a VM that no endpoint that answered holds, while
 // some did not answer, is unknown: Get, SetPower, Delete and MarkRevision
 // then return an *UnreachableError, never ErrNotFound or (for Delete)
-// success. VM names must be unique across the endpoints, as a Set's are.
+// success.
+//
+// A name is meant to be on one endpoint, as a Set's names are; when VMs
+// of one name are on several (left by a partition, or by a person),
+// SetPower, Delete and MarkRevision refuse the name with an error wrapping
+// ErrDuplicateName rather than act on a copy the caller may not mean, and
+// Get returns the copy on the endpoint that List last saw it on. Act on
+// one copy with DeleteOn or MarkRevisionOn. A name held by one endpoint
+// that answered while others did not answer is acted on there, as the
+// name is unique as far as can be seen.
 //
 // Set Providers and Default before first use and do not change them; an
 // Endpoints is safe for concurrent use after that, and must not be copied.
@@ -75,6 +110,7 @@ type Endpoints struct {
 var (
 	_ Provider       = (*Endpoints)(nil)
 	_ RevisionMarker = (*Endpoints)(nil)
+	_ EndpointScoped = (*Endpoints)(nil)
 )
 
 // endpoint resolves the endpoint a placement names.
@@ -216,44 +252,128 @@ func (e *Endpoints) Get(ctx context.Context, name string) (VM, error) {
 	return vm, nil
 }
 
-// SetPower implements Provider on whichever endpoint holds the VM.
+// SetPower implements Provider on the endpoint that holds the VM; a name
+// on several endpoints is refused (ErrDuplicateName).
 func (e *Endpoints) SetPower(ctx context.Context, name, owner string, state PowerState) error {
-	_, err := e.find(name, func(p Provider) error { return p.SetPower(ctx, name, owner, state) })
+	_, err := e.only(ctx, name, func(p Provider) error { return p.SetPower(ctx, name, owner, state) })
 	return err
 }
 
-// Delete implements Provider on whichever endpoint holds the VM. A VM
-// that every endpoint answered it does not hold is success, as for one
+// Delete implements Provider on the endpoint that holds the VM. A VM that
+// every endpoint answered it does not hold is success, as for one
 // endpoint; one that none that answered holds, while some did not answer,
-// is an *UnreachableError.
+// is an *UnreachableError; a name on several endpoints is refused
+// (ErrDuplicateName: use DeleteOn).
 func (e *Endpoints) Delete(ctx context.Context, name, owner string) error {
-	_, err := e.find(name, func(p Provider) error {
-		// A Provider's Delete succeeds on a VM it does not hold: ask Get
-		// first, so that the VM's endpoint is the one that destroys it.
-		if _, err := p.Get(ctx, name); err != nil {
-			return err
-		}
-		return p.Delete(ctx, name, owner)
-	})
+	ep, err := e.only(ctx, name, func(p Provider) error { return p.Delete(ctx, name, owner) })
 	if errors.Is(err, ErrNotFound) {
 		return nil
+	}
+	if err == nil {
+		e.forget(name, ep)
 	}
 	return err
 }
 
-// MarkRevision implements RevisionMarker on whichever endpoint holds the
+// MarkRevision implements RevisionMarker on the endpoint that holds the
 // VM, when its Provider is a RevisionMarker (else an error wrapping
-// ErrInvalidSpec).
+// ErrInvalidSpec); a name on several endpoints is refused
+// (ErrDuplicateName: use MarkRevisionOn).
 func (e *Endpoints) MarkRevision(ctx context.Context, name, owner, revision string) error {
-	_, err := e.find(name, func(p Provider) error {
-		m, ok := p.(RevisionMarker)
-		if !ok {
-			if _, err := p.Get(ctx, name); err != nil {
-				return err
-			}
-			return fmt.Errorf("the endpoint's provider records no revisions: %w", ErrInvalidSpec)
-		}
-		return m.MarkRevision(ctx, name, owner, revision)
-	})
+	_, err := e.only(ctx, name, func(p Provider) error { return markRevision(ctx, p, name, owner, revision) })
 	return err
+}
+
+// markRevision marks the VM on p, when p can.
+func markRevision(ctx context.Context, p Provider, name, owner, revision string) error {
+	m, ok := p.(RevisionMarker)
+	if !ok {
+		return fmt.Errorf("the endpoint's provider records no revisions: %w", ErrInvalidSpec)
+	}
+	return m.MarkRevision(ctx, name, owner, revision)
+}
+
+// DeleteOn implements EndpointScoped: it destroys the VM called name on
+// endpoint only. An endpoint Providers does not hold is an error wrapping
+// ErrInvalidSpec.
+func (e *Endpoints) DeleteOn(ctx context.Context, endpoint, name, owner string) error {
+	ep, p, err := e.endpoint(endpoint)
+	if err != nil {
+		return fmt.Errorf("VM %q: %w", name, err)
+	}
+	if err := p.Delete(ctx, name, owner); err != nil {
+		return fmt.Errorf("VM %q on endpoint %q: %w", name, ep, err)
+	}
+	e.forget(name, ep)
+	return nil
+}
+
+// MarkRevisionOn implements EndpointScoped: it records revision on the VM
+// called name on endpoint only, when that endpoint's Provider is a
+// RevisionMarker (else an error wrapping ErrInvalidSpec).
+func (e *Endpoints) MarkRevisionOn(ctx context.Context, endpoint, name, owner, revision string) error {
+	ep, p, err := e.endpoint(endpoint)
+	if err != nil {
+		return fmt.Errorf("VM %q: %w", name, err)
+	}
+	if err := markRevision(ctx, p, name, owner, revision); err != nil {
+		return fmt.Errorf("VM %q on endpoint %q: %w", name, ep, err)
+	}
+	return nil
+}
+
+// forget drops what e remembers of the VM called name on endpoint.
+func (e *Endpoints) forget(name, endpoint string) {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	if e.at[name] == endpoint {
+		delete(e.at, name)
+	}
+}
+
+// only runs op on the one endpoint that holds a VM called name, after
+// asking every endpoint at once (Get), and returns that endpoint and op's
+// answer there. When several hold one, it runs op nowhere and returns an
+// error wrapping ErrDuplicateName; when none that answered holds one, an
+// *UnreachableError if some did not answer, else ErrNotFound.
+func (e *Endpoints) only(ctx context.Context, name string, op func(Provider) error) (string, error) {
+	errs := make(map[string]error, len(e.Providers))
+	var mu sync.Mutex
+	var wg sync.WaitGroup
+	for ep, p := range e.Providers {
+		wg.Go(func() {
+			_, err := p.Get(ctx, name)
+			mu.Lock()
+			errs[ep] = err
+			mu.Unlock()
+		})
+	}
+	wg.Wait()
+	var held, down []string
+	var downErrs []error
+	for _, ep := range slices.Sorted(maps.Keys(errs)) {
+		switch err := errs[ep]; {
+		case err == nil:
+			held = append(held, ep)
+		case errors.Is(err, ErrNotFound):
+		default:
+			down = append(down, ep)
+			downErrs = append(downErrs, fmt.Errorf("endpoint %q: %w", ep, err))
+		}
+	}
+	switch {
+	case len(held) > 1:
+		return "", fmt.Errorf("VM %q is on endpoints %s; name the one meant (EndpointScoped): %w", name, strings.Join(held, ", "), ErrDuplicateName)
+	case len(held) == 1:
+		ep := held[0]
+		e.saw(name, ep)
+		if err := op(e.Providers[ep]); err != nil {
+			return ep, fmt.Errorf("on endpoint %q: %w", ep, err)
+		}
+		return ep, nil
+	case len(down) > 0:
+		return "", fmt.Errorf("VM %q: %w", name, &UnreachableError{Endpoints: down, Default: e.Default, Err: errors.Join(downErrs...)})
+	}
+	e.saw(name, "")
+	return "", fmt.Errorf("VM %q on no endpoint: %w", name, ErrNotFound)
 }

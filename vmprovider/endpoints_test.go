@@ -154,3 +154,60 @@ func TestEndpoints_UnreachableIsNotGone(t *testing.T) {
 		t.Errorf("Get(a) once east answers = %+v, %v", vm, err)
 	}
 }
+
+// TestEndpoints_DuplicateName: with VMs of one name on both endpoints, an
+// operation by name alone changes neither (ErrDuplicateName), and DeleteOn
+// and MarkRevisionOn change the one copy named.
+func TestEndpoints_DuplicateName(t *testing.T) {
+	ctx := context.Background()
+	e, fakes, _ := twoEndpoints()
+	owner := vmprovider.Owner{UID: "uid-1"}
+	for _, at := range []string{"east", "west"} {
+		if _, err := e.Create(ctx, vmprovider.Spec{Name: "web-3", Owner: owner, PowerOn: true, Placement: vmprovider.Placement{Endpoint: at}}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for op, call := range map[string]func() error{
+		"SetPower":     func() error { return e.SetPower(ctx, "web-3", owner.UID, vmprovider.PoweredOff) },
+		"Delete":       func() error { return e.Delete(ctx, "web-3", owner.UID) },
+		"MarkRevision": func() error { return e.MarkRevision(ctx, "web-3", owner.UID, "r2") },
+	} {
+		if err := call(); !errors.Is(err, vmprovider.ErrDuplicateName) {
+			t.Errorf("%s of a name on both endpoints = %v, want ErrDuplicateName", op, err)
+		}
+	}
+	for _, at := range []string{"east", "west"} {
+		if vm, err := fakes[at].Get(ctx, "web-3"); err != nil || vm.Power != vmprovider.PoweredOn || vm.Revision != "" {
+			t.Errorf("web-3 on %s after refused calls = %+v, %v; want it on, with no revision", at, vm, err)
+		}
+	}
+
+	if err := e.MarkRevisionOn(ctx, "west", "web-3", owner.UID, "r2"); err != nil {
+		t.Fatal(err)
+	}
+	if err := e.DeleteOn(ctx, "", "web-3", owner.UID); err != nil { // the default: east
+		t.Fatal(err)
+	}
+	if _, err := fakes["east"].Get(ctx, "web-3"); !errors.Is(err, vmprovider.ErrNotFound) {
+		t.Errorf("web-3 is still on east after DeleteOn(east): %v", err)
+	}
+	if vm, err := fakes["west"].Get(ctx, "web-3"); err != nil || vm.Revision != "r2" {
+		t.Errorf("web-3 on west = %+v, %v; want it kept, with revision r2", vm, err)
+	}
+	if err := e.DeleteOn(ctx, "east", "web-3", owner.UID); err != nil {
+		t.Errorf("DeleteOn of a VM gone from that endpoint = %v, want success", err)
+	}
+	if err := e.DeleteOn(ctx, "north", "web-3", owner.UID); !errors.Is(err, vmprovider.ErrInvalidSpec) {
+		t.Errorf("DeleteOn an endpoint not configured = %v, want ErrInvalidSpec", err)
+	}
+	if err := e.MarkRevisionOn(ctx, "east", "web-3", owner.UID, "r3"); !errors.Is(err, vmprovider.ErrNotFound) {
+		t.Errorf("MarkRevisionOn a VM gone from that endpoint = %v, want ErrNotFound", err)
+	}
+	// With one copy left, calls by name reach it as ever.
+	if err := e.Delete(ctx, "web-3", owner.UID); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := fakes["west"].Get(ctx, "web-3"); !errors.Is(err, vmprovider.ErrNotFound) {
+		t.Errorf("web-3 is still on west after Delete: %v", err)
+	}
+}

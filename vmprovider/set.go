@@ -98,10 +98,48 @@ func (a Actuator) Delete(ctx context.Context, r replicaset.Replica) error {
 // it, and every zone those VMs are in. They are not deleted, powered,
 // marked, counted as gone or given to new VMs as names; at most the
 // strategy's surge stands in for them elsewhere (replicaset.Compute
-// states the rule). A VM the Set never saw on an endpoint (one made before
-// the Set's first pass while the endpoint is down) cannot be known: the
-// Set replaces it, and the excess is scaled down once the endpoint
-// answers.
+// states the rule).
+//
+// A create that got no answer may have made its VM all the same (the
+// clone done, the answer lost): the Set remembers it (name, zone,
+// endpoint), as the Kubernetes binding's expectations remember creates,
+// until that endpoint answers a List and so shows whether it holds the VM.
+// While the endpoint answers, that is the next pass; while it does not,
+// the VM is one of its unknown VMs: counted, set aside, and its name
+// taken, given to no new VM on any endpoint (the Namer, naming.Indexed or
+// naming.Random, gets it among the existing names). Only a create that
+// answered that it made nothing (an invalid spec, a placement not in the
+// inventory, a name another owner's VM holds) is forgotten at once. A VM
+// the Set never saw nor asked for on an endpoint (one made before the
+// Set's first pass while the endpoint is down) cannot be known: the Set
+// replaces it, and the excess is scaled down once the endpoint answers.
+//
+// # Names held twice
+//
+// A VM is identified by its endpoint and instance UUID; its name is
+// meant to be unique, but a partition in a program that does not share
+// this Set's memory (another Set, a restart during the partition), or a
+// person, can leave VMs of one name on two endpoints. Those are two
+// replicas, never input to refuse: the planner gets each under a name of
+// its own, qualified by endpoint for the planner only ("web-3@east", as
+// Plan lists it), with every copy marked for deletion, so that the excess
+// a scale-down removes is taken from the copies first, by the policy's
+// order among them; each is deleted on its own endpoint (EndpointScoped),
+// never by name alone. Scale, Status, RolloutStatus and ZoneStatus say so
+// with an error wrapping ErrDuplicateName per name, beside the plan or
+// status, while the copies last. A Provider that is not EndpointScoped (a
+// wrapper that embeds the Provider interface hides Endpoints' DeleteOn)
+// deletes neither copy: implement DeleteOn and MarkRevisionOn in wrappers.
+//
+// # Refusals
+//
+// A Scale that lists the VMs but makes no plan (a zone without a
+// placement, a spec or policy replicaset.Compute refuses, no free name)
+// refuses, and so does every later one until the cause is mended. Status,
+// RolloutStatus and ZoneStatus do not plan; they return that refusal,
+// wrapping ErrRefused and the cause, beside the status until a Scale
+// carries out a plan again. Before the first Scale there is none to
+// report.
 //
 // A Set is safe for concurrent use: Scale calls take turns, each listing
 // what the one before it left, so calls made at once never overshoot. A Set
@@ -174,6 +212,14 @@ type Set struct {
 	// seen holds, by endpoint (VM.Endpoint), the VMs of the last List
 	// that endpoint answered: while it does not answer, they are unknown.
 	seen map[string][]VM
+	// lost holds the VMs whose create got no answer (Name, Zone,
+	// Revision, and Endpoint as the placement named it) until their
+	// endpoint answers a List: they may exist, so they are unknown and
+	// their names are taken.
+	lost []VM
+	// refused is why the last Scale that got as far as planning made no
+	// plan; nil once one carried a plan out.
+	refused error
 }
 
 // SetTemplate replaces the Template between passes: safe while other
@@ -215,7 +261,14 @@ type ordinals interface {
 // or the executor's joined errors. When some endpoints of the Provider
 // (Endpoints) did not answer, the pass plans around their VMs, which are
 // unknown (Plan.Unknown; see "Unreachable endpoints" on Set), and the error
-// holds the *UnreachableError as well.
+// holds the *UnreachableError as well; when VMs share a name, it holds an
+// error wrapping ErrDuplicateName for each such name, and the pass plans
+// with each of them as a replica ("Names held twice" on Set).
+//
+// A Scale that lists the VMs but makes no plan (a zone without a
+// placement, a spec or policy the planner refuses, no free name) refuses:
+// Status, RolloutStatus and ZoneStatus report its error, wrapping
+// ErrRefused, until a later Scale carries out a plan.
 func (s *Set) Scale(ctx context.Context, desired int, now time.Time) (replicaset.Plan, execute.Result, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -226,20 +279,23 @@ func (s *Set) Scale(ctx context.Context, desired int, now time.Time) (replicaset
 	vms, current := o.vms, o.current
 	if o, ok := s.Names.(ordinals); ok {
 		for i := range current {
-			current[i].Ordinal, current[i].HasOrdinal = o.Ordinal(current[i].Name)
+			current[i].Ordinal, current[i].HasOrdinal = o.Ordinal(vms[i].Name)
 		}
 	}
 	spec := s.spec(desired, now)
 	spec.Unreachable = o.unreachable
 	for _, z := range spec.Zones {
 		if _, ok := s.Zones[z]; !ok {
-			return replicaset.Plan{}, execute.Result{}, fmt.Errorf("zone %q has no placement in Set.Zones: %w", z, ErrInvalidSpec)
+			err := fmt.Errorf("zone %q has no placement in Set.Zones: %w", z, ErrInvalidSpec)
+			s.refused = err
+			return replicaset.Plan{}, execute.Result{}, errors.Join(err, o.err)
 		}
 	}
-	markErr := s.markUnrecorded(ctx, current, spec.Revision, o.unreachable)
+	markErr := s.markUnrecorded(ctx, vms, current, spec.Revision, o.unreachable)
 	s.assume(current, spec.Revision)
 	plan, err := replicaset.Compute(spec, current, s.Policy, now)
 	if err != nil {
+		s.refused = err
 		return plan, execute.Result{}, errors.Join(err, markErr, o.err)
 	}
 	existing := make([]string, len(vms))
@@ -248,12 +304,19 @@ func (s *Set) Scale(ctx context.Context, desired int, now time.Time) (replicaset
 	}
 	names, err := s.namer(now).Names(plan.Create, existing)
 	if err != nil {
-		return plan, execute.Result{}, err
+		s.refused = err
+		return plan, execute.Result{}, errors.Join(err, markErr, o.err)
 	}
+	s.refused = nil
 	tmpl := s.Template
 	tmpl.Revision = spec.Revision
 	rec := &recorder{Provider: s.Provider}
-	res := execute.Plan(ctx, Actuator{Provider: rec, Template: tmpl, Zones: s.Zones}, plan, names, s.Options)
+	rec.scoped, _ = s.Provider.(EndpointScoped)
+	act := setActuator{Actuator: Actuator{Provider: rec, Template: tmpl, Zones: s.Zones}, rec: rec, vms: make(map[string]VM, len(vms)), dups: o.dups}
+	for i := range current {
+		act.vms[current[i].Name] = vms[i]
+	}
+	res := execute.Plan(ctx, act, plan, names, s.Options)
 	s.made(rec)
 	s.backoff.Fail(res.FailedZones, now.Add(cmp.Or(s.ZoneBackoff, DefaultZoneBackoff)))
 	s.failing = plan.Create > 0 && len(res.Created) < plan.Create
@@ -292,105 +355,37 @@ func (s *Set) assume(current []replicaset.Replica, revision string) {
 	}
 }
 
-// markUnrecorded records revision on every VM in current that records
-// none, when the Provider can (RevisionMarker): such VMs count as on it
+// markUnrecorded records revision on every VM in current (the replicas
+// of vms) that records none, when the Provider can (RevisionMarker, on the
+// VM's endpoint when it is EndpointScoped): such VMs count as on it
 // already, and marked they are replaced by the next rollout. It returns
 // the marks that failed, joined; those VMs are marked in a later pass, as
 // are those in the unreachable zones.
-func (s *Set) markUnrecorded(ctx context.Context, current []replicaset.Replica, revision string, unreachable []string) error {
+func (s *Set) markUnrecorded(ctx context.Context, vms []VM, current []replicaset.Replica, revision string, unreachable []string) error {
 	m, ok := s.Provider.(RevisionMarker)
 	if revision == "" || !ok {
 		return nil
 	}
+	scoped, _ := s.Provider.(EndpointScoped)
 	var errs []error
 	for i := range current {
-		r := &current[i]
+		r, vm := &current[i], vms[i]
 		if r.Revision != "" || r.Deleting || slices.Contains(unreachable, r.Zone) {
 			continue
 		}
-		if err := m.MarkRevision(ctx, r.Name, s.Template.Owner.UID, revision); err != nil {
-			errs = append(errs, fmt.Errorf("record revision %q on VM %q: %w", revision, r.Name, err))
+		var err error
+		if scoped != nil && vm.Endpoint != "" {
+			err = scoped.MarkRevisionOn(ctx, vm.Endpoint, vm.Name, s.Template.Owner.UID, revision)
+		} else {
+			err = m.MarkRevision(ctx, vm.Name, s.Template.Owner.UID, revision)
+		}
+		if err != nil {
+			errs = append(errs, fmt.Errorf("record revision %q on VM %q: %w", revision, vm.Name, err))
 			continue
 		}
 		r.Revision = revision
 	}
 	return errors.Join(errs...)
-}
-
-// Status lists the Set's VMs and returns their status at now (live,
-// ready, and available for Spec.MinReady) under the Set's Readiness, with
-// the ready times Scale uses. VMs on endpoints that did not answer count
-// as live and not ready, and the status comes with the *UnreachableError.
-func (s *Set) Status(ctx context.Context, now time.Time) (replicaset.Status, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	o, err := s.observe(ctx, now)
-	if err != nil {
-		return replicaset.Status{}, err
-	}
-	return replicaset.Summarize(o.current, s.Spec.MinReady, now), o.err
-}
-
-// RolloutStatus lists the Set's VMs and returns how far the rollout
-// toward its Template stands at now, for desired VMs
-// (replicaset.SummarizeRollout); without a Rollout every VM counts as
-// updated. With endpoints that did not answer, as Status.
-func (s *Set) RolloutStatus(ctx context.Context, desired int, now time.Time) (replicaset.RolloutStatus, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	o, err := s.observe(ctx, now)
-	if err != nil {
-		return replicaset.RolloutStatus{}, err
-	}
-	spec := s.spec(desired, now)
-	s.assume(o.current, spec.Revision)
-	return replicaset.SummarizeRollout(spec, o.current, now), o.err
-}
-
-// ZoneStatus lists the Set's VMs and returns their status per zone at now
-// (replicaset.SummarizeZones): the zones of Spec.Zones in their order, then
-// any other zone a VM is in, such as one no longer listed. With endpoints
-// that did not answer, as Status.
-func (s *Set) ZoneStatus(ctx context.Context, now time.Time) ([]replicaset.ZoneStatus, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	o, err := s.observe(ctx, now)
-	if err != nil {
-		return nil, err
-	}
-	return replicaset.SummarizeZones(o.current, s.Spec.Zones, s.Spec.MinReady, now), o.err
-}
-
-// observe lists the Set's VMs and describes them for the planner. The
-// Set's lock is held.
-func (s *Set) observe(ctx context.Context, now time.Time) (observed, error) {
-	if err := s.Readiness.Validate(); err != nil {
-		return observed{}, err
-	}
-	vms, err := s.Provider.List(ctx, s.Template.Owner.UID)
-	var ue *UnreachableError
-	if err != nil && !errors.As(err, &ue) {
-		return observed{}, fmt.Errorf("list VMs of %q: %w", s.Template.Owner.UID, err)
-	}
-	vms, unknown := s.remember(vms, ue)
-	s.tracker.Readiness = s.Readiness
-	o := observed{vms: vms, current: s.tracker.Replicas(vms, s.Template.PowerOn, now)}
-	o.unreachable = s.setAside(o.current, unknown, ue)
-	if ue != nil {
-		o.err = fmt.Errorf("list VMs of %q: %w", s.Template.Owner.UID, ue)
-	}
-	return o, nil
-}
-
-// observed is what one List showed: the VMs (with those of endpoints that
-// did not answer, as they last did), their replicas, the zones to plan as
-// unreachable, and the *UnreachableError that says which endpoints did not
-// answer.
-type observed struct {
-	vms         []VM
-	current     []replicaset.Replica
-	unreachable []string
-	err         error
 }
 
 // namer is Names, with the Set's own source where it needs one.

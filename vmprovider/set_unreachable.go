@@ -1,7 +1,9 @@
 package vmprovider
 
 import (
+	"cmp"
 	"context"
+	"errors"
 	"slices"
 	"sync"
 
@@ -14,48 +16,65 @@ import (
 const unknownZonePrefix = "unreachable endpoint "
 
 // remember keeps, by endpoint, the VMs of every endpoint that answered
-// this List, and returns vms with, for each endpoint ue names, the VMs it
-// held when it last answered: those are unknown, not gone. The Set's lock
-// is held.
-func (s *Set) remember(vms []VM, ue *UnreachableError) (all []VM, unknown map[string]bool) {
+// this List, and returns vms followed by the unknown VMs, from
+// firstUnknown on: for each endpoint ue names, the VMs it held when it
+// last answered, and then the VMs whose create was not answered (lost)
+// while their endpoint does not answer either. A lost create is forgotten
+// once its endpoint answers a List, which shows whether it holds the VM.
+// The Set's lock is held.
+func (s *Set) remember(vms []VM, ue *UnreachableError) (all []VM, firstUnknown int) {
 	if s.seen == nil {
 		s.seen = map[string][]VM{}
 	}
-	down := func(ep string) bool { return ue != nil && slices.Contains(ue.Endpoints, ep) }
 	fresh := map[string][]VM{}
 	for _, vm := range vms {
 		fresh[vm.Endpoint] = append(fresh[vm.Endpoint], vm)
 	}
 	for ep := range s.seen {
-		if !down(ep) {
+		if answered(ep, ue) {
 			delete(s.seen, ep)
 		}
 	}
 	for ep, l := range fresh {
 		s.seen[ep] = l
 	}
+	s.lost = slices.DeleteFunc(s.lost, func(vm VM) bool { return answered(vm.Endpoint, ue) })
 	if ue == nil {
-		return vms, nil
+		return vms, len(vms)
 	}
 	all = slices.Clone(vms)
-	unknown = map[string]bool{}
 	for _, ep := range ue.Endpoints {
-		for _, vm := range s.seen[ep] {
-			if !slices.ContainsFunc(vms, func(v VM) bool { return v.Name == vm.Name }) {
-				all = append(all, vm)
-				unknown[vm.Name] = true
-			}
+		all = append(all, s.seen[ep]...)
+	}
+	for _, vm := range s.lost {
+		if vm.Endpoint == "" {
+			vm.Endpoint = ue.Default
+		}
+		if !slices.ContainsFunc(s.seen[vm.Endpoint], func(v VM) bool { return v.Name == vm.Name }) {
+			all = append(all, vm)
 		}
 	}
-	return all, unknown
+	return all, len(vms)
 }
 
-// setAside marks the replicas of unknown VMs as the planner should see
-// them: not ready (whether they run is unknown), and in a zone, a
-// synthetic one for a VM that records none. It returns the zones to plan
-// as unreachable: every listed zone whose placement's endpoint ue names,
-// and every zone an unknown VM is in.
-func (s *Set) setAside(current []replicaset.Replica, unknown map[string]bool, ue *UnreachableError) []string {
+// answered reports whether endpoint (as a Placement names it: empty for
+// the default) answered the List that ue comes from (nil: every endpoint
+// answered). An empty endpoint with no default may be any: it counts as
+// answered only when every endpoint did.
+func answered(endpoint string, ue *UnreachableError) bool {
+	if ue == nil {
+		return true
+	}
+	endpoint = cmp.Or(endpoint, ue.Default)
+	return endpoint != "" && !slices.Contains(ue.Endpoints, endpoint)
+}
+
+// setAside marks the replicas of the unknown VMs, current[firstUnknown:],
+// as the planner should see them: not ready (whether they run is
+// unknown), and in a zone, a synthetic one for a VM that records none. It
+// returns the zones to plan as unreachable: every listed zone whose
+// placement's endpoint ue names, and every zone an unknown VM is in.
+func (s *Set) setAside(current []replicaset.Replica, vms []VM, firstUnknown int, ue *UnreachableError) []string {
 	if ue == nil {
 		return nil
 	}
@@ -70,68 +89,75 @@ func (s *Set) setAside(current []replicaset.Replica, unknown map[string]bool, ue
 			add(z)
 		}
 	}
-	for i := range current {
+	for i := firstUnknown; i < len(current); i++ {
 		r := &current[i]
-		if !unknown[r.Name] {
-			continue
-		}
 		r.Phase, r.Ready = replicaset.PhaseUnknown, false
 		if r.Zone == "" {
-			r.Zone = unknownZonePrefix + s.endpointOf(r.Name, ue)
+			r.Zone = unknownZonePrefix + vms[i].Endpoint
 		}
 		add(r.Zone)
 	}
 	return zones
 }
 
-// endpointOf returns the unreachable endpoint that last held the VM called
-// name. The Set's lock is held.
-func (s *Set) endpointOf(name string, ue *UnreachableError) string {
-	for _, ep := range ue.Endpoints {
-		if slices.ContainsFunc(s.seen[ep], func(vm VM) bool { return vm.Name == name }) {
-			return ep
-		}
-	}
-	return ""
-}
-
 // recorder is the Provider of one pass's executor: it notes each VM a
-// create made and each a delete destroyed, so that what an endpoint holds
-// when it stops answering right after is known.
+// create made, each create that got no answer, and each VM a delete
+// destroyed, so that what an endpoint holds, or may hold, when it stops
+// answering right after is known.
 type recorder struct {
 	Provider
-	mu   sync.Mutex
-	vms  []VM
-	gone []string
+	scoped EndpointScoped // the Set's Provider, when it is one
+	mu     sync.Mutex
+	vms    []VM
+	lost   []VM // creates that failed without saying no VM was made
+	gone   []VM // Name, and Endpoint when deleted there
 }
 
-// Delete implements Provider, noting the VM destroyed.
-func (r *recorder) Delete(ctx context.Context, name, owner string) error {
-	err := r.Provider.Delete(ctx, name, owner)
+// Create implements Provider, noting the VM made, or the VM that may have
+// been made when the create fails with anything but an answer that it
+// made none (an invalid spec, a placement not in the inventory, a name a
+// VM of another owner holds).
+func (r *recorder) Create(ctx context.Context, spec Spec) (VM, error) {
+	vm, err := r.Provider.Create(ctx, spec)
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	switch {
+	case err == nil:
+		r.vms = append(r.vms, vm)
+	case !errors.Is(err, ErrInvalidSpec) && !errors.Is(err, ErrNotOwned):
+		r.lost = append(r.lost, VM{Name: spec.Name, Owner: spec.Owner.UID, OwnerName: spec.Owner.Name,
+			Zone: spec.Zone, Revision: spec.Revision, Endpoint: spec.Placement.Endpoint})
+	}
+	return vm, err
+}
+
+// deleteVM destroys vm: on its endpoint when the Provider is
+// EndpointScoped, else by name; it notes the VM destroyed.
+func (r *recorder) deleteVM(ctx context.Context, vm VM, owner string) error {
+	var err error
+	if r.scoped != nil && vm.Endpoint != "" {
+		err = r.scoped.DeleteOn(ctx, vm.Endpoint, vm.Name, owner)
+	} else {
+		err = r.Provider.Delete(ctx, vm.Name, owner)
+	}
 	if err == nil {
 		r.mu.Lock()
-		r.gone = append(r.gone, name)
+		r.gone = append(r.gone, VM{Name: vm.Name, Endpoint: vm.Endpoint})
 		r.mu.Unlock()
 	}
 	return err
 }
 
-// Create implements Provider, noting the VM made.
-func (r *recorder) Create(ctx context.Context, spec Spec) (VM, error) {
-	vm, err := r.Provider.Create(ctx, spec)
-	if err == nil {
-		r.mu.Lock()
-		r.vms = append(r.vms, vm)
-		r.mu.Unlock()
-	}
-	return vm, err
-}
-
 // made adds the VMs a pass created to what their endpoints are known to
-// hold, and drops those it destroyed. The Set's lock is held.
+// hold, drops those it destroyed, and remembers the creates that got no
+// answer. The Set's lock is held.
 func (s *Set) made(rec *recorder) {
-	for ep, l := range s.seen {
-		s.seen[ep] = slices.DeleteFunc(l, func(vm VM) bool { return slices.Contains(rec.gone, vm.Name) })
+	for _, g := range rec.gone {
+		for ep, l := range s.seen {
+			if g.Endpoint == "" || g.Endpoint == ep {
+				s.seen[ep] = slices.DeleteFunc(l, func(vm VM) bool { return vm.Name == g.Name })
+			}
+		}
 	}
 	for _, vm := range rec.vms {
 		if s.seen == nil {
@@ -139,6 +165,11 @@ func (s *Set) made(rec *recorder) {
 		}
 		if !slices.ContainsFunc(s.seen[vm.Endpoint], func(v VM) bool { return v.Name == vm.Name }) {
 			s.seen[vm.Endpoint] = append(s.seen[vm.Endpoint], vm)
+		}
+	}
+	for _, vm := range rec.lost {
+		if !slices.ContainsFunc(s.lost, func(v VM) bool { return v.Name == vm.Name && v.Endpoint == vm.Endpoint }) {
+			s.lost = append(s.lost, vm)
 		}
 	}
 }

@@ -20,32 +20,73 @@ import (
 )
 
 // partitioned is two endpoints, "east" (zones a and b) and "west" (zone
-// c), each a fake that can be cut off; it counts the changes asked of an
-// endpoint while it was cut off.
+// c), each a fake that can be cut off and lose answers; it counts the
+// changes asked of an endpoint while it was cut off.
 type partitioned struct {
 	e     *vmprovider.Endpoints
 	fakes map[string]*vmprovidertest.Fake
 
-	mu      sync.Mutex // the executor calls Fail concurrently
+	mu      sync.Mutex // the executor calls Fail and Lose concurrently
 	cut     map[string]bool
-	changes []string // ops other than get and list asked of a cut endpoint
+	changes []string        // ops other than get and list asked of a cut endpoint
+	losses  map[string]loss // by endpoint: the next answer to lose
+}
+
+// loss is an answer an endpoint is to lose: that of the next op (of the
+// VM called name, when not empty) that takes effect there, after which
+// the endpoint is cut off when cut is set. With before, the op fails
+// before it takes effect instead, as one the cut stops on its way.
+type loss struct {
+	op, name    string
+	cut, before bool
+}
+
+// loseNext arms l on endpoint ep, replacing what was armed there.
+func (p *partitioned) loseNext(ep string, l loss) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.losses[ep] = l
+}
+
+// lose is the fake's Lose on endpoint ep (before false), and what its
+// Fail adds to cutting off (before true).
+func (p *partitioned) lose(ep, op, name string, before bool) error {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.loseLocked(ep, op, name, before)
+}
+
+// loseLocked is lose with p.mu held.
+func (p *partitioned) loseLocked(ep, op, name string, before bool) error {
+	l, ok := p.losses[ep]
+	if !ok || l.op != op || l.name != "" && l.name != name || l.before != before {
+		return nil
+	}
+	delete(p.losses, ep)
+	if l.cut {
+		p.cut[ep] = true
+	}
+	if before {
+		return fmt.Errorf("%s %s: dial tcp: i/o timeout", op, name)
+	}
+	return fmt.Errorf("%s %s: read tcp: i/o timeout (the answer was lost)", op, name)
 }
 
 func newPartitioned() *partitioned {
-	p := &partitioned{cut: map[string]bool{}, fakes: map[string]*vmprovidertest.Fake{},
+	p := &partitioned{cut: map[string]bool{}, fakes: map[string]*vmprovidertest.Fake{}, losses: map[string]loss{},
 		e: &vmprovider.Endpoints{Providers: map[string]vmprovider.Provider{}}}
 	for _, ep := range []string{"east", "west"} {
 		f := &vmprovidertest.Fake{Now: func() time.Time { return now }, Fail: func(op, name string) error {
 			p.mu.Lock()
 			defer p.mu.Unlock()
 			if !p.cut[ep] {
-				return nil
+				return p.loseLocked(ep, op, name, true)
 			}
 			if op != "get" && op != "list" {
 				p.changes = append(p.changes, op+" "+name+" on "+ep)
 			}
 			return fmt.Errorf("%s %s: dial tcp: i/o timeout", op, name)
-		}}
+		}, Lose: func(op, name string) error { return p.lose(ep, op, name, false) }}
 		p.fakes[ep] = f
 		p.e.Providers[ep] = f
 	}
@@ -58,10 +99,17 @@ func (p *partitioned) setCut(ep string, cut bool) {
 	p.cut[ep] = cut
 }
 
+// isCut reports whether endpoint ep is cut off.
+func (p *partitioned) isCut(ep string) bool {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.cut[ep]
+}
+
 // on returns the names of owner's VMs on endpoint ep, from the fake
 // itself, cut off or not. Scale must not be running.
-func (p *partitioned) on(t *rapid.T, ep, owner string) []string {
-	cut := p.cut[ep]
+func (p *partitioned) on(t interface{ Fatal(...any) }, ep, owner string) []string {
+	cut := p.isCut(ep)
 	p.setCut(ep, false)
 	defer p.setCut(ep, cut)
 	vms, err := p.fakes[ep].List(context.Background(), owner)

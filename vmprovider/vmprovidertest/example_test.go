@@ -49,3 +49,23 @@ func ExampleFake() {
 	// 1 web-0 PoweredOff
 	// datastore full
 }
+
+// Lose plays an answer lost on its way back: the create is made, but the
+// caller is told it failed, as a clone whose connection broke after
+// vCenter took the task.
+func ExampleFake_lose() {
+	ctx := context.Background()
+	f := &vmprovidertest.Fake{Lose: func(op, name string) error {
+		if op == "create" {
+			return errors.New("read tcp: i/o timeout")
+		}
+		return nil
+	}}
+	_, err := f.Create(ctx, vmprovider.Spec{Name: "web-0", Owner: vmprovider.Owner{UID: "uid-web"}})
+	fmt.Println(err)
+	vm, err := f.Get(ctx, "web-0")
+	fmt.Println(vm.Name, vm.Owner, err)
+	// Output:
+	// read tcp: i/o timeout
+	// web-0 uid-web <nil>
+}

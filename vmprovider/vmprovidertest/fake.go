@@ -19,6 +19,10 @@ import (
 // reports the metadata's hostname and addresses (CloudInit.Guest) while it
 // is powered on. Its heartbeat stays gray: Add a VM to change what its guest
 // shows.
+//
+// Fail injects faults before an operation takes effect, Lose after (a
+// lost answer): between them a test plays a platform that stops answering
+// before, or right after, it makes a change.
 type Fake struct {
 	// Fail, when set, is called before every operation with the operation
 	// ("create", "get", "list", "power", "delete", "mark") and the VM name (the
@@ -29,6 +33,14 @@ type Fake struct {
 	// (Spec.Zone); a non-nil error fails the create without effect, as a
 	// failure domain that is down would.
 	FailZone func(zone string) error
+	// Lose, when set, is called after every create, power, delete and
+	// mark that succeeded (its change made), with the operation, named as
+	// for Fail, and the VM name; a non-nil error is returned in place of
+	// the answer: the change stands but the caller is told it failed, as
+	// when the answer is lost on the way back. Lose may cut the fake off (make Fail fail
+	// every later call) to play a platform that stops answering right
+	// after a change, the moment made rather than raced.
+	Lose func(op, name string) error
 	// Now is the clock for creation and boot times; nil means time.Now.
 	Now func() time.Time
 
@@ -59,6 +71,15 @@ func (f *Fake) fail(op, name string) error {
 	return f.Fail(op, name)
 }
 
+// lose returns what Lose makes of the answer to op on name: err when err
+// is not nil (nothing took effect), else Lose's error.
+func (f *Fake) lose(op, name string, err error) error {
+	if err != nil || f.Lose == nil {
+		return err
+	}
+	return f.Lose(op, name)
+}
+
 func (f *Fake) now() time.Time {
 	if f.Now == nil {
 		return time.Now()
@@ -79,6 +100,15 @@ func (f *Fake) Create(_ context.Context, spec vmprovider.Spec) (vmprovider.VM, e
 			return vmprovider.VM{}, err
 		}
 	}
+	vm, err := f.create(spec)
+	if err := f.lose("create", spec.Name, err); err != nil {
+		return vmprovider.VM{}, err
+	}
+	return vm, nil
+}
+
+// create is Create once the spec is valid and no fault fails it.
+func (f *Fake) create(spec vmprovider.Spec) (vmprovider.VM, error) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	if vm, ok := f.vms[spec.Name]; ok {
@@ -160,17 +190,11 @@ func (f *Fake) SetPower(_ context.Context, name, owner string, state vmprovider.
 	if err := f.fail("power", name); err != nil {
 		return err
 	}
-	f.mu.Lock()
-	defer f.mu.Unlock()
-	vm, err := f.owned(name, owner)
-	if err != nil {
-		return err
-	}
-	if vm.Power != state {
-		f.boot(&vm, state)
-		f.vms[name] = vm
-	}
-	return nil
+	return f.lose("power", name, f.change(name, owner, func(vm *vmprovider.VM) {
+		if vm.Power != state {
+			f.boot(vm, state)
+		}
+	}))
 }
 
 // Delete implements vmprovider.Provider.
@@ -178,6 +202,11 @@ func (f *Fake) Delete(_ context.Context, name, owner string) error {
 	if err := f.fail("delete", name); err != nil {
 		return err
 	}
+	return f.lose("delete", name, f.delete(name, owner))
+}
+
+// delete is Delete once no fault fails it.
+func (f *Fake) delete(name, owner string) error {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	if _, ok := f.vms[name]; !ok {
@@ -196,13 +225,18 @@ func (f *Fake) MarkRevision(_ context.Context, name, owner, revision string) err
 	if err := f.fail("mark", name); err != nil {
 		return err
 	}
+	return f.lose("mark", name, f.change(name, owner, func(vm *vmprovider.VM) { vm.Revision = revision }))
+}
+
+// change applies fn to the VM called name, when owner's mark is on it.
+func (f *Fake) change(name, owner string, fn func(*vmprovider.VM)) error {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	vm, err := f.owned(name, owner)
 	if err != nil {
 		return err
 	}
-	vm.Revision = revision
+	fn(&vm)
 	f.vms[name] = vm
 	return nil
 }
