@@ -54,8 +54,10 @@
 // made by a person) are two replicas. The binding gives each a name of
 // its own for the planner (qualified by where it is, say), and maps the
 // plan back to the replica it names; the extra replica is then excess,
-// which a scale-down removes by the deletion order below. A binding must
-// neither pass both under one name nor leave one out.
+// which a scale-down removes by the deletion order below, and the binding
+// reports the duplicate. A binding must neither pass both under one name
+// nor leave one out, and must never stop planning because of what it
+// observed (vmprovider.Set names such VMs by their endpoint).
 //
 // # Deletion order
 //
