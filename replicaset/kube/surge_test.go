@@ -18,6 +18,7 @@ import (
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
 	"k8s.io/utils/ptr"
 	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	ctrlmetrics "sigs.k8s.io/controller-runtime/pkg/metrics"
 
@@ -63,7 +64,8 @@ func (podWidgets) Describe(p *corev1.Pod, r *replicaset.Replica) {
 func (podWidgets) SetStatus(w *unstructured.Unstructured, s kube.Status) { widgetkind.SetStatus(w, s) }
 
 // startPodManager runs a manager with the Widget reconciler over Pods
-// until the test ends, and returns a namespace of the test's own.
+// until the test ends, and returns a namespace of the test's own, the only
+// one the manager sees (the Widgets other tests leave are not its own).
 func startPodManager(t *testing.T) (client.WithWatch, string) {
 	t.Helper()
 	e := env.Require(t)
@@ -71,6 +73,8 @@ func startPodManager(t *testing.T) (client.WithWatch, string) {
 	if err := clientgoscheme.AddToScheme(scheme); err != nil {
 		t.Fatal(err)
 	}
+	ns := fmt.Sprintf("t-%d", time.Now().UnixNano())
+	createObject(t, e.Client, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}})
 	e.StartManager(t, scheme, func(mgr ctrl.Manager) error {
 		r := &kube.Reconciler[*unstructured.Unstructured, *corev1.Pod]{
 			Adapter:        podWidgets{},
@@ -79,13 +83,11 @@ func startPodManager(t *testing.T) (client.WithWatch, string) {
 			EmptyChildList: func() client.ObjectList { return &corev1.PodList{} },
 		}
 		return r.SetupWithManager(mgr, "podwidget")
-	})
+	}, func(o *ctrl.Options) { o.Cache.DefaultNamespaces = map[string]cache.Config{ns: {}} })
 	c, err := client.NewWithWatch(e.Config, client.Options{Scheme: scheme})
 	if err != nil {
 		t.Fatal(err)
 	}
-	ns := fmt.Sprintf("t-%d", time.Now().UnixNano())
-	createObject(t, c, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}})
 	return c, ns
 }
 
