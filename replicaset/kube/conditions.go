@@ -173,7 +173,7 @@ func conditions(o *observation, d decision, out outcome, failed map[string]error
 			return cond(t, false, held, counts)
 		case t == ConditionScalingDown && surge > 0:
 			return cond(t, false, ReasonRolloutSurge, fmt.Sprintf(
-				"%s: %d above the desired count the rollout's surge (MaxSurge %d), not a scale-down; the replicas it replaces go as their replacements become available",
+				"%s, the rollout's surge of %d (MaxSurge %d) included: not a scale-down; the replicas it replaces go as their replacements become available",
 				counts, surge, o.spec.Rollout.Limits(want).Surge))
 		case t == ConditionScalingDown && d.plan.Shortfall.Count > 0 && len(d.delete) == 0 && d.plan.Deferred == 0:
 			return cond(t, false, ReasonScaleInProtected, d.plan.Shortfall.Reason)
