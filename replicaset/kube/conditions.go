@@ -111,7 +111,24 @@ const (
 	ReasonRolloutPaused = "RolloutPaused"
 	// ReasonRolloutHeld means a bound or setting holds the rollout this
 	// pass (replicaset.Hold): the message names it and what waits on it.
+	// ScalingDown is False with it when more children live than desired,
+	// beyond a rollout's surge, and the plan's Holds keep every one of
+	// them this pass.
 	ReasonRolloutHeld = "RolloutHeld"
+	// ReasonRolloutSurge means a rolling update's surge is up: more
+	// children live than desired, no more above it than Strategy.MaxSurge
+	// allows, while children on older revisions remain to be replaced.
+	// That is a rollout, not a fault, and no condition treats it as one:
+	// ScalingDown is False with it (the rollout deletes the children it
+	// replaces as their replacements become available; nothing is scaled
+	// down), Ready is True with it when the desired count of children
+	// are ready, and ZonesBalanced is True with it when the zones are
+	// within one of each other once the children the surge replaces are
+	// gone. More children above the desired count than MaxSurge is a
+	// scale-down, reported as one (ScalingDown, and Ready False with
+	// TooManyReplicas); so is any excess while the rollout is paused or
+	// has nothing left to replace.
+	ReasonRolloutSurge = "RolloutSurge"
 	// ReasonProgressDeadlineExceeded means the rollout has not moved (no
 	// more children available on the current template, no fewer on older
 	// ones) for Spec.ProgressDeadline. The binding only reports it: it
@@ -141,30 +158,45 @@ func conditions(o *observation, d decision, out outcome, failed map[string]error
 		counts += fmt.Sprintf(", %d terminating (counted until gone)", sum.Terminating)
 	}
 	held := map[hold]string{holdFailure: ReasonReplicaFailure, holdPaused: ReasonPaused, holdDeleting: ReasonOwnerDeleting}[d.hold]
+	// A rollout's surge is not a scale-down: the children at the desired
+	// count are what Ready and ScalingDown judge.
+	surge := 0
+	if d.hold != holdFailure {
+		surge = rolloutSurge(o, live, oldIn(o, d.members))
+	}
+	counted := live - surge
 	scaling := func(t string, needed bool) metav1.Condition {
 		switch {
 		case !needed:
 			return cond(t, false, ReasonDesiredReplicas, counts)
 		case held != "":
 			return cond(t, false, held, counts)
+		case t == ConditionScalingDown && surge > 0:
+			return cond(t, false, ReasonRolloutSurge, fmt.Sprintf(
+				"%s, the rollout's surge of %d (MaxSurge %d) included: not a scale-down; the replicas it replaces go as their replacements become available",
+				counts, surge, o.spec.Rollout.Limits(want).Surge))
 		case t == ConditionScalingDown && d.plan.Shortfall.Count > 0 && len(d.delete) == 0 && d.plan.Deferred == 0:
 			return cond(t, false, ReasonScaleInProtected, d.plan.Shortfall.Reason)
+		case t == ConditionScalingDown && len(d.plan.Delete) == 0 && !d.capped && holdReasons(d.plan.Holds) != "":
+			return cond(t, false, ReasonRolloutHeld, counts+"; held by "+holdReasons(d.plan.Holds))
 		}
 		return cond(t, true, ReasonScaling, counts)
 	}
 	ready := fmt.Sprintf("%d of %d replicas ready", sum.Ready, want)
 	var readiness metav1.Condition
 	switch {
-	case held != "" && (live != want || sum.Ready < want):
+	case held != "" && (counted != want || sum.Ready < want):
 		readiness = cond(ConditionReady, false, held, ready)
-	case live > want && d.plan.Shortfall.Count > 0:
+	case counted > want && d.plan.Shortfall.Count > 0:
 		readiness = cond(ConditionReady, false, ReasonScaleInProtected, d.plan.Shortfall.Reason)
-	case live > want:
+	case counted > want:
 		readiness = cond(ConditionReady, false, ReasonTooManyReplicas, counts)
-	case live < want:
+	case counted < want:
 		readiness = cond(ConditionReady, false, ReasonTooFewReplicas, counts)
 	case sum.Ready < want:
 		readiness = cond(ConditionReady, false, ReasonReplicasNotReady, ready)
+	case surge > 0:
+		readiness = cond(ConditionReady, true, ReasonRolloutSurge, fmt.Sprintf("%s, %d live with the rollout's surge of %d", ready, live, surge))
 	default:
 		readiness = cond(ConditionReady, true, ReasonReplicasReady, ready)
 	}

@@ -77,6 +77,13 @@ type decision struct {
 	backoff   []replicaset.ZoneBackoff
 	failedNow []string
 	replaced  []replicaset.Replica
+	// capped reports that the per-pass cap held creates or deletes back
+	// to the next pass: the pass reached the cap in a direction with
+	// deferred work, or the cap held replicas on older revisions
+	// (replicaset.HoldMaxPerPass). plan.Deferred alone does not say it:
+	// it also counts work a bound or Spec.Rebalance holds, for which an
+	// immediate next pass would find nothing new to do.
+	capped bool
 }
 
 // acts reports whether the decision writes anything but status.
@@ -143,6 +150,7 @@ func decide(o *observation, rl rules) decision {
 		d.backoff, d.failedNow, d.replaced = o.backoff, nil, nil
 		return d
 	}
+	d.capped = capped(d.plan, len(d.replaced), rl.limit())
 	if d.hold != holdNone {
 		return d // the plan says what would be done, for status; nothing is
 	}
@@ -157,11 +165,23 @@ func decide(o *observation, rl rules) decision {
 	if over := len(d.plan.Delete) + len(d.replaced) - rl.limit(); over > 0 {
 		d.plan.Delete = d.plan.Delete[:len(d.plan.Delete)-over]
 		d.plan.Deferred += over
+		d.capped = true
 	}
 	d.adopt, d.release = objects(adopt), objects(release)
 	d.delete = append(slices.Clone(d.plan.Delete), d.replaced...)
 	d.update = updates(o, d.members, d.delete)
 	return d
+}
+
+// capped reports whether the per-pass cap of limit deferred some of p's
+// work (see decision.capped), replaced being the failed members the pass
+// also deletes.
+func capped(p replicaset.Plan, replaced, limit int) bool {
+	if p.Deferred == 0 {
+		return false
+	}
+	return p.Create >= limit || len(p.Delete)+replaced >= limit ||
+		slices.ContainsFunc(p.Holds, func(h replicaset.Hold) bool { return h.By == replicaset.HoldMaxPerPass })
 }
 
 // idle reports whether the pass can do nothing but wait: the cache has not

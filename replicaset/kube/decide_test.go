@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/google/go-cmp/cmp"
+	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime/schema"
@@ -146,7 +147,53 @@ func passCases() []passCase {
 				func(o *observation) { o.spec.Unreachable = []string{"b"} }), ordinal, nil},
 		{"zones: a repeated zone is an invalid spec",
 			observed(2, nil, zoned("a", "a")), ordinal, nil},
+		{"zones: the per-pass cap defers a create that balances the zones: PerPassCap, at once again",
+			observed(5, kids(kid("web-0", inZone("a")), kid("web-1", inZone("a"))), zoned("a", "b", "c")),
+			rules{policies: deletionpolicy.Default(), naming: OrdinalNames, maxPerPass: 1}, nil},
+		{"zones: every zone unreachable: the creates wait, looked at again when zones may answer",
+			observed(2, kids(kid("web-0", inZone("a"))), zoned("a", "b"),
+				func(o *observation) { o.spec.Unreachable = []string{"a", "b"} }), ordinal, nil},
+		{"rollout: starting, the surge child is made",
+			observed(3, kids(kid("web-0", onRev("r1")), kid("web-1", onRev("r1")), kid("web-2", onRev("r1"))), rolling("r2")), ordinal, nil},
+		{"rollout: the surge child not ready yet: a rollout, not a scale-down; Ready, nothing to do until it is",
+			observed(3, kids(kid("web-0", onRev("r1")), kid("web-1", onRev("r1")), kid("web-2", onRev("r1")),
+				kid("web-3", onRev("r2"), notReady)), rolling("r2")), ordinal, nil},
+		{"rollout: the surge child ready: a child it replaces goes, still no scale-down",
+			observed(3, kids(kid("web-0", onRev("r1")), kid("web-1", onRev("r1")), kid("web-2", onRev("r1")),
+				kid("web-3", onRev("r2"))), rolling("r2")), ordinal, nil},
+		{"rollout: an old child not ready beside the surge: Ready says so",
+			observed(3, kids(kid("web-0", onRev("r1")), kid("web-1", onRev("r1"), notReady), kid("web-2", onRev("r1")),
+				kid("web-3", onRev("r2"), notReady)), rolling("r2")), ordinal, nil},
+		{"rollout: scaled down mid-rollout, beyond the surge: a real scale-down",
+			observed(2, kids(kid("web-0", onRev("r1")), kid("web-1", onRev("r1")), kid("web-2", onRev("r1")),
+				kid("web-3", onRev("r2"), notReady)), rolling("r2")), ordinal, nil},
+		{"rollout: scaled down while the new children are not ready: the bounds hold the scale-down, ScalingDown says so",
+			observed(2, kids(kid("web-0", onRev("r1")), kid("web-1", onRev("r1")),
+				kid("web-2", onRev("r2"), notReady), kid("web-3", onRev("r2"), notReady)), rolling("r2")), ordinal, nil},
+		{"rollout: paused with the surge up: the pause scales down, as Strategy.Paused says",
+			observed(3, kids(kid("web-0", onRev("r1")), kid("web-1", onRev("r1")), kid("web-2", onRev("r1")),
+				kid("web-3", onRev("r2"), notReady)), rolling("r2"), func(o *observation) { o.spec.Rollout.Paused = true }), ordinal, nil},
+		{"rollout, zones a and b: the surge child goes beside the child it replaces",
+			observed(3, kids(kid("web-0", onRev("r1"), inZone("a")), kid("web-1", onRev("r1"), inZone("b")), kid("web-2", onRev("r1"), inZone("a"))),
+				rolling("r2"), zoned("a", "b")), ordinal, nil},
+		{"rollout, zones a and b: the surge child not ready: the zones are balanced but for the surge",
+			observed(3, kids(kid("web-0", onRev("r1"), inZone("a")), kid("web-1", onRev("r1"), inZone("b")), kid("web-2", onRev("r1"), inZone("a")),
+				kid("web-3", onRev("r2"), inZone("a"), notReady)), rolling("r2"), zoned("a", "b")), ordinal, nil},
+		{"rollout, zones a and b: the surge child ready: the child it replaces goes",
+			observed(3, kids(kid("web-0", onRev("r1"), inZone("a")), kid("web-1", onRev("r1"), inZone("b")), kid("web-2", onRev("r1"), inZone("a")),
+				kid("web-3", onRev("r2"), inZone("a"))), rolling("r2"), zoned("a", "b")), ordinal, nil},
 	}
+}
+
+// onRev puts a child on revision rev.
+func onRev(rev string) kidOpt {
+	return func(cm *corev1.ConfigMap, _ *bool) { cm.Labels[RevisionLabel] = rev }
+}
+
+// rolling turns rollouts on for the owner, under the default strategy
+// (one surge child, none unavailable), its template at revision rev.
+func rolling(rev string) func(*observation) {
+	return func(o *observation) { o.spec.Rollout, o.revision = &replicaset.Strategy{}, rev }
 }
 
 // zoned lists zones in the owner's spec.

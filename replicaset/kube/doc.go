@@ -189,6 +189,13 @@
 // moved for that long (ProgressDeadlineExceeded). It never rolls back on
 // its own: rolling back is the user's choice.
 //
+// A healthy rollout pages no one: while its surge children are up (more
+// children than desired, within MaxSurge), ScalingDown is False, Ready
+// stays True as long as the desired count of children are ready, and
+// ZonesBalanced stays True when the zones are within one of each other
+// but for the surge, all three with reason RolloutSurge. A scale-down
+// beyond the surge is reported as one.
+//
 // # Permissions
 //
 // For an owner kind workerpools.example.com and Pod children, the

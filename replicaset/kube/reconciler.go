@@ -170,10 +170,15 @@ const (
 	ConditionReplicaFailure = "ReplicaFailure"
 	// ConditionScalingUp is True while the set is creating children.
 	ConditionScalingUp = "ScalingUp"
-	// ConditionScalingDown is True while the set is deleting children.
+	// ConditionScalingDown is True while more children live than
+	// desired and the set is deleting them. A rollout's surge is not a
+	// scale-down: ScalingDown is False with reason RolloutSurge then, and
+	// with RolloutHeld while a rollout's bounds hold every child of a
+	// scale-down this pass.
 	ConditionScalingDown = "ScalingDown"
 	// ConditionReady is True when the desired number of children live
-	// and are ready.
+	// and are ready; children above the desired count that are a
+	// rollout's surge (reason RolloutSurge) do not make it False.
 	ConditionReady = "Ready"
 	// ConditionZonesBalanced, set only when the spec lists zones, is True
 	// when the live children of the listed zones differ by at most one

@@ -83,7 +83,7 @@ func settle(o *observation, d decision, out outcome) verdict {
 		v.retry = out.updateErr
 	case d.hold == holdFailure:
 		v.terminal = d.failure
-	case takenOnly || d.hold == holdNone && d.plan.Deferred > 0:
+	case takenOnly || d.hold == holdNone && d.capped:
 		v.requeue = soon
 	case d.hold == holdWaiting:
 		v.requeue = waitRequeue

@@ -285,6 +285,11 @@ func zonesCondition(o *observation, d decision, zones []ZoneStatus, cond func(t 
 	if balanced(zones) && d.plan.Unbalanced == "" {
 		return cond(ConditionZonesBalanced, true, ReasonZonesBalanced, spread+avoiding)
 	}
+	if n, ok := surgeBalanced(o, d); ok {
+		return cond(ConditionZonesBalanced, true, ReasonRolloutSurge, fmt.Sprintf(
+			"%s: within one of each other but for the rollout's surge of %d, the replicas it replaces going as their replacements become available%s",
+			spread, n, avoiding))
+	}
 	// The plan's reason covers the listed zones; children in no listed
 	// zone, left alone, are said here.
 	msg, stuck := d.plan.Unbalanced, false
@@ -321,7 +326,7 @@ func zonesCondition(o *observation, d decision, zones []ZoneStatus, cond func(t 
 		return cond(ConditionZonesBalanced, false, ReasonScaling, spread+": this pass balances them")
 	case o.spec.Rebalance && !stuck:
 		return cond(ConditionZonesBalanced, false, ReasonRebalancing, msg)
-	case d.plan.Deferred > 0:
+	case d.capped:
 		return cond(ConditionZonesBalanced, false, ReasonPerPassCap, msg)
 	}
 	return cond(ConditionZonesBalanced, false, ReasonUnbalanced, msg)

@@ -16,8 +16,9 @@
 // The fake client is not an API server, and a test should know where:
 //   - It applies writes at once, so each pass sees the last one's.
 //   - It runs no kubelet and no garbage collector: the test sets a child's
-//     status itself (c.Status().Update works for children too) to make it
-//     running and ready, and deleting an owner deletes none of its children.
+//     status itself (MarkPodReady for Pods; c.Status().Update works for
+//     other children too) to make it running and ready, and deleting an
+//     owner deletes none of its children.
 //   - NewFakeClient gives created objects a UID, a creation timestamp and
 //     generation 1, but updates never raise the generation, so a test of
 //     ObservedGeneration sets the owner's generation itself.
@@ -30,8 +31,18 @@
 // An integration test runs the Reconciler as the operator will: in a
 // manager, through SetupWithManager, on a real kube-apiserver and etcd that
 // controller-runtime's envtest starts from the folder KUBEBUILDER_ASSETS
-// names, with the CRDs controller-gen writes for the owner kind. Nothing in
-// this package is needed for it; Example (Envtest) is such a test's set-up,
-// and this package's TestPoolOnAPIServer runs the same set-up on every
-// change.
+// names, with the CRDs controller-gen writes for the owner kind. Example
+// (Envtest) is such a test's set-up, and this package's
+// TestPoolOnAPIServer runs the same set-up on every change.
+//
+// # What every such test writes
+//
+// No kubelet runs there either. [MarkPodReady] and [MarkPodsReady] play
+// it: they make Pods Running and Ready through the status subresource, on
+// an API server or a fake client, when the test says, so that a rollout or
+// a readiness check waits for moments the test makes instead of racing
+// them. [WatchBounds] watches an owner's children independently of the
+// Reconciler and records the most that lived at once, counting those being
+// deleted, and the fewest that were ready ([Bounds]): what a rollout's
+// MaxSurge and MaxUnavailable promise.
 package kubetest

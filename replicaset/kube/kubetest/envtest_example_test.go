@@ -16,7 +16,7 @@ import (
 // cfg, and returns a client of the API server and a function that stops
 // the manager and waits until it has stopped: call it before stopping the
 // API server, so that nothing is left talking to it.
-func startPoolOperator(ctx context.Context, cfg *rest.Config) (client.Client, func(), error) {
+func startPoolOperator(ctx context.Context, cfg *rest.Config) (client.WithWatch, func(), error) {
 	scheme := newScheme()
 	mgr, err := ctrl.NewManager(cfg, ctrl.Options{
 		Scheme:                 scheme,
@@ -29,7 +29,7 @@ func startPoolOperator(ctx context.Context, cfg *rest.Config) (client.Client, fu
 	if err := newReconciler(scheme).SetupWithManager(mgr, "pool"); err != nil {
 		return nil, nil, err
 	}
-	c, err := client.New(cfg, client.Options{Scheme: scheme})
+	c, err := client.NewWithWatch(cfg, client.Options{Scheme: scheme})
 	if err != nil {
 		return nil, nil, err
 	}
@@ -52,8 +52,10 @@ func startPoolOperator(ctx context.Context, cfg *rest.Config) (client.Client, fu
 // project). The Reconciler runs as in production: in a manager, through
 // SetupWithManager. There is no kubelet, so Pods are made and deleted but
 // never run: a test reads what the operator wrote, then polls until the
-// Pods and the status are what it expects, as this package's own test
-// does for a Pool scaled 3, 1, then 2.
+// Pods and the status are what it expects, plays the kubelet when Pods
+// should become ready (MarkPodsReady), and checks a rollout's bounds with
+// WatchBounds, as this package's own test does for a Pool scaled 3, 1,
+// then 2, made ready, and rolled to a new image.
 func Example_envtest() {
 	env := &envtest.Environment{
 		CRDDirectoryPaths:     []string{"testdata"},

@@ -19,7 +19,8 @@ import (
 )
 
 // An importer's operator: a Pool keeps spec.replicas Pods made from its
-// template. The types are what kubebuilder would generate, with the deep
+// template, and rolls them (one surge Pod at a time, none unavailable)
+// when the template changes. The types are what kubebuilder would generate, with the deep
 // copies written by hand; controller-gen's CRD for them (testdata/, used by
 // the envtest example) keeps spec and status whole
 // (x-kubernetes-preserve-unknown-fields), so that spec.template, a
@@ -101,7 +102,8 @@ func (poolAdapter) Spec(p *Pool) (kube.Spec, error) {
 	if p.Spec.Replicas < 0 {
 		return kube.Spec{}, fmt.Errorf("spec.replicas %d is negative", p.Spec.Replicas)
 	}
-	return kube.Spec{Replicas: int(p.Spec.Replicas), Selector: p.Spec.Selector, DeletePolicy: "HighestOrdinal"}, nil
+	return kube.Spec{Replicas: int(p.Spec.Replicas), Selector: p.Spec.Selector, DeletePolicy: "HighestOrdinal",
+		Rollout: &replicaset.Strategy{}}, nil
 }
 
 func (poolAdapter) NewChild(p *Pool) (*corev1.Pod, error) {
