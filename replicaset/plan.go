@@ -19,8 +19,11 @@ type Plan struct {
 	// chosen (the package documentation's Deletion order).
 	Deleting []Replica
 	// Deferred is how many creates or deletes this pass holds back: those
-	// over the per-pass cap, and deletes Spec.Rebalance holds until
-	// replicas coming up are available. A later pass will ask for them.
+	// over the per-pass cap, deletes Spec.Rebalance holds until replicas
+	// coming up are available, and creates that wait for a listed zone
+	// to answer when every one is unreachable (Spec.Unreachable). A later
+	// pass will ask for them. What a rollout's bounds hold is not
+	// deferred: Holds says it.
 	Deferred int
 	// Shortfall is set when scale-in protection prevents reaching the
 	// desired count.

@@ -364,7 +364,7 @@ func (ro *rollout) spend(i int, onNew bool) bool {
 
 // servingNote says why replicas that look unavailable were kept.
 func (ro *rollout) servingNote() string {
-	return fmt.Sprintf("replicas on older revisions that run but are not seen available may still serve, and %d may serve where %d must",
+	return fmt.Sprintf("deleting a replica on an older revision that runs but is not seen available, and so may still serve, would take the %d that may serve below %d (Desired − MaxUnavailable)",
 		ro.serving, ro.spec.Desired-ro.lim.Unavailable)
 }
 

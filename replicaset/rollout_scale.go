@@ -58,7 +58,7 @@ func (ro *rollout) scaleDown(want int) {
 	}
 	n := min(want, spec.maxPerPass())
 	oldLeft, oldCandidatesLeft, newAvailLeft := ro.old, ro.oldCandidates, ro.newAvail
-	var byBudget, byLast, byRollout bool // why candidates were passed over
+	var byBudget, byServing, byLast, byRollout bool // why candidates were passed over
 	// try deletes current[i] unless a bound forbids it, and reports
 	// whether it did.
 	try := func(i int) bool {
@@ -68,17 +68,23 @@ func (ro *rollout) scaleDown(want int) {
 		}
 		isNew := spec.onRevision(r)
 		avail := r.Available(spec.MinReady, ro.env.Now)
-		if avail && isNew && newAvailLeft == 1 && spec.Desired > 0 {
-			if ro.budget == 0 || ro.serveBudget == 0 {
+		// passed records why a bound passed current[i] over.
+		passed := func() bool {
+			switch {
+			case avail && ro.budget == 0:
 				byBudget = true
-			} else {
+			case ro.serveBudget == 0:
+				byServing = true
+			default:
 				byLast = true
 			}
 			return false
 		}
+		if avail && isNew && newAvailLeft == 1 && spec.Desired > 0 {
+			return passed()
+		}
 		if !ro.spend(i, isNew) {
-			byBudget = true
-			return false
+			return passed()
 		}
 		if avail && isNew {
 			newAvailLeft--
@@ -128,24 +134,26 @@ func (ro *rollout) scaleDown(want int) {
 		}
 	}
 	if held := want - len(p.Delete); held > 0 {
-		p.Deferred = held
-		capped := max(0, want-spec.maxPerPass())
+		// Only what the cap holds back is deferred; what a bound holds
+		// is a Hold, as the Plan's documentation says.
+		capped := min(held, max(0, want-spec.maxPerPass()))
+		p.Deferred = capped
 		if waiting := held - capped; waiting > 0 {
 			var why []string
 			kind := HoldMaxUnavailable
 			if byBudget {
 				why = append(why, fmt.Sprintf("deleting another available replica would take the %d available below %d (Desired − MaxUnavailable)",
 					ro.avail, spec.Desired-ro.lim.Unavailable))
-				if ro.heldServing {
-					why = append(why, ro.servingNote())
-				}
+			}
+			if byServing {
+				why = append(why, ro.servingNote())
 			}
 			if byRollout {
 				why = append(why, fmt.Sprintf("replicas on revision %s are scaled down only once those on older revisions are replaced", spec.Revision))
 			}
 			if byLast {
 				why = append(why, fmt.Sprintf("the last available replica on revision %s is kept", spec.Revision))
-				if !byBudget && !byRollout {
+				if !byBudget && !byServing && !byRollout {
 					kind = HoldLastAvailable
 				}
 			}

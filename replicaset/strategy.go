@@ -127,10 +127,12 @@ type Strategy struct {
 	Partition Amount
 	// Paused stops replacing replicas for their revision. Scaling goes
 	// on: new replicas are made on the wanted revision, and a scale-down
-	// removes replicas on older revisions first. A set paused with a
-	// surge replica up (more live than Desired) is such a scale-down: it
-	// removes one replica on an older revision, where a paused
-	// Deployment keeps both until it resumes.
+	// removes replicas on older revisions first, within MaxUnavailable. A
+	// set paused with a surge replica up (more live than Desired) is such
+	// a scale-down, where a paused Deployment keeps both until it
+	// resumes: it removes a replica on an older revision once the surge
+	// replica is available, and the surge replica itself while it is not
+	// (deleting one that serves would break MaxUnavailable).
 	Paused bool
 	// ZoneByZone replaces replicas one zone at a time (update domains):
 	// only in the first listed zone (Spec.Zones) that still holds
