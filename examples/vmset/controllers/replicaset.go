@@ -100,10 +100,7 @@ func rollout(u vmv1.UpdateStrategy) (replicaset.Strategy, error) {
 		from *intstr.IntOrString
 		to   *replicaset.Amount
 	}{{"maxSurge", u.MaxSurge, &s.MaxSurge}, {"maxUnavailable", u.MaxUnavailable, &s.MaxUnavailable}, {"partition", u.Partition, &s.Partition}} {
-		if a.from == nil {
-			continue
-		}
-		amount, err := replicaset.ParseAmount(a.from.String())
+		amount, err := kube.AmountFromPtr(a.from)
 		if err != nil {
 			return s, fmt.Errorf("%s: %w", a.name, err)
 		}
