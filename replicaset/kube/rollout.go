@@ -55,7 +55,7 @@ const UnmatchedRevision = "(unmatched)"
 // makes, so a matcher that errs (on a field the API server defaults, say)
 // replaces each unlabelled child at most once, never its replacements.
 // A child labelled earlier, by a replicakit that did not ask, keeps its
-// label and is not asked; remove the label (kubectl label … 
+// label and is not asked; remove the label (kubectl label …
 // replicakit.io/revision-) to have it asked.
 type TemplateMatcher[O, C client.Object] interface {
 	// MatchesTemplate reports whether child, which carries no
