@@ -55,15 +55,17 @@ const UnmatchedRevision = "(unmatched)"
 // makes, so a matcher that errs (on a field the API server defaults, say)
 // replaces each unlabelled child at most once, never its replacements.
 // A child labelled earlier, by a replicakit that did not ask, keeps its
-// label and is not asked; remove the label (kubectl label …
-// replicakit.io/revision-) to have it asked.
+// label and is not asked; to have it asked, remove the label from it
+// (kubectl label KIND NAME replicakit.io/revision-).
 type TemplateMatcher[O, C client.Object] interface {
 	// MatchesTemplate reports whether child, which carries no
 	// RevisionLabel, is what NewChild would build from owner's template
 	// now, in everything a revision covers: all but metadata and status,
 	// or, when the Adapter is an InPlaceUpdater, all that UpdateInPlace
-	// cannot change. Both are the cache's own objects: read them, never
-	// modify them.
+	// cannot change. Leave out what is not the template's: the zone
+	// SetZone gave the child (a Zoner's), and what the API server and
+	// other controllers fill in (defaults, a Pod's node). Both are the
+	// cache's own objects: read them, never modify them.
 	MatchesTemplate(owner O, child C) bool
 }
 
