@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"maps"
 	"net/http"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -59,17 +58,11 @@ func (a *actuator[O, C]) CreateIn(ctx context.Context, name, zone string) error 
 	if err != nil {
 		return err
 	}
+	template := templateKeys(child.GetLabels()) // before the zone: SetZone may add labels
 	if zone != "" {
 		a.r.setZone(child, zone)
 	}
-	if a.revision != "" {
-		l := maps.Clone(child.GetLabels())
-		if l == nil {
-			l = map[string]string{}
-		}
-		l[RevisionLabel] = a.revision
-		child.SetLabels(l)
-	}
+	stampNew(child, template, a.revision)
 	child.SetName(name)
 	child.SetNamespace(a.owner.GetNamespace())
 	if err := controllerutil.SetControllerReference(a.owner, child, a.r.Scheme); err != nil {

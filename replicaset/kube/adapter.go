@@ -56,6 +56,15 @@ type Spec struct {
 	// states the order and the bounds). The zero Strategy is a rolling
 	// update of one surge child and none unavailable. Nil: children are
 	// never replaced for their template, as before rollouts existed.
+	//
+	// A label the template drops is removed in place from the children
+	// the binding put it on, which it records on each child in
+	// AnnotationTemplateLabels; a label someone else put on a child
+	// stays, and so does one a child carried before the binding recorded
+	// anything (made before that annotation, or adopted). An annotation
+	// the template drops stays on every child. Children without
+	// RevisionLabel count as made from the current template unless the
+	// Adapter is a TemplateMatcher (see RevisionLabel).
 	Rollout *replicaset.Strategy
 	// ProgressDeadline, with Rollout, is how long a rollout may go
 	// without moving (no more children available on the current template,

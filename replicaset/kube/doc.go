@@ -139,9 +139,9 @@
 // which the binding also writes on new children, unless the Adapter is a
 // [Zoner] and keeps the zone elsewhere (the example operator's VirtualMachines
 // carry it in spec.zone). The label records the zone; it places nothing:
-// for a kind that something else places, such as Pods (the scheduler),
-// implement Zoner and set what places the child in SetZone (a node
-// selector or affinity on the zone label: see the Zoner example).
+// for a kind that something else places, implement Zoner and set what
+// places the child in SetZone. For Pods, which the scheduler places,
+// embed [PodZones] in the Adapter: a node selector on the zone label.
 //
 // When creates in a zone fail, the zone is avoided for
 // Reconciler.ZoneBackoff and the children it should have held go to the
@@ -175,11 +175,16 @@
 // older template is replaced under the strategy, with the order and bounds
 // replicaset.Compute states: one surge child and none unavailable unless
 // the strategy says otherwise. The template's labels and annotations reach
-// every child in place, as a patch, with no new child; so does the
-// revision label, on children made before rollouts were turned on, which
-// count as made from the current template and are not replaced (see
-// RevisionLabel). Rolling back is applying the old template again:
-// children still on it count as updated at once. Status reports
+// every child in place, as a patch, with no new child. A label the
+// template drops is removed from the children the binding put it on
+// (it records which in [AnnotationTemplateLabels]), never from a child
+// where someone else put it; an annotation the template drops stays.
+// The revision label too is put in place on children made before
+// rollouts were turned on, which count as made from the current template
+// and are not replaced (see RevisionLabel), unless the Adapter is a
+// [TemplateMatcher] and says they do not match it. Rolling back is
+// applying the old template again: children still on it count as updated
+// at once. Status reports
 // UpdatedReplicas, UpdatedReadyReplicas, UpdatedAvailableReplicas,
 // UpdateRevision and CurrentRevision (the revision it rolls from), and the
 // RolledOut condition says whether the rollout is
@@ -195,6 +200,32 @@
 // ZonesBalanced stays True when the zones are within one of each other
 // but for the surge, all three with reason RolloutSurge. A scale-down
 // beyond the surge is reported as one.
+//
+// # Optional interfaces
+//
+// An Adapter may implement more than [Adapter]: [Zoner] (the child's
+// zone kept elsewhere than the zone label, or set where something acts on
+// it; [PodZones] is a ready one for Pods), [InPlaceUpdater] (more of the
+// template applied to children in place, and the revision that leaves
+// out) and [TemplateMatcher] (children without a revision label told
+// apart from the template's). The Reconciler finds them by type
+// assertion, so an Adapter whose method has another signature, or that
+// has them on its pointer and is given as a value, silently goes without:
+// zones in the label, the binding's own revision, unlabelled children
+// counted as current. SetupWithManager logs which ones it found and which
+// not, and an error for each it seems meant to implement; check them at
+// compile time, beside the Adapter:
+//
+//	var (
+//		_ kube.Adapter[*WorkerPool, *corev1.Pod]         = poolAdapter{}
+//		_ kube.Zoner[*corev1.Pod]                        = poolAdapter{}
+//		_ kube.InPlaceUpdater[*WorkerPool, *corev1.Pod]  = poolAdapter{}
+//		_ kube.TemplateMatcher[*WorkerPool, *corev1.Pod] = poolAdapter{}
+//	)
+//
+// An owner's API usually gives a rollout's maxSurge, maxUnavailable and
+// partition as intstr.IntOrString, as a Deployment does: [AmountFrom]
+// and [AmountFromPtr] read them as the Strategy's replicaset.Amount.
 //
 // # Permissions
 //

@@ -98,31 +98,33 @@ func ExampleSpread() {
 	// Output: zone-a=2 zone-b=1 zone-c=1 retired=1
 }
 
-// podZones keeps a Pod's zone where the scheduler acts on it: a node
-// selector on the well-known zone label (and the label itself, for
-// kubectl -L). An Adapter for Pods embeds it to be a kube.Zoner.
-type podZones struct{}
-
-func (podZones) Zone(p *corev1.Pod) string { return p.Spec.NodeSelector[kube.ZoneLabel] }
-
-func (podZones) SetZone(p *corev1.Pod, zone string) {
-	if p.Spec.NodeSelector == nil {
-		p.Spec.NodeSelector = map[string]string{}
-	}
-	p.Spec.NodeSelector[kube.ZoneLabel] = zone
-	if p.Labels == nil {
-		p.Labels = map[string]string{}
-	}
-	p.Labels[kube.ZoneLabel] = zone
+// zonedPoolAdapter is the package example's Adapter for WorkerPools,
+// with zones: embedding kube.PodZones makes it a kube.Zoner for Pods.
+type zonedPoolAdapter struct {
+	kube.PodZones
+	poolAdapter
 }
 
-// A Zoner for children that something else places: the binding's default,
-// the zone label alone, would record a Pod's zone without placing it, so
-// the Pod's adapter sets a node selector too.
-func ExampleZoner() {
-	var z kube.Zoner[*corev1.Pod] = podZones{}
+// The compile-time check: a Zoner of another signature would not be found.
+var _ kube.Zoner[*corev1.Pod] = zonedPoolAdapter{}
+
+// An Adapter for Pods embeds PodZones to be a Zoner: a Pod is put in its
+// zone by a node selector on the zone label, which the scheduler acts on,
+// and labelled with it. An orphan labelled with a zone, and no node
+// selector, is counted in that zone.
+func ExamplePodZones() {
+	var a kube.Adapter[*WorkerPool, *corev1.Pod] = zonedPoolAdapter{}
+	z, ok := a.(kube.Zoner[*corev1.Pod])
+	fmt.Println("a Zoner:", ok)
+
 	pod := &corev1.Pod{}
 	z.SetZone(pod, "eu-west-1b")
-	fmt.Println(z.Zone(pod), pod.Spec.NodeSelector)
-	// Output: eu-west-1b map[topology.kubernetes.io/zone:eu-west-1b]
+	fmt.Println(z.Zone(pod), pod.Spec.NodeSelector, pod.Labels)
+
+	orphan := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Labels: map[string]string{kube.ZoneLabel: "eu-west-1a"}}}
+	fmt.Printf("%q %q\n", z.Zone(orphan), z.Zone(&corev1.Pod{}))
+	// Output:
+	// a Zoner: true
+	// eu-west-1b map[topology.kubernetes.io/zone:eu-west-1b] map[topology.kubernetes.io/zone:eu-west-1b]
+	// "eu-west-1a" ""
 }

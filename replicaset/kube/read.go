@@ -13,6 +13,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
@@ -93,13 +94,23 @@ func (r *Reconciler[O, C]) read(ctx context.Context, req reconcile.Request) (*ob
 	if o.specErr == nil {
 		o.specErr = r.checkZones(o.spec.Zones)
 	}
+	// unmatched holds the UIDs of children without RevisionLabel that
+	// the Adapter's TemplateMatcher says do not match the template
+	// (describe finds them): they are not given the revision in place.
+	unmatched := map[types.UID]bool{}
+	var match func(C) bool
 	if o.specErr == nil {
 		if probe, err := r.Adapter.NewChild(owner); err != nil {
 			o.templateErr = err
 		} else {
 			o.template = labels.Set(probe.GetLabels())
 			if o.spec.Rollout != nil {
-				o.revision, o.inPlace, o.templateErr = r.revision(owner, probe)
+				var inPlace inPlaceFunc
+				o.revision, inPlace, o.templateErr = r.revision(owner, probe)
+				o.inPlace = func(c client.Object) client.Object { return inPlace(c, !unmatched[c.GetUID()]) }
+				if _, ok := any(r.Adapter).(TemplateMatcher[O, C]); ok && o.templateErr == nil {
+					match = func(c C) bool { return r.matches(owner, c) }
+				}
 			}
 		}
 	}
@@ -137,8 +148,15 @@ func (r *Reconciler[O, C]) read(ctx context.Context, req reconcile.Request) (*ob
 	if idle(o, r.rules()) {
 		return o, nil // nothing to describe: the pass only waits
 	}
-	o.children = r.describe(own)
-	o.orphans = r.describe(orphans)
+	o.children = r.describe(own, match)
+	o.orphans = r.describe(orphans, match)
+	for _, cs := range [][]child{o.children, o.orphans} {
+		for _, c := range cs {
+			if c.replica.Revision == UnmatchedRevision {
+				unmatched[c.obj.GetUID()] = true
+			}
+		}
+	}
 	return o, nil
 }
 
@@ -203,8 +221,10 @@ func forEachObject(l client.ObjectList, f func(client.Object)) error {
 }
 
 // describe turns children into the planner's replicas, with what the
-// Adapter knows of their kind.
-func (r *Reconciler[O, C]) describe(objs []client.Object) []child {
+// Adapter knows of their kind. With match (the Adapter's TemplateMatcher,
+// with Spec.Rollout), a child without a revision that does not match
+// the template counts as made from UnmatchedRevision.
+func (r *Reconciler[O, C]) describe(objs []client.Object, match func(C) bool) []child {
 	out := make([]child, 0, len(objs))
 	for _, obj := range objs {
 		c, ok := obj.(C)
@@ -212,6 +232,9 @@ func (r *Reconciler[O, C]) describe(objs []client.Object) []child {
 			continue
 		}
 		rep, err := ReplicaOf(obj)
+		if rep.Revision == "" && match != nil && !match(c) {
+			rep.Revision = UnmatchedRevision
+		}
 		rep.Zone = r.zoneOf(c)
 		r.Adapter.Describe(c, &rep)
 		out = append(out, child{obj: obj, replica: rep, costErr: err})

@@ -3,7 +3,6 @@ package kube
 import (
 	"encoding/json"
 	"fmt"
-	"maps"
 	"strings"
 	"sync"
 	"time"
@@ -23,16 +22,63 @@ import (
 // before the importer upgraded to a replicakit with rollouts) counts as
 // made from the owner's current template and is given the label in place:
 // turning rollouts on, or upgrading, replaces no child. A template changed
-// at the same moment is therefore not rolled out to such children; change
-// it again, or delete them, to roll them.
+// before that moment is therefore never rolled out to such children, and
+// RolledOut says True, unless the Adapter is a [TemplateMatcher], which
+// tells the children that do not match the template: those count as made
+// from [UnmatchedRevision] and are replaced. Without one, change the
+// template again, or delete such children, to roll them.
 const RevisionLabel = "replicakit.io/revision"
+
+// UnmatchedRevision is the revision a child without RevisionLabel counts
+// as made from when the Adapter's [TemplateMatcher] says it was not made
+// from the owner's current template: an older revision, so the child is
+// replaced under the owner's strategy, and Status.CurrentRevision may name
+// it while such children remain. It is never written to a child, and is
+// no label value, so no template's revision is ever it.
+const UnmatchedRevision = "(unmatched)"
+
+// TemplateMatcher is implemented by an Adapter that can tell whether a
+// child carrying no RevisionLabel was made from the owner's current
+// template. Without it such a child counts as current (see RevisionLabel):
+// a pool whose template changed under an operator that never rolled
+// (before Spec.Rollout was set, or before the importer upgraded) would
+// report RolledOut=True for ever on children that do not match. With it,
+// a child it says does not match counts as made from [UnmatchedRevision],
+// an older revision, and is replaced under Spec.Rollout's strategy; one
+// it says matches is labelled with the current revision in place, as
+// without it. Check the signature at compile time:
+//
+//	var _ kube.TemplateMatcher[*WorkerPool, *corev1.Pod] = poolAdapter{}
+//
+// Only children without RevisionLabel are asked about (on each pass, until
+// they are labelled or replaced): the binding labels every child it
+// makes, so a matcher that errs (on a field the API server defaults, say)
+// replaces each unlabelled child at most once, never its replacements.
+// A child labelled earlier, by a replicakit that did not ask, keeps its
+// label and is not asked; to have it asked, remove the label from it
+// (kubectl label KIND NAME replicakit.io/revision-).
+type TemplateMatcher[O, C client.Object] interface {
+	// MatchesTemplate reports whether child, which carries no
+	// RevisionLabel, is what NewChild would build from owner's template
+	// now, in everything a revision covers: all but metadata and status,
+	// or, when the Adapter is an InPlaceUpdater, all that UpdateInPlace
+	// cannot change. Leave out what is not the template's: the zone
+	// SetZone gave the child (a Zoner's), and what the API server and
+	// other controllers fill in (defaults, a Pod's node). Both are the
+	// cache's own objects: read them, never modify them.
+	MatchesTemplate(owner O, child C) bool
+}
 
 // InPlaceUpdater is implemented by an Adapter whose children take more of
 // their template's changes in place than the binding applies itself (the
 // template's labels and annotations, added or changed on every child, as
 // Cluster API does for machines). Without it, the revision is a hash of
 // everything but the metadata of the child NewChild builds, so any other
-// change of the template makes new children.
+// change of the template makes new children. Check the signature at
+// compile time (a method of another signature is not found, and the
+// binding's own revision is used instead):
+//
+//	var _ kube.InPlaceUpdater[*WorkerPool, *corev1.Pod] = poolAdapter{}
 type InPlaceUpdater[O, C client.Object] interface {
 	// Revision returns the revision of the owner's template: a short
 	// string, valid as a label value, that changes exactly when a child
@@ -61,66 +107,6 @@ func revisionOf(probe client.Object) (string, error) {
 		return "", fmt.Errorf("revision of the template: %w", err)
 	}
 	return replicaset.HashRevision(b), nil
-}
-
-// inPlace returns a copy of child changed to carry the template's labels
-// and annotations (probe's, except the revision label) and the revision
-// label when it has none, or nil when nothing would change. Labels and
-// annotations the template no longer has are left: the binding cannot
-// tell them from those others put on the child.
-func inPlace(child, probe client.Object, revision string) client.Object {
-	return inPlacer(probe, revision)(child)
-}
-
-// inPlacer returns inPlace for probe and revision, with what it needs of
-// probe worked out once: a pass calls it for every child.
-func inPlacer(probe client.Object, revision string) func(client.Object) client.Object {
-	want := maps.Clone(probe.GetLabels())
-	delete(want, RevisionLabel)
-	wantAnnotations := probe.GetAnnotations()
-	return func(child client.Object) client.Object {
-		labels, annotations := child.GetLabels(), child.GetAnnotations()
-		_, labelled := labels[RevisionLabel]
-		change := !labelled
-		for k, v := range want {
-			if change {
-				break
-			}
-			if labels[k] != v {
-				change = true
-			}
-		}
-		for k, v := range wantAnnotations {
-			if change {
-				break
-			}
-			if annotations[k] != v {
-				change = true
-			}
-		}
-		if !change {
-			return nil
-		}
-		out := child.DeepCopyObject().(client.Object)
-		l := maps.Clone(labels)
-		if l == nil {
-			l = map[string]string{}
-		}
-		maps.Copy(l, want)
-		if !labelled {
-			l[RevisionLabel] = revision
-		}
-		out.SetLabels(l)
-		if len(wantAnnotations) > 0 {
-			a := maps.Clone(annotations)
-			if a == nil {
-				a = map[string]string{}
-			}
-			maps.Copy(a, wantAnnotations)
-			out.SetAnnotations(a)
-		}
-		return out
-	}
 }
 
 // rolledOut is the RolledOut condition: True once every live child is on

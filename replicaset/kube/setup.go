@@ -8,6 +8,7 @@ import (
 	"slices"
 	"strings"
 
+	"github.com/go-logr/logr"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/types"
@@ -44,6 +45,14 @@ const anySelector = "*"
 // namespace holds: children are indexed by their controller's UID (orphans
 // under one value of their own), and owners by one matchLabels pair of
 // their selector, so an orphan's owners are found from its labels.
+//
+// It logs, to the manager's logger, which of the optional interfaces
+// ([Zoner], [InPlaceUpdater], [TemplateMatcher]) the Adapter implements
+// and which it does not, and an error for each it seems meant to
+// implement but does not (a method of the interface's with another
+// signature, or on the pointer of an Adapter given as a value): the
+// Reconciler finds them by type assertion, so such an Adapter silently
+// goes without.
 func (r *Reconciler[O, C]) SetupWithManager(mgr ctrl.Manager, name string) error {
 	managersClient := r.Client == nil
 	if managersClient {
@@ -70,7 +79,7 @@ func (r *Reconciler[O, C]) SetupWithManager(mgr ctrl.Manager, name string) error
 		}
 		r.Metrics = m
 	}
-	if err := r.setup(mgr.GetFieldIndexer(), informers, name); err != nil {
+	if err := r.setup(mgr.GetFieldIndexer(), informers, name, mgr.GetLogger()); err != nil {
 		return err
 	}
 	if managersClient && isPlainClient(r.Client) {
@@ -103,15 +112,18 @@ func (r *Reconciler[O, C]) SetupWithManager(mgr ctrl.Manager, name string) error
 // controller-runtime's fake client takes indexes only through its
 // builder, before it is built, and is no FieldIndexer itself:
 // [github.com/replicakit/replicakit/replicaset/kube/kubetest.NewFakeClient]
-// bridges the two.
+// bridges the two. It logs what it found of the Adapter's optional
+// interfaces as SetupWithManager does, to controller-runtime's logger
+// (ctrl.Log, set with ctrl.SetLogger).
 func (r *Reconciler[O, C]) SetupWithIndexer(indexer client.FieldIndexer, name string) error {
-	return r.setup(indexer, nil, name)
+	return r.setup(indexer, nil, name, ctrl.Log)
 }
 
 // setup is SetupWithIndexer, with the child index registered on the
 // child's informer in informers when they keep an indexer (see
-// informerIndex) rather than as a field index.
-func (r *Reconciler[O, C]) setup(indexer client.FieldIndexer, informers cache.Informers, name string) error {
+// informerIndex) rather than as a field index, and what it found of the
+// Adapter's optional interfaces logged to log.
+func (r *Reconciler[O, C]) setup(indexer client.FieldIndexer, informers cache.Informers, name string, log logr.Logger) error {
 	if name == "" {
 		return errors.New("kube: SetupWithIndexer needs a controller name")
 	}
@@ -159,6 +171,7 @@ func (r *Reconciler[O, C]) setup(indexer client.FieldIndexer, informers cache.In
 	}
 	r.ownerGVK, r.childGVK, r.index, r.childIndexer = ownerGVK, childGVK, name, direct
 	r.trackTables()
+	r.logSetup(log, name)
 	return nil
 }
 

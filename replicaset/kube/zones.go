@@ -26,8 +26,14 @@ const DefaultZoneBackoff = replicaset.DefaultZoneBackoff
 
 // Zoner is implemented by an Adapter whose children record their zone
 // somewhere else than the [ZoneLabel] label, such as a field of their
-// spec. The Reconciler checks for it once per call; an Adapter that is not
-// a Zoner gets the label.
+// spec, or whose zone must be set where something acts on it: a Pod is
+// placed by the scheduler, which reads no label of the Pod's ([PodZones]
+// is a ready Zoner for Pods). An Adapter that is not a Zoner gets the
+// label. The Reconciler finds it by a type assertion, so an Adapter whose
+// methods have another signature is silently not a Zoner (set-up logs
+// which optional interfaces it found); check it at compile time:
+//
+//	var _ kube.Zoner[*corev1.Pod] = poolAdapter{}
 type Zoner[C client.Object] interface {
 	// Zone returns the child's zone, or "" when it has none. The child is
 	// the cache's own object: read it, never modify it.
@@ -72,9 +78,10 @@ func (r *Reconciler[O, C]) setZone(c C, zone string) {
 }
 
 // checkZones refuses zones that the ZoneLabel label cannot hold, when
-// zones are written to it (the Adapter is not a Zoner).
+// zones are written to it (the Adapter is not a Zoner, or is PodZones).
 func (r *Reconciler[O, C]) checkZones(zones []string) error {
-	if _, ok := any(r.Adapter).(Zoner[C]); ok {
+	_, zoner := any(r.Adapter).(Zoner[C])
+	if _, labels := any(r.Adapter).(labelZoner); zoner && !labels {
 		return nil
 	}
 	for _, z := range zones {

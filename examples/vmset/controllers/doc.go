@@ -9,4 +9,9 @@
 // listing a zone without a placement, and describes a VirtualMachine whose
 // clone vCenter refuses as failed, so that the set replaces it in another
 // zone.
+//
+// Rollouts are on for every set. The adapter is a kube.TemplateMatcher
+// too: a VirtualMachine without a revision label (made before rollouts, by
+// v0.1.0, or adopted) whose spec is not its set's template's is replaced
+// under the set's strategy rather than labelled as current.
 package controllers

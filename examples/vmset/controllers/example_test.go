@@ -85,8 +85,9 @@ func ExampleVirtualMachineReconciler() {
 
 // The adapter is what the replica-set reconciler knows about the two
 // kinds: it reads a set's spec (refusing a zone the operator has no
-// placement for), makes a new VirtualMachine from the template, and says
-// what state a VirtualMachine is in.
+// placement for), makes a new VirtualMachine from the template, tells
+// one made from another template, and says what state a VirtualMachine
+// is in.
 func ExampleReplicaSetAdapter() {
 	a := controllers.ReplicaSetAdapter{Zones: []string{"zone-a", "zone-b"}}
 	set := &vmv1.VirtualMachineReplicaSet{
@@ -117,6 +118,13 @@ func ExampleReplicaSetAdapter() {
 	a.SetZone(child, "zone-b")
 	fmt.Println(child.Labels, child.Spec.CPUs, child.Spec.MemoryMiB, a.Zone(child))
 
+	// A VirtualMachine without a revision label matches the template
+	// when its spec is the template's, zone aside: one made from an
+	// older template is rolled.
+	older := child.DeepCopy()
+	older.Spec.CPUs = 1
+	fmt.Println(a.MatchesTemplate(set, child), a.MatchesTemplate(set, older))
+
 	var r replicaset.Replica
 	a.Describe(child, &r)
 	fmt.Println(r.Phase, r.Ready)
@@ -129,6 +137,7 @@ func ExampleReplicaSetAdapter() {
 	// 3 Oldest [zone-a zone-b] <nil>
 	// spec.zones: zone "zone-c" has no placement in the operator's configuration (it has zone-a, zone-b)
 	// map[app:web] 2 4096 zone-b
+	// true false
 	// Pending false
 	// Running true 2026-11-30T12:00:00Z
 }

@@ -7,6 +7,7 @@ import (
 	"strings"
 	"time"
 
+	"k8s.io/apimachinery/pkg/api/equality"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/intstr"
@@ -33,8 +34,9 @@ type ReplicaSetAdapter struct {
 }
 
 var (
-	_ kube.Adapter[*vmv1.VirtualMachineReplicaSet, *vmv1.VirtualMachine] = ReplicaSetAdapter{}
-	_ kube.Zoner[*vmv1.VirtualMachine]                                   = ReplicaSetAdapter{}
+	_ kube.Adapter[*vmv1.VirtualMachineReplicaSet, *vmv1.VirtualMachine]         = ReplicaSetAdapter{}
+	_ kube.Zoner[*vmv1.VirtualMachine]                                           = ReplicaSetAdapter{}
+	_ kube.TemplateMatcher[*vmv1.VirtualMachineReplicaSet, *vmv1.VirtualMachine] = ReplicaSetAdapter{}
 )
 
 // Spec implements kube.Adapter.
@@ -52,7 +54,8 @@ func (a ReplicaSetAdapter) Spec(s *vmv1.VirtualMachineReplicaSet) (kube.Spec, er
 		Zones:        s.Spec.Zones,
 		Rebalance:    s.Spec.Rebalance,
 		// Rollouts are on for every set; a set made before they existed
-		// has its VMs labelled with the current revision, not replaced.
+		// has its VMs labelled with the current revision, not replaced,
+		// unless they differ from its template (MatchesTemplate).
 		ProgressDeadline: DefaultProgressDeadline,
 	}
 	if d := s.Spec.ProgressDeadlineSeconds; d != nil {
@@ -100,10 +103,7 @@ func rollout(u vmv1.UpdateStrategy) (replicaset.Strategy, error) {
 		from *intstr.IntOrString
 		to   *replicaset.Amount
 	}{{"maxSurge", u.MaxSurge, &s.MaxSurge}, {"maxUnavailable", u.MaxUnavailable, &s.MaxUnavailable}, {"partition", u.Partition, &s.Partition}} {
-		if a.from == nil {
-			continue
-		}
-		amount, err := replicaset.ParseAmount(a.from.String())
+		amount, err := kube.AmountFromPtr(a.from)
 		if err != nil {
 			return s, fmt.Errorf("%s: %w", a.name, err)
 		}
@@ -125,6 +125,20 @@ func (ReplicaSetAdapter) Zone(vm *vmv1.VirtualMachine) string { return vm.Spec.Z
 
 // SetZone implements kube.Zoner.
 func (ReplicaSetAdapter) SetZone(vm *vmv1.VirtualMachine, zone string) { vm.Spec.Zone = zone }
+
+// MatchesTemplate implements kube.TemplateMatcher: a VirtualMachine with
+// no revision label (made by an operator before rollouts, or adopted)
+// was made from its set's template when its spec is the template's, but
+// for the zone the set put it in when the set lists zones. One that
+// differs is replaced under the set's strategy; one that matches is
+// labelled with the template's revision and kept.
+func (ReplicaSetAdapter) MatchesTemplate(s *vmv1.VirtualMachineReplicaSet, vm *vmv1.VirtualMachine) bool {
+	got := vm.Spec
+	if len(s.Spec.Zones) > 0 {
+		got.Zone = s.Spec.Template.Spec.Zone
+	}
+	return equality.Semantic.DeepEqual(got, s.Spec.Template.Spec)
+}
 
 // NewChild implements kube.Adapter.
 func (ReplicaSetAdapter) NewChild(s *vmv1.VirtualMachineReplicaSet) (*vmv1.VirtualMachine, error) {
