@@ -105,12 +105,18 @@ const (
 	// Strategy.Partition lets it: the children it keeps aside stay on
 	// older templates (RolledOut is True).
 	ReasonRolloutPartitioned = "RolloutPartitioned"
-	// ReasonRolloutProgressing means children are being replaced.
+	// ReasonRolloutProgressing means children are being replaced, or the
+	// rollout waits for the children it made on the current template to
+	// become available, or for those it deletes to go, as every healthy
+	// rollout does between steps (the message then says for how many).
 	ReasonRolloutProgressing = "RolloutProgressing"
 	// ReasonRolloutPaused means Strategy.Paused stops the rollout.
 	ReasonRolloutPaused = "RolloutPaused"
 	// ReasonRolloutHeld means a bound or setting holds the rollout this
-	// pass (replicaset.Hold): the message names it and what waits on it.
+	// pass (replicaset.Hold) and nothing under way will lift it: no child
+	// on the current template is coming up, or the hold is one that such
+	// a child does not lift (a zone backing off, protection, OnDelete, an
+	// unreachable zone). The message names it and what waits on it.
 	// ScalingDown is False with it when more children live than desired,
 	// beyond a rollout's surge, and the plan's Holds keep every one of
 	// them this pass.

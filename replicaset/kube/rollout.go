@@ -143,12 +143,41 @@ func rolledOut(o *observation, d decision, rs replicaset.RolloutStatus) metav1.C
 		c.Status, c.Reason, c.Message = metav1.ConditionTrue, ReasonRolloutComplete, counts
 	case o.spec.Rollout.Paused:
 		c.Reason, c.Message = ReasonRolloutPaused, counts
-	case len(held) > 0 && len(d.delete) == 0 && len(d.create) == 0:
+	case len(held) > 0 && len(d.delete) == 0 && len(d.create) == 0 && !waitsOnItsOwn(d.plan.Holds, rs, len(d.plan.Deleting)):
 		c.Reason, c.Message = ReasonRolloutHeld, counts+"; held by "+kind+": "+strings.Join(held, "; ")
+	case len(d.delete) == 0 && len(d.create) == 0 && rs.Updated > rs.UpdatedAvailable:
+		c.Reason, c.Message = ReasonRolloutProgressing, fmt.Sprintf("%s; waiting for %d on revision %s to become available",
+			counts, rs.Updated-rs.UpdatedAvailable, o.revision)
+	case len(d.delete) == 0 && len(d.create) == 0 && len(d.plan.Deleting) > 0:
+		c.Reason, c.Message = ReasonRolloutProgressing, fmt.Sprintf("%s; waiting for %d being deleted to go",
+			counts, len(d.plan.Deleting))
 	default:
 		c.Reason, c.Message = ReasonRolloutProgressing, counts
 	}
 	return c
+}
+
+// waitsOnItsOwn reports whether a rollout whose pass did nothing is only
+// waiting for what it started: children on the current template coming up
+// (not yet available) or children being deleted going, with every hold
+// one that lifts when they do (MaxSurge, MaxUnavailable, LastAvailable),
+// or one that only orders the rollout (MaxPerPass, ZoneByZone). Every
+// healthy rollout waits so between steps; RolloutHeld is for a rollout
+// that nothing under way will move (creates failing, a zone backing off,
+// protection, OnDelete).
+func waitsOnItsOwn(holds []replicaset.Hold, rs replicaset.RolloutStatus, deleting int) bool {
+	if rs.Updated <= rs.UpdatedAvailable && deleting == 0 {
+		return false
+	}
+	for _, h := range holds {
+		switch h.By {
+		case replicaset.HoldMaxSurge, replicaset.HoldMaxUnavailable, replicaset.HoldLastAvailable,
+			replicaset.HoldMaxPerPass, replicaset.HoldZoneByZone:
+		default:
+			return false
+		}
+	}
+	return true
 }
 
 // progress is where an owner's rollout stood when it last moved: its

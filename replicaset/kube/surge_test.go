@@ -98,8 +98,9 @@ func startPodManager(t *testing.T) (client.WithWatch, string) {
 // plays the kubelet: it makes each new Pod ready only once the Widget's
 // status shows the surge Pod up and not ready, so every moment of the
 // rollout, the surge held included, is reached and published. A healthy
-// rollout pages no one: no set says Ready=False, ZonesBalanced=False or
-// ScalingDown=True (there is no scale-down), and the surge says
+// rollout pages no one: no set says Ready=False, ZonesBalanced=False,
+// ScalingDown=True (there is no scale-down) or RolledOut=False
+// RolloutHeld (waiting for the surge Pod is progress), and the surge says
 // RolloutSurge. While the rollout waits on the surge Pod no pass runs
 // (nothing changes until a Pod does), and an independent watch of the
 // Pods holds the bounds: at most 4 live, never fewer than 3 ready.
@@ -183,7 +184,7 @@ func rollAndRecord(t *testing.T, zones []string) {
 	var seen []string
 	for _, set := range sets {
 		t.Logf("%s", set)
-		for _, bad := range []string{"Ready=False", "ZonesBalanced=False", "ScalingDown=True"} {
+		for _, bad := range []string{"Ready=False", "ZonesBalanced=False", "ScalingDown=True", "RolledOut=False RolloutHeld"} {
 			if strings.Contains(set, bad) {
 				t.Errorf("a healthy rollout said %s: %s", bad, set)
 			}
