@@ -60,8 +60,9 @@ const (
 	// ReasonOwnerDeleting means the owner is being deleted; the garbage
 	// collector removes its children (also ZonesBalanced's reason then).
 	ReasonOwnerDeleting = "OwnerDeleting"
-	// ReasonReplicaFailure means ScalingUp, ScalingDown, Ready or
-	// ZonesBalanced cannot move because of what ReplicaFailure says.
+	// ReasonReplicaFailure means ScalingUp, ScalingDown, Ready,
+	// ZonesBalanced or RolledOut cannot move because of what
+	// ReplicaFailure says.
 	ReasonReplicaFailure = "ReplicaFailure"
 	// ReasonReplicasReady is Ready's reason when it is True.
 	ReasonReplicasReady = "ReplicasReady"

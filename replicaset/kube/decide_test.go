@@ -170,6 +170,11 @@ func passCases() []passCase {
 		{"rollout: scaled down while the new children are not ready: the bounds hold the scale-down, ScalingDown says so",
 			observed(2, kids(kid("web-0", onRev("r1")), kid("web-1", onRev("r1")),
 				kid("web-2", onRev("r2"), notReady), kid("web-3", onRev("r2"), notReady)), rolling("r2")), ordinal, nil},
+		{"rollout: MaxSurge and MaxUnavailable both 0: refused, naming both, nothing done",
+			observed(3, kids(kid("web-0", onRev("r1")), kid("web-1", onRev("r1")), kid("web-2", onRev("r1"))), rolling("r2"),
+				func(o *observation) {
+					o.spec.Rollout.MaxSurge, o.spec.Rollout.MaxUnavailable = replicaset.Count(0), replicaset.Count(0)
+				}), ordinal, nil},
 		{"rollout: paused with the surge up: the pause scales down, as Strategy.Paused says",
 			observed(3, kids(kid("web-0", onRev("r1")), kid("web-1", onRev("r1")), kid("web-2", onRev("r1")),
 				kid("web-3", onRev("r2"), notReady)), rolling("r2"), func(o *observation) { o.spec.Rollout.Paused = true }), ordinal, nil},
