@@ -175,6 +175,14 @@ func unanswered(ctx context.Context, err error) error {
 // vCenter restarts). A certificate that fails verification, a TLS alert,
 // any other HTTP error or a fault is an answer, and the caller's
 // cancellation is not vCenter's silence.
+//
+// Only an alert the client has read is known to be one. In TLS 1.3 a
+// server checks the client's certificate after the client's handshake has
+// ended, while the client writes its first request, and net/http may then
+// report, instead of the alert, that write's error (a reset or a broken
+// pipe, the server having closed) or the closing of the connection by its
+// own reader; neither names the alert, and a write's error counts as
+// silence.
 func silent(ctx context.Context, err error) bool {
 	var cert *tls.CertificateVerificationError
 	var unknownCA x509.UnknownAuthorityError

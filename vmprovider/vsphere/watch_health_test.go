@@ -2,10 +2,19 @@ package vsphere_test
 
 import (
 	"context"
+	"crypto/ecdsa"
+	"crypto/elliptic"
+	"crypto/rand"
 	"crypto/tls"
+	"crypto/x509"
+	"crypto/x509/pkix"
 	"errors"
+	"io"
+	"math/big"
+	"net"
 	"net/http"
 	"net/http/httptest"
+	"sync"
 	"testing"
 	"time"
 
@@ -130,34 +139,28 @@ func TestNew_Unreachable(t *testing.T) {
 // reach it (502, 503, 504) is ErrUnreachable; another HTTP error and a
 // TLS alert (a server that demands a client certificate) are answers.
 func TestNew_AnswersThatAreNot(t *testing.T) {
-	serve := func(t *testing.T, status int, clientCert bool) vsphere.Config {
-		s := httptest.NewUnstartedServer(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
+	serve := func(t *testing.T, status int) vsphere.Config {
+		s := httptest.NewTLSServer(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
 			w.WriteHeader(status)
 		}))
-		if clientCert {
-			s.TLS = &tls.Config{ClientAuth: tls.RequireAnyClientCert}
-		}
-		s.StartTLS()
 		t.Cleanup(s.Close)
 		return vsphere.Config{URL: s.URL + "/sdk", Username: "u", Password: "p", Insecure: true}
 	}
 	tests := []struct {
-		desc       string
-		status     int
-		clientCert bool
-		want       bool
+		desc   string
+		status int
+		want   bool
 	}{
-		{"502 from a proxy", http.StatusBadGateway, false, true},
-		{"503 while vCenter restarts", http.StatusServiceUnavailable, false, true},
-		{"504 from a proxy", http.StatusGatewayTimeout, false, true},
-		{"404: no SDK at that path", http.StatusNotFound, false, false},
-		{"a TLS alert: a client certificate demanded", http.StatusOK, true, false},
+		{"502 from a proxy", http.StatusBadGateway, true},
+		{"503 while vCenter restarts", http.StatusServiceUnavailable, true},
+		{"504 from a proxy", http.StatusGatewayTimeout, true},
+		{"404: no SDK at that path", http.StatusNotFound, false},
 	}
 	for _, tt := range tests {
 		t.Run(tt.desc, func(t *testing.T) {
 			ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 			defer cancel()
-			p, err := vsphere.New(ctx, serve(t, tt.status, tt.clientCert))
+			p, err := vsphere.New(ctx, serve(t, tt.status))
 			if err == nil {
 				_ = p.Close(ctx)
 				t.Fatal("New succeeded")
@@ -167,4 +170,99 @@ func TestNew_AnswersThatAreNot(t *testing.T) {
 			}
 		})
 	}
+	t.Run("a TLS alert: a client certificate demanded", func(t *testing.T) {
+		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		defer cancel()
+		p, err := vsphere.New(ctx, alerting(t))
+		if err == nil {
+			_ = p.Close(ctx)
+			t.Fatal("New succeeded")
+		}
+		// The alert itself, not a write or read error that stands for it:
+		// otherwise this test would not be testing what it names.
+		var alert *net.OpError
+		if !errors.As(err, &alert) || alert.Op != "remote error" {
+			t.Fatalf("New: %v; want the server's TLS alert", err)
+		}
+		if errors.Is(err, vmprovider.ErrUnreachable) {
+			t.Errorf("New: %v; a TLS alert is an answer, want no ErrUnreachable", err)
+		}
+	})
+}
+
+// alerting runs a TLS server on the loopback interface until the test ends
+// that answers every handshake with an alert, as a server that demands a
+// client certificate does of a client that has none, and returns a
+// configuration for it.
+//
+// It makes the moment the client reads the alert instead of racing it, in
+// two ways. It offers TLS 1.2 at most, where the server checks the
+// client's certificate inside the handshake, so the client reads the alert
+// before it writes anything else. In TLS 1.3 the client's handshake has
+// ended by then and it has written its first request; net/http's Transport
+// then returns whichever comes first of the alert its reader found and the
+// error of writing that request to a connection the server has closed
+// ("broken pipe", "connection reset by peer", or "use of closed network
+// connection" once its reader has closed it), and New rightly calls the
+// latter unreachable: the alert never reaches it. And after the alert the
+// server stops writing but reads until the client hangs up, since closing
+// a socket with data unread sends a reset.
+func alerting(t *testing.T) vsphere.Config {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg := &tls.Config{
+		Certificates: []tls.Certificate{selfSigned(t)},
+		ClientAuth:   tls.RequireAnyClientCert,
+		MaxVersion:   tls.VersionTLS12,
+	}
+	var wg sync.WaitGroup
+	wg.Go(func() {
+		for {
+			c, err := ln.Accept()
+			if err != nil {
+				return // the listener is closed
+			}
+			wg.Go(func() {
+				defer func() { _ = c.Close() }()
+				_ = c.SetDeadline(time.Now().Add(time.Minute)) // a client that never hangs up
+				if err := tls.Server(c, cfg).Handshake(); err == nil {
+					t.Error("a client without a certificate completed the handshake")
+					return
+				}
+				_ = c.(*net.TCPConn).CloseWrite()
+				_, _ = io.Copy(io.Discard, c)
+			})
+		}
+	})
+	t.Cleanup(func() {
+		_ = ln.Close()
+		wg.Wait()
+	})
+	return vsphere.Config{URL: "https://" + ln.Addr().String() + "/sdk", Username: "u", Password: "p", Insecure: true}
+}
+
+// selfSigned makes a certificate for 127.0.0.1.
+func selfSigned(t *testing.T) tls.Certificate {
+	t.Helper()
+	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+	if err != nil {
+		t.Fatal(err)
+	}
+	tmpl := &x509.Certificate{
+		SerialNumber: big.NewInt(1),
+		Subject:      pkix.Name{CommonName: "127.0.0.1"},
+		IPAddresses:  []net.IP{net.IPv4(127, 0, 0, 1)},
+		NotBefore:    time.Now().Add(-time.Hour),
+		NotAfter:     time.Now().Add(time.Hour),
+		KeyUsage:     x509.KeyUsageDigitalSignature,
+		ExtKeyUsage:  []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth},
+	}
+	der, err := x509.CreateCertificate(rand.Reader, tmpl, tmpl, &key.PublicKey, key)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return tls.Certificate{Certificate: [][]byte{der}, PrivateKey: key}
 }
