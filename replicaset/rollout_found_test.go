@@ -4,6 +4,7 @@ import (
 	"errors"
 	"strings"
 	"testing"
+	"time"
 
 	gocmp "github.com/google/go-cmp/cmp"
 
@@ -128,5 +129,21 @@ func TestSpec_ValidateBothZero(t *testing.T) {
 	}
 	if got := ok.Limits(3).Unavailable; got != 1 {
 		t.Errorf("Limits(3).Unavailable = %d for 0 surge and 25%% of 3, want 1", got)
+	}
+}
+
+// TestCompute_RebalanceWaitsOnBackoffSaysSo: with Rebalance, zones a=1
+// b=3 and a backing off, nothing moves, and Plan.Unbalanced says it is the
+// backoff, not that rebalancing is under way.
+func TestCompute_RebalanceWaitsOnBackoffSaysSo(t *testing.T) {
+	spec := replicaset.Spec{Desired: 4, Zones: []string{"a", "b"}, Rebalance: true,
+		ZoneBackoff: []replicaset.ZoneBackoff{{Zone: "a", Until: replicagen.Now().Add(time.Minute)}}}
+	set := zoned(on("w", "", 4), "a", "b", "b", "b")
+	p, err := replicaset.Compute(spec, set, deletionpolicy.HighestOrdinal{}, replicagen.Now())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !p.IsZero() || !strings.Contains(p.Unbalanced, "backing off") {
+		t.Errorf("plan %v: want nothing done and Unbalanced naming the backoff", p)
 	}
 }

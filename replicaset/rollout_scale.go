@@ -138,7 +138,11 @@ func (ro *rollout) scaleDown(want int) {
 		// is a Hold, as the Plan's documentation says.
 		capped := min(held, max(0, want-spec.maxPerPass()))
 		p.Deferred = capped
-		if waiting := held - capped; waiting > 0 {
+		// A rolling update's surge excess held by the availability bounds
+		// is the replacement that replace holds and explains: a hold of
+		// its own would count it twice.
+		surgeOnly := active && ro.rolling() && want <= ro.lim.Surge && !byLast
+		if waiting := held - capped; waiting > 0 && !surgeOnly {
 			var why []string
 			kind := HoldMaxUnavailable
 			if byBudget {

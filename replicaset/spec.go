@@ -99,16 +99,17 @@ type Spec struct {
 	Unreachable []string
 
 	// Revision is the revision replicas should be on (a hash of the
-	// owner's template, say). Empty: the set has no revisions, Strategy is
-	// ignored, and Compute plans exactly as it did before revisions
-	// existed. Set: replicas whose Replica.Revision differs are on older
+	// owner's template, say). Empty: the set has no revisions, nothing is
+	// replaced, and Compute plans exactly as it did before revisions
+	// existed; Strategy's MaxSurge still sizes the stand-ins for
+	// unreachable zones, and Validate checks Strategy either way. Set: replicas whose Replica.Revision differs are on older
 	// revisions and are replaced under Strategy, as the package
 	// documentation's Rollouts section states. A replica with no revision counts as on this one, so
 	// that replicas made before the binding recorded revisions are adopted,
 	// not replaced.
 	Revision string
-	// Strategy says how replicas on older revisions are replaced. It
-	// applies only when Revision is set.
+	// Strategy says how replicas on older revisions are replaced, which
+	// happens only when Revision is set.
 	Strategy Strategy
 	// CreatesFailing tells Compute that the caller's recent creates failed
 	// (quota, capacity; execute.Result says so). Plans do not change, since

@@ -397,6 +397,8 @@ func unbalanced(spec Spec, zc zoneCounts, p Plan, held int, now time.Time) strin
 		return fmt.Sprintf("%s: rebalancing, deletes wait for replicas to become available", spread)
 	case len(off) > 0 && p.Create > 0:
 		return fmt.Sprintf("%s: creates avoid %s, backing off after failures", spread, strings.Join(off, ", "))
+	case len(off) > 0 && spec.Rebalance && p.Create == 0 && len(p.Delete) == 0:
+		return fmt.Sprintf("%s: rebalancing waits, creates avoid %s, backing off after failures", spread, strings.Join(off, ", "))
 	case p.Deferred > 0:
 		return fmt.Sprintf("%s: the per-pass cap deferred %d", spread, p.Deferred)
 	case spec.Rebalance:
