@@ -71,6 +71,9 @@ func (g *gate) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	}
 	if g.faults != nil {
 		g.faults.count(method)
+		if !g.faults.wait(r.Context(), method) {
+			panic(http.ErrAbortHandler) // no answer: the connection closes
+		}
 	}
 	if method == "WaitForUpdatesEx" {
 		g.waitForUpdates(w, r, body)
