@@ -30,15 +30,20 @@ import (
 	"github.com/replicakit/replicakit/vmprovider/vsphere"
 )
 
-// scenario is one kind of trouble.
+// scenario is one kind of trouble; the random ones are seeded with the
+// scenario's seed.
 type scenario struct {
 	name    string
-	api     *faults.Injector // API write faults, nil for none
-	lag     *faults.Lag      // a lagging cache, nil for none
-	vcenter []string         // vSphere methods failing 20% of the time
-	restart bool             // restart the operator mid-scale
-	foreign bool             // plant foreign objects and VMs first
+	api     bool // 20% of the operator's API writes fail
+	lag     bool // its cache lags, each watch read waiting up to 300 ms
+	vcenter bool // 20% of vCenter's clone, power-on and destroy tasks fail
+	restart bool // restart the operator mid-scale
+	foreign bool // plant foreign objects and VMs first
 }
+
+// vcFaults are the vCenter methods that fail in the scenarios with
+// vCenter faults.
+var vcFaults = []string{"CloneVM_Task", "PowerOnVM_Task", "Destroy_Task"}
 
 // row is one line of the printed table.
 type row struct {
@@ -50,8 +55,16 @@ type row struct {
 
 const setName = "chaos-rs"
 
-func (sc scenario) run(t *testing.T, e *testenv.Env, n, cycles int) row {
+func (sc scenario) run(t *seeded, e *testenv.Env, n, cycles int) row {
 	begin := time.Now()
+	var api *faults.Injector
+	if sc.api {
+		api = faults.New(0.2, t.seed)
+	}
+	var lag *faults.Lag
+	if sc.lag {
+		lag = faults.NewLag(300*time.Millisecond, t.seed)
+	}
 	ctx := context.Background()
 	ns := "chaos-" + sc.name
 	if err := e.Client.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}); err != nil {
@@ -59,10 +72,8 @@ func (sc scenario) run(t *testing.T, e *testenv.Env, n, cycles int) row {
 	}
 	var sim *vcsimtest.Sim
 	var vcf *vcsim.Faults
-	if len(sc.vcenter) > 0 {
-		seed := uint64(time.Now().UnixNano())
-		t.Logf("vCenter faults seeded with %d", seed)
-		vcf = &vcsim.Faults{Methods: sc.vcenter, Seed: seed}
+	if sc.vcenter {
+		vcf = &vcsim.Faults{Methods: vcFaults, Seed: t.seed}
 		sim = vcsimtest.StartFaulty(t, vcf)
 	} else {
 		sim = vcsimtest.Start(t)
@@ -74,7 +85,7 @@ func (sc scenario) run(t *testing.T, e *testenv.Env, n, cycles int) row {
 	if vcf != nil {
 		vcf.SetProbability(0.2)
 	}
-	op := &operator{t: t, e: e, sim: sim, api: sc.api, lag: sc.lag}
+	op := &operator{t: t, e: e, sim: sim, api: api, lag: lag}
 	op.start()
 
 	set := &vmv1.VirtualMachineReplicaSet{
@@ -119,6 +130,9 @@ func (sc scenario) run(t *testing.T, e *testenv.Env, n, cycles int) row {
 		}
 	}
 	w.stop()
+	if planted != nil {
+		planted.reported(t, e)
+	}
 	op.stop()
 
 	r := row{name: sc.name, steps: fmt.Sprintf("%d × 0→%d→0", cycles, n), maxChildren: int(w.max.Load()), final: "converged"}
@@ -127,15 +141,15 @@ func (sc scenario) run(t *testing.T, e *testenv.Env, n, cycles int) row {
 		r.foreignChanged = planted.changed(t, e)
 	}
 	var inj []string
-	if sc.api != nil {
-		inj = append(inj, sc.api.String())
-		if sc.api.Injected() == 0 {
+	if api != nil {
+		inj = append(inj, api.String())
+		if api.Injected() == 0 {
 			t.Errorf("no API fault was injected: the scenario exercised nothing")
 		}
 	}
-	if sc.lag != nil {
-		inj = append(inj, fmt.Sprintf("%d lagging watch reads", sc.lag.Reads.Load()))
-		if sc.lag.Reads.Load() == 0 {
+	if lag != nil {
+		inj = append(inj, fmt.Sprintf("%d lagging watch reads", lag.Reads.Load()))
+		if lag.Reads.Load() == 0 {
 			t.Errorf("the cache never lagged: the scenario exercised nothing")
 		}
 	}
@@ -171,7 +185,7 @@ func (sc scenario) run(t *testing.T, e *testenv.Env, n, cycles int) row {
 
 // operator is the example operator's manager, in process, restartable.
 type operator struct {
-	t    *testing.T
+	t    testing.TB
 	e    *testenv.Env
 	sim  *vcsimtest.Sim
 	api  *faults.Injector
@@ -229,17 +243,42 @@ func (o *operator) restartMidway(ns string, uid types.UID, prev, desired int) st
 }
 
 // converge waits until both sides hold exactly desired VMs.
-func converge(t *testing.T, e *testenv.Env, sim *vcsimtest.Sim, ns string, desired int) {
+func converge(t testing.TB, e *testenv.Env, sim *vcsimtest.Sim, ns string, desired int) {
 	t.Helper()
 	var st vmcheck.State
 	var last error
-	err := wait.PollUntilContextTimeout(context.Background(), 100*time.Millisecond, 3*time.Minute, true, func(ctx context.Context) (bool, error) {
-		st, last = vmcheck.Observe(ctx, e.Client, sim.Config(), ns, setName)
-		return last == nil && st.Settled(desired), nil
+	err := wait.PollUntilContextTimeout(context.Background(), 100*time.Millisecond, 3*time.Minute, true, func(context.Context) (bool, error) {
+		got, err := observeAll(e, []vsphere.Config{sim.Config()}, ns)
+		if err != nil {
+			last = err
+			return false, nil
+		}
+		st, last = got, nil
+		return st.Settled(desired), nil
 	})
 	if err != nil {
-		t.Fatalf("not converged on %d: %v (last read error: %v)%s", desired, st, last, unsettled(e, ns))
+		t.Fatalf("not converged on %d in 3 minutes: last read %v (then a read failed: %v)%s", desired, st, last, unsettled(e, ns))
 	}
+}
+
+// readTimeout bounds each of the harness's reads of the API server and
+// vCenter apart from the deadline of the poll that makes it: a poll that
+// runs out reports the last state it read in full, not a read its
+// deadline cut short (reading a simulator waits at its gate behind the
+// operator's calls, so most of a poll's time is spent reading, and a
+// deadline mostly lands in the middle of a read).
+const readTimeout = 30 * time.Second
+
+// observeAll reads the set's state in the API server and in the vCenters
+// of vcs, for up to readTimeout.
+func observeAll(e *testenv.Env, vcs []vsphere.Config, ns string) (vmcheck.State, error) {
+	ctx, cancel := context.WithTimeout(context.Background(), readTimeout)
+	defer cancel()
+	st, err := vmcheck.ObserveAll(ctx, e.Client, vcs, ns, setName)
+	if err != nil {
+		return st, fmt.Errorf("read within %v: %w", readTimeout, err)
+	}
+	return st, nil
 }
 
 // unsettled describes the namespace's VirtualMachines that are not powered
@@ -321,9 +360,9 @@ func (w *watcher) stop() {
 
 // leaksAndDuplicates counts the namespace's vSphere VMs that no
 // VirtualMachine accounts for, and names held by more than one VM.
-func leaksAndDuplicates(t *testing.T, e *testenv.Env, sim *vcsimtest.Sim, ns string) (leaked, dups int) {
+func leaksAndDuplicates(t testing.TB, e *testenv.Env, sim *vcsimtest.Sim, ns string) (leaked, dups int) {
 	t.Helper()
-	st, err := vmcheck.Observe(context.Background(), e.Client, sim.Config(), ns, setName)
+	st, err := observeAll(e, []vsphere.Config{sim.Config()}, ns)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -29,7 +29,7 @@ import (
 // converges on its count in the other two zones. Then zone-c recovers and
 // Rebalance moves the set to 3/3/3 without its available VMs ever dropping
 // below nine.
-func zoneOutage(t *testing.T, e *testenv.Env) row {
+func zoneOutage(t *seeded, e *testenv.Env) row {
 	begin := time.Now()
 	ctx := context.Background()
 	const ns = "chaos-zone-outage"
@@ -88,7 +88,9 @@ func zoneOutage(t *testing.T, e *testenv.Env) row {
 	lowest := watchAvailable(e, ns, set.UID)
 	want := map[string]int{"DC0_C0": 3, "DC0_C1": 3, "DC0_C2": 3}
 	var got map[string]int
-	err := wait.PollUntilContextTimeout(ctx, 200*time.Millisecond, 3*time.Minute, true, func(ctx context.Context) (bool, error) {
+	err := wait.PollUntilContextTimeout(ctx, 200*time.Millisecond, 3*time.Minute, true, func(context.Context) (bool, error) {
+		ctx, cancel := context.WithTimeout(context.Background(), readTimeout) // see readTimeout
+		defer cancel()
 		var err error
 		got, err = vmcheck.Spread(ctx, sim.Config(), ns)
 		return err == nil && maps.Equal(got, want), nil
@@ -121,7 +123,7 @@ func zoneOutage(t *testing.T, e *testenv.Env) row {
 }
 
 // poolOf is the resource pool at path in the simulator, read over the API.
-func poolOf(t *testing.T, sim *vcsimtest.Sim, path string) types.ManagedObjectReference {
+func poolOf(t testing.TB, sim *vcsimtest.Sim, path string) types.ManagedObjectReference {
 	t.Helper()
 	ref, err := sim.ResourcePool(context.Background(), path)
 	if err != nil {
