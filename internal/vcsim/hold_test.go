@@ -6,6 +6,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/vmware/govmomi/simulator"
 	"github.com/vmware/govmomi/vim25/types"
 
 	"github.com/replicakit/replicakit/internal/vcsim"
@@ -69,5 +70,41 @@ func TestFaults_Hold(t *testing.T) {
 	}
 	if h.Count() != 1 {
 		t.Errorf("the second hold caught %d calls, want 1", h.Count())
+	}
+}
+
+// TestFaults_Serving: while a clone whose task takes a second holds the
+// gate, Serving names it and how long it has held it; then nothing.
+func TestFaults_Serving(t *testing.T) {
+	simulator.TaskDelay.MethodDelay = map[string]int{"CloneVm": 1000} // the clone task's name
+	t.Cleanup(func() { simulator.TaskDelay.MethodDelay = nil })
+	f := &vcsim.Faults{}
+	_, c := start(t, f.Serialized)
+	ctx := context.Background()
+	vm, folder := template(t, c)
+	if m, d := f.Serving(); m != "" {
+		t.Errorf("Serving() = %q, %v with no call in flight, want nothing", m, d)
+	}
+	done := make(chan error, 1)
+	go func() {
+		_, err := vm.Clone(ctx, folder, "clone-slow", types.VirtualMachineCloneSpec{})
+		done <- err
+	}()
+	var seen time.Duration
+	for seen == 0 {
+		select {
+		case err := <-done:
+			t.Fatalf("the clone ended (%v) before Serving named it for a while", err)
+		case <-time.After(10 * time.Millisecond):
+		}
+		if m, d := f.Serving(); m == "CloneVM_Task" && d >= 100*time.Millisecond {
+			seen = d
+		}
+	}
+	if err := <-done; err != nil {
+		t.Fatal(err)
+	}
+	if m, d := f.Serving(); m != "" {
+		t.Errorf("Serving() = %q, %v after the clone, want nothing", m, d)
 	}
 }
