@@ -1,6 +1,7 @@
 package chaos_test
 
 import (
+	"context"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -11,6 +12,8 @@ import (
 	"time"
 
 	"github.com/go-logr/logr"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/log"
 
 	"github.com/replicakit/replicakit/examples/internal/vmcheck"
@@ -26,6 +29,24 @@ func TestMain(m *testing.M) {
 		CRDDirectoryPaths: []string{filepath.Join("..", "config", "crd", "bases")},
 		Scheme:            vmcheck.Scheme(),
 	})
+}
+
+// runs counts the runs of TestChaos in this process (go test -count=N
+// runs it N times on one control plane): namespace tells them apart.
+var runs int
+
+// namespace creates the namespace base, or base-N in the Nth run of
+// TestChaos, and returns its name.
+func namespace(t testing.TB, e *testenv.Env, base string) string {
+	t.Helper()
+	ns := base
+	if runs > 1 {
+		ns = fmt.Sprintf("%s-%d", base, runs)
+	}
+	if err := e.Client.Create(context.Background(), &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}); err != nil {
+		t.Fatal(err)
+	}
+	return ns
 }
 
 // sizeVar names the environment variable that chooses the suite's size:
@@ -65,6 +86,7 @@ func rolloutLag(seed uint64) *faults.Lag {
 // clock, and says which in every failure message.
 func TestChaos(t *testing.T) {
 	e := env.Require(t)
+	runs++
 	n, cycles := size()
 	scenarios := []scenario{
 		{name: "api-faults", api: true},

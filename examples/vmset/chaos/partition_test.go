@@ -9,7 +9,6 @@ import (
 	"testing"
 	"time"
 
-	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/wait"
@@ -51,15 +50,25 @@ var partitionZones = map[string]vmprovider.Placement{
 func vcenterPartition(t *seeded, e *testenv.Env) row {
 	begin := time.Now()
 	ctx := context.Background()
-	const ns = "chaos-partition"
-	if err := e.Client.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}); err != nil {
-		t.Fatal(err)
-	}
+	ns := namespace(t, e, "chaos-partition")
 	// West's gate holds its clones and destroys around each cut: the
 	// moment to cut is made, not raced for, and what west holds when cut
 	// off is exactly what the test read.
-	westGate := &vcsim.Faults{}
-	east, west := vcsimtest.Start(t), vcsimtest.StartFaulty(t, westGate, vcsim.Credentials("west-admin@vsphere.local", "west-Secr3t-pw"))
+	eastGate, westGate := &vcsim.Faults{}, &vcsim.Faults{}
+	east, west := vcsimtest.StartFaulty(t, eastGate), vcsimtest.StartFaulty(t, westGate, vcsim.Credentials("west-admin@vsphere.local", "west-Secr3t-pw"))
+	// gates says what each simulator's gate serves, for a failure message:
+	// a read that waits long waits behind it.
+	gates := func() string {
+		var b strings.Builder
+		for name, g := range map[string]*vcsim.Faults{"east": eastGate, "west": westGate} {
+			m, d := g.Serving()
+			if m == "" {
+				m = "nothing"
+			}
+			fmt.Fprintf(&b, "; %s's gate serving %s for %v", name, m, d.Round(time.Millisecond))
+		}
+		return b.String()
+	}
 	westCfg, link := vcsimtest.BehindLink(t, west)
 	providers := map[string]*vsphere.Provider{}
 	for name, cfg := range map[string]vsphere.Config{"east": east.Config(), "west": westCfg} {
@@ -109,7 +118,7 @@ func vcenterPartition(t *seeded, e *testenv.Env) row {
 			return st.Settled(n), nil
 		})
 		if err != nil {
-			t.Fatalf("not converged on %d over both vCenters in 3 minutes: last read %v (then a read failed: %v)%s", n, st, last, unsettled(e, ns))
+			t.Fatalf("not converged on %d over both vCenters in 3 minutes: last read %v (then a read failed: %v%s)%s", n, st, last, gates(), unsettled(e, ns))
 		}
 	}
 	settleAll(4)

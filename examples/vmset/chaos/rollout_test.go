@@ -9,7 +9,6 @@ import (
 	"testing"
 	"time"
 
-	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
@@ -56,10 +55,7 @@ var (
 func rolloutRevert(t *seeded, e *testenv.Env, lag *faults.Lag) row {
 	begin := time.Now()
 	ctx := context.Background()
-	const ns = "chaos-rollout"
-	if err := e.Client.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}); err != nil {
-		t.Fatal(err)
-	}
+	ns := namespace(t, e, "chaos-rollout")
 	vcf := &vcsim.Faults{Methods: vcFaults, Seed: t.seed}
 	sim := vcsimtest.StartFaulty(t, vcf)
 	if err := sim.AddCluster(ctx, vcsim.ThirdCluster); err != nil {

@@ -10,7 +10,6 @@ import (
 	"testing"
 	"time"
 
-	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/wait"
@@ -66,10 +65,7 @@ func (sc scenario) run(t *seeded, e *testenv.Env, n, cycles int) row {
 		lag = faults.NewLag(300*time.Millisecond, t.seed)
 	}
 	ctx := context.Background()
-	ns := "chaos-" + sc.name
-	if err := e.Client.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}); err != nil {
-		t.Fatal(err)
-	}
+	ns := namespace(t, e, "chaos-"+sc.name)
 	var sim *vcsimtest.Sim
 	var vcf *vcsim.Faults
 	if sc.vcenter {

@@ -9,7 +9,6 @@ import (
 	"time"
 
 	"github.com/vmware/govmomi/vim25/types"
-	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	ktypes "k8s.io/apimachinery/pkg/types"
@@ -32,10 +31,7 @@ import (
 func zoneOutage(t *seeded, e *testenv.Env) row {
 	begin := time.Now()
 	ctx := context.Background()
-	const ns = "chaos-zone-outage"
-	if err := e.Client.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}); err != nil {
-		t.Fatal(err)
-	}
+	ns := namespace(t, e, "chaos-zone-outage")
 	vcf := &vcsim.Faults{}
 	sim := vcsimtest.StartFaulty(t, vcf)
 	if err := sim.AddCluster(ctx, vcsim.ThirdCluster); err != nil {
