@@ -144,7 +144,7 @@ func vcenterPartition(t *seeded, e *testenv.Env) row {
 		}); err != nil {
 			t.Fatalf("%s: the moment to cut west never came in 2 minutes (%d clones held at west)%s", what, clones.Count(), unsettled(e, ns))
 		}
-		before, err := vmcheck.Spread(ctx, west.Config(), ns)
+		before, err := readSpread(west.Config(), ns)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -245,7 +245,7 @@ func vcenterPartition(t *seeded, e *testenv.Env) row {
 
 	spread := map[string]int{}
 	for _, cfg := range vcs {
-		got, err := vmcheck.Spread(ctx, cfg, ns)
+		got, err := readSpread(cfg, ns)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -290,9 +290,12 @@ func vcenterPartition(t *seeded, e *testenv.Env) row {
 // reaches, sorted.
 func namesOn(t testing.TB, cfg vsphere.Config, ns string) []string {
 	t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), readTimeout)
-	defer cancel()
-	all, err := vcsim.VMNames(ctx, cfg)
+	var all []string
+	err := read(func(ctx context.Context) error {
+		var err error
+		all, err = vcsim.VMNames(ctx, cfg)
+		return err
+	})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -296,12 +296,10 @@ func settleOn(t testing.TB, e *testenv.Env, sim *vcsimtest.Sim, set *vmv1.Virtua
 	var got map[string]int
 	var last error
 	err := wait.PollUntilContextTimeout(context.Background(), 100*time.Millisecond, 3*time.Minute, true, func(context.Context) (bool, error) {
-		ctx, cancel := context.WithTimeout(context.Background(), readTimeout) // see readTimeout
-		defer cancel()
 		// The API server first: vCenter serves one call at a time, the
 		// operator's among them.
 		var l vmv1.VirtualMachineList
-		if last = e.Client.List(ctx, &l, client.InNamespace(set.Namespace)); last != nil || count(l.Items, set.UID, rev, true) != 9 {
+		if last = read(func(ctx context.Context) error { return e.Client.List(ctx, &l, client.InNamespace(set.Namespace)) }); last != nil || count(l.Items, set.UID, rev, true) != 9 {
 			return false, nil
 		}
 		st, last = observeAll(e, []vsphere.Config{sim.Config()}, set.Namespace)
@@ -312,7 +310,11 @@ func settleOn(t testing.TB, e *testenv.Env, sim *vcsimtest.Sim, set *vmv1.Virtua
 		if c == nil || c.Reason != kube.ReasonRolloutComplete {
 			return false, nil
 		}
-		got, last = setSpread(ctx, sim, set.Namespace)
+		last = read(func(ctx context.Context) error {
+			var err error
+			got, err = setSpread(ctx, sim, set.Namespace)
+			return err
+		})
 		return last == nil && maps.Equal(got, spread), nil
 	})
 	if err != nil {
@@ -325,7 +327,12 @@ func settleOn(t testing.TB, e *testenv.Env, sim *vcsimtest.Sim, set *vmv1.Virtua
 // the VMs of names, each with spec's CPUs and memory.
 func checkHardware(t testing.TB, sim *vcsimtest.Sim, ns string, names []string, spec vmv1.VirtualMachineSpec) {
 	t.Helper()
-	got, err := rollwatch.ReadHardware(context.Background(), sim.Config(), ns+"-"+setName+"-")
+	var got map[string]rollwatch.Hardware
+	err := read(func(ctx context.Context) error {
+		var err error
+		got, err = rollwatch.ReadHardware(ctx, sim.Config(), ns+"-"+setName+"-")
+		return err
+	})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -265,16 +265,51 @@ func converge(t testing.TB, e *testenv.Env, sim *vcsimtest.Sim, ns string, desir
 // deadline mostly lands in the middle of a read).
 const readTimeout = 30 * time.Second
 
-// observeAll reads the set's state in the API server and in the vCenters
-// of vcs, for up to readTimeout.
-func observeAll(e *testenv.Env, vcs []vsphere.Config, ns string) (vmcheck.State, error) {
+// read calls f until it succeeds, for up to readTimeout, and returns its
+// last error. A read of the VMs in a simulator takes two calls (the
+// folder's children, then their properties), and fails when a VM it
+// listed is destroyed between them (vcsim.ChildVMs): a moment the
+// operator may make at any time, so the harness reads again.
+func read(f func(ctx context.Context) error) error {
 	ctx, cancel := context.WithTimeout(context.Background(), readTimeout)
 	defer cancel()
-	st, err := vmcheck.ObserveAll(ctx, e.Client, vcs, ns, setName)
-	if err != nil {
-		return st, fmt.Errorf("read within %v: %w", readTimeout, err)
+	for {
+		err := f(ctx)
+		if err == nil || ctx.Err() != nil {
+			if err != nil {
+				return fmt.Errorf("read for %v: %w", readTimeout, err)
+			}
+			return nil
+		}
+		select {
+		case <-ctx.Done():
+			return fmt.Errorf("read for %v: %w", readTimeout, err)
+		case <-time.After(100 * time.Millisecond):
+		}
 	}
-	return st, nil
+}
+
+// observeAll reads the set's state in the API server and in the vCenters
+// of vcs (read).
+func observeAll(e *testenv.Env, vcs []vsphere.Config, ns string) (vmcheck.State, error) {
+	var st vmcheck.State
+	err := read(func(ctx context.Context) error {
+		var err error
+		st, err = vmcheck.ObserveAll(ctx, e.Client, vcs, ns, setName)
+		return err
+	})
+	return st, err
+}
+
+// readSpread is vmcheck.Spread through read.
+func readSpread(cfg vsphere.Config, ns string) (map[string]int, error) {
+	var got map[string]int
+	err := read(func(ctx context.Context) error {
+		var err error
+		got, err = vmcheck.Spread(ctx, cfg, ns)
+		return err
+	})
+	return got, err
 }
 
 // unsettled describes the namespace's VirtualMachines that are not powered

@@ -16,7 +16,6 @@ import (
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
-	"github.com/replicakit/replicakit/examples/internal/vmcheck"
 	vmv1 "github.com/replicakit/replicakit/examples/vmset/api/v1alpha1"
 	"github.com/replicakit/replicakit/internal/testenv"
 	"github.com/replicakit/replicakit/internal/vcsim"
@@ -71,7 +70,7 @@ func zoneOutage(t *seeded, e *testenv.Env) row {
 		converge(t, e, sim, ns, desired)
 		w.bound.Store(int64(desired + 1)) // settled: a surge at most from now on
 		prev = desired
-		if got, err := vmcheck.Spread(ctx, sim.Config(), ns); err != nil || got["DC0_C2"] != 0 {
+		if got, err := readSpread(sim.Config(), ns); err != nil || got["DC0_C2"] != 0 {
 			t.Errorf("%d VMs with zone-c refusing clones: per cluster %v (%v), want none in DC0_C2", desired, got, err)
 		}
 	}
@@ -85,10 +84,8 @@ func zoneOutage(t *seeded, e *testenv.Env) row {
 	want := map[string]int{"DC0_C0": 3, "DC0_C1": 3, "DC0_C2": 3}
 	var got map[string]int
 	err := wait.PollUntilContextTimeout(ctx, 200*time.Millisecond, 3*time.Minute, true, func(context.Context) (bool, error) {
-		ctx, cancel := context.WithTimeout(context.Background(), readTimeout) // see readTimeout
-		defer cancel()
 		var err error
-		got, err = vmcheck.Spread(ctx, sim.Config(), ns)
+		got, err = readSpread(sim.Config(), ns)
 		return err == nil && maps.Equal(got, want), nil
 	})
 	if err != nil {
