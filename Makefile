@@ -61,8 +61,8 @@ lint:
 
 ## test: gofmt check, go vet, golangci-lint, go.mod tidy, generated code up
 ## to date, the exported API against the last release (apidiff), every
-## package's documentation as pkg.go.dev renders it (docs-check), every
-## test of both modules with the race detector, against the real control
+## package's documentation as pkg.go.dev renders it (docs-check), the
+## tests of both modules with the race detector, against the real control
 ## plane built by `make tools`, and then every fuzz target for FUZZ_SHORT
 ## each (hack/fuzz.sh; about a minute and a half in all on 2 cores once
 ## built): a smoke run that the targets still find nothing quickly, not a
@@ -84,7 +84,7 @@ tidy-check:
 		{ echo "go.mod in $$m is not tidy: run 'go -C $$m mod tidy'" >&2; exit 1; }; done
 
 ## generate: regenerate the example operator's deepcopy code, CRDs and RBAC from
-## the kubebuilder markers (both are committed).
+## the kubebuilder markers (all three are committed).
 .PHONY: generate
 generate: tools
 	cd examples && $(BIN)/controller-gen object paths=./vmset/...
