@@ -83,7 +83,7 @@ func (f *foreignObjects) reported(t testing.TB, e *testenv.Env) {
 		return c != nil && c.Reason == "NameTaken", nil
 	})
 	if err != nil {
-		t.Errorf("VirtualMachine %s with a taken vSphere name: Ready %+v after 2 minutes, want reason NameTaken", f.taken.Name, c)
+		t.Errorf("VirtualMachine %s with a taken vSphere name: Ready %+v after 2 minutes, want reason NameTaken%s", f.taken.Name, c, stacks())
 	}
 }
 

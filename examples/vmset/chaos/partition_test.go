@@ -118,7 +118,7 @@ func vcenterPartition(t *seeded, e *testenv.Env) row {
 			return st.Settled(n), nil
 		})
 		if err != nil {
-			t.Fatalf("not converged on %d over both vCenters in 3 minutes: last read %v (then a read failed: %v%s)%s", n, st, last, gates(), unsettled(e, ns))
+			t.Fatalf("not converged on %d over both vCenters in 3 minutes: last read %v (then a read failed: %v%s)%s", n, st, last, gates(), unsettled(e, ns)+stacks())
 		}
 	}
 	settleAll(4)
@@ -142,7 +142,7 @@ func vcenterPartition(t *seeded, e *testenv.Env) row {
 		if err := wait.PollUntilContextTimeout(ctx, 5*time.Millisecond, 2*time.Minute, true, func(context.Context) (bool, error) {
 			return moment(clones), nil
 		}); err != nil {
-			t.Fatalf("%s: the moment to cut west never came in 2 minutes (%d clones held at west)%s", what, clones.Count(), unsettled(e, ns))
+			t.Fatalf("%s: the moment to cut west never came in 2 minutes (%d clones held at west)%s", what, clones.Count(), unsettled(e, ns)+stacks())
 		}
 		before, err := readSpread(west.Config(), ns)
 		if err != nil {
@@ -237,7 +237,7 @@ func vcenterPartition(t *seeded, e *testenv.Env) row {
 		return on == 8 && len(l.Items) == 8, nil
 	})
 	if err != nil {
-		t.Fatalf("the rollout did not finish after west answered again%s", unsettled(e, ns))
+		t.Fatalf("the rollout did not finish after west answered again%s", unsettled(e, ns)+stacks())
 	}
 	settleAll(8)
 	low := lowest.stop()

@@ -257,7 +257,7 @@ func waitVMs(t testing.TB, e *testenv.Env, ns, what string, ok func([]vmv1.Virtu
 		return err == nil && ok(l.Items), nil
 	})
 	if err != nil {
-		t.Fatalf("waiting for %s: %v%s", what, err, unsettled(e, ns))
+		t.Fatalf("waiting for %s: %v%s", what, err, unsettled(e, ns)+stacks())
 	}
 	return l.Items
 }
@@ -318,7 +318,7 @@ func settleOn(t testing.TB, e *testenv.Env, sim *vcsimtest.Sim, set *vmv1.Virtua
 		return last == nil && maps.Equal(got, spread), nil
 	})
 	if err != nil {
-		t.Fatalf("not settled on revision %s, spread %v, in 3 minutes: %v; per cluster %v (last read error: %v)%s", rev, spread, st, got, last, unsettled(e, set.Namespace))
+		t.Fatalf("not settled on revision %s, spread %v, in 3 minutes: %v; per cluster %v (last read error: %v)%s", rev, spread, st, got, last, unsettled(e, set.Namespace)+stacks())
 	}
 	return st.Live
 }

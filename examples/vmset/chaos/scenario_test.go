@@ -3,6 +3,8 @@ package chaos_test
 import (
 	"context"
 	"fmt"
+	"os"
+	"runtime/pprof"
 	"slices"
 	"strings"
 	"sync"
@@ -253,7 +255,7 @@ func converge(t testing.TB, e *testenv.Env, sim *vcsimtest.Sim, ns string, desir
 		return st.Settled(desired), nil
 	})
 	if err != nil {
-		t.Fatalf("not converged on %d in 3 minutes: last read %v (then a read failed: %v)%s", desired, st, last, unsettled(e, ns))
+		t.Fatalf("not converged on %d in 3 minutes: last read %v (then a read failed: %v)%s%s", desired, st, last, unsettled(e, ns), stacks())
 	}
 }
 
@@ -310,6 +312,21 @@ func readSpread(cfg vsphere.Config, ns string) (map[string]int, error) {
 		return err
 	})
 	return got, err
+}
+
+// stacks writes every goroutine's stack (the operator's, which runs in
+// process, among them) to a file, for a failure message that says where
+// it is: what the operator was doing when a wait ran out.
+func stacks() string {
+	f, err := os.CreateTemp("", "chaos-goroutines-*.txt")
+	if err != nil {
+		return fmt.Sprintf("\n  (goroutines not written: %v)", err)
+	}
+	defer func() { _ = f.Close() }()
+	if err := pprof.Lookup("goroutine").WriteTo(f, 2); err != nil {
+		return fmt.Sprintf("\n  (goroutines not written: %v)", err)
+	}
+	return "\n  every goroutine's stack: " + f.Name()
 }
 
 // unsettled describes the namespace's VirtualMachines that are not powered

@@ -89,7 +89,7 @@ func zoneOutage(t *seeded, e *testenv.Env) row {
 		return err == nil && maps.Equal(got, want), nil
 	})
 	if err != nil {
-		t.Errorf("after zone-c recovered, Rebalance did not reach 3/3/3 in vCenter: %v", got)
+		t.Errorf("after zone-c recovered, Rebalance did not reach 3/3/3 in vCenter: %v%s", got, stacks())
 	}
 	converge(t, e, sim, ns, 9)
 	low := lowest.stop()
