@@ -44,9 +44,10 @@ var partitionZones = map[string]vmprovider.Placement{
 // before the cut are all there when it answers again (nothing was
 // destroyed there), live children stay within D + MaxSurge
 // (D + 2 × MaxSurge in the rollout), and available VMs never go below
-// D − MaxUnavailable less west's unknown VMs. At the end: 0 leaked, 0
-// duplicate, the set at its count on the new template, two VMs in each
-// zone.
+// what the change may take them down to (MaxUnavailable being 0, the
+// scale-up's first count, 4, and the rollout's D) less west's unknown
+// VMs. At the end: 0 leaked, 0 duplicate, the set at its count on the
+// new template, two VMs in each zone.
 func vcenterPartition(t *seeded, e *testenv.Env) row {
 	begin := time.Now()
 	ctx := context.Background()
@@ -123,17 +124,33 @@ func vcenterPartition(t *seeded, e *testenv.Env) row {
 	}
 	settleAll(4)
 	w := watchChildren(e, ns, set.UID)
-	lowest := watchAvailable(e, ns, set.UID)
 	var steps []string
-	floor := int64(1 << 30)
+	// available watches the available VMs through one change and checks
+	// them against its floor: what the change may take them down to
+	// without a partition (MaxUnavailable is 0: a scale-up's first count,
+	// a rollout's D) less the VMs west held when cut off, which are
+	// unknown until it answers again.
+	var floors []string
+	available := func(what string, before int) (stop func(held int)) {
+		lowest := watchAvailable(e, ns, set.UID)
+		return func(held int) {
+			t.Helper()
+			low, floor := lowest.stop(), int64(before-held)
+			if low < floor {
+				t.Errorf("%s: available VMs dropped to %d, below %d (%d less west's %d unknown VMs)", what, low, floor, before, held)
+			}
+			floors = append(floors, fmt.Sprintf("%s: available ≥ %d (floor %d)", what, low, floor))
+		}
+	}
 
 	// cutDuring holds west's clones and destroys, makes change, waits
 	// until moment (given the hold on clones) says it has come, reads
 	// what west holds (nothing changes it while held), cuts west off and
 	// drops the held calls (lost in the partition), waits until the set
 	// says west's zones are unreachable, checks that west still holds
-	// what it held, and heals the link.
-	cutDuring := func(what string, change func(), moment func(clones *vcsim.Held) bool) {
+	// what it held, and heals the link. It returns how many VMs west
+	// held when cut off.
+	cutDuring := func(what string, change func(), moment func(clones *vcsim.Held) bool) int {
 		t.Helper()
 		clones, destroys := westGate.Hold("CloneVM_Task"), westGate.Hold("Destroy_Task")
 		defer destroys.Release()
@@ -153,8 +170,6 @@ func vcenterPartition(t *seeded, e *testenv.Env) row {
 		clones.Drop()
 		destroys.Drop()
 		cut := time.Now()
-		// Available may lose every VM west held, which are unknown now.
-		floor = min(floor, int64(*set.Spec.Replicas)-int64(len(held)))
 		err = wait.PollUntilContextTimeout(ctx, 200*time.Millisecond, time.Minute, true, func(ctx context.Context) (bool, error) {
 			var s vmv1.VirtualMachineReplicaSet
 			if err := e.Client.Get(ctx, client.ObjectKeyFromObject(set), &s); err != nil {
@@ -183,11 +198,13 @@ func vcenterPartition(t *seeded, e *testenv.Env) row {
 		if got := namesOn(t, west.Config(), ns); !isSubset(held, got) {
 			t.Errorf("%s: west's VMs from before the cut %v are not all there after it: %v", what, held, got)
 		}
+		return len(held)
 	}
 
 	// 1. A scale-up 4→8, cut while east and west clone.
 	w.bound.Store(9) // D + MaxSurge, the unknown ones included
-	cutDuring("scale-up 4→8", func() {
+	checkAvailable := available("scale-up 4→8", 4)
+	held := cutDuring("scale-up 4→8", func() {
 		patch := client.MergeFrom(set.DeepCopy())
 		set.Spec.Replicas = ptr.To[int32](8)
 		if err := e.Client.Patch(ctx, set, patch); err != nil {
@@ -203,12 +220,14 @@ func vcenterPartition(t *seeded, e *testenv.Env) row {
 		}
 	})
 	settleAll(8)
+	checkAvailable(held)
 
 	// 2. A rollout onto more memory, cut once one VM is on it. The known
 	// VMs' rollout surges over what stands in for the unknown ones:
 	// D + 2 × MaxSurge (replicaset.Compute).
 	w.bound.Store(10)
-	cutDuring("rollout", func() {
+	checkAvailable = available("rollout", 8)
+	held = cutDuring("rollout", func() {
 		patch := client.MergeFrom(set.DeepCopy())
 		set.Spec.Template.Spec.MemoryMiB = 512
 		if err := e.Client.Patch(ctx, set, patch); err != nil {
@@ -240,7 +259,7 @@ func vcenterPartition(t *seeded, e *testenv.Env) row {
 		t.Fatalf("the rollout did not finish after west answered again%s", unsettled(e, ns)+stacks())
 	}
 	settleAll(8)
-	low := lowest.stop()
+	checkAvailable(held)
 	w.stop()
 
 	spread := map[string]int{}
@@ -275,10 +294,7 @@ func vcenterPartition(t *seeded, e *testenv.Env) row {
 	if over := w.over.Load(); over > 0 {
 		t.Errorf("a watcher saw %d more live children than desired plus one surge", over)
 	}
-	if low < floor {
-		t.Errorf("available VMs dropped to %d, below %d (desired less west's unknown VMs)", low, floor)
-	}
-	r.injected += fmt.Sprintf("; available ≥ %d (floor %d)", low, floor)
+	r.injected += "; " + strings.Join(floors, "; ")
 	if t.Failed() {
 		r.final = "FAILED"
 	}
