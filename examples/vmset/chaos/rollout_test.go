@@ -62,7 +62,7 @@ func rolloutRevert(t *seeded, e *testenv.Env, lag *faults.Lag) row {
 		t.Fatal(err)
 	}
 	planted := plantForeign(t, e, sim, ns)
-	op := &operator{t: t, e: e, sim: sim, lag: lag, zones: vcsim.Zones(), zoneBackoff: 2 * time.Second}
+	op := &operator{t: t, e: e, ns: ns, sim: sim, lag: lag, zones: vcsim.Zones(), zoneBackoff: 2 * time.Second}
 	op.start()
 
 	set := &vmv1.VirtualMachineReplicaSet{

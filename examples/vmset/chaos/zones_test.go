@@ -37,7 +37,7 @@ func zoneOutage(t *seeded, e *testenv.Env) row {
 		t.Fatal(err)
 	}
 	lift := vcf.Refuse("CloneVM_Task", poolOf(t, sim, "/DC0/host/DC0_C2/Resources"))
-	op := &operator{t: t, e: e, sim: sim, zones: vcsim.Zones(), zoneBackoff: 2 * time.Second}
+	op := &operator{t: t, e: e, ns: ns, sim: sim, zones: vcsim.Zones(), zoneBackoff: 2 * time.Second}
 	op.start()
 
 	set := &vmv1.VirtualMachineReplicaSet{
