@@ -1,4 +1,4 @@
-# replicakit: `make test` runs every test against real components, `make demo`
+# replicakit: `make test` runs the tests against real components, `make demo`
 # plays the example operator's story. Both build what they need into bin/.
 
 SHELL := /usr/bin/env bash
@@ -61,12 +61,17 @@ lint:
 
 ## test: gofmt check, go vet, golangci-lint, go.mod tidy, generated code up
 ## to date, the exported API against the last release (apidiff), every
-## package's documentation as pkg.go.dev renders it (docs-check), every
-## test of both modules with the race detector, against the real control
+## package's documentation as pkg.go.dev renders it (docs-check), the
+## tests of both modules with the race detector, against the real control
 ## plane built by `make tools`, and then every fuzz target for FUZZ_SHORT
 ## each (hack/fuzz.sh; about a minute and a half in all on 2 cores once
 ## built): a smoke run that the targets still find nothing quickly, not a
-## search (`make fuzz` is one).
+## search (`make fuzz` is one). Of the chaos suite it runs one small
+## scenario of each kind (everything at two cycles of 4, zone-outage,
+## rollout-revert, vcenter-partition; `make chaos` runs them all at full
+## size); of the reliability tests, the leader killed mid-clone,
+## kube-apiserver restarted mid-scale-up and the soak for 90 s (`make
+## reliability` runs every moment, `make soak` the long soak).
 .PHONY: test
 test: tools fmt-check vet lint tidy-check generate-check apidiff docs-check
 	@for m in $(MODULES); do echo "go test ($$m)"; go -C $$m test -race -count=1 -timeout 25m ./...; done
@@ -79,7 +84,7 @@ tidy-check:
 		{ echo "go.mod in $$m is not tidy: run 'go -C $$m mod tidy'" >&2; exit 1; }; done
 
 ## generate: regenerate the example operator's deepcopy code, CRDs and RBAC from
-## the kubebuilder markers (both are committed).
+## the kubebuilder markers (all three are committed).
 .PHONY: generate
 generate: tools
 	cd examples && $(BIN)/controller-gen object paths=./vmset/...
@@ -151,11 +156,24 @@ fuzz:
 	@FUZZTIME=$(or $(FUZZTIME),1m) bash hack/fuzz.sh
 
 ## chaos: the example operator's chaos suite at full size (API faults, a
-## lagging cache, vCenter faults, restarts, foreign objects), printing its
-## table; `make test` runs it small.
+## lagging cache, vCenter faults, restarts, foreign objects, a zone
+## outage, a rollout and its revert, a vCenter partition), printing its
+## table; `make test` runs one small scenario of each kind. Each
+## scenario's random faults are seeded from REPLICAKIT_CHAOS_SEED when
+## set (a failure prints its seed and the command that replays it).
 .PHONY: chaos
 chaos: tools
-	REPLICAKIT_CHAOS=large go -C examples test -race -count=1 -v -run TestChaos -timeout 30m ./vmset/chaos
+	REPLICAKIT_CHAOS=large go -C examples test -race -count=1 -v -run TestChaos -timeout 45m ./vmset/chaos
+
+## reliability: the example operator as deployed, every moment: the leader
+## killed mid-clone, mid-destroy, mid-rollout, mid-adoption and at three
+## random moments, kube-apiserver and etcd each restarted mid-scale-up and
+## mid-rollout, and the soak for 90 s; `make test` runs the first moment
+## of each and the soak. Random choices are seeded from
+## REPLICAKIT_RELIABILITY_SEED when set.
+.PHONY: reliability
+reliability: tools
+	REPLICAKIT_RELIABILITY=full go -C examples test -race -count=1 -v -timeout 45m ./vmset/reliability
 
 ## soak: the example operator as deployed (two vmset-manager processes
 ## electing a leader, vcsimd over TLS) under random work, vCenter faults,

@@ -27,7 +27,8 @@ import (
 // the decision is made under the gate's lock and the count is atomic.
 //
 // Refuse makes every call of one method that names one managed object
-// fail, whatever the probability: a zone whose clones all fail.
+// fail, whatever the probability: a zone whose clones all fail. Hold
+// keeps the calls of one method waiting until the test lets them go.
 //
 // It also counts the calls that reach the gate, by method (Calls); a
 // Faults without Methods injects nothing and only counts.
@@ -47,6 +48,7 @@ type Faults struct {
 	p        float64
 	rng      *rand.Rand
 	refused  map[refusal]bool
+	holds    map[string]*Held
 	injected atomic.Int64
 }
 

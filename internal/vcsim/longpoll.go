@@ -42,7 +42,13 @@ func (g *gate) waitForUpdates(w http.ResponseWriter, r *http.Request, body []byt
 		req.Body = io.NopCloser(bytes.NewReader(now))
 		req.ContentLength = int64(len(now))
 		g.mu.Lock()
+		if g.faults != nil {
+			g.faults.took("WaitForUpdatesEx")
+		}
 		g.serve(rec, req)
+		if g.faults != nil {
+			g.faults.took("")
+		}
 		g.mu.Unlock()
 		res := rec.Result()
 		answer := rec.Body.Bytes()

@@ -71,6 +71,9 @@ func (g *gate) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	}
 	if g.faults != nil {
 		g.faults.count(method)
+		if !g.faults.wait(r.Context(), method) {
+			panic(http.ErrAbortHandler) // no answer: the connection closes
+		}
 	}
 	if method == "WaitForUpdatesEx" {
 		g.waitForUpdates(w, r, body)
@@ -78,8 +81,12 @@ func (g *gate) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	}
 	g.mu.Lock()
 	defer g.mu.Unlock()
-	if g.faults != nil && g.faults.fail(w, method, body) {
-		return
+	if g.faults != nil {
+		g.faults.took(method)
+		defer g.faults.took("")
+		if g.faults.fail(w, method, body) {
+			return
+		}
 	}
 	r.Body = io.NopCloser(bytes.NewReader(body))
 	g.serve(w, r)

@@ -68,7 +68,10 @@ func template(t *testing.T, c *govmomi.Client) (*object.VirtualMachine, *object.
 // runs; serialized, the answer comes after the task has ended, so the
 // next call (this read of the task) finds it done.
 func TestSerialized_CallReturnsAfterItsTask(t *testing.T) {
-	simulator.TaskDelay.MethodDelay = map[string]int{"CloneVM_Task": 1000}
+	// Keyed by the task's name, not the method's: "CloneVM_Task" would
+	// delay nothing, and the concurrent case would pass only when its
+	// read came before the clone's task ended.
+	simulator.TaskDelay.MethodDelay = map[string]int{"CloneVm": 1000}
 	t.Cleanup(func() { simulator.TaskDelay.MethodDelay = nil })
 	for _, tc := range []struct {
 		name  string

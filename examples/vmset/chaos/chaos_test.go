@@ -1,15 +1,19 @@
 package chaos_test
 
 import (
+	"context"
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"text/tabwriter"
 	"time"
 
 	"github.com/go-logr/logr"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/log"
 
 	"github.com/replicakit/replicakit/examples/internal/vmcheck"
@@ -27,45 +31,86 @@ func TestMain(m *testing.M) {
 	})
 }
 
-// size is how hard the suite pushes: replicas per cycle and cycles.
+// runs counts the runs of TestChaos in this process (go test -count=N
+// runs it N times on one control plane): namespace tells them apart.
+var runs int
+
+// namespace creates the namespace base, or base-N in the Nth run of
+// TestChaos, and returns its name.
+func namespace(t testing.TB, e *testenv.Env, base string) string {
+	t.Helper()
+	ns := base
+	if runs > 1 {
+		ns = fmt.Sprintf("%s-%d", base, runs)
+	}
+	if err := e.Client.Create(context.Background(), &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}); err != nil {
+		t.Fatal(err)
+	}
+	return ns
+}
+
+// sizeVar names the environment variable that chooses the suite's size:
+// unset, `make test`'s small suite (smallScenarios, each small); "large",
+// `make chaos`: every scenario, the cycles at full size and the rollout's
+// cache lagging.
+const sizeVar = "REPLICAKIT_CHAOS"
+
+// large reports whether the suite runs at full size (`make chaos`).
+func large() bool { return os.Getenv(sizeVar) == "large" }
+
+// smallScenarios are the scenarios `make test` runs: one of each kind.
+var smallScenarios = []string{"everything", "zone-outage", "rollout-revert", "vcenter-partition"}
+
+// size is how hard the cycling scenarios push: replicas per cycle and
+// cycles.
 func size() (n, cycles int) {
-	if os.Getenv("REPLICAKIT_CHAOS") == "large" {
+	if large() {
 		return 10, 5
 	}
 	return 4, 2
 }
 
-// rolloutLag is the rollout scenario's lagging cache: none in the small
-// suite; in the large one, a lag like the everything scenario's.
-func rolloutLag() *faults.Lag {
-	if os.Getenv("REPLICAKIT_CHAOS") == "large" {
-		return faults.NewLag(300*time.Millisecond, 4)
+// rolloutLag is the rollout scenario's lagging cache, seeded with seed:
+// none in the small suite; in the large one, a lag like the everything
+// scenario's.
+func rolloutLag(seed uint64) *faults.Lag {
+	if large() {
+		return faults.NewLag(300*time.Millisecond, seed)
 	}
 	return nil
 }
 
-// TestChaos runs every scenario and prints the table of runs.
+// TestChaos runs every scenario (the small suite's unless
+// $REPLICAKIT_CHAOS is "large") and prints the table of runs. Each
+// scenario seeds its random faults from $REPLICAKIT_CHAOS_SEED or the
+// clock, and says which in every failure message.
 func TestChaos(t *testing.T) {
 	e := env.Require(t)
+	runs++
 	n, cycles := size()
-	vcFaults := []string{"CloneVM_Task", "PowerOnVM_Task", "Destroy_Task"}
 	scenarios := []scenario{
-		{name: "api-faults", api: faults.New(0.2, 1)},
-		{name: "stale-cache", lag: faults.NewLag(300*time.Millisecond, 2)},
-		{name: "vcenter-faults", vcenter: vcFaults},
+		{name: "api-faults", api: true},
+		{name: "stale-cache", lag: true},
+		{name: "vcenter-faults", vcenter: true},
 		{name: "restart", restart: true},
 		{name: "foreign", foreign: true},
-		{name: "everything", api: faults.New(0.2, 3), lag: faults.NewLag(300*time.Millisecond, 3), vcenter: vcFaults, restart: true, foreign: true},
+		{name: "everything", api: true, lag: true, vcenter: true, restart: true, foreign: true},
 	}
 	var rows []row
-	for _, sc := range scenarios {
-		t.Run(sc.name, func(t *testing.T) {
-			rows = append(rows, sc.run(t, e, n, cycles))
+	run := func(name string, f func(t *seeded) row) {
+		t.Run(name, func(t *testing.T) {
+			if !large() && !slices.Contains(smallScenarios, name) {
+				t.Skipf("not in make test's small suite: make chaos runs it (%s=large)", sizeVar)
+			}
+			rows = append(rows, f(seedOf(t)))
 		})
 	}
-	t.Run("zone-outage", func(t *testing.T) { rows = append(rows, zoneOutage(t, e)) })
-	t.Run("rollout-revert", func(t *testing.T) { rows = append(rows, rolloutRevert(t, e, rolloutLag())) })
-	t.Run("vcenter-partition", func(t *testing.T) { rows = append(rows, vcenterPartition(t, e)) })
+	for _, sc := range scenarios {
+		run(sc.name, func(t *seeded) row { return sc.run(t, e, n, cycles) })
+	}
+	run("zone-outage", func(t *seeded) row { return zoneOutage(t, e) })
+	run("rollout-revert", func(t *seeded) row { return rolloutRevert(t, e, rolloutLag(t.seed)) })
+	run("vcenter-partition", func(t *seeded) row { return vcenterPartition(t, e) })
 	var b strings.Builder
 	w := tabwriter.NewWriter(&b, 0, 0, 2, ' ', 0)
 	fmt.Fprintln(w, "scenario\tsteps\tfaults injected\tmax children\tfinal\tleaked VMs\tduplicate VMs\tforeign changed\ttime")

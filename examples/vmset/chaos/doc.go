@@ -15,6 +15,8 @@
 // independent watch of the API server checks every change against the
 // bounds of the set's strategy (rollwatch). It prints a table of the runs.
 //
-// `make test` runs it small; `make chaos` runs it large
-// (REPLICAKIT_CHAOS=large).
+// `make test` runs one small scenario of each kind; `make chaos` runs
+// every scenario at full size (REPLICAKIT_CHAOS=large). Each scenario
+// seeds its random faults from REPLICAKIT_CHAOS_SEED when set, and every
+// failure message gives the seed and the command that replays it.
 package chaos

@@ -9,7 +9,6 @@ import (
 	"testing"
 	"time"
 
-	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/wait"
@@ -38,21 +37,39 @@ var partitionZones = map[string]vmprovider.Placement{
 
 // vcenterPartition spreads a set over two vCenters, east and west, and
 // cuts west off (its endpoint stops answering: a netcut link dropping
-// what it carries) in the middle of a scale-up 4→8 and again in the
-// middle of a rollout, bringing it back each time. At every moment: no
-// VM name is held twice, west's VMs from before the cut are all there
-// when it answers again (nothing was destroyed there), live children stay
-// within D + MaxSurge (D + 2 × MaxSurge in the rollout), and available VMs never go below D − MaxUnavailable
-// less west's unknown VMs. At the end: 0 leaked, 0 duplicate, the set at
-// its count on the new template, two VMs in each zone.
-func vcenterPartition(t *testing.T, e *testenv.Env) row {
+// what it carries) in the middle of a scale-up 4→8, with a clone in
+// flight at west (its gate holds it until the cut is in place; the cut
+// loses it), and again in the middle of a rollout, bringing it back each
+// time. At every moment: no VM name is held twice, west's VMs from
+// before the cut are all there when it answers again (nothing was
+// destroyed there), live children stay within D + MaxSurge
+// (D + 2 × MaxSurge in the rollout), and available VMs never go below
+// what the change may take them down to (MaxUnavailable being 0, the
+// scale-up's first count, 4, and the rollout's D) less west's unknown
+// VMs. At the end: 0 leaked, 0 duplicate, the set at its count on the
+// new template, two VMs in each zone.
+func vcenterPartition(t *seeded, e *testenv.Env) row {
 	begin := time.Now()
 	ctx := context.Background()
-	const ns = "chaos-partition"
-	if err := e.Client.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}); err != nil {
-		t.Fatal(err)
+	ns := namespace(t, e, "chaos-partition")
+	// West's gate holds its clones and destroys around each cut: the
+	// moment to cut is made, not raced for, and what west holds when cut
+	// off is exactly what the test read.
+	eastGate, westGate := &vcsim.Faults{}, &vcsim.Faults{}
+	east, west := vcsimtest.StartFaulty(t, eastGate), vcsimtest.StartFaulty(t, westGate, vcsim.Credentials("west-admin@vsphere.local", "west-Secr3t-pw"))
+	// gates says what each simulator's gate serves, for a failure message:
+	// a read that waits long waits behind it.
+	gates := func() string {
+		var b strings.Builder
+		for name, g := range map[string]*vcsim.Faults{"east": eastGate, "west": westGate} {
+			m, d := g.Serving()
+			if m == "" {
+				m = "nothing"
+			}
+			fmt.Fprintf(&b, "; %s's gate serving %s for %v", name, m, d.Round(time.Millisecond))
+		}
+		return b.String()
 	}
-	east, west := vcsimtest.Start(t), vcsimtest.Start(t, vcsim.Credentials("west-admin@vsphere.local", "west-Secr3t-pw"))
 	westCfg, link := vcsimtest.BehindLink(t, west)
 	providers := map[string]*vsphere.Provider{}
 	for name, cfg := range map[string]vsphere.Config{"east": east.Config(), "west": westCfg} {
@@ -67,7 +84,7 @@ func vcenterPartition(t *testing.T, e *testenv.Env) row {
 		r := controllers.NewVirtualMachineReconcilerOver(providers, "east")
 		r.Zones = partitionZones
 		return controllers.Setup(mgr, r)
-	})
+	}, ownNamespace(ns))
 	t.Cleanup(link.Heal) // so that the manager's last calls to west end
 	defer stop()
 
@@ -92,45 +109,67 @@ func vcenterPartition(t *testing.T, e *testenv.Env) row {
 		t.Helper()
 		var st vmcheck.State
 		var last error
-		err := wait.PollUntilContextTimeout(ctx, 200*time.Millisecond, 3*time.Minute, true, func(ctx context.Context) (bool, error) {
-			st, last = vmcheck.ObserveAll(ctx, e.Client, vcs, ns, setName)
-			return last == nil && st.Settled(n), nil
+		err := wait.PollUntilContextTimeout(ctx, 200*time.Millisecond, 3*time.Minute, true, func(context.Context) (bool, error) {
+			got, err := observeAll(e, vcs, ns)
+			if err != nil {
+				last = err
+				return false, nil
+			}
+			st, last = got, nil
+			return st.Settled(n), nil
 		})
 		if err != nil {
-			t.Fatalf("not converged on %d over both vCenters: %v (last read error: %v)%s", n, st, last, unsettled(e, ns))
+			t.Fatalf("not converged on %d over both vCenters in 3 minutes: last read %v (then a read failed: %v%s)%s", n, st, last, gates(), unsettled(e, ns)+stacks())
 		}
 	}
 	settleAll(4)
 	w := watchChildren(e, ns, set.UID)
-	lowest := watchAvailable(e, ns, set.UID)
 	var steps []string
-	floor := int64(1 << 30)
-
-	// cutDuring makes change, cuts west once moving holds of the set's
-	// VirtualMachines, waits until the set says west's zones are
-	// unreachable and east holds what stands in for them, checks that
-	// west still holds what it held, and heals the link.
-	cutDuring := func(what string, change func(), moving func([]vmv1.VirtualMachine) bool) {
-		t.Helper()
-		change()
-		if err := wait.PollUntilContextTimeout(ctx, 5*time.Millisecond, time.Minute, true, func(ctx context.Context) (bool, error) {
-			var l vmv1.VirtualMachineList
-			if err := e.Client.List(ctx, &l, client.InNamespace(ns)); err != nil {
-				return false, nil
+	// available watches the available VMs through one change and checks
+	// them against its floor: what the change may take them down to
+	// without a partition (MaxUnavailable is 0: a scale-up's first count,
+	// a rollout's D) less the VMs west held when cut off, which are
+	// unknown until it answers again.
+	var floors []string
+	available := func(what string, before int) (stop func(held int)) {
+		lowest := watchAvailable(e, ns, set.UID)
+		return func(held int) {
+			t.Helper()
+			low, floor := lowest.stop(), int64(before-held)
+			if low < floor {
+				t.Errorf("%s: available VMs dropped to %d, below %d (%d less west's %d unknown VMs)", what, low, floor, before, held)
 			}
-			return moving(l.Items), nil
-		}); err != nil {
-			t.Fatalf("%s: the moment to cut west never came", what)
+			floors = append(floors, fmt.Sprintf("%s: available ≥ %d (floor %d)", what, low, floor))
 		}
-		before, err := vmcheck.Spread(ctx, west.Config(), ns)
+	}
+
+	// cutDuring holds west's clones and destroys, makes change, waits
+	// until moment (given the hold on clones) says it has come, reads
+	// what west holds (nothing changes it while held), cuts west off and
+	// drops the held calls (lost in the partition), waits until the set
+	// says west's zones are unreachable, checks that west still holds
+	// what it held, and heals the link. It returns how many VMs west
+	// held when cut off.
+	cutDuring := func(what string, change func(), moment func(clones *vcsim.Held) bool) int {
+		t.Helper()
+		clones, destroys := westGate.Hold("CloneVM_Task"), westGate.Hold("Destroy_Task")
+		defer destroys.Release()
+		defer clones.Release()
+		change()
+		if err := wait.PollUntilContextTimeout(ctx, 5*time.Millisecond, 2*time.Minute, true, func(context.Context) (bool, error) {
+			return moment(clones), nil
+		}); err != nil {
+			t.Fatalf("%s: the moment to cut west never came in 2 minutes (%d clones held at west)%s", what, clones.Count(), unsettled(e, ns)+stacks())
+		}
+		before, err := readSpread(west.Config(), ns)
 		if err != nil {
 			t.Fatal(err)
 		}
 		held := namesOn(t, west.Config(), ns)
 		link.Cut(netcut.Drop)
+		clones.Drop()
+		destroys.Drop()
 		cut := time.Now()
-		// Available may lose every VM west held, which are unknown now.
-		floor = min(floor, int64(*set.Spec.Replicas)-int64(len(held)))
 		err = wait.PollUntilContextTimeout(ctx, 200*time.Millisecond, time.Minute, true, func(ctx context.Context) (bool, error) {
 			var s vmv1.VirtualMachineReplicaSet
 			if err := e.Client.Get(ctx, client.ObjectKeyFromObject(set), &s); err != nil {
@@ -154,43 +193,54 @@ func vcenterPartition(t *testing.T, e *testenv.Env) row {
 			t.Errorf("%s: west held %v when cut off and %v while cut off", what, held, got)
 		}
 		link.Heal()
-		steps = append(steps, fmt.Sprintf("%s: cut with west at %v, its zones unreachable in the set's status after %v",
-			what, before, detected.Round(100*time.Millisecond)))
+		steps = append(steps, fmt.Sprintf("%s: cut with west at %v and %d of its clones in flight, its zones unreachable in the set's status after %v",
+			what, before, clones.Count(), detected.Round(100*time.Millisecond)))
 		if got := namesOn(t, west.Config(), ns); !isSubset(held, got) {
 			t.Errorf("%s: west's VMs from before the cut %v are not all there after it: %v", what, held, got)
 		}
+		return len(held)
 	}
 
 	// 1. A scale-up 4→8, cut while east and west clone.
 	w.bound.Store(9) // D + MaxSurge, the unknown ones included
-	cutDuring("scale-up 4→8", func() {
+	checkAvailable := available("scale-up 4→8", 4)
+	held := cutDuring("scale-up 4→8", func() {
 		patch := client.MergeFrom(set.DeepCopy())
 		set.Spec.Replicas = ptr.To[int32](8)
 		if err := e.Client.Patch(ctx, set, patch); err != nil {
 			t.Fatal(err)
 		}
-	}, func(l []vmv1.VirtualMachine) bool {
-		return len(l) > 4 && len(l) < 8
+	}, func(clones *vcsim.Held) bool {
+		// A clone of the scale-up in flight at west.
+		select {
+		case <-clones.Caught():
+			return true
+		default:
+			return false
+		}
 	})
 	settleAll(8)
+	checkAvailable(held)
 
 	// 2. A rollout onto more memory, cut once one VM is on it. The known
 	// VMs' rollout surges over what stands in for the unknown ones:
 	// D + 2 × MaxSurge (replicaset.Compute).
 	w.bound.Store(10)
-	cutDuring("rollout", func() {
+	checkAvailable = available("rollout", 8)
+	held = cutDuring("rollout", func() {
 		patch := client.MergeFrom(set.DeepCopy())
 		set.Spec.Template.Spec.MemoryMiB = 512
 		if err := e.Client.Patch(ctx, set, patch); err != nil {
 			t.Fatal(err)
 		}
-	}, func(l []vmv1.VirtualMachine) bool {
-		for _, vm := range l {
-			if vm.Spec.MemoryMiB == 512 {
-				return true
-			}
+	}, func(*vcsim.Held) bool {
+		// A VirtualMachine on the new template, its VM cloned or not:
+		// once there, one stays until the rollout ends.
+		var l vmv1.VirtualMachineList
+		if err := e.Client.List(ctx, &l, client.InNamespace(ns)); err != nil {
+			return false
 		}
-		return false
+		return slices.ContainsFunc(l.Items, func(vm vmv1.VirtualMachine) bool { return vm.Spec.MemoryMiB == 512 })
 	})
 	err := wait.PollUntilContextTimeout(ctx, 200*time.Millisecond, 3*time.Minute, true, func(ctx context.Context) (bool, error) {
 		var l vmv1.VirtualMachineList
@@ -206,15 +256,15 @@ func vcenterPartition(t *testing.T, e *testenv.Env) row {
 		return on == 8 && len(l.Items) == 8, nil
 	})
 	if err != nil {
-		t.Fatalf("the rollout did not finish after west answered again%s", unsettled(e, ns))
+		t.Fatalf("the rollout did not finish after west answered again%s", unsettled(e, ns)+stacks())
 	}
 	settleAll(8)
-	low := lowest.stop()
+	checkAvailable(held)
 	w.stop()
 
 	spread := map[string]int{}
 	for _, cfg := range vcs {
-		got, err := vmcheck.Spread(ctx, cfg, ns)
+		got, err := readSpread(cfg, ns)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -225,7 +275,7 @@ func vcenterPartition(t *testing.T, e *testenv.Env) row {
 	if want := 4; len(spread) != want || slices.ContainsFunc(slices.Collect(maps.Values(spread)), func(n int) bool { return n != 2 }) {
 		t.Errorf("VMs per vCenter and cluster %v, want two in each of the four", spread)
 	}
-	st, err := vmcheck.ObserveAll(ctx, e.Client, vcs, ns, setName)
+	st, err := observeAll(e, vcs, ns)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -244,10 +294,7 @@ func vcenterPartition(t *testing.T, e *testenv.Env) row {
 	if over := w.over.Load(); over > 0 {
 		t.Errorf("a watcher saw %d more live children than desired plus one surge", over)
 	}
-	if low < floor {
-		t.Errorf("available VMs dropped to %d, below %d (desired less west's unknown VMs)", low, floor)
-	}
-	r.injected += fmt.Sprintf("; available ≥ %d (floor %d)", low, floor)
+	r.injected += "; " + strings.Join(floors, "; ")
 	if t.Failed() {
 		r.final = "FAILED"
 	}
@@ -257,9 +304,14 @@ func vcenterPartition(t *testing.T, e *testenv.Env) row {
 
 // namesOn returns the names of the namespace's VMs in the vCenter cfg
 // reaches, sorted.
-func namesOn(t *testing.T, cfg vsphere.Config, ns string) []string {
+func namesOn(t testing.TB, cfg vsphere.Config, ns string) []string {
 	t.Helper()
-	all, err := vcsim.VMNames(context.Background(), cfg)
+	var all []string
+	err := read(func(ctx context.Context) error {
+		var err error
+		all, err = vcsim.VMNames(ctx, cfg)
+		return err
+	})
 	if err != nil {
 		t.Fatal(err)
 	}

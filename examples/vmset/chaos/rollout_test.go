@@ -9,7 +9,6 @@ import (
 	"testing"
 	"time"
 
-	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
@@ -27,6 +26,7 @@ import (
 	"github.com/replicakit/replicakit/internal/vcsim"
 	"github.com/replicakit/replicakit/internal/vcsimtest"
 	"github.com/replicakit/replicakit/replicaset/kube"
+	"github.com/replicakit/replicakit/vmprovider/vsphere"
 )
 
 // The templates the rollout scenario moves between: what vCenter shows
@@ -52,22 +52,17 @@ var (
 // must never see fewer than 7 available or more than 12 existing
 // (counting those being deleted), nor a poll of vCenter more than 12 of
 // the set's VMs.
-func rolloutRevert(t *testing.T, e *testenv.Env, lag *faults.Lag) row {
+func rolloutRevert(t *seeded, e *testenv.Env, lag *faults.Lag) row {
 	begin := time.Now()
 	ctx := context.Background()
-	const ns = "chaos-rollout"
-	if err := e.Client.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}); err != nil {
-		t.Fatal(err)
-	}
-	seed := uint64(time.Now().UnixNano())
-	t.Logf("API and vCenter faults seeded with %d", seed)
-	vcf := &vcsim.Faults{Methods: []string{"CloneVM_Task", "PowerOnVM_Task", "Destroy_Task"}, Seed: seed}
+	ns := namespace(t, e, "chaos-rollout")
+	vcf := &vcsim.Faults{Methods: vcFaults, Seed: t.seed}
 	sim := vcsimtest.StartFaulty(t, vcf)
 	if err := sim.AddCluster(ctx, vcsim.ThirdCluster); err != nil {
 		t.Fatal(err)
 	}
 	planted := plantForeign(t, e, sim, ns)
-	op := &operator{t: t, e: e, sim: sim, lag: lag, zones: vcsim.Zones(), zoneBackoff: 2 * time.Second}
+	op := &operator{t: t, e: e, ns: ns, sim: sim, lag: lag, zones: vcsim.Zones(), zoneBackoff: 2 * time.Second}
 	op.start()
 
 	set := &vmv1.VirtualMachineReplicaSet{
@@ -92,7 +87,7 @@ func rolloutRevert(t *testing.T, e *testenv.Env, lag *faults.Lag) row {
 	// The faults start with the rollout, on an operator started afresh:
 	// making the nine VMs through them is what the other scenarios do.
 	vcf.SetProbability(0.2)
-	api := faults.New(0.2, seed)
+	api := faults.New(0.2, t.seed)
 	op.stop()
 	op.api = api
 	op.start()
@@ -146,6 +141,7 @@ func rolloutRevert(t *testing.T, e *testenv.Env, lag *faults.Lag) row {
 	final := settleOn(t, e, sim, set, revA, map[string]int{"DC0_C0": 3, "DC0_C1": 3, "DC0_C2": 3})
 	rep := w.Stop()
 	polls, failed, mostVC, overVC := vc.Stop()
+	planted.reported(t, e)
 	op.stop()
 
 	r := row{name: "rollout-revert", steps: "9: A→B→A", maxChildren: rep.MostExisting, final: "converged on A, 3/3/3"}
@@ -187,7 +183,7 @@ func rolloutRevert(t *testing.T, e *testenv.Env, lag *faults.Lag) row {
 }
 
 // setTemplate changes the set's template spec to spec.
-func setTemplate(t *testing.T, e *testenv.Env, set *vmv1.VirtualMachineReplicaSet, spec vmv1.VirtualMachineSpec) {
+func setTemplate(t testing.TB, e *testenv.Env, set *vmv1.VirtualMachineReplicaSet, spec vmv1.VirtualMachineSpec) {
 	t.Helper()
 	patch := client.MergeFrom(set.DeepCopy())
 	set.Spec.Template.Spec = spec
@@ -198,7 +194,7 @@ func setTemplate(t *testing.T, e *testenv.Env, set *vmv1.VirtualMachineReplicaSe
 
 // observedRevision waits until the set's status describes its current
 // generation with a revision other than not, and returns it.
-func observedRevision(t *testing.T, e *testenv.Env, set *vmv1.VirtualMachineReplicaSet, not string) string {
+func observedRevision(t testing.TB, e *testenv.Env, set *vmv1.VirtualMachineReplicaSet, not string) string {
 	t.Helper()
 	var got vmv1.VirtualMachineReplicaSet
 	err := wait.PollUntilContextTimeout(context.Background(), 10*time.Millisecond, 3*time.Minute, true, func(ctx context.Context) (bool, error) {
@@ -242,7 +238,7 @@ func names(l []vmv1.VirtualMachine, uid types.UID, rev string, ready bool) []str
 }
 
 // vms lists the namespace's VirtualMachines.
-func vms(t *testing.T, e *testenv.Env, ns string) []vmv1.VirtualMachine {
+func vms(t testing.TB, e *testenv.Env, ns string) []vmv1.VirtualMachine {
 	t.Helper()
 	var l vmv1.VirtualMachineList
 	if err := e.Client.List(context.Background(), &l, client.InNamespace(ns)); err != nil {
@@ -253,7 +249,7 @@ func vms(t *testing.T, e *testenv.Env, ns string) []vmv1.VirtualMachine {
 
 // waitVMs polls the namespace's VirtualMachines until ok holds, and
 // returns them as they were then.
-func waitVMs(t *testing.T, e *testenv.Env, ns, what string, ok func([]vmv1.VirtualMachine) bool) []vmv1.VirtualMachine {
+func waitVMs(t testing.TB, e *testenv.Env, ns, what string, ok func([]vmv1.VirtualMachine) bool) []vmv1.VirtualMachine {
 	t.Helper()
 	var l vmv1.VirtualMachineList
 	err := wait.PollUntilContextTimeout(context.Background(), 10*time.Millisecond, 3*time.Minute, true, func(ctx context.Context) (bool, error) {
@@ -261,7 +257,7 @@ func waitVMs(t *testing.T, e *testenv.Env, ns, what string, ok func([]vmv1.Virtu
 		return err == nil && ok(l.Items), nil
 	})
 	if err != nil {
-		t.Fatalf("waiting for %s: %v%s", what, err, unsettled(e, ns))
+		t.Fatalf("waiting for %s: %v%s", what, err, unsettled(e, ns)+stacks())
 	}
 	return l.Items
 }
@@ -294,19 +290,19 @@ func (o *operator) restartWhen(ns string, uid types.UID, rev string, ok func(onR
 // settleOn waits until the set holds nine VMs on both sides, all on
 // revision rev, the set reporting its rollout complete, and vCenter
 // holding them per cluster as spread says; it returns their names.
-func settleOn(t *testing.T, e *testenv.Env, sim *vcsimtest.Sim, set *vmv1.VirtualMachineReplicaSet, rev string, spread map[string]int) []string {
+func settleOn(t testing.TB, e *testenv.Env, sim *vcsimtest.Sim, set *vmv1.VirtualMachineReplicaSet, rev string, spread map[string]int) []string {
 	t.Helper()
 	var st vmcheck.State
 	var got map[string]int
 	var last error
-	err := wait.PollUntilContextTimeout(context.Background(), 100*time.Millisecond, 3*time.Minute, true, func(ctx context.Context) (bool, error) {
+	err := wait.PollUntilContextTimeout(context.Background(), 100*time.Millisecond, 3*time.Minute, true, func(context.Context) (bool, error) {
 		// The API server first: vCenter serves one call at a time, the
 		// operator's among them.
 		var l vmv1.VirtualMachineList
-		if last = e.Client.List(ctx, &l, client.InNamespace(set.Namespace)); last != nil || count(l.Items, set.UID, rev, true) != 9 {
+		if last = read(func(ctx context.Context) error { return e.Client.List(ctx, &l, client.InNamespace(set.Namespace)) }); last != nil || count(l.Items, set.UID, rev, true) != 9 {
 			return false, nil
 		}
-		st, last = vmcheck.Observe(ctx, e.Client, sim.Config(), set.Namespace, setName)
+		st, last = observeAll(e, []vsphere.Config{sim.Config()}, set.Namespace)
 		if last != nil || !st.Settled(9) || st.Set.Status.UpdateRevision != rev || st.Set.Status.UpdatedReplicas != 9 {
 			return false, nil
 		}
@@ -314,20 +310,29 @@ func settleOn(t *testing.T, e *testenv.Env, sim *vcsimtest.Sim, set *vmv1.Virtua
 		if c == nil || c.Reason != kube.ReasonRolloutComplete {
 			return false, nil
 		}
-		got, last = setSpread(ctx, sim, set.Namespace)
+		last = read(func(ctx context.Context) error {
+			var err error
+			got, err = setSpread(ctx, sim, set.Namespace)
+			return err
+		})
 		return last == nil && maps.Equal(got, spread), nil
 	})
 	if err != nil {
-		t.Fatalf("not settled on revision %s, spread %v: %v; per cluster %v (last read error: %v)%s", rev, spread, st, got, last, unsettled(e, set.Namespace))
+		t.Fatalf("not settled on revision %s, spread %v, in 3 minutes: %v; per cluster %v (last read error: %v)%s", rev, spread, st, got, last, unsettled(e, set.Namespace)+stacks())
 	}
 	return st.Live
 }
 
 // checkHardware reads the set's VMs from vCenter and checks that they are
 // the VMs of names, each with spec's CPUs and memory.
-func checkHardware(t *testing.T, sim *vcsimtest.Sim, ns string, names []string, spec vmv1.VirtualMachineSpec) {
+func checkHardware(t testing.TB, sim *vcsimtest.Sim, ns string, names []string, spec vmv1.VirtualMachineSpec) {
 	t.Helper()
-	got, err := rollwatch.ReadHardware(context.Background(), sim.Config(), ns+"-"+setName+"-")
+	var got map[string]rollwatch.Hardware
+	err := read(func(ctx context.Context) error {
+		var err error
+		got, err = rollwatch.ReadHardware(ctx, sim.Config(), ns+"-"+setName+"-")
+		return err
+	})
 	if err != nil {
 		t.Fatal(err)
 	}

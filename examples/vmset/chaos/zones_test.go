@@ -9,7 +9,6 @@ import (
 	"time"
 
 	"github.com/vmware/govmomi/vim25/types"
-	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	ktypes "k8s.io/apimachinery/pkg/types"
@@ -17,7 +16,6 @@ import (
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
-	"github.com/replicakit/replicakit/examples/internal/vmcheck"
 	vmv1 "github.com/replicakit/replicakit/examples/vmset/api/v1alpha1"
 	"github.com/replicakit/replicakit/internal/testenv"
 	"github.com/replicakit/replicakit/internal/vcsim"
@@ -29,20 +27,17 @@ import (
 // converges on its count in the other two zones. Then zone-c recovers and
 // Rebalance moves the set to 3/3/3 without its available VMs ever dropping
 // below nine.
-func zoneOutage(t *testing.T, e *testenv.Env) row {
+func zoneOutage(t *seeded, e *testenv.Env) row {
 	begin := time.Now()
 	ctx := context.Background()
-	const ns = "chaos-zone-outage"
-	if err := e.Client.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}); err != nil {
-		t.Fatal(err)
-	}
+	ns := namespace(t, e, "chaos-zone-outage")
 	vcf := &vcsim.Faults{}
 	sim := vcsimtest.StartFaulty(t, vcf)
 	if err := sim.AddCluster(ctx, vcsim.ThirdCluster); err != nil {
 		t.Fatal(err)
 	}
 	lift := vcf.Refuse("CloneVM_Task", poolOf(t, sim, "/DC0/host/DC0_C2/Resources"))
-	op := &operator{t: t, e: e, sim: sim, zones: vcsim.Zones(), zoneBackoff: 2 * time.Second}
+	op := &operator{t: t, e: e, ns: ns, sim: sim, zones: vcsim.Zones(), zoneBackoff: 2 * time.Second}
 	op.start()
 
 	set := &vmv1.VirtualMachineReplicaSet{
@@ -75,7 +70,7 @@ func zoneOutage(t *testing.T, e *testenv.Env) row {
 		converge(t, e, sim, ns, desired)
 		w.bound.Store(int64(desired + 1)) // settled: a surge at most from now on
 		prev = desired
-		if got, err := vmcheck.Spread(ctx, sim.Config(), ns); err != nil || got["DC0_C2"] != 0 {
+		if got, err := readSpread(sim.Config(), ns); err != nil || got["DC0_C2"] != 0 {
 			t.Errorf("%d VMs with zone-c refusing clones: per cluster %v (%v), want none in DC0_C2", desired, got, err)
 		}
 	}
@@ -88,13 +83,13 @@ func zoneOutage(t *testing.T, e *testenv.Env) row {
 	lowest := watchAvailable(e, ns, set.UID)
 	want := map[string]int{"DC0_C0": 3, "DC0_C1": 3, "DC0_C2": 3}
 	var got map[string]int
-	err := wait.PollUntilContextTimeout(ctx, 200*time.Millisecond, 3*time.Minute, true, func(ctx context.Context) (bool, error) {
+	err := wait.PollUntilContextTimeout(ctx, 200*time.Millisecond, 3*time.Minute, true, func(context.Context) (bool, error) {
 		var err error
-		got, err = vmcheck.Spread(ctx, sim.Config(), ns)
+		got, err = readSpread(sim.Config(), ns)
 		return err == nil && maps.Equal(got, want), nil
 	})
 	if err != nil {
-		t.Errorf("after zone-c recovered, Rebalance did not reach 3/3/3 in vCenter: %v", got)
+		t.Errorf("after zone-c recovered, Rebalance did not reach 3/3/3 in vCenter: %v%s", got, stacks())
 	}
 	converge(t, e, sim, ns, 9)
 	low := lowest.stop()
@@ -121,7 +116,7 @@ func zoneOutage(t *testing.T, e *testenv.Env) row {
 }
 
 // poolOf is the resource pool at path in the simulator, read over the API.
-func poolOf(t *testing.T, sim *vcsimtest.Sim, path string) types.ManagedObjectReference {
+func poolOf(t testing.TB, sim *vcsimtest.Sim, path string) types.ManagedObjectReference {
 	t.Helper()
 	ref, err := sim.ResourcePool(context.Background(), path)
 	if err != nil {

@@ -149,7 +149,7 @@ func (r *VirtualMachineReconciler) Reconcile(ctx context.Context, req reconcile.
 	if provider == nil {
 		err := fmt.Errorf("VM %q: zone %q names vCenter %q, which the operator is not configured with: %w",
 			name, vm.Spec.Zone, r.Zones[vm.Spec.Zone].Endpoint, ErrUnknownZone)
-		return reconcile.Result{}, reconcile.TerminalError(r.fail(ctx, &vm, "UnknownZone", err))
+		return reconcile.Result{}, r.refuse(ctx, &vm, "UnknownZone", err)
 	}
 
 	if vm.DeletionTimestamp != nil {
@@ -185,7 +185,7 @@ func (r *VirtualMachineReconciler) Reconcile(ctx context.Context, req reconcile.
 			err = serr
 		}
 		if errors.Is(err, ErrUnknownZone) {
-			return reconcile.Result{}, reconcile.TerminalError(r.fail(ctx, &vm, "UnknownZone", err))
+			return reconcile.Result{}, r.refuse(ctx, &vm, "UnknownZone", err)
 		}
 		if vm.Spec.Zone != "" && errors.Is(err, vmprovider.ErrPlacement) {
 			// The zone's cluster or pool is gone from vCenter: retried,
@@ -193,7 +193,7 @@ func (r *VirtualMachineReconciler) Reconcile(ctx context.Context, req reconcile.
 			return reconcile.Result{}, r.fail(ctx, &vm, ReasonZoneUnavailable, err)
 		}
 		if errors.Is(err, vmprovider.ErrInvalidSpec) {
-			return reconcile.Result{}, reconcile.TerminalError(r.fail(ctx, &vm, "InvalidSpec", err))
+			return reconcile.Result{}, r.refuse(ctx, &vm, "InvalidSpec", err)
 		}
 		if err != nil && transient(err) {
 			return reconcile.Result{}, r.fail(ctx, &vm, ReasonCreateRetrying, err)
@@ -210,7 +210,7 @@ func (r *VirtualMachineReconciler) Reconcile(ctx context.Context, req reconcile.
 		return reconcile.Result{}, r.fail(ctx, &vm, "GetFailed", err)
 	case got.Owner != owner:
 		err := &vmprovider.NotOwnedError{Name: name, Want: owner, Got: got.Owner}
-		return reconcile.Result{}, reconcile.TerminalError(r.fail(ctx, &vm, "NameTaken", err))
+		return reconcile.Result{}, r.refuse(ctx, &vm, "NameTaken", err)
 	}
 	if string(want) != string(got.Power) {
 		if err := provider.SetPower(ctx, name, owner, vmprovider.PowerState(want)); err != nil {
@@ -310,6 +310,20 @@ func providerSpec(vm *vmv1.VirtualMachine, name string, want vmv1.PowerState, zo
 // backoff.
 func (r *VirtualMachineReconciler) fail(ctx context.Context, vm *vmv1.VirtualMachine, reason string, err error) error {
 	return errors.Join(err, r.record(ctx, vm, metav1.ConditionFalse, reason, err))
+}
+
+// refuse records err in the Ready condition and returns it as a
+// reconcile.TerminalError: the same VirtualMachine would fail the same way
+// (a name another owner's VM holds, a zone with no placement), so it is
+// not retried until it changes. When the condition cannot be written, it
+// returns that failure, not terminal, so that the reconcile is retried
+// until the condition says why: a terminal error is never retried, and
+// nothing else would record it.
+func (r *VirtualMachineReconciler) refuse(ctx context.Context, vm *vmv1.VirtualMachine, reason string, err error) error {
+	if werr := r.record(ctx, vm, metav1.ConditionFalse, reason, err); werr != nil {
+		return errors.Join(err, werr)
+	}
+	return reconcile.TerminalError(err)
 }
 
 // unknown records that vm's vCenter does not answer: Ready is Unknown

@@ -15,5 +15,9 @@
 // rollout. The soak (TestSoak, `make soak`) drives the same processes for
 // half an hour or more and samples their resources.
 //
-// The package has only tests; `make test` runs them with short durations.
+// The package has only tests. `make test` runs the first moment of each
+// (the leader killed mid-clone, kube-apiserver restarted mid-scale-up)
+// and the soak for 90 s; `make reliability` runs every moment
+// (REPLICAKIT_RELIABILITY=full). Random choices are seeded from
+// REPLICAKIT_RELIABILITY_SEED when set.
 package reliability

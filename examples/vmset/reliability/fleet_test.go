@@ -148,9 +148,20 @@ func (f *fleet) leader() *procs.Manager {
 // namespace makes a namespace for one case.
 func (f *fleet) namespace(name string) string {
 	f.t.Helper()
-	if err := f.e.Client.Create(context.Background(), &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: name}}); err != nil {
+	ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: name}}
+	if err := f.e.Client.Create(context.Background(), ns); err != nil {
 		f.t.Fatal(err)
 	}
+	// Deleted while the replicas still run (cleanups run last first):
+	// the tests share one API server, and a later test's replicas, which
+	// see every namespace, would otherwise make the VMs of this one's sets
+	// again in their own vCenter. What is left being deleted when they
+	// stop costs those only a finalizer each.
+	f.t.Cleanup(func() {
+		if err := f.e.Client.Delete(context.Background(), ns); err != nil && !apierrors.IsNotFound(err) {
+			f.t.Logf("delete namespace %s: %v", name, err)
+		}
+	})
 	return name
 }
 

@@ -41,8 +41,7 @@ type takeover struct {
 // twice.
 func TestLeaderKill(t *testing.T) {
 	f := startFleet(t, "-task-delay=200ms")
-	seed := uint64(time.Now().UnixNano())
-	t.Logf("random moments seeded with %d", seed)
+	seed := seedOf(t)
 	rng := rand.New(rand.NewPCG(seed, seed))
 	var rows []takeover
 	ns := f.namespace("leader-kill")
@@ -62,10 +61,12 @@ func TestLeaderKill(t *testing.T) {
 		rows = append(rows, f.killDuring(t, "mid-clone", set, scaleBounds(0, 6), create, 6, func(st counts) bool { return st.made >= 1 && st.made < 6 }))
 	})
 	t.Run("mid-destroy", func(t *testing.T) {
+		fullOnly(t)
 		scaleDown := func() { f.setPatch(set, func(s *vmv1.VirtualMachineReplicaSet) { s.Spec.Replicas = ptr.To[int32](2) }) }
 		rows = append(rows, f.killDuring(t, "mid-destroy", set, scaleBounds(6, 2), scaleDown, 2, func(st counts) bool { return st.deleting > 0 }))
 	})
 	t.Run("mid-rollout", func(t *testing.T) {
+		fullOnly(t)
 		f.setPatch(set, func(s *vmv1.VirtualMachineReplicaSet) { s.Spec.Replicas = ptr.To[int32](6) })
 		f.converge(ns, set.Name, 6, 2*time.Minute)
 		b, err := rollwatch.BoundsOf(set) // the template is not in the bounds
@@ -76,10 +77,12 @@ func TestLeaderKill(t *testing.T) {
 		rows = append(rows, f.killDuring(t, "mid-rollout", set, b, roll, 6, func(st counts) bool { return st.onB >= 1 && st.onB < 6 }))
 	})
 	t.Run("mid-adoption", func(t *testing.T) {
+		fullOnly(t)
 		rows = append(rows, f.killDuringAdoption(t))
 	})
 	for i := range 3 {
 		t.Run(fmt.Sprintf("random-%d", i), func(t *testing.T) {
+			fullOnly(t)
 			n := 2 + rng.IntN(7)
 			spec := []vmv1.VirtualMachineSpec{templateA, templateB}[rng.IntN(2)]
 			before := int(*set.Spec.Replicas)

@@ -3,6 +3,7 @@ package reliability
 import (
 	"bytes"
 	"context"
+	"fmt"
 	"math"
 	"math/rand/v2"
 	"os"
@@ -69,8 +70,8 @@ func TestSoak(t *testing.T) {
 	if outDir == "" {
 		outDir = t.TempDir()
 	}
-	seed := uint64(time.Now().UnixNano())
-	t.Logf("soak for %v, sampling every %v, seeded with %d; table and plot in %s", total, every, seed, outDir)
+	seed := seedOf(t)
+	t.Logf("soak for %v, sampling every %v; table and plot in %s", total, every, outDir)
 	rng := rand.New(rand.NewPCG(seed, seed^0x5eed))
 
 	// The replicas reach the API server through a proxy that fails 5% of
@@ -87,7 +88,7 @@ func TestSoak(t *testing.T) {
 	if err := proxy.Kubeconfig(kubeconfig); err != nil {
 		t.Fatal(err)
 	}
-	f := startFleetOn(t, kubeconfig, "-task-delay=50ms", "-fault-rate=0.05")
+	f := startFleetOn(t, kubeconfig, "-task-delay=50ms", "-fault-rate=0.05", fmt.Sprintf("-seed=%d", seed))
 	for _, m := range f.ms {
 		m.Supervise()
 	}
