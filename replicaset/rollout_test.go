@@ -496,8 +496,8 @@ func checkZoneByZone(t *rapid.T, spec replicaset.Spec, rs []replicaset.Replica, 
 				ok = servingRoom > 0
 			}
 			if ok {
-				t.Fatalf("ZoneByZone: %q in zone %s is deleted while %q in zone %s, which is updated, could have been: %v",
-					v.Name, v.Zone, w.Name, update, p)
+				t.Fatalf("ZoneByZone: %q in zone %s is deleted while %q in zone %s, which is updated, could have been: %v\nreplicas: %s",
+					v.Name, v.Zone, w.Name, update, p, brief(spec, rs))
 			}
 		}
 	}
