@@ -38,7 +38,17 @@ type actuator[O, C client.Object] struct {
 	// revision is the template's, which every new child is labelled
 	// with (RevisionLabel); empty without Spec.Rollout.
 	revision string
+	// versions holds the resourceVersion the pass read of each child it
+	// may delete, by UID: a delete goes through only if the child is
+	// still that version.
+	versions map[types.UID]string
 }
+
+// errChildChanged means a delete found its child changed since the pass
+// read it (another resourceVersion, or another object of that name): the
+// plan was made on what no longer holds, so the child is left, and the
+// next pass, which the change's watch event starts, plans with it.
+var errChildChanged = errors.New("kube: child changed since the pass read it")
 
 var _ execute.ZonedActuator = (*actuator[client.Object, client.Object])(nil)
 
@@ -97,24 +107,35 @@ func unclear(err error) bool {
 	return code == 0 || code >= http.StatusInternalServerError || apierrors.IsTimeout(err) || apierrors.IsServerTimeout(err)
 }
 
-// Delete deletes the child, only if it is still the one planned (same UID).
-// A child already gone is success. The request names the child by its
+// Delete deletes the child, only if it is still the one planned (same UID)
+// and, when the pass read it, unchanged since (same resourceVersion): a
+// plan made on a child not yet ready, say, must not delete it once it is,
+// whatever held the delete back meanwhile (the plan's creates, a retry).
+// A child that changed is left, with an error wrapping errChildChanged. A
+// child already gone is success. The request names the child by its
 // metadata only; with the manager's own client it goes through the
 // Reconciler's childDeleter, which does not read the API server's answer
 // (the child being deleted).
 func (a *actuator[O, C]) Delete(ctx context.Context, r replicaset.Replica) error {
 	uid := types.UID(r.UID)
+	pre := metav1.Preconditions{UID: &uid}
+	if v := a.versions[uid]; v != "" {
+		pre.ResourceVersion = &v
+	}
 	var err error
 	if d := a.r.deleter; d != nil {
 		err = d.delete(ctx, a.owner.GetNamespace(), r.Name, metav1.DeleteOptions{
-			Preconditions: &metav1.Preconditions{UID: &uid}, PropagationPolicy: ptr.To(metav1.DeletePropagationBackground)})
+			Preconditions: &pre, PropagationPolicy: ptr.To(metav1.DeletePropagationBackground)})
 	} else {
 		child := &metav1.PartialObjectMetadata{ObjectMeta: metav1.ObjectMeta{Namespace: a.owner.GetNamespace(), Name: r.Name}}
 		child.SetGroupVersionKind(a.r.childGVK)
-		err = a.r.Client.Delete(ctx, child, client.Preconditions{UID: &uid}, client.PropagationPolicy(metav1.DeletePropagationBackground))
+		err = a.r.Client.Delete(ctx, child, client.Preconditions(pre), client.PropagationPolicy(metav1.DeletePropagationBackground))
 	}
-	if apierrors.IsNotFound(err) {
+	switch {
+	case apierrors.IsNotFound(err):
 		return nil
+	case apierrors.IsConflict(err):
+		return fmt.Errorf("%w: %w", errChildChanged, err)
 	}
 	return err
 }

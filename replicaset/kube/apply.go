@@ -7,6 +7,7 @@ import (
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
 
@@ -33,6 +34,10 @@ type outcome struct {
 	// changes that failed (the plan was carried out all the same).
 	updated   []string
 	updateErr error
+	// changed names the children the plan deleted that had changed since
+	// the pass read them, and so were left (errChildChanged); they are
+	// not in acted's Deleted, nor their errors in acted's Err.
+	changed []string
 }
 
 // apply carries out d and decides nothing: it confirms the owner with a
@@ -63,17 +68,51 @@ func (r *Reconciler[O, C]) apply(ctx context.Context, o *observation, d decision
 	adopt := func(obj client.Object) error { return controllerutil.SetControllerReference(o.owner, obj, r.Scheme) }
 	release := func(obj client.Object) error { return controllerutil.RemoveControllerReference(o.owner, obj, r.Scheme) }
 	var errAdopt, errRelease error
-	out.adopted, errAdopt = r.patchAll(ctx, "adopt", d.adopt, adopt)
-	out.released, errRelease = r.patchAll(ctx, "release", d.release, release)
+	// An adopted child's version is the adoption's: the plan may delete
+	// it (counted as adopted) and nothing else changed it since the read,
+	// or the optimistic lock would have refused the adoption.
+	var vers map[types.UID]string
+	if len(d.delete) > 0 {
+		vers = versions(d.members)
+	}
+	out.adopted, errAdopt = r.patchAll(ctx, "adopt", d.adopt, adopt, vers)
+	out.released, errRelease = r.patchAll(ctx, "release", d.release, release, nil)
 	if out.claimErr = errors.Join(errAdopt, errRelease); out.claimErr != nil {
 		return out
 	}
 	out.updated, out.updateErr = r.updateInPlace(ctx, d.update)
 	if len(d.create) > 0 || len(d.delete) > 0 {
 		out.ran = true
-		out.acted = execute.Plan(ctx, &actuator[O, C]{r: r, owner: o.owner.(O), revision: o.revision}, d.toExecute(), d.create, r.Execute)
+		a := &actuator[O, C]{r: r, owner: o.owner.(O), revision: o.revision, versions: vers}
+		out.acted = execute.Plan(ctx, a, d.toExecute(), d.create, r.Execute)
+		out.changed, out.acted.Err = splitChanged(out.acted.Err)
 	}
 	return out
+}
+
+// versions maps each child's UID to its resourceVersion as the pass read
+// it.
+func versions(cs []child) map[types.UID]string {
+	m := make(map[types.UID]string, len(cs))
+	for _, c := range cs {
+		m[c.obj.GetUID()] = c.obj.GetResourceVersion()
+	}
+	return m
+}
+
+// splitChanged takes the deletes that found their child changed out of
+// err: it returns their names and the other failures.
+func splitChanged(err error) (changed []string, rest error) {
+	var others []error
+	for _, e := range unjoin(err) {
+		var op *execute.OpError
+		if errors.Is(e, errChildChanged) && errors.As(e, &op) {
+			changed = append(changed, op.Name)
+			continue
+		}
+		others = append(others, e)
+	}
+	return changed, errors.Join(others...)
 }
 
 // updateInPlace patches each child of us with its change in place, as a
@@ -113,13 +152,17 @@ func (r *Reconciler[O, C]) confirmOwner(ctx context.Context, owner client.Object
 
 // patchAll changes the ownership of each of objs (what names the change,
 // for errors) and returns the names it changed, joining the failures.
-func (r *Reconciler[O, C]) patchAll(ctx context.Context, what string, objs []client.Object, change func(client.Object) error) ([]string, error) {
+func (r *Reconciler[O, C]) patchAll(ctx context.Context, what string, objs []client.Object, change func(client.Object) error, vers map[types.UID]string) ([]string, error) {
 	var done []string
 	var errs []error
 	for _, c := range objs {
-		if err := r.patchOwnership(ctx, c, change); err != nil {
+		v, err := r.patchOwnership(ctx, c, change)
+		if err != nil {
 			errs = append(errs, fmt.Errorf("%s %s: %w", what, c.GetName(), err))
 			continue
+		}
+		if vers != nil {
+			vers[c.GetUID()] = v
 		}
 		done = append(done, c.GetName())
 	}
@@ -128,13 +171,15 @@ func (r *Reconciler[O, C]) patchAll(ctx context.Context, what string, objs []cli
 
 // patchOwnership changes a copy of the cache's child c and patches the
 // difference with an optimistic lock, so a concurrent change by another
-// controller wins cleanly.
-func (r *Reconciler[O, C]) patchOwnership(ctx context.Context, c client.Object, change func(client.Object) error) error {
+// controller wins cleanly. It returns the child's resourceVersion after
+// the patch.
+func (r *Reconciler[O, C]) patchOwnership(ctx context.Context, c client.Object, change func(client.Object) error) (string, error) {
 	modified := c.DeepCopyObject().(client.Object)
 	if err := change(modified); err != nil {
-		return err
+		return "", err
 	}
-	return r.Client.Patch(ctx, modified, client.MergeFromWithOptions(c, client.MergeFromWithOptimisticLock{}))
+	err := r.Client.Patch(ctx, modified, client.MergeFromWithOptions(c, client.MergeFromWithOptimisticLock{}))
+	return modified.GetResourceVersion(), err
 }
 
 func namesOf(objs []client.Object) []string {

@@ -76,6 +76,8 @@ func passCases() []passCase {
 			observed(0, kids(kid("web-0", annotated(AnnotationScaleInProtection, "true")))), ordinal, nil},
 		{"unready children",
 			observed(2, kids(kid("web-0"), kid("web-1", notReady))), ordinal, nil},
+		{"a delete finds its child changed since the read: left, no failure, looked at again",
+			observed(1, kids(kid("web-0"), kid("web-1", notReady))), ordinal, deletesFindChanged},
 		{"counting a child being deleted: nothing created while it goes",
 			observed(2, kids(kid("web-0"), kid("web-1", deleting))), ordinal, nil},
 		{"invalid spec: nothing done, the children it controls still counted",

@@ -91,9 +91,16 @@ func (l *deleteLog) in(ns string) []deleteRequest {
 // connection records its DELETEs of ConfigMaps into wire.
 func startManagerOnWire(t *testing.T, wire *deleteLog, configure func(*reconciler, ctrl.Manager)) (client.Client, string) {
 	t.Helper()
+	return startManagerWrapped(t, wire.wrap, configure)
+}
+
+// startManagerWrapped is startManagerWith for a manager whose every
+// connection goes through the transport wrap returns.
+func startManagerWrapped(t *testing.T, wrap func(http.RoundTripper) http.RoundTripper, configure func(*reconciler, ctrl.Manager)) (client.Client, string) {
+	t.Helper()
 	e := env.Require(t)
 	cfg := rest.CopyConfig(e.Config)
-	cfg.Wrap(wire.wrap)
+	cfg.Wrap(wrap)
 	scheme := runtime.NewScheme()
 	if err := clientgoscheme.AddToScheme(scheme); err != nil {
 		t.Fatal(err)
@@ -124,11 +131,12 @@ func startManagerOnWire(t *testing.T, wire *deleteLog, configure func(*reconcile
 
 // TestReconciler_DeletesReadNoChild scales a Widget 3→0 with the
 // manager's own client and reads the DELETE requests off the wire: each
-// names one of the children it planned, with its UID as a precondition
-// and background propagation, and asks for the answer as metadata, which
-// the binding does not decode (controller-runtime's client.Delete asked for
-// the whole child, decoded it and round-tripped it through JSON, a
-// seventh of the binding's CPU when scaling many owners to 0).
+// names one of the children it planned, with its UID and resourceVersion
+// as preconditions and background propagation, and asks for the answer as
+// metadata, which the binding does not decode (controller-runtime's
+// client.Delete asked for the whole child, decoded it and round-tripped
+// it through JSON, a seventh of the binding's CPU when scaling many owners
+// to 0).
 func TestReconciler_DeletesReadNoChild(t *testing.T) {
 	wire := &deleteLog{}
 	var r *reconciler
@@ -166,6 +174,9 @@ func TestReconciler_DeletesReadNoChild(t *testing.T) {
 			t.Errorf("DELETE %s: preconditions %+v, want the UID of a planned child", req.path, opts.Preconditions)
 		} else {
 			delete(uids, string(*opts.Preconditions.UID)) // each child once
+		}
+		if opts.Preconditions == nil || opts.Preconditions.ResourceVersion == nil || *opts.Preconditions.ResourceVersion == "" {
+			t.Errorf("DELETE %s: preconditions %+v, want the resourceVersion the pass read", req.path, opts.Preconditions)
 		}
 		if opts.PropagationPolicy == nil || *opts.PropagationPolicy != metav1.DeletePropagationBackground {
 			t.Errorf("DELETE %s: propagation %v, want Background", req.path, opts.PropagationPolicy)

@@ -29,7 +29,13 @@
 //     owner on the API server when the pass adopts, releases or creates
 //     (doing nothing if the owner is gone or being deleted), then adopts
 //     and releases, then creates and deletes (execute.Plan, slow start),
-//     stopping at the first step that fails.
+//     stopping at the first step that fails. A delete goes through only
+//     if the child is still the one the pass read: its UID and
+//     resourceVersion are the delete's preconditions. A child that
+//     changed since (one not yet ready that became ready while the pass's
+//     creates ran, one protected or unmarked meanwhile) is left, with no
+//     failure reported, and the next pass, which its change's watch event
+//     starts, plans with it.
 //   - report settles what happened (the second pure function): the status
 //     and its conditions, events, which expectations to drop, and when to
 //     look again; then it patches status if it changed.

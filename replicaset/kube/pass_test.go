@@ -127,6 +127,18 @@ func createsFail(err error) func(decision) outcome {
 	}
 }
 
+// deletesFindChanged is the outcome of a decision whose creates
+// succeeded and whose deletes each found its child changed since the
+// read (apply takes those out of the result's errors).
+func deletesFindChanged(d decision) outcome {
+	out := outcome{ran: true}
+	out.acted.Created = d.create
+	for _, r := range d.delete {
+		out.changed = append(out.changed, r.Name)
+	}
+	return out
+}
+
 // zoneFails is the outcome of a decision whose creates in zone failed
 // with err (refused) and whose other creates succeeded.
 func zoneFails(zone string, err error) func(decision) outcome {

@@ -112,6 +112,11 @@ func settle(o *observation, d decision, out outcome) verdict {
 		if len(o.spec.Unreachable) > 0 && (v.requeue == 0 || UnreachableRecheck < v.requeue) {
 			v.requeue = UnreachableRecheck
 		}
+		// A child left because it changed: its watch event starts the
+		// next pass, which plans with the change; this is the fallback.
+		if len(out.changed) > 0 && (v.requeue == 0 || waitRequeue < v.requeue) {
+			v.requeue = waitRequeue
+		}
 	}
 	return v
 }
