@@ -42,7 +42,7 @@ func strategyGen() *rapid.Generator[replicaset.Strategy] {
 		if rapid.IntRange(0, 5).Draw(t, "onDelete") == 0 {
 			s.Type = replicaset.OnDelete
 		}
-		if s.MaxSurge.IsSet() && s.MaxSurge.String() == "0" || s.MaxSurge.String() == "0%" {
+		if s.MaxSurge.IsSet() && (s.MaxSurge.String() == "0" || s.MaxSurge.String() == "0%") {
 			if s.MaxUnavailable.String() == "0" || s.MaxUnavailable.String() == "0%" {
 				s.MaxUnavailable = replicaset.Amount{} // both zero: an invalid spec (TestSpec_ValidateBothZero)
 			}

@@ -101,13 +101,18 @@ func (a Actuator) Delete(ctx context.Context, r replicaset.Replica) error {
 // states the rule).
 //
 // A create that got no answer may have made its VM all the same (the
-// clone done, the answer lost): the Set remembers it (name, zone,
-// endpoint), as the Kubernetes binding's expectations remember creates,
-// until that endpoint answers a List and so shows whether it holds the VM.
-// While the endpoint answers, that is the next pass; while it does not,
-// the VM is one of its unknown VMs: counted, set aside, and its name
-// taken, given to no new VM on any endpoint (the Namer, naming.Indexed or
-// naming.Random, gets it among the existing names). Only a create that
+// clone done, the answer lost), or may still be making it (a clone
+// vCenter goes on with after the client gave up): the Set remembers it
+// (name, zone, endpoint), as the Kubernetes binding's expectations
+// remember creates. While the endpoint does not answer, the VM is one of
+// its unknown VMs: counted and set aside. Once the endpoint answers, a
+// List that shows the VM makes it one of the Set's VMs; one that does not
+// means no VM yet, and the VM is no longer counted (the Set makes another
+// in its stead), but its name stays taken until LostNameHold has passed
+// since the create, in case the clone ends after all (then the Set has
+// one VM too many and scales it down). Throughout, the name is given to
+// no new VM on any endpoint (the Namer, naming.Indexed or naming.Random,
+// gets it among the existing names). Only a create that
 // answered that it made nothing (an invalid spec, a placement not in the
 // inventory, a name another owner's VM holds) is forgotten at once. A VM
 // the Set never saw nor asked for on an endpoint (one made before the
@@ -200,6 +205,11 @@ type Set struct {
 	// Readiness says when a VM counts as ready (for Spec.MinReady and the
 	// plan's available count); empty means ReadyWhenPoweredOn.
 	Readiness Readiness
+	// LostNameHold is how long after a create that got no answer its
+	// name stays taken once the endpoint answers without the VM: a clone
+	// vCenter is still running shows up only when it ends. Zero means
+	// DefaultLostNameHold.
+	LostNameHold time.Duration
 
 	mu      sync.Mutex
 	source  rand.Source
@@ -212,11 +222,12 @@ type Set struct {
 	// seen holds, by endpoint (VM.Endpoint), the VMs of the last List
 	// that endpoint answered: while it does not answer, they are unknown.
 	seen map[string][]VM
-	// lost holds the VMs whose create got no answer (Name, Zone,
+	// lost holds the creates that got no answer (the VM's Name, Zone,
 	// Revision, and Endpoint as the placement named it) until their
-	// endpoint answers a List: they may exist, so they are unknown and
-	// their names are taken.
-	lost []VM
+	// endpoint answers a List that shows the VM, or answers for
+	// LostNameHold after the create: while their endpoint does not
+	// answer they are unknown VMs; their names are taken throughout.
+	lost []lostCreate
 	// refused is why the last Scale that got as far as planning made no
 	// plan; nil once one carried a plan out.
 	refused error
@@ -250,6 +261,11 @@ func (s *Set) SetRollout(r *replicaset.Strategy) {
 // DefaultZoneBackoff is how long a Set avoids a zone in which a create
 // failed, when Set.ZoneBackoff is zero.
 const DefaultZoneBackoff = replicaset.DefaultZoneBackoff
+
+// DefaultLostNameHold is the Set's LostNameHold when it sets none: longer
+// than a clone of a large VM takes, and costing no more than a name left
+// unused for that long.
+const DefaultLostNameHold = 15 * time.Minute
 
 // ordinals is what Names offers when it can read a name's ordinal back.
 type ordinals interface {
@@ -298,9 +314,14 @@ func (s *Set) Scale(ctx context.Context, desired int, now time.Time) (replicaset
 		s.refused = err
 		return plan, execute.Result{}, errors.Join(err, markErr, o.err)
 	}
-	existing := make([]string, len(vms))
+	existing := make([]string, len(vms), len(vms)+len(s.lost))
 	for i, vm := range vms {
 		existing[i] = vm.Name
+	}
+	for _, l := range s.lost {
+		if !slices.Contains(existing, l.vm.Name) {
+			existing = append(existing, l.vm.Name)
+		}
 	}
 	names, err := s.namer(now).Names(plan.Create, existing)
 	if err != nil {
@@ -317,7 +338,7 @@ func (s *Set) Scale(ctx context.Context, desired int, now time.Time) (replicaset
 		act.vms[current[i].Name] = vms[i]
 	}
 	res := execute.Plan(ctx, act, plan, names, s.Options)
-	s.made(rec)
+	s.made(rec, now)
 	s.backoff.Fail(res.FailedZones, now.Add(cmp.Or(s.ZoneBackoff, DefaultZoneBackoff)))
 	s.failing = plan.Create > 0 && len(res.Created) < plan.Create
 	return plan, res, errors.Join(res.Err, markErr, o.err)

@@ -10,6 +10,7 @@ import (
 	"github.com/replicakit/replicakit/deletionpolicy"
 	"github.com/replicakit/replicakit/naming"
 	"github.com/replicakit/replicakit/replicaset"
+	"github.com/replicakit/replicakit/replicaset/execute"
 	"github.com/replicakit/replicakit/vmprovider"
 	"github.com/replicakit/replicakit/vmprovider/vmprovidertest"
 )
@@ -181,5 +182,87 @@ func TestSet_StatusReportsRefusal(t *testing.T) {
 	}
 	if st, err := set.Status(ctx, now); err != nil || st.Replicas != 2 {
 		t.Errorf("Status once Scale plans = %+v, %v; want 2 replicas, no error", st, err)
+	}
+}
+
+// TestSet_LostCloneStillRunning: a clone west has not finished when the
+// Set's create gives up on it and west stops answering (the client timed
+// out; vCenter goes on cloning). When west answers again its List does not
+// show the VM yet, and the Set makes another in its stead, but not under
+// that name: the clone ends a pass later, and its VM must not share a
+// name with one the Set made meanwhile. The Set then scales the excess
+// down, with no name held twice.
+func TestSet_LostCloneStillRunning(t *testing.T) {
+	ctx := context.Background()
+	p := newPartitioned()
+	owner := vmprovider.Owner{UID: "uid-1", Name: "ns/v"}
+	set := &vmprovider.Set{
+		Provider: p.e,
+		Template: vmprovider.Spec{Owner: owner, PowerOn: true},
+		Policy:   deletionpolicy.Random{Seed: 1},
+		Spec:     replicaset.Spec{Zones: []string{"a", "b"}, MaxPerPass: 2},
+		Zones:    map[string]vmprovider.Placement{"a": {Endpoint: "east"}, "b": {Endpoint: "west"}},
+		Names:    naming.Indexed{Base: "v"},
+	}
+	at := now
+	pass := func() (replicaset.Plan, error) {
+		at = at.Add(time.Minute)
+		plan, _, err := set.Scale(ctx, 4, at)
+		return plan, err
+	}
+	if _, err := pass(); err != nil {
+		t.Fatalf("first pass: %v", err)
+	}
+	// West's next create times out before it answers, the clone not done,
+	// and west stops answering.
+	p.loseNext("west", loss{op: "create", cut: true, before: true})
+	_, err := pass()
+	var op *execute.OpError
+	if !errors.As(err, &op) || op.Op != execute.OpCreate {
+		t.Fatalf("the pass whose create timed out: %v, want a failed create", err)
+	}
+	lost := op.Name
+	if got := p.on(t, "west", owner.UID); slices.Contains(got, lost) {
+		t.Fatalf("west holds %v: the clone of %s was to be still running", got, lost)
+	}
+
+	// West answers again at once: no pass stood a VM in for the lost one.
+	p.setCut("west", false)
+	for i := range 2 {
+		if _, err := pass(); err != nil {
+			t.Fatalf("healed pass %d: %v", i, err)
+		}
+		east, west := p.on(t, "east", owner.UID), p.on(t, "west", owner.UID)
+		if slices.Contains(east, lost) || slices.Contains(west, lost) {
+			t.Fatalf("healed pass %d gave %s, whose clone may still end, to a new VM (east %v, west %v)", i, lost, east, west)
+		}
+	}
+
+	// The clone ends.
+	vms, err := p.fakes["west"].List(ctx, owner.UID)
+	if err != nil || len(vms) == 0 {
+		t.Fatalf("west holds %v (%v), want a VM to copy the clone from", vms, err)
+	}
+	clone := vms[0]
+	clone.Name, clone.InstanceUUID, clone.CreatedAt = lost, "late-clone", at
+	p.fakes["west"].Add(clone)
+
+	for i := 0; ; i++ {
+		plan, err := pass()
+		if err != nil {
+			t.Fatalf("pass %d after the clone ended: %v", i, err)
+		}
+		if plan.IsZero() {
+			break
+		}
+		if i > 10 {
+			t.Fatalf("not converged after %d passes: %v", i, plan)
+		}
+	}
+	east, west := p.on(t, "east", owner.UID), p.on(t, "west", owner.UID)
+	all := append(slices.Clone(east), west...)
+	slices.Sort(all)
+	if len(all) != 4 || len(slices.Compact(slices.Clone(all))) != 4 {
+		t.Errorf("settled with east %v and west %v, want 4 VMs of 4 names", east, west)
 	}
 }

@@ -85,7 +85,7 @@ func (s *Set) observe(ctx context.Context, now time.Time) (observed, error) {
 	if err != nil && !errors.As(err, &ue) {
 		return observed{}, fmt.Errorf("list VMs of %q: %w", s.Template.Owner.UID, err)
 	}
-	vms, firstUnknown := s.remember(vms, ue)
+	vms, firstUnknown := s.remember(vms, ue, now)
 	s.tracker.Readiness = s.Readiness
 	o := observed{vms: vms, current: s.tracker.Replicas(vms, s.Template.PowerOn, now)}
 	o.unreachable = s.setAside(o.current, vms, firstUnknown, ue)

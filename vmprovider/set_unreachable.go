@@ -6,6 +6,7 @@ import (
 	"errors"
 	"slices"
 	"sync"
+	"time"
 
 	"github.com/replicakit/replicakit/replicaset"
 )
@@ -15,14 +16,21 @@ import (
 // (replicaset.Spec.Unreachable), and no zone name has a space.
 const unknownZonePrefix = "unreachable endpoint "
 
+// lostCreate is a create that got no answer, and when it was asked for.
+type lostCreate struct {
+	vm VM
+	at time.Time
+}
+
 // remember keeps, by endpoint, the VMs of every endpoint that answered
 // this List, and returns vms followed by the unknown VMs, from
 // firstUnknown on: for each endpoint ue names, the VMs it held when it
 // last answered, and then the VMs whose create was not answered (lost)
 // while their endpoint does not answer either. A lost create is forgotten
-// once its endpoint answers a List, which shows whether it holds the VM.
-// The Set's lock is held.
-func (s *Set) remember(vms []VM, ue *UnreachableError) (all []VM, firstUnknown int) {
+// once its endpoint answers a List that shows the VM, or answers at now,
+// LostNameHold or more after the create; until then its name stays
+// taken (Scale's namer gets it). The Set's lock is held.
+func (s *Set) remember(vms []VM, ue *UnreachableError, now time.Time) (all []VM, firstUnknown int) {
 	if s.seen == nil {
 		s.seen = map[string][]VM{}
 	}
@@ -38,7 +46,16 @@ func (s *Set) remember(vms []VM, ue *UnreachableError) (all []VM, firstUnknown i
 	for ep, l := range fresh {
 		s.seen[ep] = l
 	}
-	s.lost = slices.DeleteFunc(s.lost, func(vm VM) bool { return answered(vm.Endpoint, ue) })
+	hold := cmp.Or(s.LostNameHold, DefaultLostNameHold)
+	s.lost = slices.DeleteFunc(s.lost, func(l lostCreate) bool {
+		if !answered(l.vm.Endpoint, ue) {
+			return false
+		}
+		shown := slices.ContainsFunc(vms, func(v VM) bool {
+			return v.Name == l.vm.Name && (l.vm.Endpoint == "" || v.Endpoint == l.vm.Endpoint)
+		})
+		return shown || !now.Before(l.at.Add(hold))
+	})
 	if ue == nil {
 		return vms, len(vms)
 	}
@@ -46,7 +63,11 @@ func (s *Set) remember(vms []VM, ue *UnreachableError) (all []VM, firstUnknown i
 	for _, ep := range ue.Endpoints {
 		all = append(all, s.seen[ep]...)
 	}
-	for _, vm := range s.lost {
+	for _, l := range s.lost {
+		vm := l.vm
+		if answered(vm.Endpoint, ue) {
+			continue // no VM yet: its name is held, it is not counted
+		}
 		if vm.Endpoint == "" {
 			vm.Endpoint = ue.Default
 		}
@@ -151,7 +172,7 @@ func (r *recorder) deleteVM(ctx context.Context, vm VM, owner string) error {
 // made adds the VMs a pass created to what their endpoints are known to
 // hold, drops those it destroyed, and remembers the creates that got no
 // answer. The Set's lock is held.
-func (s *Set) made(rec *recorder) {
+func (s *Set) made(rec *recorder, now time.Time) {
 	for _, g := range rec.gone {
 		for ep, l := range s.seen {
 			if g.Endpoint == "" || g.Endpoint == ep {
@@ -168,8 +189,11 @@ func (s *Set) made(rec *recorder) {
 		}
 	}
 	for _, vm := range rec.lost {
-		if !slices.ContainsFunc(s.lost, func(v VM) bool { return v.Name == vm.Name && v.Endpoint == vm.Endpoint }) {
-			s.lost = append(s.lost, vm)
+		i := slices.IndexFunc(s.lost, func(l lostCreate) bool { return l.vm.Name == vm.Name && l.vm.Endpoint == vm.Endpoint })
+		if i < 0 {
+			s.lost = append(s.lost, lostCreate{vm: vm, at: now})
+			continue
 		}
+		s.lost[i].at = now // asked for again: the hold runs from the last ask
 	}
 }

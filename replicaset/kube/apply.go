@@ -10,6 +10,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
+	"sigs.k8s.io/controller-runtime/pkg/log"
 
 	"github.com/replicakit/replicakit/replicaset/execute"
 )
@@ -86,6 +87,10 @@ func (r *Reconciler[O, C]) apply(ctx context.Context, o *observation, d decision
 		a := &actuator[O, C]{r: r, owner: o.owner.(O), revision: o.revision, versions: vers}
 		out.acted = execute.Plan(ctx, a, d.toExecute(), d.create, r.Execute)
 		out.changed, out.acted.Err = splitChanged(out.acted.Err)
+		if len(out.changed) > 0 {
+			log.FromContext(ctx).V(1).Info("left children that changed since the pass read them; the next pass plans with them",
+				"children", out.changed)
+		}
 	}
 	return out
 }

@@ -34,8 +34,9 @@
 //     resourceVersion are the delete's preconditions. A child that
 //     changed since (one not yet ready that became ready while the pass's
 //     creates ran, one protected or unmarked meanwhile) is left, with no
-//     failure reported, and the next pass, which its change's watch event
-//     starts, plans with it.
+//     failure reported (a line at log level 1 names it; the pass writes
+//     status), and the next pass, which its change's watch event starts,
+//     plans with it.
 //   - report settles what happened (the second pure function): the status
 //     and its conditions, events, which expectations to drop, and when to
 //     look again; then it patches status if it changed.

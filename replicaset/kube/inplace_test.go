@@ -87,8 +87,8 @@ func TestInPlacer_TemplateLabels(t *testing.T) {
 				t.Fatalf("record %v lacks %s (written %v, recorded before %v)", gotRecord, k, wrote, kept)
 			}
 		}
-		if !slices.IsSorted(gotRecord) {
-			t.Fatalf("record %v is not sorted", gotRecord)
+		if out != nil && !slices.IsSorted(gotRecord) {
+			t.Fatalf("the record written, %v, is not sorted", gotRecord)
 		}
 		if out != nil {
 			if again := update(out, stamp); again != nil {

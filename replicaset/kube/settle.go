@@ -64,7 +64,9 @@ func settle(o *observation, d decision, out outcome) verdict {
 	v.backoff = backoffAfter(d.backoff, out.acted.FailedZones, o.now.Add(o.backoffFor))
 	v.status = status(o, d, out, failed, v.backoff)
 	acted := out.ran || len(out.adopted) > 0 || len(out.released) > 0 || len(out.updated) > 0
-	clean := out.claimErr == nil && out.acted.Err == nil && out.updateErr == nil
+	// A delete that left a changed child wrote nothing: the pass that
+	// sees the change would only come with that child's event.
+	clean := out.claimErr == nil && out.acted.Err == nil && out.updateErr == nil && len(out.changed) == 0
 	// A gone owner has no status to write; a pass that could not confirm
 	// its owner writes what it saw, with the error.
 	v.publish = !(acted && clean) && d.hold != holdWaiting && !out.ownerGone

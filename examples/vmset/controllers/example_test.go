@@ -128,11 +128,18 @@ func ExampleReplicaSetAdapter() {
 	var r replicaset.Replica
 	a.Describe(child, &r)
 	fmt.Println(r.Phase, r.Ready)
-	child.Status.InstanceUUID = "fake-00000001"
+	child.Status.InstanceUUID, child.Status.PowerState = "fake-00000001", string(vmv1.PoweredOn)
 	child.Status.Conditions = []metav1.Condition{{Type: "Ready", Status: metav1.ConditionTrue, Reason: "PoweredOn",
 		LastTransitionTime: metav1.NewTime(time.Date(2026, 11, 30, 12, 0, 0, 0, time.UTC))}}
 	a.Describe(child, &r)
 	fmt.Println(r.Phase, r.Ready, r.ReadySince.Format(time.RFC3339))
+
+	// Powered off while its spec wants it on, it serves nothing: pending
+	// again, and a rollout does not count it among those that may serve.
+	child.Status.PowerState, child.Status.Conditions = string(vmv1.PoweredOff), nil
+	r = replicaset.Replica{}
+	a.Describe(child, &r)
+	fmt.Println(r.Phase, r.Ready)
 	// Output:
 	// 3 Oldest [zone-a zone-b] <nil>
 	// spec.zones: zone "zone-c" has no placement in the operator's configuration (it has zone-a, zone-b)
@@ -140,4 +147,5 @@ func ExampleReplicaSetAdapter() {
 	// true false
 	// Pending false
 	// Running true 2026-11-30T12:00:00Z
+	// Pending false
 }

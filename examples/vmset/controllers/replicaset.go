@@ -152,9 +152,11 @@ func (ReplicaSetAdapter) NewChild(s *vmv1.VirtualMachineReplicaSet) (*vmv1.Virtu
 }
 
 // Describe implements kube.Adapter: a VirtualMachine is pending until vCenter
-// has it, failed while vCenter refuses to clone it or its zone's
+// has it, and while vCenter reports it powered off though its spec wants
+// it on (it serves nothing: a rollout does not count it among the VMs that
+// may serve); failed while vCenter refuses to clone it or its zone's
 // placement is gone (Ready False with the reason CreateFailed or
-// ZoneUnavailable: with zones, the set replaces it in another zone),
+// ZoneUnavailable: with zones, the set replaces it in another zone);
 // ready while its Ready condition is true.
 func (ReplicaSetAdapter) Describe(vm *vmv1.VirtualMachine, r *replicaset.Replica) {
 	ready := meta.FindStatusCondition(vm.Status.Conditions, "Ready")
@@ -162,6 +164,8 @@ func (ReplicaSetAdapter) Describe(vm *vmv1.VirtualMachine, r *replicaset.Replica
 	case vm.Status.InstanceUUID == "" && ready != nil && (ready.Reason == ReasonCreateFailed || ready.Reason == ReasonZoneUnavailable):
 		r.Phase = replicaset.PhaseFailed
 	case vm.Status.InstanceUUID == "":
+		r.Phase = replicaset.PhasePending
+	case vm.Status.PowerState != "" && vm.Status.PowerState != string(vmv1.PoweredOn) && vm.Spec.PowerState != vmv1.PoweredOff:
 		r.Phase = replicaset.PhasePending
 	default:
 		r.Phase = replicaset.PhaseRunning

@@ -100,6 +100,9 @@ func TestCRDs_DefaultsAndValidation(t *testing.T) {
 		{"maxSurge 0% and maxUnavailable 0", func(s *vmv1.VirtualMachineReplicaSet) {
 			s.Spec.Strategy = vmv1.UpdateStrategy{MaxSurge: ptr.To(intstr.FromString("0%")), MaxUnavailable: ptr.To(intstr.FromInt32(0))}
 		}, "spec.strategy.maxSurge and spec.strategy.maxUnavailable may not both be 0"},
+		{"maxSurge \"0\" and maxUnavailable 0", func(s *vmv1.VirtualMachineReplicaSet) {
+			s.Spec.Strategy = vmv1.UpdateStrategy{MaxSurge: ptr.To(intstr.FromString("0")), MaxUnavailable: ptr.To(intstr.FromInt32(0))}
+		}, "spec.strategy.maxSurge and spec.strategy.maxUnavailable may not both be 0"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.desc, func(t *testing.T) {
