@@ -105,19 +105,11 @@ func TestSet_LostAnswersUnderPartitions(t *testing.T) {
 		p.mu.Unlock()
 		p.setCut("east", false)
 		p.setCut("west", false)
-		for pass := 0; ; pass++ {
+		untilQuiet(t, func() (replicaset.Plan, error) {
 			at = at.Add(time.Minute)
 			plan, _, err := set.Scale(ctx, desired, at)
-			if err != nil {
-				t.Fatalf("healed pass %d: %v", pass, err)
-			}
-			if plan.IsZero() {
-				break
-			}
-			if pass > 20 {
-				t.Fatalf("not converged after %d healed passes: %v", pass, plan)
-			}
-		}
+			return plan, err
+		})
 		east, west := p.on(t, "east", owner.UID), p.on(t, "west", owner.UID)
 		if both := common(east, west); len(both) > 0 || len(east)+len(west) != desired {
 			t.Fatalf("settled with east %v and west %v, want %d VMs, each name once", east, west, desired)

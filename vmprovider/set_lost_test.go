@@ -26,14 +26,7 @@ func TestSet_LostCloneAnswer_Issue33(t *testing.T) {
 	ctx := context.Background()
 	p := newPartitioned()
 	owner := vmprovider.Owner{UID: "uid-1", Name: "ns/v2"}
-	set := &vmprovider.Set{
-		Provider: p.e,
-		Template: vmprovider.Spec{Owner: owner, PowerOn: true},
-		Policy:   deletionpolicy.Random{Seed: 1},
-		Spec:     replicaset.Spec{Zones: []string{"a", "b"}, MaxPerPass: 2},
-		Zones:    map[string]vmprovider.Placement{"a": {Endpoint: "east"}, "b": {Endpoint: "west"}},
-		Names:    naming.Indexed{Base: "v2"},
-	}
+	set := twoVCenters(p, owner, "v2")
 	at := now
 	pass := func() (replicaset.Plan, error) {
 		at = at.Add(time.Minute)
@@ -62,18 +55,7 @@ func TestSet_LostCloneAnswer_Issue33(t *testing.T) {
 	}
 
 	p.setCut("west", false)
-	for i := 0; ; i++ {
-		plan, err := pass()
-		if err != nil {
-			t.Fatalf("healed pass %d: %v", i, err)
-		}
-		if plan.IsZero() {
-			break
-		}
-		if i > 10 {
-			t.Fatalf("not converged after %d healed passes: %v", i, plan)
-		}
-	}
+	untilQuiet(t, pass)
 	east, west := p.on(t, "east", owner.UID), p.on(t, "west", owner.UID)
 	if len(east)+len(west) != 6 {
 		t.Errorf("settled with east %v and west %v, want 6 VMs", east, west)
@@ -196,14 +178,7 @@ func TestSet_LostCloneStillRunning(t *testing.T) {
 	ctx := context.Background()
 	p := newPartitioned()
 	owner := vmprovider.Owner{UID: "uid-1", Name: "ns/v"}
-	set := &vmprovider.Set{
-		Provider: p.e,
-		Template: vmprovider.Spec{Owner: owner, PowerOn: true},
-		Policy:   deletionpolicy.Random{Seed: 1},
-		Spec:     replicaset.Spec{Zones: []string{"a", "b"}, MaxPerPass: 2},
-		Zones:    map[string]vmprovider.Placement{"a": {Endpoint: "east"}, "b": {Endpoint: "west"}},
-		Names:    naming.Indexed{Base: "v"},
-	}
+	set := twoVCenters(p, owner, "v")
 	at := now
 	pass := func() (replicaset.Plan, error) {
 		at = at.Add(time.Minute)
@@ -247,18 +222,7 @@ func TestSet_LostCloneStillRunning(t *testing.T) {
 	clone.Name, clone.InstanceUUID, clone.CreatedAt = lost, "late-clone", at
 	p.fakes["west"].Add(clone)
 
-	for i := 0; ; i++ {
-		plan, err := pass()
-		if err != nil {
-			t.Fatalf("pass %d after the clone ended: %v", i, err)
-		}
-		if plan.IsZero() {
-			break
-		}
-		if i > 10 {
-			t.Fatalf("not converged after %d passes: %v", i, plan)
-		}
-	}
+	untilQuiet(t, pass)
 	east, west := p.on(t, "east", owner.UID), p.on(t, "west", owner.UID)
 	all := append(slices.Clone(east), west...)
 	slices.Sort(all)

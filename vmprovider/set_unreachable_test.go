@@ -72,6 +72,37 @@ func (p *partitioned) loseLocked(ep, op, name string, before bool) error {
 	return fmt.Errorf("%s %s: read tcp: i/o timeout (the answer was lost)", op, name)
 }
 
+// untilQuiet runs pass until it plans nothing, failing on an error or after
+// 20 passes.
+func untilQuiet(t interface{ Fatalf(string, ...any) }, pass func() (replicaset.Plan, error)) {
+	for i := 0; ; i++ {
+		plan, err := pass()
+		if err != nil {
+			t.Fatalf("healed pass %d: %v", i, err)
+		}
+		if plan.IsZero() {
+			return
+		}
+		if i > 20 {
+			t.Fatalf("not converged after %d healed passes: %v", i, plan)
+		}
+	}
+}
+
+// twoVCenters returns a Set of owner over p's endpoints, east holding
+// zone a and west zone b, with naming.Indexed names on base and at most
+// 2 creates or deletes a pass.
+func twoVCenters(p *partitioned, owner vmprovider.Owner, base string) *vmprovider.Set {
+	return &vmprovider.Set{
+		Provider: p.e,
+		Template: vmprovider.Spec{Owner: owner, PowerOn: true},
+		Policy:   deletionpolicy.Random{Seed: 1},
+		Spec:     replicaset.Spec{Zones: []string{"a", "b"}, MaxPerPass: 2},
+		Zones:    map[string]vmprovider.Placement{"a": {Endpoint: "east"}, "b": {Endpoint: "west"}},
+		Names:    naming.Indexed{Base: base},
+	}
+}
+
 func newPartitioned() *partitioned {
 	p := &partitioned{cut: map[string]bool{}, fakes: map[string]*vmprovidertest.Fake{}, losses: map[string]loss{},
 		e: &vmprovider.Endpoints{Providers: map[string]vmprovider.Provider{}}}
@@ -200,18 +231,10 @@ func TestSet_UnreachableEndpoints(t *testing.T) {
 		}
 		p.setCut("east", false)
 		p.setCut("west", false)
-		for pass := 0; ; pass++ {
+		untilQuiet(t, func() (replicaset.Plan, error) {
 			plan, _, err := set.Scale(ctx, desired, now)
-			if err != nil {
-				t.Fatalf("healed pass %d: %v", pass, err)
-			}
-			if plan.IsZero() {
-				break
-			}
-			if pass > 20 {
-				t.Fatalf("not converged after %d healed passes: %v", pass, plan)
-			}
-		}
+			return plan, err
+		})
 		zs, err := set.ZoneStatus(ctx, now)
 		if err != nil {
 			t.Fatal(err)
