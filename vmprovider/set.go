@@ -101,7 +101,7 @@ func (a Actuator) Delete(ctx context.Context, r replicaset.Replica) error {
 // states the rule).
 //
 // A create that got no answer may have made its VM all the same (the
-// clone done, the answer lost), or may still be making it (a clone
+// clone done, the answer lost), or may still be making it (a clone that
 // vCenter goes on with after the client gave up): the Set remembers it
 // (name, zone, endpoint), as the Kubernetes binding's expectations
 // remember creates. While the endpoint does not answer, the VM is one of
@@ -206,9 +206,9 @@ type Set struct {
 	// plan's available count); empty means ReadyWhenPoweredOn.
 	Readiness Readiness
 	// LostNameHold is how long after a create that got no answer its
-	// name stays taken once the endpoint answers without the VM: a clone
-	// vCenter is still running shows up only when it ends. Zero means
-	// DefaultLostNameHold.
+	// name stays taken once the endpoint answers without the VM: a VM
+	// whose clone vCenter is still running shows up only when the clone
+	// ends. Zero means DefaultLostNameHold.
 	LostNameHold time.Duration
 
 	mu      sync.Mutex
