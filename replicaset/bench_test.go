@@ -152,3 +152,54 @@ func BenchmarkComputeRolloutLikeForLike(b *testing.B) {
 		}
 	}
 }
+
+// BenchmarkComputeHealth compares Compute on 100,000 replicas with
+// Spec.Remediation and a Health on every replica ("health") against the
+// same call without either ("without"), both scaling down by half and at
+// the desired count; "health-1pct-due" has 1% of them unhealthy past
+// their window, so that the pass replaces some (MaxInFlight 10%).
+func BenchmarkComputeHealth(b *testing.B) {
+	const n = 100_000
+	rng := rand.New(rand.NewPCG(3, n))
+	now := time.Date(2026, 11, 30, 12, 0, 0, 0, time.UTC)
+	plain := make([]replicaset.Replica, n)
+	healthy := make([]replicaset.Replica, n)
+	due := make([]replicaset.Replica, n)
+	for i := range plain {
+		plain[i] = replicaset.Replica{
+			Name:      fmt.Sprintf("set-%08d", rng.IntN(1<<30)) + fmt.Sprint(i),
+			UID:       fmt.Sprintf("uid-%d", i),
+			CreatedAt: now.Add(-time.Duration(rng.IntN(1<<20)) * time.Second),
+			Phase:     replicaset.PhaseRunning,
+			Ready:     true,
+		}
+		healthy[i], due[i] = plain[i], plain[i]
+		healthy[i].Health = &replicaset.Health{Started: plain[i].CreatedAt, Healthy: true}
+		due[i].Health = healthy[i].Health
+		if i%100 == 0 {
+			due[i].Ready = false
+			due[i].Health = &replicaset.Health{Started: plain[i].CreatedAt, Healthy: true, Unhealthy: true, Since: now.Add(-time.Hour)}
+		}
+	}
+	policy := deletionpolicy.Random{Seed: 7}
+	for _, desired := range []int{n / 2, n} {
+		for _, c := range []struct {
+			name     string
+			replicas []replicaset.Replica
+			heal     bool
+		}{{"without", plain, false}, {"health", healthy, true}, {"health-1pct-due", due, true}} {
+			spec := replicaset.Spec{Desired: desired}
+			if c.heal {
+				spec.Remediation = &replicaset.Remediation{}
+			}
+			b.Run(fmt.Sprintf("desired=%d/%s", desired, c.name), func(b *testing.B) {
+				b.ReportAllocs()
+				for b.Loop() {
+					if _, err := replicaset.Compute(spec, c.replicas, policy, now); err != nil {
+						b.Fatal(err)
+					}
+				}
+			})
+		}
+	}
+}

@@ -15,8 +15,8 @@ import (
 //
 // The package documentation states the rules it plans by, once each:
 // [Counting] (and what a binding does with two replicas of one name),
-// [Deletion order], [Zones], [Rollouts] and [Unreachable zones]; and
-// [Invariants], what every plan guarantees.
+// [Deletion order], [Zones], [Rollouts], [Unreachable zones] and
+// [Self-healing]; and [Invariants], what every plan guarantees.
 //
 // Compute returns an error wrapping ErrInvalidSpec for a bad spec,
 // ErrInvalidReplica for an empty or repeated name or a repeated UID (input
@@ -30,6 +30,7 @@ import (
 // [Zones]: https://pkg.go.dev/github.com/replicakit/replicakit/replicaset#hdr-Zones
 // [Rollouts]: https://pkg.go.dev/github.com/replicakit/replicakit/replicaset#hdr-Rollouts
 // [Unreachable zones]: https://pkg.go.dev/github.com/replicakit/replicakit/replicaset#hdr-Unreachable_zones
+// [Self-healing]: https://pkg.go.dev/github.com/replicakit/replicakit/replicaset#hdr-Self_healing
 // [Invariants]: https://pkg.go.dev/github.com/replicakit/replicakit/replicaset#hdr-Invariants
 func Compute(spec Spec, current []Replica, policy Ranker, now time.Time) (Plan, error) {
 	if err := spec.Validate(); err != nil {
@@ -38,9 +39,18 @@ func Compute(spec Spec, current []Replica, policy Ranker, now time.Time) (Plan, 
 	if isNil(policy) {
 		return Plan{}, fmt.Errorf("compute needs a deletion policy such as deletionpolicy.Random: %w", ErrNoPolicy)
 	}
-	if len(spec.Unreachable) > 0 {
+	switch {
+	case len(spec.Unreachable) > 0:
 		return computePartitioned(spec, current, policy, now)
+	case spec.Remediation != nil:
+		return computeHealing(spec, current, policy, now)
 	}
+	return computeReachable(spec, current, policy, now)
+}
+
+// computeReachable is Compute for a valid spec with every zone reachable,
+// once remediation has decided (computeHealing).
+func computeReachable(spec Spec, current []Replica, policy Ranker, now time.Time) (Plan, error) {
 	w := getScratch()
 	defer w.put()
 	if spec.Revision != "" {
@@ -155,7 +165,7 @@ func compareVictims(a, b victim) int {
 }
 
 // compareIdentity orders replicas by name, then UID. It takes pointers: a
-// Replica is 144 bytes, and orderings compare many times.
+// Replica is 152 bytes, and orderings compare many times.
 func compareIdentity(a, b *Replica) int {
 	if c := cmp.Compare(a.Name, b.Name); c != 0 {
 		return c

@@ -10,7 +10,8 @@
 // the application do the I/O.
 //
 // The rules [Compute] plans by are stated once, under the headings below
-// ([Counting], [Deletion order], [Zones], [Rollouts], [Unreachable zones]);
+// ([Counting], [Deletion order], [Zones], [Rollouts], [Unreachable zones],
+// [Self-healing]);
 // the rest of replicakit points here. [Invariants] lists what every plan
 // guarantees, and the property tests check each of them.
 //
@@ -221,6 +222,87 @@
 // by the zone order above from the fullest zones, and unknown replicas
 // that are gone are replaced as any missing replica is.
 //
+// # Self-healing
+//
+// With Spec.Remediation set, a pass also remediates replicas that stay
+// unhealthy, as Replica.Health describes them (nil Health: nothing known
+// against the replica). Without it Compute plans exactly as without
+// health, and a pass that finds nothing due plans what it would without
+// it.
+//
+// When a replica falls due. A failed one (PhaseFailed: its clone failed)
+// at once. One that has started (Health.Started) but not been healthy
+// since, when Remediation.StartupWindow has passed since it started: the
+// window runs from when the replica exists, not from when it was asked
+// for, so a slow clone queue does not eat it. One that was healthy and is
+// unhealthy now, when it has been so without a break for
+// Remediation.UnhealthyWindow (Health.Since): a replica whose health
+// flaps more often than the window is never remediated, which is the
+// hysteresis. A replica not yet started has no window running. A replica
+// asked for (Health.Now) at once.
+//
+// What is done. With Remediation.Restart, a replica due that was not
+// restarted for it already is restarted (Plan.Restart) and, once the
+// caller records the restart in its Health, gets the start-up window
+// again; otherwise (and for a failed replica) it is replaced
+// (Plan.Replace): deleted in this pass, first in Plan.Delete, and a
+// replacement created in its zone in the same pass while live replicas
+// and those being deleted stay within Desired + MaxSurge (Strategy.Limits),
+// the rest by later passes once it is gone. A replica being replaced
+// counts as unavailable, so the plan's rollout bounds (Rollouts above)
+// hold of the other replicas; a replica the plan deletes anyway is not
+// also restarted.
+//
+// The guards, in this order, each on by default (a Hold names the
+// replicas each keeps waiting):
+//
+//   - Health.Skip: the replica opted out (HoldSkipRemediation); it still
+//     counts as unhealthy.
+//   - The storm guard: when more live replicas are unhealthy than
+//     Remediation.MaxUnhealthy (DefaultMaxUnhealthy, 40% of Desired
+//     rounded down, at least 1), the fault is taken to be outside the
+//     replicas (a network blip, a storage outage) and none is remediated
+//     (HoldTooManyUnhealthy). Unhealthy here means failed, past the
+//     start-up window without having been healthy, or unhealthy after
+//     being healthy, whether or not its window has passed. A storm that
+//     heals by itself, all at once, replaces nothing.
+//   - The zone guard: in a zone where at least two live replicas, and
+//     more than half of them, are unhealthy, none is remediated
+//     (HoldZoneUnhealthy; HealthStatus.FailingZones lists the zones, for a
+//     binding to back off as it backs off a zone whose creates fail).
+//   - Unreachable zones (Spec.Unreachable): their replicas are unknown,
+//     never unhealthy, never remediated.
+//   - Suspension: once Remediation.MaxFailures (DefaultMaxFailures, 3)
+//     replacements in a row failed, replicas replaced that had not been
+//     healthy since they started (Spec.RemediationHistory, which the
+//     caller keeps with RemediationHistory.After), nothing is remediated
+//     (HoldSuspended, HealthStatus.Suspended) until a replica that started
+//     after the last failure is healthy: a template whose replicas never
+//     become healthy costs at most MaxFailures failed clones, not a loop.
+//   - Backoff: after a failed replacement the next waits
+//     Remediation.Backoff (DefaultRemediationBackoff, 1 minute), doubled
+//     for each further failure (HoldRemediationBackoff).
+//   - In flight: at most Remediation.MaxInFlight remediations are under
+//     way (DefaultMaxInFlight, 10% of Desired rounded up, so at least 1):
+//     restarted replicas in their start-up window, and replicas being
+//     deleted that were unhealthy or failed (HoldInFlight).
+//
+// A replica asked for (Health.Now) passes the storm, zone, suspension and
+// backoff guards, which guard against faults outside the replicas, but not
+// the cap in flight. Replicas due are taken asked for first, then failed,
+// then by when they fell due. HealthStatus says what the pass found, with
+// Allowed, Cluster API's remediationsAllowed; NextCheck is when a window
+// or a backoff ends, so that a binding requeues for it: no event marks
+// that moment.
+//
+// The defaults: the start-up window (DefaultStartupWindow, 10 minutes) is
+// Cluster API's nodeStartupTimeout, as a clone, its boot and a guest's
+// first heartbeat take minutes; the unhealthy window
+// (DefaultUnhealthyWindow, 5 minutes) outlasts a vMotion, a guest tools
+// restart or a network blip; 40% is Cluster API's documented short-circuit
+// example, below the Kubernetes node controller's 55% for a zone outage;
+// 10% in flight is twice Azure's automatic repairs' 5%.
+//
 // # Invariants
 //
 // For every valid input, Compute guarantees:
@@ -269,6 +351,17 @@
 //     come and go, the set never holds more than D + MaxSurge replicas
 //     (a rollout's surge on top) unless more than D are unknown, and once
 //     every zone answers it converges as any set does.
+//   - Self-healing (Spec.Remediation): only replicas due are remediated,
+//     never one opted out or unknown, never more than MaxInFlight allows;
+//     none but those asked for past the storm, zone, suspension and
+//     backoff guards; a replaced replica is in Delete, a restarted one is
+//     not; replacements keep live and deleting replicas within
+//     Desired + MaxSurge; a pass with nothing due plans as without
+//     remediation. Through passes, a storm that heals by itself replaces
+//     nothing, a flap shorter than the window is never remediated, a set
+//     whose replicas hang a few at a time ends healthy at its count, and a
+//     template whose replicas never become healthy is suspended after
+//     MaxFailures failed replacements.
 //   - Determinism: the same spec, replicas (in any order), policy and time
 //     give the same plan.
 //   - Convergence: carrying out plans repeatedly reaches Desired (or the
@@ -282,5 +375,6 @@
 // [Zones]: https://pkg.go.dev/github.com/replicakit/replicakit/replicaset#hdr-Zones
 // [Rollouts]: https://pkg.go.dev/github.com/replicakit/replicakit/replicaset#hdr-Rollouts
 // [Unreachable zones]: https://pkg.go.dev/github.com/replicakit/replicakit/replicaset#hdr-Unreachable_zones
+// [Self-healing]: https://pkg.go.dev/github.com/replicakit/replicakit/replicaset#hdr-Self_healing
 // [Invariants]: https://pkg.go.dev/github.com/replicakit/replicakit/replicaset#hdr-Invariants
 package replicaset

@@ -45,10 +45,24 @@ type Plan struct {
 	// live or being deleted, which this pass leaves alone: they are in
 	// neither Delete nor Deleting.
 	Unknown []Replica
+	// Restart lists the replicas to restart to remediate them
+	// (Remediation.Restart): the caller restarts each (a VM reset) and
+	// records it in its Health (Started at the restart, Healthy false,
+	// Restarted true). Empty without Spec.Remediation.
+	Restart []Replica
+	// Replace lists the replicas this pass replaces to remediate them,
+	// in the order remediation chose them; each is in Delete too, and its
+	// replacement among Create as far as the surge allows. Empty without
+	// Spec.Remediation.
+	Replace []Replica
+	// Health is what the pass found of its replicas' health, with
+	// Spec.Remediation; zero without it.
+	Health HealthStatus
 }
 
-// Hold is one reason replicas on older revisions wait: a rollout bound or
-// setting that keeps them, and how many.
+// Hold is one reason replicas wait: a rollout bound or setting that keeps
+// replicas on older revisions, or a guard that keeps replicas due for
+// remediation; and how many.
 type Hold struct {
 	// By is the setting or bound that holds them.
 	By HoldKind
@@ -93,6 +107,22 @@ const (
 	// HoldUnreachable: the replicas are in unreachable zones
 	// (Spec.Unreachable), where nothing can be deleted.
 	HoldUnreachable
+	// HoldSkipRemediation: the replicas due for remediation opted out
+	// (Health.Skip).
+	HoldSkipRemediation
+	// HoldTooManyUnhealthy: more replicas are unhealthy than
+	// Remediation.MaxUnhealthy, so none is remediated (the storm guard).
+	HoldTooManyUnhealthy
+	// HoldZoneUnhealthy: the replicas are in a zone where most are
+	// unhealthy (HealthStatus.FailingZones).
+	HoldZoneUnhealthy
+	// HoldSuspended: Remediation.MaxFailures replacements in a row failed.
+	HoldSuspended
+	// HoldRemediationBackoff: remediation waits after a failed
+	// replacement (Remediation.Backoff).
+	HoldRemediationBackoff
+	// HoldInFlight: Remediation.MaxInFlight remediations are under way.
+	HoldInFlight
 )
 
 // String returns the name of the setting or bound, as Plan.String and
@@ -121,6 +151,18 @@ func (k HoldKind) String() string {
 		return "ZoneByZone"
 	case HoldUnreachable:
 		return "Unreachable"
+	case HoldSkipRemediation:
+		return "SkipRemediation"
+	case HoldTooManyUnhealthy:
+		return "TooManyUnhealthy"
+	case HoldZoneUnhealthy:
+		return "ZoneUnhealthy"
+	case HoldSuspended:
+		return "Suspended"
+	case HoldRemediationBackoff:
+		return "RemediationBackoff"
+	case HoldInFlight:
+		return "InFlight"
 	}
 	return fmt.Sprintf("HoldKind(%d)", int(k))
 }
@@ -142,7 +184,7 @@ type Shortfall struct {
 // revisions remain: RolloutStatus.Complete (SummarizeRollout) says
 // whether a rollout is done.
 func (p Plan) IsZero() bool {
-	return p.Create == 0 && len(p.Delete) == 0 && p.Deferred == 0
+	return p.Create == 0 && len(p.Delete) == 0 && p.Deferred == 0 && len(p.Restart) == 0
 }
 
 // String renders the plan on one line, listing replica names, for logs and
@@ -176,6 +218,12 @@ func (p Plan) String() string {
 	}
 	if len(p.Unknown) > 0 {
 		fmt.Fprintf(&b, " unknown=%s", names(p.Unknown))
+	}
+	if len(p.Restart) > 0 {
+		fmt.Fprintf(&b, " restart=%s", names(p.Restart))
+	}
+	if len(p.Replace) > 0 {
+		fmt.Fprintf(&b, " replace=%s", names(p.Replace))
 	}
 	return b.String()
 }

@@ -93,6 +93,11 @@ type Replica struct {
 	// Revision is the revision the replica was made from (Spec.Revision);
 	// empty when unknown, which counts as the wanted revision.
 	Revision string
+
+	// Health is what a health check says of the replica, nil when
+	// nothing is known; read only when the spec has a Remediation. A
+	// pointer, so that sets without health pay 8 bytes a replica for it.
+	Health *Health
 }
 
 // Available reports whether r counts as available at now: it is ready, not

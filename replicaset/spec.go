@@ -117,6 +117,16 @@ type Spec struct {
 	// that its surge replicas are not coming and which setting would let
 	// it go on.
 	CreatesFailing bool
+
+	// Remediation turns self-healing on: replicas that stay unhealthy
+	// (Replica.Health) are restarted or replaced under the guards it sets,
+	// as the package documentation's Self-healing section states. Nil:
+	// off, and Compute plans exactly as without it.
+	Remediation *Remediation
+	// RemediationHistory is what the caller keeps of the set's
+	// remediations between passes, for their backoff: the history the last
+	// pass left (RemediationHistory.After). Read only with Remediation.
+	RemediationHistory RemediationHistory
 }
 
 // ZoneBackoff says that creates in Zone are avoided until Until.
@@ -150,6 +160,9 @@ func (s Spec) Validate() error {
 		errs = append(errs, fmt.Errorf("min ready %v is negative: %w", s.MinReady, ErrInvalidSpec))
 	}
 	errs = append(errs, s.Strategy.validate()...)
+	if s.Remediation != nil {
+		errs = append(errs, s.Remediation.validate()...)
+	}
 	for i, z := range s.Zones {
 		switch {
 		case z == "":

@@ -1,0 +1,307 @@
+package replicaset
+
+import (
+	"cmp"
+	"fmt"
+	"slices"
+	"strings"
+	"time"
+)
+
+// healing is what a pass decides of its replicas' health before it plans:
+// which to replace and which to restart (indexes in current), what holds
+// the others, and what it found.
+type healing struct {
+	replace, restart []int
+	holds            []Hold
+	status           HealthStatus
+}
+
+// due is a replica whose remediation has fallen due.
+type due struct {
+	i      int
+	at     time.Time
+	asked  bool // Health.Now
+	failed bool // PhaseFailed
+}
+
+// decideHealing applies the Self-healing rules to current at now.
+func decideHealing(spec *Spec, current []Replica, now time.Time) healing {
+	rm := spec.Remediation
+	startup, window := rm.windows()
+	var h healing
+	var dues []due
+	unhealthyIn := map[string]int{} // by zone, only zones with an unhealthy replica
+	next := func(t time.Time) {
+		if h.status.NextCheck.IsZero() || t.Before(h.status.NextCheck) {
+			h.status.NextCheck = t
+		}
+	}
+	hist := spec.RemediationHistory
+	var none Health
+	recovering := hist.Failures > 0
+	for i := range current {
+		r := &current[i]
+		hl := r.Health
+		// Most replicas are healthy, or have no health: nothing to do.
+		if !r.Deleting && r.Phase != PhaseFailed && !recovering &&
+			(hl == nil || hl.Healthy && !hl.Unhealthy && !hl.Now && !hl.Restarted) {
+			continue
+		}
+		if hl == nil {
+			hl = &none
+		}
+		if r.Deleting {
+			if hl.Unhealthy || hl.Restarted || r.Phase == PhaseFailed {
+				h.status.InFlight++
+			}
+			continue
+		}
+		healthyNow := r.Ready && !hl.Unhealthy
+		if recovering && hl.Healthy && hl.Started.After(hist.Last) {
+			h.status.Recovered = true
+		}
+		var at time.Time // when the replica falls due; zero: it does not
+		unhealthy := false
+		switch {
+		case r.Phase == PhaseFailed:
+			at, unhealthy = now, true
+		case hl.Started.IsZero() || hl.Healthy && !hl.Unhealthy || !hl.Healthy && healthyNow:
+		case !hl.Healthy:
+			at = hl.Started.Add(startup)
+			unhealthy = !now.Before(at)
+		case !hl.Since.IsZero():
+			at, unhealthy = hl.Since.Add(window), true
+		default:
+			unhealthy = true // for how long is unknown: counted, never due
+		}
+		if hl.Now {
+			at = now
+		}
+		if hl.Restarted && !at.IsZero() && now.Before(at) {
+			h.status.InFlight++ // restarted, in its start-up window
+		}
+		if unhealthy {
+			h.status.Unhealthy++
+			if r.Zone != "" {
+				unhealthyIn[r.Zone]++
+			}
+		}
+		switch {
+		case at.IsZero():
+		case now.Before(at):
+			next(at)
+		default:
+			dues = append(dues, due{i: i, at: at, asked: hl.Now, failed: r.Phase == PhaseFailed})
+		}
+	}
+	if hist.Failures > 0 && h.status.Recovered {
+		hist = RemediationHistory{}
+	}
+
+	failing := failingZones(current, unhealthyIn)
+	h.status.FailingZones = failing
+	storm := h.status.Unhealthy > rm.maxUnhealthy(spec.Desired)
+	maxFailures := cmp.Or(rm.MaxFailures, DefaultMaxFailures)
+	h.status.Suspended = hist.Failures >= maxFailures
+	var resume time.Time
+	if hist.Failures > 0 && !h.status.Suspended {
+		resume = hist.Last.Add(rm.backoff(hist.Failures))
+		if !now.Before(resume) {
+			resume = time.Time{}
+		}
+	}
+	room := max(rm.maxInFlight(spec.Desired)-h.status.InFlight, 0)
+	if !storm && !h.status.Suspended && resume.IsZero() {
+		h.status.Allowed = room
+	}
+
+	slices.SortFunc(dues, func(a, b due) int {
+		switch {
+		case a.asked != b.asked:
+			return boolFirst(a.asked)
+		case a.failed != b.failed:
+			return boolFirst(a.failed)
+		case !a.at.Equal(b.at):
+			return a.at.Compare(b.at)
+		}
+		return compareIdentity(&current[a.i], &current[b.i])
+	})
+	held := map[HoldKind][]string{}
+	for _, d := range dues {
+		r := &current[d.i]
+		var by HoldKind
+		switch {
+		case r.Health != nil && r.Health.Skip:
+			by = HoldSkipRemediation
+		case !d.asked && storm:
+			by = HoldTooManyUnhealthy
+		case !d.asked && slices.Contains(failing, r.Zone):
+			by = HoldZoneUnhealthy
+		case !d.asked && h.status.Suspended:
+			by = HoldSuspended
+		case !d.asked && !resume.IsZero():
+			by = HoldRemediationBackoff
+		case room == 0:
+			by = HoldInFlight
+		}
+		if by != 0 {
+			held[by] = append(held[by], r.Name)
+			continue
+		}
+		room--
+		if rm.Restart && (r.Health == nil || !r.Health.Restarted) && !d.failed {
+			h.restart = append(h.restart, d.i)
+		} else {
+			h.replace = append(h.replace, d.i)
+		}
+	}
+	if len(held[HoldRemediationBackoff]) > 0 {
+		next(resume)
+	}
+	h.holds = healHolds(held, h.status, rm.maxUnhealthy(spec.Desired), resume)
+	return h
+}
+
+// boolFirst orders true before false.
+func boolFirst(a bool) int {
+	if a {
+		return -1
+	}
+	return 1
+}
+
+// failingZones returns the zones where most live replicas, and at least
+// two, are unhealthy, in name order.
+func failingZones(current []Replica, unhealthyIn map[string]int) []string {
+	var candidates []string
+	for z, n := range unhealthyIn {
+		if n >= 2 {
+			candidates = append(candidates, z)
+		}
+	}
+	if len(candidates) == 0 {
+		return nil
+	}
+	live := map[string]int{}
+	for i := range current {
+		if r := &current[i]; !r.Deleting && slices.Contains(candidates, r.Zone) {
+			live[r.Zone]++
+		}
+	}
+	var out []string
+	for _, z := range candidates {
+		if 2*unhealthyIn[z] > live[z] {
+			out = append(out, z)
+		}
+	}
+	slices.Sort(out)
+	return out
+}
+
+// healHolds turns the held replicas' names into the plan's holds, each
+// with a reason a person can act on.
+func healHolds(held map[HoldKind][]string, st HealthStatus, maxUnhealthy int, resume time.Time) []Hold {
+	var out []Hold
+	for _, by := range []HoldKind{HoldSkipRemediation, HoldTooManyUnhealthy, HoldZoneUnhealthy, HoldSuspended, HoldRemediationBackoff, HoldInFlight} {
+		names := held[by]
+		if len(names) == 0 {
+			continue
+		}
+		list := strings.Join(names, ", ")
+		var reason string
+		switch by {
+		case HoldSkipRemediation:
+			reason = fmt.Sprintf("%s opted out of remediation", list)
+		case HoldTooManyUnhealthy:
+			reason = fmt.Sprintf("%d replicas are unhealthy, more than MaxUnhealthy %d: the fault is taken to be outside them, so none is remediated (%s wait)",
+				st.Unhealthy, maxUnhealthy, list)
+		case HoldZoneUnhealthy:
+			reason = fmt.Sprintf("most replicas of zones %s are unhealthy: the zone is taken to be failing, so %s wait",
+				strings.Join(st.FailingZones, ", "), list)
+		case HoldSuspended:
+			reason = fmt.Sprintf("remediation is suspended after replacements in a row that never became healthy; %s wait until a replica that started since is healthy", list)
+		case HoldRemediationBackoff:
+			reason = fmt.Sprintf("remediation backs off after a failed replacement until %s; %s wait", resume.Format(time.RFC3339), list)
+		case HoldInFlight:
+			reason = fmt.Sprintf("%d remediations are under way, the most MaxInFlight allows; %s wait", st.InFlight, list)
+		}
+		out = append(out, Hold{By: by, Waiting: len(names), Reason: reason})
+	}
+	return out
+}
+
+// computeHealing is Compute for a set with Spec.Remediation and every
+// zone reachable: it decides what to remediate, plans with the replicas
+// it replaces as if already being deleted (so that the plan neither
+// counts them as available nor chooses them again), then deletes them
+// first and makes their replacements as far as the surge allows.
+func computeHealing(spec Spec, current []Replica, policy Ranker, now time.Time) (Plan, error) {
+	h := decideHealing(&spec, current, now)
+	limit := spec.maxPerPass()
+	if len(h.replace) > limit {
+		h.replace = h.replace[:limit]
+	}
+	planned := current
+	if len(h.replace) > 0 {
+		planned = slices.Clone(current)
+		for _, i := range h.replace {
+			planned[i].Deleting = true
+		}
+	}
+	p, err := computeReachable(spec, planned, policy, now)
+	if err != nil {
+		return Plan{}, err
+	}
+	p.Health = h.status
+	p.Holds = append(p.Holds, h.holds...)
+	for _, i := range h.restart {
+		// A replica the plan deletes anyway (a scale-down) needs no restart.
+		if !slices.ContainsFunc(p.Delete, func(d Replica) bool { return compareIdentity(&d, &current[i]) == 0 }) {
+			p.Restart = append(p.Restart, current[i])
+		}
+	}
+	if len(h.replace) == 0 {
+		return p, nil
+	}
+	replaced := make([]Replica, len(h.replace))
+	for k, i := range h.replace {
+		replaced[k] = current[i]
+	}
+	p.Replace = replaced
+	p.Deleting = slices.DeleteFunc(p.Deleting, func(r Replica) bool {
+		return slices.ContainsFunc(replaced, func(x Replica) bool { return compareIdentity(&x, &r) == 0 })
+	})
+	if over := len(replaced) + len(p.Delete) - limit; over > 0 {
+		p.Delete = p.Delete[:len(p.Delete)-over]
+		p.Deferred += over
+	}
+	p.Delete = append(slices.Clone(replaced), p.Delete...)
+	if !spec.ReplaceDeleting {
+		addReplacements(&spec, planned, replaced, &p, limit, now)
+	}
+	return p, nil
+}
+
+// addReplacements adds to p creates for the replicas it replaces, as far
+// as the surge allows (live replicas and those being deleted, the
+// replaced ones included, within Desired + MaxSurge) and the per-pass
+// cap, each in its replica's zone when the spec lists zones and that zone
+// is not backing off. The rest are made by later passes, once the
+// replaced replicas are gone.
+func addReplacements(spec *Spec, planned, replaced []Replica, p *Plan, limit int, now time.Time) {
+	counted := len(planned) + p.Create // live or being deleted: both count without ReplaceDeleting
+	room := min(spec.Desired+spec.Strategy.Limits(spec.Desired).Surge-counted, limit-p.Create)
+	off := backingOff(*spec, now)
+	for k := 0; k < len(replaced) && room > 0; k++ {
+		if len(spec.Zones) > 0 {
+			z := slices.Index(spec.Zones, replaced[k].Zone)
+			if z < 0 || off[z] {
+				continue
+			}
+			p.CreateZones = append(p.CreateZones, spec.Zones[z])
+		}
+		p.Create++
+		room--
+	}
+}

@@ -1,0 +1,301 @@
+package replicaset_test
+
+import (
+	"slices"
+	"testing"
+	"time"
+
+	gocmp "github.com/google/go-cmp/cmp"
+	"pgregory.net/rapid"
+
+	"github.com/replicakit/replicakit/deletionpolicy"
+	"github.com/replicakit/replicakit/internal/replicagen"
+	"github.com/replicakit/replicakit/replicaset"
+)
+
+// healthGen draws a replica's health near replicagen.Now, nil one time in
+// four.
+func healthGen(t *rapid.T, label string) *replicaset.Health {
+	if rapid.IntRange(0, 3).Draw(t, label+"Nil") == 0 {
+		return nil
+	}
+	at := func(l string) time.Time {
+		if rapid.IntRange(0, 5).Draw(t, label+l+"Zero") == 0 {
+			return time.Time{}
+		}
+		return replicagen.Now().Add(time.Duration(rapid.IntRange(-1800, 0).Draw(t, label+l)) * time.Second)
+	}
+	return &replicaset.Health{
+		Unhealthy: rapid.Bool().Draw(t, label+"Unhealthy"),
+		Since:     at("Since"),
+		Started:   at("Started"),
+		Healthy:   rapid.Bool().Draw(t, label+"Healthy"),
+		Restarted: rapid.IntRange(0, 3).Draw(t, label+"Restarted") == 0,
+		Skip:      rapid.IntRange(0, 7).Draw(t, label+"Skip") == 0,
+		Now:       rapid.IntRange(0, 9).Draw(t, label+"Now") == 0,
+	}
+}
+
+// remediationGen draws a policy: windows of 1 to 10 minutes or the
+// defaults, guards unset or small.
+func remediationGen(t *rapid.T) *replicaset.Remediation {
+	minutes := func(l string) time.Duration {
+		return time.Duration(rapid.IntRange(0, 10).Draw(t, l)) * time.Minute
+	}
+	amount := func(l string) replicaset.Amount {
+		switch rapid.IntRange(0, 2).Draw(t, l) {
+		case 0:
+			return replicaset.Amount{}
+		case 1:
+			return replicaset.Count(rapid.IntRange(0, 4).Draw(t, l+"Count"))
+		}
+		return replicaset.Percent(rapid.IntRange(0, 100).Draw(t, l+"Percent"))
+	}
+	return &replicaset.Remediation{
+		StartupWindow:   minutes("startup"),
+		UnhealthyWindow: minutes("unhealthy"),
+		Restart:         rapid.Bool().Draw(t, "restart"),
+		MaxUnhealthy:    amount("maxUnhealthy"),
+		MaxInFlight:     amount("maxInFlight"),
+		Backoff:         minutes("backoff"),
+		MaxFailures:     rapid.IntRange(0, 4).Draw(t, "maxFailures"),
+	}
+}
+
+// healCase draws a spec with a remediation policy and a set of replicas
+// with health.
+func healCase(t *rapid.T) (replicaset.Spec, []replicaset.Replica) {
+	spec := replicagen.Spec().Draw(t, "spec")
+	spec.Desired = rapid.IntRange(0, 12).Draw(t, "desiredSmall")
+	spec.Remediation = remediationGen(t)
+	if rapid.Bool().Draw(t, "history") {
+		spec.RemediationHistory = replicaset.RemediationHistory{
+			Failures: rapid.IntRange(0, 5).Draw(t, "failures"),
+			Last:     replicagen.Now().Add(time.Duration(rapid.IntRange(-1800, 0).Draw(t, "last")) * time.Second),
+		}
+	}
+	rs := replicagen.Replicas(16).Draw(t, "replicas")
+	for i := range rs {
+		rs[i].Health = healthGen(t, "health")
+	}
+	return spec, rs
+}
+
+// naiveHealth is the Self-healing rules written plainly: when r falls due
+// (zero: never), and whether it counts as unhealthy now.
+func naiveHealth(rm replicaset.Remediation, r replicaset.Replica, now time.Time) (due time.Time, unhealthy bool) {
+	startup, window := rm.StartupWindow, rm.UnhealthyWindow
+	if startup == 0 {
+		startup = replicaset.DefaultStartupWindow
+	}
+	if window == 0 {
+		window = replicaset.DefaultUnhealthyWindow
+	}
+	h := replicaset.Health{}
+	if r.Health != nil {
+		h = *r.Health
+	}
+	if r.Phase == replicaset.PhaseFailed {
+		due, unhealthy = now, true
+	} else if !h.Started.IsZero() {
+		healthyNow := r.Ready && !h.Unhealthy
+		if !h.Healthy && !healthyNow {
+			due = h.Started.Add(startup)
+			unhealthy = !now.Before(due)
+		}
+		if h.Healthy && h.Unhealthy {
+			unhealthy = true
+			if !h.Since.IsZero() {
+				due = h.Since.Add(window)
+			}
+		}
+	}
+	if h.Now {
+		due = now
+	}
+	return due, unhealthy
+}
+
+// TestHealing_Guards checks single passes against the naive rules: only
+// replicas due are remediated, none opted out, none in an unreachable
+// zone; never more than MaxInFlight allows; none but those asked for past
+// the storm, zone, suspension and backoff guards; replacements deleted,
+// restarts only first and only with Restart; the surge and per-pass caps
+// kept; NextCheck the earliest window still running; and a pass with
+// nothing due plans what it would without remediation.
+func TestHealing_Guards(t *testing.T) {
+	rapid.Check(t, func(t *rapid.T) {
+		spec, rs := healCase(t)
+		now := replicagen.Now()
+		if rapid.IntRange(0, 4).Draw(t, "partition") == 0 {
+			spec.Unreachable = []string{rapid.SampledFrom([]string{"a", "b", "c"}).Draw(t, "unreachable")}
+		}
+		policy := deletionpolicy.Random{}
+		p, err := replicaset.Compute(spec, rs, policy, now)
+		if err != nil {
+			t.Fatalf("Compute: %v", err)
+		}
+		rm := *spec.Remediation
+		known := map[string]bool{}
+		unhealthy, inFlight, recovered := 0, 0, false
+		unhealthyIn, liveIn := map[string]int{}, map[string]int{}
+		var next time.Time
+		for _, r := range rs {
+			if slices.Contains(spec.Unreachable, r.Zone) {
+				continue
+			}
+			h := replicaset.Health{}
+			if r.Health != nil {
+				h = *r.Health
+			}
+			due, bad := naiveHealth(rm, r, now)
+			if r.Deleting {
+				if h.Unhealthy || h.Restarted || r.Phase == replicaset.PhaseFailed {
+					inFlight++
+				}
+				continue
+			}
+			if h.Healthy && h.Started.After(spec.RemediationHistory.Last) {
+				recovered = true
+			}
+			known[r.Name] = !due.IsZero() && !now.Before(due)
+			if h.Restarted && !due.IsZero() && now.Before(due) {
+				inFlight++
+			}
+			liveIn[r.Zone]++
+			if bad {
+				unhealthy++
+				unhealthyIn[r.Zone]++
+			}
+			if !due.IsZero() && now.Before(due) && (next.IsZero() || due.Before(next)) {
+				next = due
+			}
+		}
+		desired := spec.Desired
+		if len(spec.Unreachable) > 0 {
+			desired = -1 // the known part's desired count is Compute's to say
+		}
+		maxFailures := rm.MaxFailures
+		if maxFailures == 0 {
+			maxFailures = replicaset.DefaultMaxFailures
+		}
+		failures := spec.RemediationHistory.Failures
+		if recovered && failures > 0 {
+			failures = 0
+		}
+		if suspended := failures >= maxFailures; len(spec.Unreachable) == 0 && p.Health.Suspended != suspended {
+			t.Fatalf("Suspended %v, want %v: %d failures in a row (recovered %v), MaxFailures %d", p.Health.Suspended, suspended,
+				spec.RemediationHistory.Failures, recovered, maxFailures)
+		}
+		remediated := append(slices.Clone(p.Restart), p.Replace...)
+		for _, r := range remediated {
+			h := replicaset.Health{}
+			if r.Health != nil {
+				h = *r.Health
+			}
+			switch {
+			case !known[r.Name]:
+				t.Fatalf("%s remediated, but it is not due (or unknown, or being deleted): %v", r.Name, p)
+			case h.Skip:
+				t.Fatalf("%s remediated though it opted out: %v", r.Name, p)
+			case h.Now:
+				continue
+			case p.Health.Suspended:
+				t.Fatalf("%s remediated while suspended: %v", r.Name, p)
+			case 2*unhealthyIn[r.Zone] > liveIn[r.Zone] && unhealthyIn[r.Zone] >= 2 && r.Zone != "":
+				t.Fatalf("%s remediated in zone %s, where %d of %d are unhealthy: %v", r.Name, r.Zone, unhealthyIn[r.Zone], liveIn[r.Zone], p)
+			}
+			if desired >= 0 {
+				limit := replicaset.DefaultMaxUnhealthy
+				if rm.MaxUnhealthy.IsSet() {
+					limit = rm.MaxUnhealthy
+				}
+				if maxU := max(ofDown(limit, desired), 1); unhealthy > maxU {
+					t.Fatalf("%s remediated with %d unhealthy, over MaxUnhealthy %d: %v", r.Name, unhealthy, maxU, p)
+				}
+			}
+		}
+		if desired >= 0 {
+			limit := replicaset.DefaultMaxInFlight
+			if rm.MaxInFlight.IsSet() {
+				limit = rm.MaxInFlight
+			}
+			if room := max(max(ofUp(limit, desired), 1)-inFlight, 0); len(remediated) > room {
+				t.Fatalf("%d remediations with %d in flight, MaxInFlight %d: %v", len(remediated), inFlight, ofUp(limit, desired), p)
+			}
+		}
+		for _, r := range p.Restart {
+			if !rm.Restart || r.Health != nil && r.Health.Restarted || r.Phase == replicaset.PhaseFailed {
+				t.Fatalf("%s restarted, but Restart is %v, it was restarted already or it failed: %v", r.Name, rm.Restart, p)
+			}
+			if slices.ContainsFunc(p.Delete, func(d replicaset.Replica) bool { return d.Name == r.Name }) {
+				t.Fatalf("%s both restarted and deleted: %v", r.Name, p)
+			}
+		}
+		for _, r := range p.Replace {
+			if !slices.ContainsFunc(p.Delete, func(d replicaset.Replica) bool { return d.Name == r.Name }) {
+				t.Fatalf("%s replaced but not deleted: %v", r.Name, p)
+			}
+		}
+		limit := spec.MaxPerPass
+		if limit == 0 {
+			limit = replicaset.DefaultMaxPerPass
+		}
+		if len(p.Delete) > limit || p.Create > limit {
+			t.Fatalf("plan over the per-pass cap %d: %v", limit, p)
+		}
+		if len(spec.Unreachable) == 0 && !spec.ReplaceDeleting && len(p.Replace) > 0 {
+			surge := spec.Strategy.Limits(spec.Desired).Surge
+			if p.Create > 0 && len(rs)+p.Create > max(spec.Desired+surge, len(rs)) {
+				t.Fatalf("%d replicas and %d creates, over Desired %d + MaxSurge %d: %v", len(rs), p.Create, spec.Desired, surge, p)
+			}
+		}
+		backoff := slices.ContainsFunc(p.Holds, func(h replicaset.Hold) bool { return h.By == replicaset.HoldRemediationBackoff })
+		switch got := p.Health.NextCheck; {
+		case len(spec.Unreachable) > 0:
+		case backoff && (!got.After(now) || !next.IsZero() && got.After(next)):
+			t.Fatalf("NextCheck %v with a backoff holding, want after now and no later than %v", got, next)
+		case !backoff && !got.Equal(next):
+			t.Fatalf("NextCheck %v, want %v, the earliest window still running", got, next)
+		}
+		if len(remediated) == 0 {
+			plain := spec
+			plain.Remediation = nil
+			q, err := replicaset.Compute(plain, rs, policy, now)
+			if err != nil {
+				t.Fatal(err)
+			}
+			q.Holds, p.Holds = nil, nil
+			p.Health = replicaset.HealthStatus{}
+			if diff := gocmp.Diff(q, p); diff != "" {
+				t.Fatalf("nothing remediated, yet the plan differs from the one without remediation (-without +with):\n%s", diff)
+			}
+		}
+	})
+}
+
+func ofDown(a replicaset.Amount, desired int) int {
+	if s := a.String(); len(s) > 0 && s[len(s)-1] == '%' {
+		var p int
+		for _, c := range s[:len(s)-1] {
+			p = p*10 + int(c-'0')
+		}
+		return p * desired / 100
+	}
+	var n int
+	for _, c := range a.String() {
+		n = n*10 + int(c-'0')
+	}
+	return n
+}
+
+func ofUp(a replicaset.Amount, desired int) int {
+	if s := a.String(); len(s) > 0 && s[len(s)-1] == '%' {
+		var p int
+		for _, c := range s[:len(s)-1] {
+			p = p*10 + int(c-'0')
+		}
+		return (p*desired + 99) / 100
+	}
+	return ofDown(a, desired)
+}

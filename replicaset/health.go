@@ -1,0 +1,243 @@
+package replicaset
+
+import (
+	"fmt"
+	"time"
+)
+
+// Health is what a health check says of a replica, as a binding keeps it
+// (on the replica itself, so that a restarted controller does not restart
+// the windows). The zero Health is a replica with nothing known against
+// it. Only a set with Spec.Remediation reads it; the package
+// documentation's Self-healing section states the rules.
+type Health struct {
+	// Unhealthy reports that the replica's health check fails now: a
+	// guest whose heartbeat stopped, a VM with no address, one powered off
+	// by someone else. A replica that is not Ready is not unhealthy for
+	// that alone: a binding that heals on readiness says so here.
+	Unhealthy bool
+	// Since is when the replica became unhealthy, and has been since
+	// without a break. With Unhealthy and a zero Since, how long is
+	// unknown: the replica is never remediated for it.
+	Since time.Time
+	// Reason says why, for status and events ("HeartbeatRed").
+	Reason string
+	// Started is when the replica began to run: its clone finished, or
+	// it was last restarted to remediate it. The start-up window runs from
+	// it. Zero: the replica has not started yet (a clone in flight), and
+	// no start-up window runs.
+	Started time.Time
+	// Healthy reports that the replica has been ready and not unhealthy
+	// at some time since Started. One that has not is judged by the
+	// start-up window, one that has by the unhealthy window.
+	Healthy bool
+	// Restarted reports that the replica was restarted to remediate it
+	// (Plan.Restart) and has not been healthy since: the next remediation
+	// it is due replaces it.
+	Restarted bool
+	// Skip opts the replica out of remediation (Cluster API's
+	// skip-remediation annotation): it counts as unhealthy, but nothing is
+	// done to it.
+	Skip bool
+	// Now asks for the replica to be remediated now, whatever its health
+	// (Cluster API's remediate-machine annotation). It is not held by the
+	// storm or zone guards, which guard against faults outside the
+	// replicas, but is by the cap on remediations in flight and the
+	// rollout's bounds.
+	Now bool
+}
+
+// Remediation is a set's self-healing policy: which unhealthy replicas are
+// remediated, when, how, and the guards that keep a fault outside the
+// replicas (a network blip, a storage outage, a failing zone) from
+// replacing them all. Every field has a default, so that the zero
+// Remediation heals safely. The package documentation's Self-healing
+// section states the rules.
+type Remediation struct {
+	// StartupWindow is how long a replica has from Health.Started to
+	// become healthy; one that has not by then is remediated. Zero means
+	// DefaultStartupWindow.
+	StartupWindow time.Duration
+	// UnhealthyWindow is how long a replica that was healthy may stay
+	// unhealthy before it is remediated: longer than the blips that heal
+	// by themselves. Zero means DefaultUnhealthyWindow.
+	UnhealthyWindow time.Duration
+	// Restart makes a restart the first remediation: a replica due is
+	// restarted (Plan.Restart), given the start-up window again, and
+	// replaced only if it is due again before it was healthy. Without it a
+	// replica due is replaced.
+	Restart bool
+	// MaxUnhealthy is the storm guard: when more replicas than this are
+	// unhealthy at once, the fault is taken to be outside them and none
+	// is remediated. A count, or a percentage of Desired rounded down; at
+	// least 1. Unset means DefaultMaxUnhealthy.
+	MaxUnhealthy Amount
+	// MaxInFlight caps remediations under way at once: restarts in
+	// their start-up window and replicas being deleted that were
+	// unhealthy. A count, or a percentage of Desired rounded up; at least
+	// 1. Unset means DefaultMaxInFlight.
+	MaxInFlight Amount
+	// Backoff is how long after a replacement that failed
+	// (RemediationHistory) the next replacement waits, doubling with each
+	// further failure. Zero means DefaultRemediationBackoff.
+	Backoff time.Duration
+	// MaxFailures is how many replacements in a row may fail before
+	// remediation is suspended: a template whose replicas never become
+	// healthy must not become an endless loop of clones. Zero means
+	// DefaultMaxFailures.
+	MaxFailures int
+}
+
+// The defaults of Remediation, each chosen as the package documentation's
+// Self-healing section says why.
+const (
+	// DefaultStartupWindow is Cluster API's nodeStartupTimeout: a VM
+	// clone, its boot and its guest's first heartbeat take minutes.
+	DefaultStartupWindow = 10 * time.Minute
+	// DefaultUnhealthyWindow is Cluster API's usual condition timeout and
+	// GCP's guidance: longer than a vMotion, a guest tools restart or a
+	// network blip.
+	DefaultUnhealthyWindow = 5 * time.Minute
+	// DefaultRemediationBackoff is the first wait after a failed
+	// replacement: 1, 2, 4 minutes, and so on.
+	DefaultRemediationBackoff = time.Minute
+	// DefaultMaxFailures suspends remediation after 3 replacements in a
+	// row that never became healthy.
+	DefaultMaxFailures = 3
+)
+
+// DefaultMaxUnhealthy is the storm guard's default: 40% of Desired,
+// rounded down (at least 1), Cluster API's documented example; the
+// Kubernetes node controller takes 55% of a zone as a zone outage.
+var DefaultMaxUnhealthy = Percent(40)
+
+// DefaultMaxInFlight is the default cap on remediations under way: 10% of
+// Desired, rounded up (so at least 1); Azure repairs at most 5% at a time.
+var DefaultMaxInFlight = Percent(10)
+
+// RemediationHistory is what a binding keeps of a set's remediations
+// between passes (Spec.RemediationHistory), for the backoff: it is the
+// only state healing needs beyond the replicas' Health. After says how a
+// plan changes it.
+type RemediationHistory struct {
+	// Failures is how many replacements in a row failed: the replica
+	// replaced had never been healthy since it started.
+	Failures int
+	// Last is when the last failed replacement was made.
+	Last time.Time
+}
+
+// After returns h once p, planned at now, is carried out: each replica p
+// replaces that had not been healthy since it started is a failure; a
+// replica that started after the last failure and has been healthy since
+// (p.Health.Recovered) clears the failures.
+func (h RemediationHistory) After(p Plan, now time.Time) RemediationHistory {
+	if p.Health.Recovered {
+		h = RemediationHistory{}
+	}
+	for i := range p.Replace {
+		if hl := p.Replace[i].Health; hl == nil || !hl.Healthy {
+			h.Failures++
+			h.Last = now
+		}
+	}
+	return h
+}
+
+// HealthStatus is what a plan found of its replicas' health, for a
+// binding's status and requeue.
+type HealthStatus struct {
+	// Unhealthy is how many live replicas are unhealthy: failed, past
+	// their start-up window, or unhealthy now after being healthy.
+	Unhealthy int
+	// InFlight is how many remediations are under way.
+	InFlight int
+	// Allowed is how many more remediations the guards allow now (Cluster
+	// API's remediationsAllowed): zero while too many replicas are
+	// unhealthy, while remediation backs off or is suspended.
+	Allowed int
+	// Suspended reports that MaxFailures replacements in a row failed:
+	// nothing is remediated until a replica that started since becomes
+	// healthy (or the binding clears the history, as on a new template).
+	Suspended bool
+	// Recovered reports that a replica that started after the last
+	// failed replacement has been healthy: RemediationHistory.After
+	// clears the failures.
+	Recovered bool
+	// FailingZones lists the zones where most replicas are unhealthy:
+	// nothing in them is remediated, as a zone whose creates fail is
+	// backed off.
+	FailingZones []string
+	// NextCheck is when a replica's window ends or a backoff does, so
+	// that a pass then remediates what is due: a binding requeues for it
+	// (no event marks the moment). Zero when nothing waits on time.
+	NextCheck time.Time
+}
+
+// window returns rm's windows with their defaults.
+func (rm *Remediation) windows() (startup, unhealthy time.Duration) {
+	startup, unhealthy = rm.StartupWindow, rm.UnhealthyWindow
+	if startup == 0 {
+		startup = DefaultStartupWindow
+	}
+	if unhealthy == 0 {
+		unhealthy = DefaultUnhealthyWindow
+	}
+	return startup, unhealthy
+}
+
+// maxUnhealthy resolves MaxUnhealthy for desired replicas.
+func (rm *Remediation) maxUnhealthy(desired int) int {
+	a := rm.MaxUnhealthy
+	if !a.IsSet() {
+		a = DefaultMaxUnhealthy
+	}
+	return max(a.of(desired, false, 0), 1)
+}
+
+// maxInFlight resolves MaxInFlight for desired replicas.
+func (rm *Remediation) maxInFlight(desired int) int {
+	a := rm.MaxInFlight
+	if !a.IsSet() {
+		a = DefaultMaxInFlight
+	}
+	return max(a.of(desired, true, 0), 1)
+}
+
+// backoff returns how long after the last failure the next replacement
+// waits, for failures > 0.
+func (rm *Remediation) backoff(failures int) time.Duration {
+	d := rm.Backoff
+	if d == 0 {
+		d = DefaultRemediationBackoff
+	}
+	for i := 1; i < failures && i < 16; i++ {
+		d *= 2
+	}
+	return d
+}
+
+// validate returns the problems with rm, each wrapping ErrInvalidSpec.
+func (rm *Remediation) validate() []error {
+	var errs []error
+	for _, d := range []struct {
+		name string
+		d    time.Duration
+	}{{"start-up window", rm.StartupWindow}, {"unhealthy window", rm.UnhealthyWindow}, {"backoff", rm.Backoff}} {
+		if d.d < 0 {
+			errs = append(errs, fmt.Errorf("remediation %s %v is negative: %w", d.name, d.d, ErrInvalidSpec))
+		}
+	}
+	for _, a := range []struct {
+		name string
+		a    Amount
+	}{{"max unhealthy", rm.MaxUnhealthy}, {"max in flight", rm.MaxInFlight}} {
+		if a.a.value < 0 {
+			errs = append(errs, fmt.Errorf("remediation %s %s is negative: %w", a.name, a.a, ErrInvalidSpec))
+		}
+	}
+	if rm.MaxFailures < 0 {
+		errs = append(errs, fmt.Errorf("remediation max failures %d is negative: %w", rm.MaxFailures, ErrInvalidSpec))
+	}
+	return errs
+}
