@@ -51,3 +51,23 @@ func ExampleCompute_healing() {
 	// create=1 delete=[web-3] deleting=[] deferred=0 replace=[web-3]
 	// 3 replicas are unhealthy, more than MaxUnhealthy 2: the fault is taken to be outside them, so none is remediated (web-2, web-3, web-4 wait)
 }
+
+// A binding keeps a replica's Health pass to pass with Observe: the
+// replica starts, passes its check, then fails twice; the unhealthy
+// spell runs from the first failure.
+func ExampleHealth_Observe() {
+	t0 := time.Date(2026, 11, 30, 12, 0, 0, 0, time.UTC)
+	h := replicaset.Health{Started: t0}
+	h = h.Observe(true, "", t0.Add(time.Minute))
+	h = h.Observe(false, "HeartbeatRed", t0.Add(2*time.Minute))
+	h = h.Observe(false, "HeartbeatRed", t0.Add(3*time.Minute))
+	fmt.Println(h.Healthy, h.Unhealthy, h.Since.Sub(t0), h.Reason)
+
+	// Restarted to remediate it: started again, judged by the start-up
+	// window until it passes.
+	h = h.Restart(t0.Add(10 * time.Minute))
+	fmt.Println(h.Healthy, h.Unhealthy, h.Restarted, h.Started.Sub(t0))
+	// Output:
+	// true true 2m0s HeartbeatRed
+	// false false true 10m0s
+}

@@ -57,14 +57,8 @@ func (w *healWorld) observe() []replicaset.Replica {
 	var out []replicaset.Replica
 	for _, v := range w.vms {
 		ok := v.healthyAt(w.now)
-		h := &v.health
-		switch {
-		case ok:
-			h.Unhealthy, h.Since, h.Healthy, h.Restarted = false, time.Time{}, true, false
-		case h.Healthy && !h.Unhealthy:
-			h.Unhealthy, h.Since = true, w.now
-		}
-		health := *h
+		v.health = v.health.Observe(ok, "Hung", w.now)
+		health := v.health
 		out = append(out, replicaset.Replica{Name: v.name, UID: "uid-" + v.name, CreatedAt: v.made,
 			Deleting: v.deleting, Phase: replicaset.PhaseRunning, Ready: ok, Health: &health})
 	}
@@ -90,7 +84,7 @@ func (w *healWorld) pass(t *rapid.T) replicaset.Plan {
 		for _, v := range w.vms {
 			if v.name == r.Name {
 				v.made, v.hangFrom, v.hangTo = w.now, time.Time{}, time.Time{}
-				v.health = replicaset.Health{Started: w.now, Restarted: true}
+				v.health = v.health.Restart(w.now)
 			}
 		}
 	}

@@ -299,3 +299,38 @@ func ofUp(a replicaset.Amount, desired int) int {
 	}
 	return ofDown(a, desired)
 }
+
+// TestHealth_Observe runs a random sequence of health checks, with
+// restarts, through Observe and Restart and compares each step with the
+// rules written plainly: Healthy once a check passed since the last start,
+// Restarted until then; Unhealthy and Since the first failure of the
+// spell under way, for a replica that was healthy.
+func TestHealth_Observe(t *testing.T) {
+	rapid.Check(t, func(t *rapid.T) {
+		now := replicagen.Now()
+		h := replicaset.Health{Started: now}
+		var passedSinceStart, restarted bool
+		var spell time.Time // first failure of the spell under way, after a pass
+		for step := range rapid.IntRange(1, 40).Draw(t, "steps") {
+			now = now.Add(time.Duration(rapid.IntRange(1, 120).Draw(t, "gap")) * time.Second)
+			if rapid.IntRange(0, 9).Draw(t, "restart") == 0 {
+				h = h.Restart(now)
+				passedSinceStart, restarted, spell = false, true, time.Time{}
+				continue
+			}
+			ok := rapid.Bool().Draw(t, "ok")
+			h = h.Observe(ok, "Hung", now)
+			switch {
+			case ok:
+				passedSinceStart, restarted, spell = true, false, time.Time{}
+			case passedSinceStart && spell.IsZero():
+				spell = now
+			}
+			want := replicaset.Health{Healthy: passedSinceStart, Restarted: restarted, Unhealthy: !spell.IsZero(), Since: spell}
+			got := replicaset.Health{Healthy: h.Healthy, Restarted: h.Restarted, Unhealthy: h.Unhealthy, Since: h.Since}
+			if diff := gocmp.Diff(want, got); diff != "" {
+				t.Fatalf("step %d (ok %v): health differs (-want +got):\n%s", step, ok, diff)
+			}
+		}
+	})
+}

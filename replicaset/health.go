@@ -47,6 +47,37 @@ type Health struct {
 	Now bool
 }
 
+// Observe returns h updated with a health check's answer at now, as a
+// binding keeps a replica's Health pass to pass: ok reports that the
+// replica passes (ready, and nothing against it), reason says why not. A
+// pass makes the replica Healthy and ends any unhealthy spell and the
+// restart it was given; a failure after being healthy starts a spell at
+// now, or continues the one under way (Since unchanged). A replica that
+// has not been healthy since it started keeps no spell: the start-up
+// window judges it. Started, Skip and Now are the binding's to set.
+func (h Health) Observe(ok bool, reason string, now time.Time) Health {
+	switch {
+	case ok:
+		h.Unhealthy, h.Since, h.Reason, h.Healthy, h.Restarted = false, time.Time{}, "", true, false
+	case !h.Healthy:
+		h.Reason = reason
+	case !h.Unhealthy:
+		h.Unhealthy, h.Since, h.Reason = true, now, reason
+	default:
+		h.Reason = reason
+	}
+	return h
+}
+
+// Restart returns h as it is once the replica was restarted at now to
+// remediate it (Plan.Restart): started again, not yet healthy since, and
+// Restarted, so that a replica still not healthy when the start-up window
+// ends is replaced. Skip is kept; Now, a request the restart answered, is
+// cleared.
+func (h Health) Restart(now time.Time) Health {
+	return Health{Started: now, Restarted: true, Skip: h.Skip}
+}
+
 // Remediation is a set's self-healing policy: which unhealthy replicas are
 // remediated, when, how, and the guards that keep a fault outside the
 // replicas (a network blip, a storage outage, a failing zone) from
