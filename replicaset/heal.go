@@ -58,7 +58,7 @@ func decideHealing(spec *Spec, current []Replica, now time.Time) healing {
 			continue
 		}
 		healthyNow := r.Ready && !hl.Unhealthy
-		if recovering && hl.Healthy && hl.Started.After(hist.Last) {
+		if recovering && hl.Healthy && !hl.Started.Before(hist.Last) {
 			h.status.Recovered = true
 		}
 		var at time.Time // when the replica falls due; zero: it does not
@@ -102,6 +102,7 @@ func decideHealing(spec *Spec, current []Replica, now time.Time) healing {
 	failing := failingZones(current, unhealthyIn)
 	h.status.FailingZones = failing
 	storm := h.status.Unhealthy > rm.maxUnhealthy(spec.Desired)
+	h.status.Storm = storm
 	maxFailures := cmp.Or(rm.MaxFailures, DefaultMaxFailures)
 	h.status.Suspended = hist.Failures >= maxFailures
 	var resume time.Time
@@ -159,7 +160,7 @@ func decideHealing(spec *Spec, current []Replica, now time.Time) healing {
 	if len(held[HoldRemediationBackoff]) > 0 {
 		next(resume)
 	}
-	h.holds = healHolds(held, h.status, rm.maxUnhealthy(spec.Desired), resume)
+	h.holds = healHolds(held, h.status, len(h.restart)+len(h.replace), rm.maxInFlight(spec.Desired), rm.maxUnhealthy(spec.Desired), resume)
 	return h
 }
 
@@ -201,7 +202,7 @@ func failingZones(current []Replica, unhealthyIn map[string]int) []string {
 
 // healHolds turns the held replicas' names into the plan's holds, each
 // with a reason a person can act on.
-func healHolds(held map[HoldKind][]string, st HealthStatus, maxUnhealthy int, resume time.Time) []Hold {
+func healHolds(held map[HoldKind][]string, st HealthStatus, starting, maxInFlight, maxUnhealthy int, resume time.Time) []Hold {
 	var out []Hold
 	for _, by := range []HoldKind{HoldSkipRemediation, HoldTooManyUnhealthy, HoldZoneUnhealthy, HoldSuspended, HoldRemediationBackoff, HoldInFlight} {
 		names := held[by]
@@ -224,7 +225,8 @@ func healHolds(held map[HoldKind][]string, st HealthStatus, maxUnhealthy int, re
 		case HoldRemediationBackoff:
 			reason = fmt.Sprintf("remediation backs off after a failed replacement until %s; %s wait", resume.Format(time.RFC3339), list)
 		case HoldInFlight:
-			reason = fmt.Sprintf("%d remediations are under way, the most MaxInFlight allows; %s wait", st.InFlight, list)
+			reason = fmt.Sprintf("%d remediations are under way and %d start in this pass, the most MaxInFlight %d allows; %s wait",
+				st.InFlight, starting, maxInFlight, list)
 		}
 		out = append(out, Hold{By: by, Waiting: len(names), Reason: reason})
 	}

@@ -47,6 +47,7 @@ type healWorld struct {
 	serial   int
 	boot     time.Duration
 	broken   bool // new VMs never become healthy
+	stubborn bool // a reset does not end a hang
 	replaced int
 	restarts int
 }
@@ -83,7 +84,10 @@ func (w *healWorld) pass(t *rapid.T) replicaset.Plan {
 	for _, r := range p.Restart {
 		for _, v := range w.vms {
 			if v.name == r.Name {
-				v.made, v.hangFrom, v.hangTo = w.now, time.Time{}, time.Time{}
+				v.made = w.now
+				if !w.stubborn {
+					v.hangFrom, v.hangTo = time.Time{}, time.Time{}
+				}
 				v.health = v.health.Restart(w.now)
 			}
 		}
@@ -148,15 +152,17 @@ func TestHealing_StormHealsItself(t *testing.T) {
 	})
 }
 
-// TestHealing_HealsWithinTheGuards: replicas hang for good, a few at a
-// time, some briefly (a flap shorter than the window) and some for good;
-// new replicas boot healthy. The set ends with every replica healthy at
-// its count, never having remediated a flap, and never more live
+// TestHealing_HealsWithinTheGuards: replicas hang, a few at a time, some
+// briefly (a flap shorter than the window) and some for good (and, in a
+// stubborn world, through a reset); new replicas boot healthy. The set
+// ends with every replica healthy at its count, never having remediated a
+// flap, never suspended (no replacement failed), and never with more live
 // replicas plus those being deleted than Desired + MaxSurge.
 func TestHealing_HealsWithinTheGuards(t *testing.T) {
 	rapid.Check(t, func(t *rapid.T) {
 		desired := rapid.IntRange(1, 10).Draw(t, "desired")
 		w := newHealWorld(desired, &replicaset.Remediation{Restart: rapid.Bool().Draw(t, "restart")})
+		w.stubborn = rapid.Bool().Draw(t, "stubborn")
 		flaps := map[string]bool{}
 		// At most MaxUnhealthy hang for good, or they would be a storm
 		// the guard rightly waits out for ever.
@@ -186,6 +192,9 @@ func TestHealing_HealsWithinTheGuards(t *testing.T) {
 						t.Fatalf("at %v: %s, hanging for less than the window, remediated: %v", w.now, r.Name, p)
 					}
 				}
+			}
+			if p.Health.Suspended {
+				t.Fatalf("at %v: suspended, though every replacement comes up healthy: %v", w.now, p)
 			}
 			if n := len(w.vms); n > desired+surge {
 				t.Fatalf("at %v: %d replicas live or being deleted, over %d + %d", w.now, n, desired, surge)

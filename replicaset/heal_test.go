@@ -155,7 +155,7 @@ func TestHealing_Guards(t *testing.T) {
 				}
 				continue
 			}
-			if h.Healthy && h.Started.After(spec.RemediationHistory.Last) {
+			if h.Healthy && !h.Started.Before(spec.RemediationHistory.Last) {
 				recovered = true
 			}
 			known[r.Name] = !due.IsZero() && !now.Before(due)
@@ -309,12 +309,15 @@ func TestHealth_Observe(t *testing.T) {
 	rapid.Check(t, func(t *rapid.T) {
 		now := replicagen.Now()
 		h := replicaset.Health{Started: now}
-		var passedSinceStart, restarted bool
+		var passedSinceStart, restarted, everPassed, passedBeforeRestart bool
+		restarts := 0
 		var spell time.Time // first failure of the spell under way, after a pass
 		for step := range rapid.IntRange(1, 40).Draw(t, "steps") {
 			now = now.Add(time.Duration(rapid.IntRange(1, 120).Draw(t, "gap")) * time.Second)
 			if rapid.IntRange(0, 9).Draw(t, "restart") == 0 {
 				h = h.Restart(now)
+				restarts++
+				passedBeforeRestart = everPassed
 				passedSinceStart, restarted, spell = false, true, time.Time{}
 				continue
 			}
@@ -326,11 +329,67 @@ func TestHealth_Observe(t *testing.T) {
 			case passedSinceStart && spell.IsZero():
 				spell = now
 			}
-			want := replicaset.Health{Healthy: passedSinceStart, Restarted: restarted, Unhealthy: !spell.IsZero(), Since: spell}
-			got := replicaset.Health{Healthy: h.Healthy, Restarted: h.Restarted, Unhealthy: h.Unhealthy, Since: h.Since}
+			if ok {
+				everPassed = true
+			}
+			want := replicaset.Health{Healthy: passedSinceStart, Restarted: restarted, Unhealthy: !spell.IsZero(), Since: spell,
+				HealthyBefore: restarts > 0 && passedBeforeRestart}
+			got := replicaset.Health{Healthy: h.Healthy, Restarted: h.Restarted, Unhealthy: h.Unhealthy, Since: h.Since, HealthyBefore: h.HealthyBefore}
 			if diff := gocmp.Diff(want, got); diff != "" {
 				t.Fatalf("step %d (ok %v): health differs (-want +got):\n%s", step, ok, diff)
 			}
 		}
 	})
+}
+
+// TestRemediationHistory_After: which replacements are failures, and
+// what clears them.
+func TestRemediationHistory_After(t *testing.T) {
+	now := replicagen.Now()
+	last := now.Add(-10 * time.Minute)
+	spec := replicaset.Spec{Desired: 5, Remediation: &replicaset.Remediation{},
+		RemediationHistory: replicaset.RemediationHistory{Failures: 2, Last: last}}
+	healthy := func(name string, started time.Time) replicaset.Replica {
+		return replicaset.Replica{Name: name, Phase: replicaset.PhaseRunning, Ready: true,
+			Health: &replicaset.Health{Started: started, Healthy: true}}
+	}
+	for _, c := range []struct {
+		name      string
+		replicas  []replicaset.Replica
+		recovered bool
+	}{
+		{"a replacement made in the pass that failed, healthy since", []replicaset.Replica{healthy("a", last)}, true},
+		{"one started after, healthy since", []replicaset.Replica{healthy("a", last.Add(time.Second))}, true},
+		{"only replicas started before", []replicaset.Replica{healthy("a", last.Add(-time.Second))}, false},
+	} {
+		p, err := replicaset.Compute(spec, c.replicas, deletionpolicy.Random{}, now)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if p.Health.Recovered != c.recovered {
+			t.Errorf("%s: Recovered %v, want %v", c.name, p.Health.Recovered, c.recovered)
+		}
+		if h := spec.RemediationHistory.After(p, now); (h.Failures == 0) != c.recovered {
+			t.Errorf("%s: history after %+v", c.name, h)
+		}
+	}
+
+	failed := func(h replicaset.Health) replicaset.Plan {
+		return replicaset.Plan{Replace: []replicaset.Replica{{Name: "x", Health: &h}}}
+	}
+	for _, c := range []struct {
+		name   string
+		health replicaset.Health
+		failed bool
+	}{
+		{"never healthy since it started", replicaset.Health{Started: last}, true},
+		{"restarted, never healthy before either", replicaset.Health{Started: last}.Restart(now), true},
+		{"healthy, then hung: not a failed replacement", replicaset.Health{Started: last, Healthy: true, Unhealthy: true, Since: last}, false},
+		{"healthy, hung, restarted, still hung", replicaset.Health{Started: last, Healthy: true, Unhealthy: true}.Restart(now), false},
+	} {
+		h := replicaset.RemediationHistory{}.After(failed(c.health), now)
+		if got := h.Failures == 1; got != c.failed {
+			t.Errorf("%s: failure %v, want %v", c.name, got, c.failed)
+		}
+	}
 }

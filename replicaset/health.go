@@ -35,6 +35,11 @@ type Health struct {
 	// (Plan.Restart) and has not been healthy since: the next remediation
 	// it is due replaces it.
 	Restarted bool
+	// HealthyBefore reports that the replica was healthy at some time
+	// before its last restart (Restart keeps it): replacing it is not a
+	// failed replacement (RemediationHistory), as replacing one that was
+	// never healthy is.
+	HealthyBefore bool
 	// Skip opts the replica out of remediation (Cluster API's
 	// skip-remediation annotation): it counts as unhealthy, but nothing is
 	// done to it.
@@ -72,10 +77,10 @@ func (h Health) Observe(ok bool, reason string, now time.Time) Health {
 // Restart returns h as it is once the replica was restarted at now to
 // remediate it (Plan.Restart): started again, not yet healthy since, and
 // Restarted, so that a replica still not healthy when the start-up window
-// ends is replaced. Skip is kept; Now, a request the restart answered, is
-// cleared.
+// ends is replaced; HealthyBefore if it was ever healthy. Skip is kept;
+// Now, a request the restart answered, is cleared.
 func (h Health) Restart(now time.Time) Health {
-	return Health{Started: now, Restarted: true, Skip: h.Skip}
+	return Health{Started: now, Restarted: true, HealthyBefore: h.Healthy || h.HealthyBefore, Skip: h.Skip}
 }
 
 // Remediation is a set's self-healing policy: which unhealthy replicas are
@@ -159,15 +164,16 @@ type RemediationHistory struct {
 }
 
 // After returns h once p, planned at now, is carried out: each replica p
-// replaces that had not been healthy since it started is a failure; a
-// replica that started after the last failure and has been healthy since
-// (p.Health.Recovered) clears the failures.
+// replaces that was never healthy (neither since it started nor before a
+// restart) is a failure; a replica that started no earlier than the last
+// failure (a replacement made in that pass included) and has been healthy
+// since (p.Health.Recovered) clears the failures.
 func (h RemediationHistory) After(p Plan, now time.Time) RemediationHistory {
 	if p.Health.Recovered {
 		h = RemediationHistory{}
 	}
 	for i := range p.Replace {
-		if hl := p.Replace[i].Health; hl == nil || !hl.Healthy {
+		if hl := p.Replace[i].Health; hl == nil || !hl.Healthy && !hl.HealthyBefore {
 			h.Failures++
 			h.Last = now
 		}
@@ -179,8 +185,14 @@ func (h RemediationHistory) After(p Plan, now time.Time) RemediationHistory {
 // binding's status and requeue.
 type HealthStatus struct {
 	// Unhealthy is how many live replicas are unhealthy: failed, past
-	// their start-up window, or unhealthy now after being healthy.
+	// their start-up window, or unhealthy now after being healthy. A
+	// replica restarted to remediate it is not counted while its start-up
+	// window runs: it is in InFlight.
 	Unhealthy int
+	// Storm reports that more replicas are unhealthy than MaxUnhealthy:
+	// nothing is remediated (but those asked for) until fewer are, whether
+	// or not any window has ended yet.
+	Storm bool
 	// InFlight is how many remediations are under way.
 	InFlight int
 	// Allowed is how many more remediations the guards allow now (Cluster
@@ -191,8 +203,8 @@ type HealthStatus struct {
 	// nothing is remediated until a replica that started since becomes
 	// healthy (or the binding clears the history, as on a new template).
 	Suspended bool
-	// Recovered reports that a replica that started after the last
-	// failed replacement has been healthy: RemediationHistory.After
+	// Recovered reports that a replica that started no earlier than the
+	// last failed replacement has been healthy: RemediationHistory.After
 	// clears the failures.
 	Recovered bool
 	// FailingZones lists the zones where most replicas are unhealthy:

@@ -37,9 +37,10 @@ type Plan struct {
 	// replicas in zones no longer listed); empty when they will not.
 	Unbalanced string
 	// Holds says, setting by setting, why replicas on older revisions
-	// that should be replaced wait after this pass (Spec.Revision set);
-	// empty when none waits. Waiting replicas are not counted in
-	// Deferred, except those over the per-pass cap.
+	// that should be replaced wait after this pass (Spec.Revision set),
+	// and guard by guard why replicas due for remediation do
+	// (Spec.Remediation); empty when none waits. Waiting replicas are not
+	// counted in Deferred, except those over the per-pass cap.
 	Holds []Hold
 	// Unknown lists the replicas in unreachable zones (Spec.Unreachable),
 	// live or being deleted, which this pass leaves alone: they are in
@@ -74,10 +75,11 @@ type Hold struct {
 	Reason string
 }
 
-// HoldKind names what holds a rollout back.
+// HoldKind names what holds a rollout, or a remediation, back.
 type HoldKind int
 
-// The settings and bounds that can hold a rollout back.
+// The settings, bounds and guards that can hold a rollout or a
+// remediation back.
 const (
 	// HoldPaused: Strategy.Paused is set.
 	HoldPaused HoldKind = iota + 1
@@ -193,9 +195,9 @@ func (p Plan) IsZero() bool {
 //	create=1 delete=[b c] deleting=[a] deferred=0
 //
 // Zones add " zones=[a b]" (CreateZones), a shortfall " shortfall=N
-// (reason)", an imbalance " unbalanced=(reason)", a rollout's holds
-// " holds=[MaxUnavailable:2 Partition:1]", and replicas in unreachable
-// zones " unknown=[d e]".
+// (reason)", an imbalance " unbalanced=(reason)", holds
+// " holds=[MaxUnavailable:2 Partition:1]", replicas in unreachable
+// zones " unknown=[d e]", and remediation " restart=[f] replace=[g]".
 func (p Plan) String() string {
 	var b strings.Builder
 	fmt.Fprintf(&b, "create=%d delete=%s deleting=%s deferred=%d",
