@@ -7,7 +7,8 @@ import (
 
 // Health is what a health check says of a replica, as a binding keeps it
 // (on the replica itself, so that a restarted controller does not restart
-// the windows). The zero Health is a replica with nothing known against
+// the windows). Its flags come first, so that a pass reads one cache line
+// of a healthy replica's Health. The zero Health is a replica with nothing known against
 // it. Only a set with Spec.Remediation reads it; the package
 // documentation's Self-healing section states the rules.
 type Health struct {
@@ -16,17 +17,6 @@ type Health struct {
 	// by someone else. A replica that is not Ready is not unhealthy for
 	// that alone: a binding that heals on readiness says so here.
 	Unhealthy bool
-	// Since is when the replica became unhealthy, and has been since
-	// without a break. With Unhealthy and a zero Since, how long is
-	// unknown: the replica is never remediated for it.
-	Since time.Time
-	// Reason says why, for status and events ("HeartbeatRed").
-	Reason string
-	// Started is when the replica began to run: its clone finished, or
-	// it was last restarted to remediate it. The start-up window runs from
-	// it. Zero: the replica has not started yet (a clone in flight), and
-	// no start-up window runs.
-	Started time.Time
 	// Healthy reports that the replica has been ready and not unhealthy
 	// at some time since Started. One that has not is judged by the
 	// start-up window, one that has by the unhealthy window.
@@ -50,6 +40,17 @@ type Health struct {
 	// replicas, but is by the cap on remediations in flight and the
 	// rollout's bounds.
 	Now bool
+	// Since is when the replica became unhealthy, and has been since
+	// without a break. With Unhealthy and a zero Since, how long is
+	// unknown: the replica is never remediated for it.
+	Since time.Time
+	// Reason says why, for status and events ("HeartbeatRed").
+	Reason string
+	// Started is when the replica began to run: its clone finished, or
+	// it was last restarted to remediate it. The start-up window runs from
+	// it. Zero: the replica has not started yet (a clone in flight), and
+	// no start-up window runs.
+	Started time.Time
 }
 
 // Observe returns h updated with a health check's answer at now, as a
