@@ -25,3 +25,7 @@ func FuzzCompute_ArbitraryInput(f *testing.F) { f.Fuzz(rapid.MakeFuzz(computeArb
 // faults and spec changes mid-rollout, checking every bound of every pass
 // and convergence once healthy (TestRollout_Passes).
 func FuzzRollout_Passes(f *testing.F) { f.Fuzz(rapid.MakeFuzz(rolloutPasses)) }
+
+// FuzzHealing_Guards checks passes of a set with Spec.Remediation against
+// the naive self-healing rules (TestHealing_Guards).
+func FuzzHealing_Guards(f *testing.F) { f.Fuzz(rapid.MakeFuzz(healingGuards)) }

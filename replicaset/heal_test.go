@@ -123,155 +123,157 @@ func naiveHealth(rm replicaset.Remediation, r replicaset.Replica, now time.Time)
 // restarts only first and only with Restart; the surge and per-pass caps
 // kept; NextCheck the earliest window still running; and a pass with
 // nothing due plans what it would without remediation.
-func TestHealing_Guards(t *testing.T) {
-	rapid.Check(t, func(t *rapid.T) {
-		spec, rs := healCase(t)
-		now := replicagen.Now()
-		if rapid.IntRange(0, 4).Draw(t, "partition") == 0 {
-			spec.Unreachable = []string{rapid.SampledFrom([]string{"a", "b", "c"}).Draw(t, "unreachable")}
+func TestHealing_Guards(t *testing.T) { rapid.Check(t, healingGuards) }
+
+// healingGuards is TestHealing_Guards' property, which FuzzHealing_Guards
+// also runs.
+func healingGuards(t *rapid.T) {
+	spec, rs := healCase(t)
+	now := replicagen.Now()
+	if rapid.IntRange(0, 4).Draw(t, "partition") == 0 {
+		spec.Unreachable = []string{rapid.SampledFrom([]string{"a", "b", "c"}).Draw(t, "unreachable")}
+	}
+	policy := deletionpolicy.Random{}
+	p, err := replicaset.Compute(spec, rs, policy, now)
+	if err != nil {
+		t.Fatalf("Compute: %v", err)
+	}
+	rm := *spec.Remediation
+	known := map[string]bool{}
+	unhealthy, inFlight, recovered := 0, 0, false
+	unhealthyIn, liveIn := map[string]int{}, map[string]int{}
+	var next time.Time
+	for _, r := range rs {
+		if slices.Contains(spec.Unreachable, r.Zone) {
+			continue
 		}
-		policy := deletionpolicy.Random{}
-		p, err := replicaset.Compute(spec, rs, policy, now)
-		if err != nil {
-			t.Fatalf("Compute: %v", err)
+		h := replicaset.Health{}
+		if r.Health != nil {
+			h = *r.Health
 		}
-		rm := *spec.Remediation
-		known := map[string]bool{}
-		unhealthy, inFlight, recovered := 0, 0, false
-		unhealthyIn, liveIn := map[string]int{}, map[string]int{}
-		var next time.Time
-		for _, r := range rs {
-			if slices.Contains(spec.Unreachable, r.Zone) {
-				continue
-			}
-			h := replicaset.Health{}
-			if r.Health != nil {
-				h = *r.Health
-			}
-			due, bad := naiveHealth(rm, r, now)
-			if r.Deleting {
-				if h.Unhealthy || h.Restarted || r.Phase == replicaset.PhaseFailed {
-					inFlight++
-				}
-				continue
-			}
-			if h.Healthy && !h.Started.Before(spec.RemediationHistory.Last) {
-				recovered = true
-			}
-			known[r.Name] = !due.IsZero() && !now.Before(due)
-			if h.Restarted && !due.IsZero() && now.Before(due) {
+		due, bad := naiveHealth(rm, r, now)
+		if r.Deleting {
+			if h.Unhealthy || h.Restarted || r.Phase == replicaset.PhaseFailed {
 				inFlight++
 			}
-			liveIn[r.Zone]++
-			if bad {
-				unhealthy++
-				unhealthyIn[r.Zone]++
-			}
-			if !due.IsZero() && now.Before(due) && (next.IsZero() || due.Before(next)) {
-				next = due
-			}
+			continue
 		}
-		desired := spec.Desired
-		if len(spec.Unreachable) > 0 {
-			desired = -1 // the known part's desired count is Compute's to say
+		if h.Healthy && !h.Started.Before(spec.RemediationHistory.Last) {
+			recovered = true
 		}
-		maxFailures := rm.MaxFailures
-		if maxFailures == 0 {
-			maxFailures = replicaset.DefaultMaxFailures
+		known[r.Name] = !due.IsZero() && !now.Before(due)
+		if h.Restarted && !due.IsZero() && now.Before(due) {
+			inFlight++
 		}
-		failures := spec.RemediationHistory.Failures
-		if recovered && failures > 0 {
-			failures = 0
+		liveIn[r.Zone]++
+		if bad {
+			unhealthy++
+			unhealthyIn[r.Zone]++
 		}
-		if suspended := failures >= maxFailures; len(spec.Unreachable) == 0 && p.Health.Suspended != suspended {
-			t.Fatalf("Suspended %v, want %v: %d failures in a row (recovered %v), MaxFailures %d", p.Health.Suspended, suspended,
-				spec.RemediationHistory.Failures, recovered, maxFailures)
+		if !due.IsZero() && now.Before(due) && (next.IsZero() || due.Before(next)) {
+			next = due
 		}
-		remediated := append(slices.Clone(p.Restart), p.Replace...)
-		for _, r := range remediated {
-			h := replicaset.Health{}
-			if r.Health != nil {
-				h = *r.Health
-			}
-			switch {
-			case !known[r.Name]:
-				t.Fatalf("%s remediated, but it is not due (or unknown, or being deleted): %v", r.Name, p)
-			case h.Skip:
-				t.Fatalf("%s remediated though it opted out: %v", r.Name, p)
-			case h.Now:
-				continue
-			case p.Health.Suspended:
-				t.Fatalf("%s remediated while suspended: %v", r.Name, p)
-			case 2*unhealthyIn[r.Zone] > liveIn[r.Zone] && unhealthyIn[r.Zone] >= 2 && r.Zone != "":
-				t.Fatalf("%s remediated in zone %s, where %d of %d are unhealthy: %v", r.Name, r.Zone, unhealthyIn[r.Zone], liveIn[r.Zone], p)
-			}
-			if desired >= 0 {
-				limit := replicaset.DefaultMaxUnhealthy
-				if rm.MaxUnhealthy.IsSet() {
-					limit = rm.MaxUnhealthy
-				}
-				if maxU := max(ofDown(limit, desired), 1); unhealthy > maxU {
-					t.Fatalf("%s remediated with %d unhealthy, over MaxUnhealthy %d: %v", r.Name, unhealthy, maxU, p)
-				}
-			}
+	}
+	desired := spec.Desired
+	if len(spec.Unreachable) > 0 {
+		desired = -1 // the known part's desired count is Compute's to say
+	}
+	maxFailures := rm.MaxFailures
+	if maxFailures == 0 {
+		maxFailures = replicaset.DefaultMaxFailures
+	}
+	failures := spec.RemediationHistory.Failures
+	if recovered && failures > 0 {
+		failures = 0
+	}
+	if suspended := failures >= maxFailures; len(spec.Unreachable) == 0 && p.Health.Suspended != suspended {
+		t.Fatalf("Suspended %v, want %v: %d failures in a row (recovered %v), MaxFailures %d", p.Health.Suspended, suspended,
+			spec.RemediationHistory.Failures, recovered, maxFailures)
+	}
+	remediated := append(slices.Clone(p.Restart), p.Replace...)
+	for _, r := range remediated {
+		h := replicaset.Health{}
+		if r.Health != nil {
+			h = *r.Health
+		}
+		switch {
+		case !known[r.Name]:
+			t.Fatalf("%s remediated, but it is not due (or unknown, or being deleted): %v", r.Name, p)
+		case h.Skip:
+			t.Fatalf("%s remediated though it opted out: %v", r.Name, p)
+		case h.Now:
+			continue
+		case p.Health.Suspended:
+			t.Fatalf("%s remediated while suspended: %v", r.Name, p)
+		case 2*unhealthyIn[r.Zone] > liveIn[r.Zone] && unhealthyIn[r.Zone] >= 2 && r.Zone != "":
+			t.Fatalf("%s remediated in zone %s, where %d of %d are unhealthy: %v", r.Name, r.Zone, unhealthyIn[r.Zone], liveIn[r.Zone], p)
 		}
 		if desired >= 0 {
-			limit := replicaset.DefaultMaxInFlight
-			if rm.MaxInFlight.IsSet() {
-				limit = rm.MaxInFlight
+			limit := replicaset.DefaultMaxUnhealthy
+			if rm.MaxUnhealthy.IsSet() {
+				limit = rm.MaxUnhealthy
 			}
-			if room := max(max(ofUp(limit, desired), 1)-inFlight, 0); len(remediated) > room {
-				t.Fatalf("%d remediations with %d in flight, MaxInFlight %d: %v", len(remediated), inFlight, ofUp(limit, desired), p)
-			}
-		}
-		for _, r := range p.Restart {
-			if !rm.Restart || r.Health != nil && r.Health.Restarted || r.Phase == replicaset.PhaseFailed {
-				t.Fatalf("%s restarted, but Restart is %v, it was restarted already or it failed: %v", r.Name, rm.Restart, p)
-			}
-			if slices.ContainsFunc(p.Delete, func(d replicaset.Replica) bool { return d.Name == r.Name }) {
-				t.Fatalf("%s both restarted and deleted: %v", r.Name, p)
+			if maxU := max(ofDown(limit, desired), 1); unhealthy > maxU {
+				t.Fatalf("%s remediated with %d unhealthy, over MaxUnhealthy %d: %v", r.Name, unhealthy, maxU, p)
 			}
 		}
-		for _, r := range p.Replace {
-			if !slices.ContainsFunc(p.Delete, func(d replicaset.Replica) bool { return d.Name == r.Name }) {
-				t.Fatalf("%s replaced but not deleted: %v", r.Name, p)
-			}
+	}
+	if desired >= 0 {
+		limit := replicaset.DefaultMaxInFlight
+		if rm.MaxInFlight.IsSet() {
+			limit = rm.MaxInFlight
 		}
-		limit := spec.MaxPerPass
-		if limit == 0 {
-			limit = replicaset.DefaultMaxPerPass
+		if room := max(max(ofUp(limit, desired), 1)-inFlight, 0); len(remediated) > room {
+			t.Fatalf("%d remediations with %d in flight, MaxInFlight %d: %v", len(remediated), inFlight, ofUp(limit, desired), p)
 		}
-		if len(p.Delete) > limit || p.Create > limit {
-			t.Fatalf("plan over the per-pass cap %d: %v", limit, p)
+	}
+	for _, r := range p.Restart {
+		if !rm.Restart || r.Health != nil && r.Health.Restarted || r.Phase == replicaset.PhaseFailed {
+			t.Fatalf("%s restarted, but Restart is %v, it was restarted already or it failed: %v", r.Name, rm.Restart, p)
 		}
-		if len(spec.Unreachable) == 0 && !spec.ReplaceDeleting && len(p.Replace) > 0 {
-			surge := spec.Strategy.Limits(spec.Desired).Surge
-			if p.Create > 0 && len(rs)+p.Create > max(spec.Desired+surge, len(rs)) {
-				t.Fatalf("%d replicas and %d creates, over Desired %d + MaxSurge %d: %v", len(rs), p.Create, spec.Desired, surge, p)
-			}
+		if slices.ContainsFunc(p.Delete, func(d replicaset.Replica) bool { return d.Name == r.Name }) {
+			t.Fatalf("%s both restarted and deleted: %v", r.Name, p)
 		}
-		backoff := slices.ContainsFunc(p.Holds, func(h replicaset.Hold) bool { return h.By == replicaset.HoldRemediationBackoff })
-		switch got := p.Health.NextCheck; {
-		case len(spec.Unreachable) > 0:
-		case backoff && (!got.After(now) || !next.IsZero() && got.After(next)):
-			t.Fatalf("NextCheck %v with a backoff holding, want after now and no later than %v", got, next)
-		case !backoff && !got.Equal(next):
-			t.Fatalf("NextCheck %v, want %v, the earliest window still running", got, next)
+	}
+	for _, r := range p.Replace {
+		if !slices.ContainsFunc(p.Delete, func(d replicaset.Replica) bool { return d.Name == r.Name }) {
+			t.Fatalf("%s replaced but not deleted: %v", r.Name, p)
 		}
-		if len(remediated) == 0 {
-			plain := spec
-			plain.Remediation = nil
-			q, err := replicaset.Compute(plain, rs, policy, now)
-			if err != nil {
-				t.Fatal(err)
-			}
-			q.Holds, p.Holds = nil, nil
-			p.Health = replicaset.HealthStatus{}
-			if diff := gocmp.Diff(q, p); diff != "" {
-				t.Fatalf("nothing remediated, yet the plan differs from the one without remediation (-without +with):\n%s", diff)
-			}
+	}
+	limit := spec.MaxPerPass
+	if limit == 0 {
+		limit = replicaset.DefaultMaxPerPass
+	}
+	if len(p.Delete) > limit || p.Create > limit {
+		t.Fatalf("plan over the per-pass cap %d: %v", limit, p)
+	}
+	if len(spec.Unreachable) == 0 && !spec.ReplaceDeleting && len(p.Replace) > 0 {
+		surge := spec.Strategy.Limits(spec.Desired).Surge
+		if p.Create > 0 && len(rs)+p.Create > max(spec.Desired+surge, len(rs)) {
+			t.Fatalf("%d replicas and %d creates, over Desired %d + MaxSurge %d: %v", len(rs), p.Create, spec.Desired, surge, p)
 		}
-	})
+	}
+	backoff := slices.ContainsFunc(p.Holds, func(h replicaset.Hold) bool { return h.By == replicaset.HoldRemediationBackoff })
+	switch got := p.Health.NextCheck; {
+	case len(spec.Unreachable) > 0:
+	case backoff && (!got.After(now) || !next.IsZero() && got.After(next)):
+		t.Fatalf("NextCheck %v with a backoff holding, want after now and no later than %v", got, next)
+	case !backoff && !got.Equal(next):
+		t.Fatalf("NextCheck %v, want %v, the earliest window still running", got, next)
+	}
+	if len(remediated) == 0 {
+		plain := spec
+		plain.Remediation = nil
+		q, err := replicaset.Compute(plain, rs, policy, now)
+		if err != nil {
+			t.Fatal(err)
+		}
+		q.Holds, p.Holds = nil, nil
+		p.Health = replicaset.HealthStatus{}
+		if diff := gocmp.Diff(q, p); diff != "" {
+			t.Fatalf("nothing remediated, yet the plan differs from the one without remediation (-without +with):\n%s", diff)
+		}
+	}
 }
 
 func ofDown(a replicaset.Amount, desired int) int {
