@@ -247,7 +247,8 @@ func (r *Reconciler[O, C]) defaults() {
 
 // rules is what decide needs of the Reconciler's configuration.
 func (r *Reconciler[O, C]) rules() rules {
-	return rules{policies: r.Policies, naming: r.Naming, maxPerPass: r.MaxPerPass}
+	_, restarter := any(r.Adapter).(Restarter[O, C])
+	return rules{policies: r.Policies, naming: r.Naming, maxPerPass: r.MaxPerPass, restarter: restarter}
 }
 
 func (r *Reconciler[O, C]) now() time.Time {
