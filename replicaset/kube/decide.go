@@ -221,43 +221,6 @@ func idle(o *observation, rl rules) bool {
 // inPlaceUpdate is one member and its copy changed in place.
 type inPlaceUpdate struct{ from, to client.Object }
 
-// updates lists the members, not being deleted, deleted or restarted in
-// this pass, that the template changes in place (observation.inPlace) or
-// whose AnnotationHealth changes (health, by UID: the copies heal made).
-func updates(o *observation, members []child, deleted []replicaset.Replica, health map[string]client.Object, restarted []restart) []inPlaceUpdate {
-	if o.inPlace == nil && len(health) == 0 {
-		return nil
-	}
-	var out []inPlaceUpdate
-	gone := make(map[string]bool, len(deleted)+len(restarted))
-	for _, r := range deleted {
-		gone[r.UID] = true
-	}
-	for _, r := range restarted {
-		gone[string(r.from.GetUID())] = true
-	}
-	for _, c := range members {
-		if c.replica.Deleting || gone[c.replica.UID] {
-			continue
-		}
-		var to client.Object
-		if o.inPlace != nil {
-			to = o.inPlace(c.obj)
-		}
-		if h, ok := health[c.replica.UID]; ok {
-			if to == nil {
-				to = h
-			} else {
-				to = withAnnotations(to, map[string]string{AnnotationHealth: h.GetAnnotations()[AnnotationHealth]})
-			}
-		}
-		if to != nil {
-			out = append(out, inPlaceUpdate{from: c.obj, to: to})
-		}
-	}
-	return out
-}
-
 // failedInZones finds, when the spec lists zones, the members that failed
 // in a listed zone, as the Adapter describes them (replicaset.PhaseFailed,
 // not being deleted, not protected): a create that failed after the
