@@ -85,9 +85,9 @@ func Spec(w *unstructured.Unstructured) (kube.Spec, error) {
 }
 
 // remediation reads spec.remediation, which turns self-healing on:
-// unhealthyWindowSeconds, startupWindowSeconds and maxUnhealthy (a
-// count), each optional (the planner's default when absent); an empty
-// object heals with every default.
+// unhealthyWindowSeconds, startupWindowSeconds, maxUnhealthy (a count)
+// and restart (a bool), each optional (the planner's default when
+// absent); an empty object heals with every default.
 func remediation(r map[string]any) *replicaset.Remediation {
 	var out replicaset.Remediation
 	if v, ok := r["unhealthyWindowSeconds"].(int64); ok {
@@ -99,6 +99,7 @@ func remediation(r map[string]any) *replicaset.Remediation {
 	if v, ok := r["maxUnhealthy"].(int64); ok {
 		out.MaxUnhealthy = replicaset.Count(int(v))
 	}
+	out.Restart, _ = r["restart"].(bool)
 	return &out
 }
 

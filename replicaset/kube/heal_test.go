@@ -4,6 +4,7 @@ import (
 	"context"
 	"slices"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -156,4 +157,66 @@ func sorted(s []string) []string {
 	out := slices.Clone(s)
 	slices.Sort(out)
 	return out
+}
+
+// restartingWidgets is healthyWidgets that restarts children, recording
+// each restart by name.
+type restartingWidgets struct {
+	healthyWidgets
+	mu       *sync.Mutex
+	restarts map[string]int
+}
+
+var _ kube.Restarter[*unstructured.Unstructured, *corev1.ConfigMap] = restartingWidgets{}
+
+func (a restartingWidgets) Restart(_ context.Context, _ *unstructured.Unstructured, c *corev1.ConfigMap) error {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	a.restarts[c.Name]++
+	return nil
+}
+
+func (a restartingWidgets) count(name string) int {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	return a.restarts[name]
+}
+
+// TestHeal_RestartAskedFor: with Restart, a child annotated remediate is
+// restarted once by the Adapter, not replaced; the binding records the
+// restart in the child's health, removes the annotation, and says so in
+// an event Restarting.
+func TestHeal_RestartAskedFor(t *testing.T) {
+	a := restartingWidgets{mu: &sync.Mutex{}, restarts: map[string]int{}}
+	c, ns := startManagerWith(t, func(r *reconciler, _ ctrl.Manager) { r.Adapter = a })
+	ctx := t.Context()
+	w := widget(ns, "restart", 3)
+	_ = unstructured.SetNestedMap(w.Object, map[string]any{"restart": true, "unhealthyWindowSeconds": int64(1), "startupWindowSeconds": int64(2)},
+		"spec", "remediation")
+	createObject(t, c, w)
+	live := converge(t, c, w, 3)
+	waitHealthy(t, c, ns, live)
+
+	annotate(t, c, ns, live[0], kube.AnnotationRemediate, "true")
+	var cm corev1.ConfigMap
+	err := wait.PollUntilContextTimeout(ctx, 50*time.Millisecond, 10*time.Second, true, func(ctx context.Context) (bool, error) {
+		if err := c.Get(ctx, client.ObjectKey{Namespace: ns, Name: live[0]}, &cm); err != nil {
+			return false, err
+		}
+		_, asked := cm.Annotations[kube.AnnotationRemediate]
+		return a.count(live[0]) > 0 && !asked, nil
+	})
+	if err != nil {
+		t.Fatalf("%s not restarted (%d restarts) or still annotated %v", live[0], a.count(live[0]), cm.Annotations)
+	}
+	waitEvents(t, c, w, "Restarting")
+	// The child is healthy: the next pass records it healthy again.
+	waitHealthy(t, c, ns, live[:1])
+	time.Sleep(time.Second)
+	if n := a.count(live[0]); n != 1 {
+		t.Errorf("%s restarted %d times, want 1", live[0], n)
+	}
+	if now, deleting := children(t, c, w); !slices.Equal(sorted(now), sorted(live)) || deleting > 0 {
+		t.Errorf("a restart replaced children: %v (%d deleting), want %v", now, deleting, live)
+	}
 }
