@@ -69,3 +69,29 @@ func TestHeal_WritesOnlyChanges(t *testing.T) {
 		}
 	}
 }
+
+// TestRestartLog: a restart holds the owner's passes until the cache
+// shows it in the child's health, the child goes, or the TTL passes.
+func TestRestartLog(t *testing.T) {
+	var l restartLog
+	c := kid("web-0", kept(sickFor(time.Minute)))
+	l.record("ns/web", []restart{{from: c.obj}}, testNow)
+	if !l.unseen("ns/web", objects(kids(c)), testNow.Add(time.Second), time.Minute) {
+		t.Error("a restart the cache does not show yet does not hold the pass")
+	}
+	if l.unseen("ns/other", objects(kids(c)), testNow, time.Minute) {
+		t.Error("another owner's pass is held")
+	}
+	shown := kid("web-0", kept(sickFor(time.Minute).Restart(testNow.Add(300*time.Millisecond))))
+	if l.unseen("ns/web", objects(kids(shown)), testNow.Add(time.Second), time.Minute) {
+		t.Error("a restart the cache shows (to the second) still holds the pass")
+	}
+	l.record("ns/web", []restart{{from: c.obj}}, testNow)
+	if l.unseen("ns/web", nil, testNow.Add(time.Second), time.Minute) {
+		t.Error("a restart of a child gone holds the pass")
+	}
+	l.record("ns/web", []restart{{from: c.obj}}, testNow)
+	if l.unseen("ns/web", objects(kids(c)), testNow.Add(2*time.Minute), time.Minute) {
+		t.Error("a restart older than the TTL holds the pass")
+	}
+}

@@ -144,6 +144,11 @@ func (r *Reconciler[O, C]) read(ctx context.Context, req reconcile.Request) (*ob
 		}
 		r.Expectations.resetPending(key)
 	}
+	// A restart the cache does not show yet holds the pass as an unmet
+	// expectation does: the child would look due again.
+	if r.restarts.unseen(key, own, o.now, r.restartTTL()) {
+		o.waiting = true
+	}
 	o.taken = r.Expectations.takenNames(key, o.now)
 	o.backoff, o.backoffFor = r.backoff.active(key, o.now), cmp.Or(r.ZoneBackoff, DefaultZoneBackoff)
 	o.failedSeen = r.backoff.failing(key)

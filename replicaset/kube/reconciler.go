@@ -129,6 +129,7 @@ type Reconciler[O, C client.Object] struct {
 	written  writtenStatus // the status last written per owner
 	backoff  zoneBackoffs  // the zones each owner's creates avoid, until when
 	rollouts progressLog   // where each owner's rollout last moved, and when
+	restarts restartLog    // the children each owner's passes restarted, until the cache shows it
 	deleter  *childDeleter // deletes children unread, when Client is the manager's own (see Client)
 	// childIndexer is the child informer's indexer, holding the child
 	// index, when Cache is the manager's own (see children).
