@@ -231,7 +231,9 @@
 // UnhealthyReplicas and RemediationsAllowed, the RemediationAllowed
 // condition says whether remediation may run and if not which guard
 // stops it, each remediated child has an event (Remediating, Restarting),
-// and the owner is looked at again when a window or backoff ends.
+// and the owner is looked at again when a window or backoff ends. Until
+// the cache shows a restart in the child's health, the owner's passes
+// wait, as they wait for Expectations: a stale child would look due again.
 // Without Spec.Remediation nothing of this happens: no health is checked
 // or written.
 //
