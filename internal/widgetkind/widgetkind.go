@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"time"
 
+	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
@@ -43,7 +44,8 @@ func New(ns, name string, replicas int64) *unstructured.Unstructured {
 }
 
 // Spec reads a Widget's spec: replicas, selector, deletePolicy, paused,
-// replaceDeleting, minReadySeconds, zones and rebalance.
+// replaceDeleting, minReadySeconds, zones, rebalance, progressDeadlineSeconds,
+// strategy and remediation (see remediation).
 func Spec(w *unstructured.Unstructured) (kube.Spec, error) {
 	var s kube.Spec
 	replicas, _, err := unstructured.NestedInt64(w.Object, "spec", "replicas")
@@ -76,7 +78,29 @@ func Spec(w *unstructured.Unstructured) (kube.Spec, error) {
 			return s, fmt.Errorf("spec.strategy: %w", err)
 		}
 	}
+	if r, ok, _ := unstructured.NestedMap(w.Object, "spec", "remediation"); ok {
+		s.Remediation = remediation(r)
+	}
 	return s, nil
+}
+
+// remediation reads spec.remediation, which turns self-healing on:
+// unhealthyWindowSeconds, startupWindowSeconds, maxUnhealthy (a count)
+// and restart (a bool), each optional (the planner's default when
+// absent); an empty object heals with every default.
+func remediation(r map[string]any) *replicaset.Remediation {
+	var out replicaset.Remediation
+	if v, ok := r["unhealthyWindowSeconds"].(int64); ok {
+		out.UnhealthyWindow = time.Duration(v) * time.Second
+	}
+	if v, ok := r["startupWindowSeconds"].(int64); ok {
+		out.StartupWindow = time.Duration(v) * time.Second
+	}
+	if v, ok := r["maxUnhealthy"].(int64); ok {
+		out.MaxUnhealthy = replicaset.Count(int(v))
+	}
+	out.Restart, _ = r["restart"].(bool)
+	return &out
 }
 
 // strategy reads spec.strategy: type, maxSurge, maxUnavailable and
@@ -152,6 +176,9 @@ func SetStatus(w *unstructured.Unstructured, s kube.Status) {
 		"readyReplicas": int64(s.ReadyReplicas), "availableReplicas": int64(s.AvailableReplicas),
 		"terminatingReplicas": int64(s.TerminatingReplicas), "observedGeneration": s.ObservedGeneration,
 		"selector": s.Selector, "conditions": raw,
+	}
+	if meta.FindStatusCondition(s.Conditions, kube.ConditionRemediationAllowed) != nil {
+		status["unhealthyReplicas"], status["remediationsAllowed"] = int64(s.UnhealthyReplicas), int64(s.RemediationsAllowed)
 	}
 	if len(s.Zones) > 0 {
 		zones := make([]any, len(s.Zones))

@@ -74,6 +74,14 @@ type Spec struct {
 	// The time of the last move is kept in memory, so a restarted
 	// controller measures from its first pass.
 	ProgressDeadline time.Duration
+	// Remediation, when set, turns self-healing on: children that stay
+	// unhealthy (as the Adapter's HealthChecker says, or not Ready without
+	// one) are replaced, or restarted first with Restart (which needs an
+	// Adapter that is a Restarter), under the guards replicaset.Compute
+	// states. Each child's health is kept on it (AnnotationHealth), the
+	// set's history on the owner (AnnotationRemediationHistory). Nil:
+	// nothing is remediated, and no health is checked or written.
+	Remediation *replicaset.Remediation
 }
 
 // Status is what the reconciler reports; the Adapter copies it into the
@@ -113,10 +121,18 @@ type Status struct {
 	// none does (replicaset.RolloutStatus.Current), with Spec.Rollout;
 	// empty without.
 	CurrentRevision string
+	// UnhealthyReplicas counts live children that are unhealthy
+	// (replicaset.HealthStatus.Unhealthy), with Spec.Remediation; zero
+	// without.
+	UnhealthyReplicas int32
+	// RemediationsAllowed is how many more children may be remediated
+	// now (replicaset.HealthStatus.Allowed), with Spec.Remediation; zero
+	// without.
+	RemediationsAllowed int32
 	// Conditions are ReplicaFailure, ScalingUp, ScalingDown and Ready,
 	// ZonesBalanced when the spec lists zones, and RolledOut with
-	// Spec.Rollout, each with a reason saying why (see the Reason
-	// constants).
+	// Spec.Rollout, RemediationAllowed with Spec.Remediation, each with
+	// a reason saying why (see the Reason constants).
 	Conditions []metav1.Condition
 }
 

@@ -39,6 +39,13 @@ type outcome struct {
 	// the pass read them, and so were left (errChildChanged); they are
 	// not in acted's Deleted, nor their errors in acted's Err.
 	changed []string
+	// restarted are the restarts that succeeded (Spec.Remediation), their
+	// health recorded; restartErr joins those that failed, and
+	// historyErr says that the owner's remediation history could not be
+	// written (the plan was carried out all the same).
+	restarted  []restart
+	restartErr error
+	historyErr error
 }
 
 // apply carries out d and decides nothing: it confirms the owner with a
@@ -82,6 +89,7 @@ func (r *Reconciler[O, C]) apply(ctx context.Context, o *observation, d decision
 		return out
 	}
 	out.updated, out.updateErr = r.updateInPlace(ctx, d.update)
+	out.restarted, out.restartErr = r.restart(ctx, o, d.restart)
 	if len(d.create) > 0 || len(d.delete) > 0 {
 		out.ran = true
 		a := &actuator[O, C]{r: r, owner: o.owner.(O), revision: o.revision, versions: vers}
@@ -91,6 +99,9 @@ func (r *Reconciler[O, C]) apply(ctx context.Context, o *observation, d decision
 			log.FromContext(ctx).V(1).Info("left children that changed since the pass read them; the next pass plans with them",
 				"children", out.changed)
 		}
+	}
+	if d.historyChanged {
+		out.historyErr = r.writeHistory(ctx, o.owner, d.history)
 	}
 	return out
 }

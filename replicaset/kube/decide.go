@@ -18,6 +18,7 @@ type rules struct {
 	policies   *deletionpolicy.Registry
 	naming     Naming
 	maxPerPass int
+	restarter  bool // the Adapter is a Restarter
 }
 
 // limit is the per-pass cap on creates and on deletes.
@@ -84,11 +85,18 @@ type decision struct {
 	// it also counts work a bound or Spec.Rebalance holds, for which an
 	// immediate next pass would find nothing new to do.
 	capped bool
+	// restart lists the members the plan restarts (Spec.Remediation),
+	// each with its copy once restarted; history is the owner's
+	// remediation history after the pass, to write when historyChanged.
+	restart        []restart
+	history        replicaset.RemediationHistory
+	historyChanged bool
 }
 
 // acts reports whether the decision writes anything but status.
 func (d decision) acts() bool {
-	return len(d.adopt) > 0 || len(d.release) > 0 || len(d.create) > 0 || len(d.delete) > 0 || len(d.update) > 0
+	return len(d.adopt) > 0 || len(d.release) > 0 || len(d.create) > 0 || len(d.delete) > 0 || len(d.update) > 0 ||
+		len(d.restart) > 0 || d.historyChanged
 }
 
 // toExecute is the part of the plan the executor carries out.
@@ -138,6 +146,7 @@ func decide(o *observation, rl rules) decision {
 	}
 	spec, current := planSpec(o, rl), replicas(d.members, o, rl.naming)
 	unknownIn(o, current)
+	health := heal(o, d.members, current)
 	if err == nil && d.hold == holdNone {
 		d.backoff, d.failedNow, d.replaced = failedInZones(spec, current, o, rl.limit())
 		spec.ZoneBackoff = d.backoff
@@ -169,7 +178,13 @@ func decide(o *observation, rl rules) decision {
 	}
 	d.adopt, d.release = objects(adopt), objects(release)
 	d.delete = append(slices.Clone(d.plan.Delete), d.replaced...)
-	d.update = updates(o, d.members, d.delete)
+	d.restart = restarts(o, d.members, d.plan)
+	d.update = updates(o, d.members, d.delete, health, d.restart)
+	if o.spec.Remediation != nil {
+		before := historyOf(o.owner)
+		d.history = before.After(d.plan, o.now)
+		d.historyChanged = d.history != before
+	}
 	return d
 }
 
@@ -205,28 +220,6 @@ func idle(o *observation, rl rules) bool {
 
 // inPlaceUpdate is one member and its copy changed in place.
 type inPlaceUpdate struct{ from, to client.Object }
-
-// updates lists the members, not being deleted and not deleted in this
-// pass, that the template changes in place (observation.inPlace).
-func updates(o *observation, members []child, deleted []replicaset.Replica) []inPlaceUpdate {
-	if o.inPlace == nil {
-		return nil
-	}
-	var out []inPlaceUpdate
-	gone := make(map[string]bool, len(deleted))
-	for _, r := range deleted {
-		gone[r.UID] = true
-	}
-	for _, c := range members {
-		if c.replica.Deleting || gone[c.replica.UID] {
-			continue
-		}
-		if to := o.inPlace(c.obj); to != nil {
-			out = append(out, inPlaceUpdate{from: c.obj, to: to})
-		}
-	}
-	return out
-}
 
 // failedInZones finds, when the spec lists zones, the members that failed
 // in a listed zone, as the Adapter describes them (replicaset.PhaseFailed,
@@ -284,7 +277,11 @@ func failedInZones(spec replicaset.Spec, current []replicaset.Replica, o *observ
 func planSpec(o *observation, rl rules) replicaset.Spec {
 	s := replicaset.Spec{Desired: o.spec.Replicas, MaxPerPass: rl.maxPerPass,
 		ReplaceDeleting: o.spec.ReplaceDeleting, MinReady: o.spec.MinReady, Seed: o.seed,
-		Zones: o.spec.Zones, ZoneBackoff: o.backoff, Rebalance: o.spec.Rebalance, Unreachable: o.spec.Unreachable}
+		Zones: o.spec.Zones, ZoneBackoff: o.backoff, Rebalance: o.spec.Rebalance, Unreachable: o.spec.Unreachable,
+		Remediation: o.spec.Remediation}
+	if o.spec.Remediation != nil {
+		s.RemediationHistory = historyOf(o.owner)
+	}
 	if o.spec.Rollout != nil {
 		s.Revision, s.Strategy = o.revision, *o.spec.Rollout
 	}
@@ -315,7 +312,7 @@ func usable(o *observation, rl rules) error {
 	case !o.selector.Matches(o.template):
 		return fmt.Errorf("selector %s does not select template labels %v: %w", o.selector, map[string]string(o.template), ErrSelectorMismatch)
 	}
-	return nil
+	return remediationSpecErr(o.spec, rl.restarter)
 }
 
 // claims sorts the observed children: the owner's own that its selector

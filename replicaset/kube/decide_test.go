@@ -189,7 +189,48 @@ func passCases() []passCase {
 		{"rollout, zones a and b: the surge child ready: the child it replaces goes",
 			observed(3, kids(kid("web-0", onRev("r1"), inZone("a")), kid("web-1", onRev("r1"), inZone("b")), kid("web-2", onRev("r1"), inZone("a")),
 				kid("web-3", onRev("r2"), inZone("a"))), rolling("r2"), zoned("a", "b")), ordinal, nil},
+		{"heal: first seen running and healthy: started at creation, its health written once",
+			observed(2, kids(kid("web-0"), kid("web-1", kept(healthyFor(time.Hour)))), healing(replicaset.Remediation{})), ordinal, nil},
+		{"heal: unhealthy for less than the window: a spell starts, looked at again when it ends",
+			observed(2, kids(kid("web-0", kept(healthyFor(time.Hour))), kid("web-1", kept(healthyFor(time.Hour)), sick("HeartbeatRed"))),
+				healing(replicaset.Remediation{UnhealthyWindow: time.Minute})), ordinal, nil},
+		{"heal: unhealthy past its window: replaced, the replacement made in the same pass",
+			observed(3, kids(kid("web-0", kept(healthyFor(time.Hour))), kid("web-1", kept(sickFor(2*time.Minute)), sick("HeartbeatRed")),
+				kid("web-2", kept(healthyFor(time.Hour)))), healing(replicaset.Remediation{UnhealthyWindow: time.Minute})), ordinal, nil},
+		{"heal: never healthy past the start-up window: replaced, a failed replacement in the owner's history",
+			observed(2, kids(kid("web-0", kept(healthyFor(time.Hour))), kid("web-1", kept(replicaset.Health{Started: testNow.Add(-time.Hour)}), notReady)),
+				healing(replicaset.Remediation{StartupWindow: 10 * time.Minute})), ordinal, nil},
+		{"heal: a storm (2 of 3 unhealthy, MaxUnhealthy 1): nothing replaced, TooManyUnhealthy",
+			observed(3, kids(kid("web-0", kept(sickFor(2*time.Minute)), sick("HeartbeatRed")), kid("web-1", kept(sickFor(2*time.Minute)), sick("HeartbeatRed")),
+				kid("web-2", kept(healthyFor(time.Hour)))), healing(replicaset.Remediation{UnhealthyWindow: time.Minute, MaxUnhealthy: replicaset.Count(1)})), ordinal, nil},
+		{"heal: skip-remediation: unhealthy past its window, counted, left alone",
+			observed(3, kids(kid("web-0", kept(healthyFor(time.Hour))), kid("web-1", kept(sickFor(2*time.Minute)), sick("HeartbeatRed"), withAnnotation(AnnotationSkipRemediation, "true")),
+				kid("web-2", kept(healthyFor(time.Hour)))), healing(replicaset.Remediation{UnhealthyWindow: time.Minute})), ordinal, nil},
+		{"heal: remediate asked for a healthy child: replaced now",
+			observed(3, kids(kid("web-0", kept(healthyFor(time.Hour))), kid("web-1", kept(healthyFor(time.Hour)), withAnnotation(AnnotationRemediate, "true")),
+				kid("web-2", kept(healthyFor(time.Hour)))), healing(replicaset.Remediation{})), ordinal, nil},
+		{"heal: Restart: a child due is restarted, its restart recorded, remediate removed",
+			observed(3, kids(kid("web-0", kept(healthyFor(time.Hour))), kid("web-1", kept(sickFor(2*time.Minute)), sick("HeartbeatRed"), withAnnotation(AnnotationRemediate, "true")),
+				kid("web-2", kept(healthyFor(time.Hour)))), healing(replicaset.Remediation{UnhealthyWindow: time.Minute, Restart: true})),
+			rules{policies: deletionpolicy.Default(), naming: OrdinalNames, restarter: true}, nil},
+		{"heal: Restart from an Adapter that is no Restarter: refused, InvalidSpec",
+			observed(1, kids(kid("web-0")), healing(replicaset.Remediation{Restart: true})), ordinal, nil},
 	}
+}
+
+// healing turns self-healing on for the owner.
+func healing(r replicaset.Remediation) func(*observation) {
+	return func(o *observation) { o.spec.Remediation = &r }
+}
+
+// healthyFor is the health kept of a child started d ago and healthy since.
+func healthyFor(d time.Duration) replicaset.Health {
+	return replicaset.Health{Started: testNow.Add(-d), Healthy: true}
+}
+
+// sickFor is the health kept of a child healthy once, unhealthy for d.
+func sickFor(d time.Duration) replicaset.Health {
+	return replicaset.Health{Started: testNow.Add(-time.Hour), Healthy: true, Unhealthy: true, Since: testNow.Add(-d), Reason: "HeartbeatRed"}
 }
 
 // onRev puts a child on revision rev.

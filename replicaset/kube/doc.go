@@ -208,14 +208,44 @@
 // but for the surge, all three with reason RolloutSurge. A scale-down
 // beyond the surge is reported as one.
 //
+// # Self-healing
+//
+// An Adapter that returns Spec.Remediation turns self-healing on for its
+// owner: children that stay unhealthy are replaced (or, with
+// Remediation.Restart, restarted first), when and under the guards
+// replicaset's Self-healing section states: the start-up and unhealthy
+// windows, skip and remediate-now, the storm and zone guards, the
+// backoff and suspension after failed replacements, the cap in flight.
+// Each pass checks each child's health with the Adapter's
+// [HealthChecker] (without one, a child not Ready is unhealthy, reason
+// NotReady) and keeps it on the child, in [AnnotationHealth], written
+// in place only when it changes, so a restarted controller keeps the
+// windows it measured; a child is started when first seen past
+// replicaset.PhasePending (at its creation, if it was running when the
+// binding first saw it). [AnnotationSkipRemediation] and
+// [AnnotationRemediate] on a child opt it out or ask for it now. The
+// set's failed replacements are kept on the owner, in
+// [AnnotationRemediationHistory]. A restart goes to the Adapter's
+// [Restarter]; an owner asking for restarts from an Adapter that is no
+// Restarter is refused (ReplicaFailure InvalidSpec). Status reports
+// UnhealthyReplicas and RemediationsAllowed, the RemediationAllowed
+// condition says whether remediation may run and if not which guard
+// stops it, each remediated child has an event (Remediating, Restarting),
+// and the owner is looked at again when a window or backoff ends. Until
+// the cache shows a restart in the child's health, the owner's passes
+// wait, as they wait for Expectations: a stale child would look due again.
+// Without Spec.Remediation nothing of this happens: no health is checked
+// or written.
+//
 // # Optional interfaces
 //
 // An Adapter may implement more than [Adapter]: [Zoner] (the child's
 // zone kept elsewhere than the zone label, or set where something acts on
 // it; [PodZones] is a ready one for Pods), [InPlaceUpdater] (more of the
 // template applied to children in place, and the revision that leaves
-// out) and [TemplateMatcher] (children without a revision label told
-// apart from the template's). The Reconciler finds them by type
+// out), [TemplateMatcher] (children without a revision label told
+// apart from the template's), [HealthChecker] (a child's health beyond
+// readiness) and [Restarter] (a child restarted in place). The Reconciler finds them by type
 // assertion, so an Adapter whose method has another signature, or that
 // has them on its pointer and is given as a value, silently goes without:
 // zones in the label, the binding's own revision, unlabelled children
@@ -246,5 +276,10 @@
 //	+kubebuilder:rbac:groups=events.k8s.io,resources=events,verbs=create;patch
 //
 // The finalizers update lets a child's owner reference set
-// blockOwnerDeletion; patch on children adopts and releases them.
+// blockOwnerDeletion; patch on children adopts and releases them (and,
+// with Spec.Remediation, writes their health). An owner with
+// Spec.Remediation also needs patch on its own kind, for
+// AnnotationRemediationHistory:
+//
+//	+kubebuilder:rbac:groups=example.com,resources=workerpools,verbs=get;list;watch;patch
 package kube

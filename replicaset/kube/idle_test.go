@@ -35,6 +35,9 @@ func TestIdle(t *testing.T) {
 		{"unknown policy", func(o *observation) { o.spec.DeletePolicy = "NoSuchPolicy" }, ordinal, false},
 		{"HighestOrdinal with random names", func(o *observation) { o.spec.DeletePolicy = deletionpolicy.NameHighestOrdinal }, random, false},
 		{"a spec the planner refuses", func(o *observation) { o.spec.Replicas = -1 }, ordinal, false},
+		{"Restart from an Adapter that is no Restarter", func(o *observation) {
+			o.spec.Remediation = &replicaset.Remediation{Restart: true}
+		}, ordinal, false},
 		{"a rollout the planner refuses", func(o *observation) {
 			o.spec.Rollout = &replicaset.Strategy{Type: replicaset.RollingUpdate, MaxSurge: replicaset.Count(-1)}
 			o.revision = "r1"

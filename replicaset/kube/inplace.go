@@ -6,6 +6,8 @@ import (
 	"strings"
 
 	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/replicakit/replicakit/replicaset"
 )
 
 // AnnotationTemplateLabels is the annotation in which the binding records,
@@ -175,4 +177,41 @@ func stampNew(child client.Object, keys []string, revision string) {
 		delete(a, AnnotationTemplateLabels)
 	}
 	child.SetAnnotations(a)
+}
+
+// updates lists the members, not being deleted, deleted or restarted in
+// this pass, that the template changes in place (observation.inPlace) or
+// whose AnnotationHealth changes (health, by UID: the copies heal made).
+func updates(o *observation, members []child, deleted []replicaset.Replica, health map[string]client.Object, restarted []restart) []inPlaceUpdate {
+	if o.inPlace == nil && len(health) == 0 {
+		return nil
+	}
+	var out []inPlaceUpdate
+	gone := make(map[string]bool, len(deleted)+len(restarted))
+	for _, r := range deleted {
+		gone[r.UID] = true
+	}
+	for _, r := range restarted {
+		gone[string(r.from.GetUID())] = true
+	}
+	for _, c := range members {
+		if c.replica.Deleting || gone[c.replica.UID] {
+			continue
+		}
+		var to client.Object
+		if o.inPlace != nil {
+			to = o.inPlace(c.obj)
+		}
+		if h, ok := health[c.replica.UID]; ok {
+			if to == nil {
+				to = h
+			} else {
+				to = withAnnotations(to, map[string]string{AnnotationHealth: h.GetAnnotations()[AnnotationHealth]})
+			}
+		}
+		if to != nil {
+			out = append(out, inPlaceUpdate{from: c.obj, to: to})
+		}
+	}
+	return out
 }

@@ -1,8 +1,10 @@
 package kube
 
 import (
+	"cmp"
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 	"time"
 
@@ -53,6 +55,26 @@ func inZone(z string) kidOpt {
 	return func(cm *corev1.ConfigMap, _ *bool) { cm.Labels[ZoneLabel] = z }
 }
 
+// unhealthyMark marks a fixture child whose health check fails, its value
+// the reason.
+const unhealthyMark = "test.replicakit.io/unhealthy"
+
+// sick makes a child's health check fail with reason (it stays ready).
+func sick(reason string) kidOpt { return withAnnotation(unhealthyMark, reason) }
+
+// kept gives a child the health an earlier pass kept (AnnotationHealth).
+func kept(h replicaset.Health) kidOpt { return withAnnotation(AnnotationHealth, encodeHealth(h)) }
+
+// withAnnotation adds an annotation to a child, keeping the others.
+func withAnnotation(k, v string) kidOpt {
+	return func(cm *corev1.ConfigMap, _ *bool) {
+		if cm.Annotations == nil {
+			cm.Annotations = map[string]string{}
+		}
+		cm.Annotations[k] = v
+	}
+}
+
 func annotated(k, v string) kidOpt {
 	return func(cm *corev1.ConfigMap, _ *bool) { cm.Annotations = map[string]string{k: v} }
 }
@@ -76,7 +98,11 @@ func kid(name string, opts ...kidOpt) child {
 	if cm.Annotations[failedMark] != "" {
 		rep.Phase = replicaset.PhaseFailed
 	}
-	return child{obj: cm, replica: rep, costErr: err}
+	check := healthCheck{checked: true, ok: ready && cm.Annotations[unhealthyMark] == ""}
+	if !check.ok {
+		check.reason = cmp.Or(cm.Annotations[unhealthyMark], reasonNotReady)
+	}
+	return child{obj: cm, replica: rep, costErr: err, check: check}
 }
 
 // observed is an observation of owner web wanting replicas, with the given
@@ -105,7 +131,10 @@ var ordinal = rules{policies: deletionpolicy.Default(), naming: OrdinalNames}
 
 // succeeded is the outcome of a decision carried out without a failure.
 func succeeded(d decision) outcome {
-	out := outcome{adopted: namesOf(d.adopt), released: namesOf(d.release)}
+	out := outcome{adopted: namesOf(d.adopt), released: namesOf(d.release), restarted: d.restart}
+	for _, u := range d.update {
+		out.updated = append(out.updated, u.from.GetName())
+	}
 	if len(d.create) > 0 || len(d.delete) > 0 {
 		out.ran = true
 		out.acted.Created = d.create
@@ -184,6 +213,7 @@ func render(d decision, v verdict) string {
 	for _, c := range st.Conditions {
 		fmt.Fprintf(&b, "%s=%s %s: %s\n", c.Type, c.Status, c.Reason, c.Message)
 	}
+	renderHealing(&b, d, v)
 	for _, e := range v.events {
 		fmt.Fprintf(&b, "event %s %s: %s\n", e.kind, e.reason, e.text)
 	}
@@ -201,3 +231,33 @@ func replicaNames(rs []replicaset.Replica) []string {
 }
 
 var _ client.Object = (*metav1.PartialObjectMetadata)(nil)
+
+// renderHealing prints what a pass with Spec.Remediation decided of its
+// children's health: nothing without it, so that the other cases read as
+// they did before self-healing.
+func renderHealing(b *strings.Builder, d decision, v verdict) {
+	if !slices.ContainsFunc(v.status.Conditions, func(c metav1.Condition) bool { return c.Type == ConditionRemediationAllowed }) {
+		return
+	}
+	h := d.plan.Health
+	fmt.Fprintf(b, "health unhealthy=%d allowed=%d inFlight=%d storm=%v suspended=%v replace=%v restart=%v",
+		v.status.UnhealthyReplicas, v.status.RemediationsAllowed, h.InFlight, h.Storm, h.Suspended, replicaNames(d.plan.Replace), replicaNames(d.plan.Restart))
+	if !h.NextCheck.IsZero() {
+		fmt.Fprintf(b, " nextCheck=+%v", h.NextCheck.Sub(testNow))
+	}
+	b.WriteString("\n")
+	for _, hd := range d.plan.Holds {
+		fmt.Fprintf(b, "held %v (%d): %s\n", hd.By, hd.Waiting, hd.Reason)
+	}
+	for _, u := range d.update {
+		if a, ok := u.to.GetAnnotations()[AnnotationHealth]; ok && a != u.from.GetAnnotations()[AnnotationHealth] {
+			fmt.Fprintf(b, "write %s %s=%s\n", u.from.GetName(), AnnotationHealth, a)
+		}
+	}
+	for _, r := range d.restart {
+		fmt.Fprintf(b, "restart %s, then write %s=%s\n", r.from.GetName(), AnnotationHealth, r.to.GetAnnotations()[AnnotationHealth])
+	}
+	if d.historyChanged {
+		fmt.Fprintf(b, "write owner %s=%s\n", AnnotationRemediationHistory, encodeHistory(d.history))
+	}
+}

@@ -68,6 +68,9 @@ type child struct {
 	obj     client.Object
 	replica replicaset.Replica
 	costErr error // a malformed deletion-cost annotation
+	// check is what the pass's health check said of it, with
+	// Spec.Remediation.
+	check healthCheck
 }
 
 // read gathers the observation for the owner of req; it returns nil when the
@@ -141,6 +144,11 @@ func (r *Reconciler[O, C]) read(ctx context.Context, req reconcile.Request) (*ob
 		}
 		r.Expectations.resetPending(key)
 	}
+	// A restart the cache does not show yet holds the pass as an unmet
+	// expectation does: the child would look due again.
+	if r.restarts.unseen(key, own, o.now, r.restartTTL()) {
+		o.waiting = true
+	}
 	o.taken = r.Expectations.takenNames(key, o.now)
 	o.backoff, o.backoffFor = r.backoff.active(key, o.now), cmp.Or(r.ZoneBackoff, DefaultZoneBackoff)
 	o.failedSeen = r.backoff.failing(key)
@@ -148,8 +156,9 @@ func (r *Reconciler[O, C]) read(ctx context.Context, req reconcile.Request) (*ob
 	if idle(o, r.rules()) {
 		return o, nil // nothing to describe: the pass only waits
 	}
-	o.children = r.describe(own, match)
-	o.orphans = r.describe(orphans, match)
+	heals := o.specErr == nil && o.spec.Remediation != nil
+	o.children = r.describe(own, match, heals)
+	o.orphans = r.describe(orphans, match, heals)
 	for _, cs := range [][]child{o.children, o.orphans} {
 		for _, c := range cs {
 			if c.replica.Revision == UnmatchedRevision {
@@ -223,8 +232,9 @@ func forEachObject(l client.ObjectList, f func(client.Object)) error {
 // describe turns children into the planner's replicas, with what the
 // Adapter knows of their kind. With match (the Adapter's TemplateMatcher,
 // with Spec.Rollout), a child without a revision that does not match
-// the template counts as made from UnmatchedRevision.
-func (r *Reconciler[O, C]) describe(objs []client.Object, match func(C) bool) []child {
+// the template counts as made from UnmatchedRevision. With heals, each
+// child's health is checked (checkHealth).
+func (r *Reconciler[O, C]) describe(objs []client.Object, match func(C) bool, heals bool) []child {
 	out := make([]child, 0, len(objs))
 	for _, obj := range objs {
 		c, ok := obj.(C)
@@ -237,7 +247,11 @@ func (r *Reconciler[O, C]) describe(objs []client.Object, match func(C) bool) []
 		}
 		rep.Zone = r.zoneOf(c)
 		r.Adapter.Describe(c, &rep)
-		out = append(out, child{obj: obj, replica: rep, costErr: err})
+		ch := child{obj: obj, replica: rep, costErr: err}
+		if heals {
+			ch.check = r.checkHealth(c, rep)
+		}
+		out = append(out, ch)
 	}
 	return out
 }

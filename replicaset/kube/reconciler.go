@@ -129,6 +129,7 @@ type Reconciler[O, C client.Object] struct {
 	written  writtenStatus // the status last written per owner
 	backoff  zoneBackoffs  // the zones each owner's creates avoid, until when
 	rollouts progressLog   // where each owner's rollout last moved, and when
+	restarts restartLog    // the children each owner's passes restarted, until the cache shows it
 	deleter  *childDeleter // deletes children unread, when Client is the manager's own (see Client)
 	// childIndexer is the child informer's indexer, holding the child
 	// index, when Cache is the manager's own (see children).
@@ -247,7 +248,8 @@ func (r *Reconciler[O, C]) defaults() {
 
 // rules is what decide needs of the Reconciler's configuration.
 func (r *Reconciler[O, C]) rules() rules {
-	return rules{policies: r.Policies, naming: r.Naming, maxPerPass: r.MaxPerPass}
+	_, restarter := any(r.Adapter).(Restarter[O, C])
+	return rules{policies: r.Policies, naming: r.Naming, maxPerPass: r.MaxPerPass, restarter: restarter}
 }
 
 func (r *Reconciler[O, C]) now() time.Time {

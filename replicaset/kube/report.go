@@ -30,6 +30,7 @@ func (r *Reconciler[O, C]) report(ctx context.Context, o *observation, d decisio
 	r.Expectations.ForgiveDeletes(o.key, v.forgiveUIDs...)
 	r.Expectations.noteTaken(o.key, v.taken, o.now)
 	r.backoff.record(o.key, v.backoff)
+	r.restarts.record(o.key, out.restarted, o.now)
 	if o.spec.Rollout != nil && d.hold != holdFailure {
 		r.rollouts.record(o.key, v.status, meta.IsStatusConditionTrue(v.status.Conditions, ConditionRolledOut), o.now)
 	}
@@ -178,4 +179,5 @@ func (r *Reconciler[O, C]) forget(key string) {
 	r.written.forget(key)
 	r.backoff.forget(key)
 	r.rollouts.forget(key)
+	r.restarts.forget(key)
 }

@@ -63,14 +63,15 @@ func settle(o *observation, d decision, out outcome) verdict {
 	v.forgive, v.forgiveUIDs, v.taken = forgiveness(d, out, failed)
 	v.backoff = backoffAfter(d.backoff, out.acted.FailedZones, o.now.Add(o.backoffFor))
 	v.status = status(o, d, out, failed, v.backoff)
-	acted := out.ran || len(out.adopted) > 0 || len(out.released) > 0 || len(out.updated) > 0
+	acted := out.ran || len(out.adopted) > 0 || len(out.released) > 0 || len(out.updated) > 0 || len(out.restarted) > 0 || d.historyChanged
 	// A delete that left a changed child wrote nothing: the pass that
 	// sees the change would only come with that child's event.
-	clean := out.claimErr == nil && out.acted.Err == nil && out.updateErr == nil && len(out.changed) == 0
+	clean := out.claimErr == nil && out.acted.Err == nil && out.updateErr == nil && len(out.changed) == 0 &&
+		out.restartErr == nil && out.historyErr == nil
 	// A gone owner has no status to write; a pass that could not confirm
 	// its owner writes what it saw, with the error.
 	v.publish = !(acted && clean) && d.hold != holdWaiting && !out.ownerGone
-	v.events = eventsOf(d, out, failed)
+	v.events = append(eventsOf(d, out, failed), healEvents(d, out)...)
 
 	takenOnly := onlyTaken(out.acted.Err)
 	switch {
@@ -81,8 +82,8 @@ func settle(o *observation, d decision, out outcome) verdict {
 		v.retry = out.claimErr
 	case out.acted.Err != nil && !takenOnly:
 		v.retry = errors.Join(out.acted.Err, out.updateErr)
-	case out.updateErr != nil:
-		v.retry = out.updateErr
+	case out.updateErr != nil || out.restartErr != nil || out.historyErr != nil:
+		v.retry = errors.Join(out.updateErr, out.restartErr, out.historyErr)
 	case d.hold == holdFailure:
 		v.terminal = d.failure
 	case takenOnly || d.hold == holdNone && d.capped:
@@ -119,6 +120,8 @@ func settle(o *observation, d decision, out outcome) verdict {
 		if len(out.changed) > 0 && (v.requeue == 0 || waitRequeue < v.requeue) {
 			v.requeue = waitRequeue
 		}
+		// Nor of a health window or a remediation backoff ending.
+		v.requeue = nextCheck(d, o.now, v.requeue)
 	}
 	return v
 }
@@ -212,6 +215,10 @@ func status(o *observation, d decision, out outcome, failed map[string]error, ba
 		}
 	}
 	st.Conditions = conditions(o, d, out, failed, sum, st.Zones)
+	if o.spec.Remediation != nil {
+		st.UnhealthyReplicas, st.RemediationsAllowed = int32(d.plan.Health.Unhealthy), int32(d.plan.Health.Allowed)
+		st.Conditions = append(st.Conditions, remediationCondition(o, d))
+	}
 	if o.spec.Rollout == nil {
 		st.UpdatedReplicas, st.UpdatedReadyReplicas, st.UpdatedAvailableReplicas = st.Replicas, st.ReadyReplicas, st.AvailableReplicas
 		return st

@@ -10,13 +10,15 @@ import (
 )
 
 // optionals are the optional interfaces of an Adapter of owner O and child
-// C, which the Reconciler finds by type assertion: Zoner, InPlaceUpdater
-// and TemplateMatcher.
+// C, which the Reconciler finds by type assertion: Zoner, InPlaceUpdater,
+// TemplateMatcher, HealthChecker and Restarter.
 func (r *Reconciler[O, C]) optionals() []reflect.Type {
 	return []reflect.Type{
 		reflect.TypeFor[Zoner[C]](),
 		reflect.TypeFor[InPlaceUpdater[O, C]](),
 		reflect.TypeFor[TemplateMatcher[O, C]](),
+		reflect.TypeFor[HealthChecker[C]](),
+		reflect.TypeFor[Restarter[O, C]](),
 	}
 }
 
@@ -26,7 +28,7 @@ func (r *Reconciler[O, C]) optionals() []reflect.Type {
 // that differs, or methods on the pointer of an Adapter given as a value),
 // since the Reconciler then silently does without it: zones kept in the
 // ZoneLabel label, the binding's own revision, unlabelled children
-// counted as current.
+// counted as current, health read from readiness, no restarts.
 func (r *Reconciler[O, C]) logSetup(log logr.Logger, name string) {
 	adapter := reflect.TypeOf(r.Adapter)
 	var found, missing []string

@@ -1,0 +1,325 @@
+package kube
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"maps"
+	"time"
+
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/replicakit/replicakit/replicaset"
+)
+
+// Annotations of self-healing (Spec.Remediation). The binding keeps a
+// child's health and the set's remediation history on the objects
+// themselves, so that a restarted controller (or a new leader) does not
+// start the windows and the backoff again.
+const (
+	// AnnotationHealth holds, on each child of an owner with
+	// Spec.Remediation, the child's replicaset.Health as the binding keeps
+	// it pass to pass: a compact JSON of started, healthy, unhealthy,
+	// since, reason, restarted and healthyBefore, times in RFC 3339. The
+	// binding writes it, only when it changes; do not edit it.
+	AnnotationHealth = "replicakit.io/health"
+	// AnnotationSkipRemediation set to "true" on a child opts it out of
+	// remediation (replicaset.Health.Skip): it still counts as unhealthy,
+	// but it is neither restarted nor replaced.
+	AnnotationSkipRemediation = "replicakit.io/skip-remediation"
+	// AnnotationRemediate set to "true" on a child asks for it to be
+	// remediated now, whatever its health (replicaset.Health.Now). The
+	// binding removes it once it restarted the child; a replaced child
+	// goes with it.
+	AnnotationRemediate = "replicakit.io/remediate"
+	// AnnotationRemediationHistory holds, on an owner with
+	// Spec.Remediation, the set's replicaset.RemediationHistory as JSON
+	// (failures, last): how many replacements in a row failed, and when
+	// the last one was made. The binding writes it, only when it changes.
+	AnnotationRemediationHistory = "replicakit.io/remediation-history"
+)
+
+// HealthChecker is implemented by an Adapter that knows more of a child's
+// health than its readiness: a guest's heartbeat, a VM's address. Without
+// it, with Spec.Remediation, a child is healthy when Describe made it
+// Ready, and unhealthy with the reason "NotReady" when not. Check the
+// signature at compile time:
+//
+//	var _ kube.HealthChecker[*corev1.Pod] = poolAdapter{}
+type HealthChecker[C client.Object] interface {
+	// CheckHealth reports whether child passes its health check now and,
+	// when not, why, in one word for status and events ("HeartbeatRed").
+	// The child is the cache's own object: read it, never modify it.
+	CheckHealth(child C) (ok bool, reason string)
+}
+
+// Restarter is implemented by an Adapter that can restart a child in
+// place (a VM reset), which an owner whose Spec.Remediation sets Restart
+// needs: the binding refuses such a spec (ReplicaFailure InvalidSpec)
+// from an Adapter that is no Restarter. Check the signature at compile
+// time:
+//
+//	var _ kube.Restarter[*WorkerPool, *corev1.Pod] = poolAdapter{}
+type Restarter[O, C client.Object] interface {
+	// Restart restarts child, which owner controls, to remediate it. It
+	// is called from a pass's worker; child is the cache's own object:
+	// read it, never modify it. Once it returns nil the binding records
+	// the restart in the child's AnnotationHealth.
+	Restart(ctx context.Context, owner O, child C) error
+}
+
+// healthCheck is what a health check said of a child in the pass that
+// read it (ok, reason), or that none was made (checked false: the owner
+// has no Spec.Remediation, or the pass only waits).
+type healthCheck struct {
+	checked bool
+	ok      bool
+	reason  string
+}
+
+// reasonNotReady is the health reason of a child that is not ready, for
+// an Adapter that is no HealthChecker.
+const reasonNotReady = "NotReady"
+
+// checkHealth asks the Adapter's HealthChecker about c, or reads r's
+// readiness without one.
+func (r *Reconciler[O, C]) checkHealth(c C, rep replicaset.Replica) healthCheck {
+	if hc, ok := any(r.Adapter).(HealthChecker[C]); ok {
+		ok, reason := hc.CheckHealth(c)
+		return healthCheck{checked: true, ok: ok, reason: reason}
+	}
+	if rep.Ready {
+		return healthCheck{checked: true, ok: true}
+	}
+	return healthCheck{checked: true, reason: reasonNotReady}
+}
+
+// healthJSON is AnnotationHealth's encoding.
+type healthJSON struct {
+	Started       string `json:"started,omitempty"`
+	Healthy       bool   `json:"healthy,omitempty"`
+	Unhealthy     bool   `json:"unhealthy,omitempty"`
+	Since         string `json:"since,omitempty"`
+	Reason        string `json:"reason,omitempty"`
+	Restarted     bool   `json:"restarted,omitempty"`
+	HealthyBefore bool   `json:"healthyBefore,omitempty"`
+}
+
+// encodeHealth spells h as AnnotationHealth holds it (Skip and Now are
+// annotations of their own, and not kept).
+func encodeHealth(h replicaset.Health) string {
+	raw, _ := json.Marshal(healthJSON{Started: stamp(h.Started), Healthy: h.Healthy, Unhealthy: h.Unhealthy,
+		Since: stamp(h.Since), Reason: h.Reason, Restarted: h.Restarted, HealthyBefore: h.HealthyBefore})
+	return string(raw)
+}
+
+// decodeHealth reads AnnotationHealth; a malformed value reads as no
+// health at all, which the pass then writes anew.
+func decodeHealth(v string) (replicaset.Health, bool) {
+	var j healthJSON
+	if err := json.Unmarshal([]byte(v), &j); err != nil {
+		return replicaset.Health{}, false
+	}
+	return replicaset.Health{Started: unstamp(j.Started), Healthy: j.Healthy, Unhealthy: j.Unhealthy,
+		Since: unstamp(j.Since), Reason: j.Reason, Restarted: j.Restarted, HealthyBefore: j.HealthyBefore}, true
+}
+
+func stamp(t time.Time) string {
+	if t.IsZero() {
+		return ""
+	}
+	return t.UTC().Format(time.RFC3339)
+}
+
+func unstamp(s string) time.Time {
+	t, err := time.Parse(time.RFC3339, s)
+	if err != nil {
+		return time.Time{}
+	}
+	return t
+}
+
+// healthOf is the child's health in this pass: what its AnnotationHealth
+// kept, started when the child is first seen past replicaset.PhasePending
+// (at its creation when the binding had never seen it, at now when it had
+// seen it pending), updated with the pass's health check, and with Skip
+// and Now from their annotations. It also returns the annotation's value
+// for it, to write when it differs from the child's.
+func healthOf(c child, now time.Time) (replicaset.Health, string) {
+	a := c.obj.GetAnnotations()
+	v, seen := a[AnnotationHealth]
+	h, valid := decodeHealth(v)
+	if h.Started.IsZero() && (c.replica.Phase == replicaset.PhaseRunning || c.replica.Phase == replicaset.PhaseFailed) {
+		h.Started = now
+		if !seen || !valid {
+			h.Started = c.obj.GetCreationTimestamp().Time
+		}
+		if h.Started.IsZero() {
+			h.Started = now
+		}
+	}
+	if c.check.checked {
+		h = h.Observe(c.check.ok, c.check.reason, now)
+	}
+	enc := encodeHealth(h)
+	if back, ok := decodeHealth(enc); ok {
+		h = back // the value read back, as the next pass reads it
+	}
+	h.Skip = a[AnnotationSkipRemediation] == "true"
+	h.Now = a[AnnotationRemediate] == "true"
+	return h, enc
+}
+
+// heal gives each of current, the members' replicas, its Health (with
+// Spec.Remediation), and returns the copies of members whose
+// AnnotationHealth changes, by UID.
+func heal(o *observation, members []child, current []replicaset.Replica) map[string]client.Object {
+	if o.spec.Remediation == nil {
+		return nil
+	}
+	var changed map[string]client.Object
+	for i, c := range members {
+		h, enc := healthOf(c, o.now)
+		current[i].Health = &h
+		if c.obj.GetAnnotations()[AnnotationHealth] == enc {
+			continue
+		}
+		if changed == nil {
+			changed = map[string]client.Object{}
+		}
+		changed[c.replica.UID] = withAnnotations(c.obj, map[string]string{AnnotationHealth: enc})
+	}
+	return changed
+}
+
+// withAnnotations returns a copy of obj with set's annotations set, and
+// those whose value in set is "" removed.
+func withAnnotations(obj client.Object, set map[string]string) client.Object {
+	out := obj.DeepCopyObject().(client.Object)
+	a := maps.Clone(out.GetAnnotations())
+	if a == nil {
+		a = map[string]string{}
+	}
+	for k, v := range set {
+		if v == "" {
+			delete(a, k)
+		} else {
+			a[k] = v
+		}
+	}
+	out.SetAnnotations(a)
+	return out
+}
+
+// historyJSON is AnnotationRemediationHistory's encoding.
+type historyJSON struct {
+	Failures int    `json:"failures,omitempty"`
+	Last     string `json:"last,omitempty"`
+}
+
+// historyOf reads the owner's AnnotationRemediationHistory; a malformed
+// or missing one is no history.
+func historyOf(owner client.Object) replicaset.RemediationHistory {
+	var j historyJSON
+	if err := json.Unmarshal([]byte(owner.GetAnnotations()[AnnotationRemediationHistory]), &j); err != nil {
+		return replicaset.RemediationHistory{}
+	}
+	return replicaset.RemediationHistory{Failures: j.Failures, Last: unstamp(j.Last)}
+}
+
+// encodeHistory spells h as AnnotationRemediationHistory holds it.
+func encodeHistory(h replicaset.RemediationHistory) string {
+	raw, _ := json.Marshal(historyJSON{Failures: h.Failures, Last: stamp(h.Last)})
+	return string(raw)
+}
+
+// restart is a member the pass restarts, and its copy once restarted:
+// AnnotationHealth recording the restart, AnnotationRemediate removed.
+type restart struct {
+	from, to client.Object
+	reason   string // the child's health reason, for the event
+}
+
+// restarts lists the plan's restarts, each with its copy once restarted.
+func restarts(o *observation, members []child, plan replicaset.Plan) []restart {
+	if len(plan.Restart) == 0 {
+		return nil
+	}
+	byUID := make(map[string]child, len(members))
+	for _, c := range members {
+		byUID[c.replica.UID] = c
+	}
+	var out []restart
+	for _, r := range plan.Restart {
+		c, ok := byUID[r.UID]
+		if !ok || r.Health == nil {
+			continue
+		}
+		to := withAnnotations(c.obj, map[string]string{AnnotationHealth: encodeHealth(r.Health.Restart(o.now)), AnnotationRemediate: ""})
+		out = append(out, restart{from: c.obj, to: to, reason: r.Health.Reason})
+	}
+	return out
+}
+
+// remediationSpecErr says why the owner's Spec.Remediation cannot be
+// acted on by this Reconciler, or nil.
+func remediationSpecErr(s Spec, restarter bool) error {
+	if s.Remediation != nil && s.Remediation.Restart && !restarter {
+		return fmt.Errorf("spec.remediation restarts children first (Restart), but the Adapter is no kube.Restarter: implement Restart(ctx, owner, child) or turn Restart off")
+	}
+	return nil
+}
+
+// restart has the Adapter's Restarter restart each of rs and, for each
+// that it restarted, records the restart on the child (restart.to); it
+// returns those restarted and recorded, joining the failures.
+func (r *Reconciler[O, C]) restart(ctx context.Context, o *observation, rs []restart) ([]restart, error) {
+	if len(rs) == 0 {
+		return nil, nil
+	}
+	rst, ok := any(r.Adapter).(Restarter[O, C])
+	if !ok {
+		return nil, errors.New("the Adapter is no kube.Restarter") // decide refuses such a spec first
+	}
+	var done []restart
+	var errs []error
+	for _, x := range rs {
+		c, ok := x.from.(C)
+		if !ok {
+			continue
+		}
+		if err := rst.Restart(ctx, o.owner.(O), c); err != nil {
+			errs = append(errs, fmt.Errorf("restart %s: %w", x.from.GetName(), err))
+			continue
+		}
+		if err := r.Client.Patch(ctx, x.to, client.MergeFrom(x.from)); err != nil && !apierrors.IsNotFound(err) {
+			errs = append(errs, fmt.Errorf("record the restart of %s: %w", x.from.GetName(), err))
+			continue
+		}
+		done = append(done, x)
+	}
+	return done, errors.Join(errs...)
+}
+
+// writeHistory patches the owner's AnnotationRemediationHistory to h
+// (removing it when h is the zero history), reading nothing back.
+func (r *Reconciler[O, C]) writeHistory(ctx context.Context, owner client.Object, h replicaset.RemediationHistory) error {
+	var v any = encodeHistory(h)
+	if h == (replicaset.RemediationHistory{}) {
+		v = nil
+	}
+	patch, err := json.Marshal(map[string]any{"metadata": map[string]any{"annotations": map[string]any{AnnotationRemediationHistory: v}}})
+	if err != nil {
+		return err
+	}
+	m := &metav1.PartialObjectMetadata{ObjectMeta: metav1.ObjectMeta{Namespace: owner.GetNamespace(), Name: owner.GetName()}}
+	m.SetGroupVersionKind(r.ownerGVK)
+	if err := r.Client.Patch(ctx, m, client.RawPatch(types.MergePatchType, patch)); err != nil && !apierrors.IsNotFound(err) {
+		return fmt.Errorf("write the remediation history of %s: %w", owner.GetName(), err)
+	}
+	return nil
+}

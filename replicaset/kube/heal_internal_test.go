@@ -1,0 +1,97 @@
+package kube
+
+import (
+	"testing"
+	"time"
+
+	"github.com/google/go-cmp/cmp"
+	"pgregory.net/rapid"
+
+	"github.com/replicakit/replicakit/replicaset"
+)
+
+// TestHealth_RoundTrip: AnnotationHealth reads back every field the
+// binding keeps, to the second; Skip and Now are annotations of their own.
+func TestHealth_RoundTrip(t *testing.T) {
+	rapid.Check(t, func(t *rapid.T) {
+		at := func(label string) time.Time {
+			if !rapid.Bool().Draw(t, label+"Set") {
+				return time.Time{}
+			}
+			return time.Unix(rapid.Int64Range(0, 1<<33).Draw(t, label), 0).UTC()
+		}
+		h := replicaset.Health{Unhealthy: rapid.Bool().Draw(t, "unhealthy"), Healthy: rapid.Bool().Draw(t, "healthy"),
+			Restarted: rapid.Bool().Draw(t, "restarted"), HealthyBefore: rapid.Bool().Draw(t, "healthyBefore"),
+			Since: at("since"), Started: at("started"), Reason: rapid.String().Draw(t, "reason")}
+		got, ok := decodeHealth(encodeHealth(h))
+		if !ok {
+			t.Fatalf("%q does not read back", encodeHealth(h))
+		}
+		if diff := cmp.Diff(h, got); diff != "" {
+			t.Fatalf("read back (-want +got):\n%s", diff)
+		}
+	})
+}
+
+// TestHeal_WritesOnlyChanges follows one child through passes: seen
+// pending (its health written, not started), then running (started at
+// that pass, healthy), then again unchanged (no write), then unhealthy
+// (a spell starts), then still unhealthy later (no write: Since stays).
+func TestHeal_WritesOnlyChanges(t *testing.T) {
+	c := kid("web-0", notReady)
+	c.replica.Phase = replicaset.PhasePending
+	steps := []struct {
+		desc  string
+		phase replicaset.Phase
+		check healthCheck
+		after time.Duration
+		want  string // the annotation written, "" for none
+	}{
+		{"pending", replicaset.PhasePending, healthCheck{checked: true, reason: reasonNotReady}, 0, `{"reason":"NotReady"}`},
+		{"running and ready", replicaset.PhaseRunning, healthCheck{checked: true, ok: true}, time.Minute,
+			`{"started":"2026-12-01T12:01:00Z","healthy":true}`},
+		{"the same", replicaset.PhaseRunning, healthCheck{checked: true, ok: true}, 2 * time.Minute, ""},
+		{"unhealthy", replicaset.PhaseRunning, healthCheck{checked: true, reason: "HeartbeatRed"}, 3 * time.Minute,
+			`{"started":"2026-12-01T12:01:00Z","healthy":true,"unhealthy":true,"since":"2026-12-01T12:03:00Z","reason":"HeartbeatRed"}`},
+		{"still unhealthy", replicaset.PhaseRunning, healthCheck{checked: true, reason: "HeartbeatRed"}, 4 * time.Minute, ""},
+	}
+	for _, s := range steps {
+		c.replica.Phase, c.check = s.phase, s.check
+		o := observed(1, kids(c), healing(replicaset.Remediation{}), func(o *observation) { o.now = testNow.Add(s.after) })
+		d := decide(o, ordinal)
+		var got string
+		for _, u := range d.update {
+			got = u.to.GetAnnotations()[AnnotationHealth]
+			c.obj = u.to // as the next pass reads it
+		}
+		if got != s.want {
+			t.Errorf("%s: wrote %q, want %q", s.desc, got, s.want)
+		}
+	}
+}
+
+// TestRestartLog: a restart holds the owner's passes until the cache
+// shows it in the child's health, the child goes, or the TTL passes.
+func TestRestartLog(t *testing.T) {
+	var l restartLog
+	c := kid("web-0", kept(sickFor(time.Minute)))
+	l.record("ns/web", []restart{{from: c.obj}}, testNow)
+	if !l.unseen("ns/web", objects(kids(c)), testNow.Add(time.Second), time.Minute) {
+		t.Error("a restart the cache does not show yet does not hold the pass")
+	}
+	if l.unseen("ns/other", objects(kids(c)), testNow, time.Minute) {
+		t.Error("another owner's pass is held")
+	}
+	shown := kid("web-0", kept(sickFor(time.Minute).Restart(testNow.Add(300*time.Millisecond))))
+	if l.unseen("ns/web", objects(kids(shown)), testNow.Add(time.Second), time.Minute) {
+		t.Error("a restart the cache shows (to the second) still holds the pass")
+	}
+	l.record("ns/web", []restart{{from: c.obj}}, testNow)
+	if l.unseen("ns/web", nil, testNow.Add(time.Second), time.Minute) {
+		t.Error("a restart of a child gone holds the pass")
+	}
+	l.record("ns/web", []restart{{from: c.obj}}, testNow)
+	if l.unseen("ns/web", objects(kids(c)), testNow.Add(2*time.Minute), time.Minute) {
+		t.Error("a restart older than the TTL holds the pass")
+	}
+}

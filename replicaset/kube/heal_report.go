@@ -1,0 +1,113 @@
+package kube
+
+import (
+	"fmt"
+	"slices"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/replicakit/replicakit/replicaset"
+)
+
+// ConditionRemediationAllowed says, with Spec.Remediation, whether
+// unhealthy children may be remediated now: True (reason
+// RemediationAllowed), or False with the reason naming the guard that
+// stops it (TooManyUnhealthy, Suspended, RemediationBackoff,
+// RemediationInFlight) or why the pass holds (ReplicaFailure, Paused,
+// OwnerDeleting). Absent without Spec.Remediation.
+const ConditionRemediationAllowed = "RemediationAllowed"
+
+// Reasons of ConditionRemediationAllowed.
+const (
+	// ReasonRemediationAllowed means the guards let unhealthy children
+	// be remediated now; the message says how many more may be.
+	ReasonRemediationAllowed = "RemediationAllowed"
+	// ReasonTooManyUnhealthy means more children are unhealthy than
+	// Remediation.MaxUnhealthy allows (replicaset.HealthStatus.Storm):
+	// the fault is taken to be outside them, and none is remediated
+	// but those asked for (AnnotationRemediate).
+	ReasonTooManyUnhealthy = "TooManyUnhealthy"
+	// ReasonSuspended means Remediation.MaxFailures replacements in a row
+	// never became healthy: nothing is remediated until a child started
+	// since is healthy.
+	ReasonSuspended = "Suspended"
+	// ReasonRemediationBackoff means remediation waits after a
+	// replacement that failed (Remediation.Backoff, doubling).
+	ReasonRemediationBackoff = "RemediationBackoff"
+	// ReasonRemediationInFlight means Remediation.MaxInFlight
+	// remediations are under way: more wait until they end.
+	ReasonRemediationInFlight = "RemediationInFlight"
+)
+
+// remediationCondition is ConditionRemediationAllowed for the pass.
+func remediationCondition(o *observation, d decision) metav1.Condition {
+	c := metav1.Condition{Type: ConditionRemediationAllowed, Status: metav1.ConditionFalse, ObservedGeneration: o.owner.GetGeneration()}
+	h := d.plan.Health
+	counts := fmt.Sprintf("%d unhealthy, %d remediations under way, %d more allowed", h.Unhealthy, h.InFlight, h.Allowed)
+	held := map[hold]string{holdFailure: ReasonReplicaFailure, holdPaused: ReasonPaused, holdDeleting: ReasonOwnerDeleting}[d.hold]
+	history := historyOf(o.owner)
+	switch {
+	case held != "":
+		c.Reason, c.Message = held, "nothing is remediated while the pass holds"
+	case h.Storm:
+		c.Reason, c.Message = ReasonTooManyUnhealthy, counts+": more unhealthy than Remediation.MaxUnhealthy, so the fault is taken to be outside the children"
+	case h.Suspended:
+		c.Reason, c.Message = ReasonSuspended, fmt.Sprintf("%s: %d replacements in a row never became healthy", counts, history.Failures)
+	case h.Allowed == 0 && history.Failures > 0:
+		c.Reason, c.Message = ReasonRemediationBackoff, fmt.Sprintf("%s: waiting after %d failed replacements, the last at %s",
+			counts, history.Failures, history.Last.UTC().Format(time.RFC3339))
+	case h.Allowed == 0:
+		c.Reason, c.Message = ReasonRemediationInFlight, counts
+	default:
+		c.Status, c.Reason, c.Message = metav1.ConditionTrue, ReasonRemediationAllowed, counts
+	}
+	return c
+}
+
+// healEvents lists one event per child remediated in the pass: each
+// replaced child the pass deleted (Remediating), each child it restarted
+// (Restarting), naming the child and its health reason.
+func healEvents(d decision, out outcome) []note {
+	var evs []note
+	for _, r := range d.plan.Replace {
+		if !slices.Contains(out.acted.Deleted, r.Name) {
+			continue
+		}
+		evs = append(evs, note{corev1.EventTypeWarning, "Remediating", "Delete",
+			fmt.Sprintf("Replacing unhealthy child %s: %s", r.Name, healthReason(r.Health))})
+	}
+	for _, x := range out.restarted {
+		evs = append(evs, note{corev1.EventTypeWarning, "Restarting", "Restart",
+			fmt.Sprintf("Restarted unhealthy child %s: %s", x.from.GetName(), x.reason)})
+	}
+	return evs
+}
+
+// healthReason is h's reason, or what stands for it.
+func healthReason(h *replicaset.Health) string {
+	switch {
+	case h == nil:
+		return "unknown"
+	case h.Now && h.Reason == "":
+		return "asked for (" + AnnotationRemediate + ")"
+	case h.Reason == "":
+		return "failed"
+	}
+	return h.Reason
+}
+
+// nextCheck shortens requeue to when the plan's health windows or backoff
+// end (replicaset.HealthStatus.NextCheck), when that is sooner.
+func nextCheck(d decision, now time.Time, requeue time.Duration) time.Duration {
+	at := d.plan.Health.NextCheck
+	if at.IsZero() {
+		return requeue
+	}
+	after := max(at.Sub(now), soon)
+	if requeue == 0 || after < requeue {
+		return after
+	}
+	return requeue
+}

@@ -1,0 +1,84 @@
+package kube
+
+import (
+	"cmp"
+	"sync"
+	"time"
+
+	"sigs.k8s.io/controller-runtime/pkg/client"
+)
+
+// restartLog remembers, per owner, the children a pass restarted and
+// when, until the cache shows the restart in their AnnotationHealth: a
+// pass that read them before that would find them still due (and still
+// annotated AnnotationRemediate) and restart them again, as a stale
+// cache would create a child twice without Expectations.
+type restartLog struct {
+	mu sync.Mutex
+	m  map[string]map[string]time.Time // owner key → child UID → restarted at
+}
+
+// record remembers the children of the owner key restarted at now.
+func (l *restartLog) record(key string, restarted []restart, now time.Time) {
+	if len(restarted) == 0 {
+		return
+	}
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if l.m == nil {
+		l.m = map[string]map[string]time.Time{}
+	}
+	if l.m[key] == nil {
+		l.m[key] = map[string]time.Time{}
+	}
+	for _, x := range restarted {
+		l.m[key][string(x.from.GetUID())] = now
+	}
+}
+
+// unseen reports whether a restart of the owner key's children is not
+// yet shown by children (as the cache has them), forgetting those it
+// shows, those gone or being deleted, and those older than ttl.
+func (l *restartLog) unseen(key string, children []client.Object, now time.Time, ttl time.Duration) bool {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	pending := l.m[key]
+	if len(pending) == 0 {
+		return false
+	}
+	byUID := make(map[string]client.Object, len(children))
+	for _, c := range children {
+		byUID[string(c.GetUID())] = c
+	}
+	for uid, at := range pending {
+		c, ok := byUID[uid]
+		if !ok || c.GetDeletionTimestamp() != nil || now.Sub(at) > ttl || shows(c, at) {
+			delete(pending, uid)
+		}
+	}
+	if len(pending) == 0 {
+		delete(l.m, key)
+		return false
+	}
+	return true
+}
+
+// shows reports whether c's AnnotationHealth records a restart at at or
+// later (to the second the annotation keeps).
+func shows(c client.Object, at time.Time) bool {
+	h, ok := decodeHealth(c.GetAnnotations()[AnnotationHealth])
+	return ok && h.Restarted && !h.Started.Before(at.Truncate(time.Second))
+}
+
+// forget drops what the log holds of the owner key.
+func (l *restartLog) forget(key string) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	delete(l.m, key)
+}
+
+// restartTTL is how long a restart may stay unseen by the cache before a
+// pass stops waiting for it: the Expectations' TTL.
+func (r *Reconciler[O, C]) restartTTL() time.Duration {
+	return cmp.Or(r.Expectations.TTL, DefaultExpectationTTL)
+}
