@@ -111,6 +111,7 @@ func decideHealing(spec *Spec, current []Replica, now time.Time) healing {
 		if !now.Before(resume) {
 			resume = time.Time{}
 		}
+		h.status.BackoffUntil = resume
 	}
 	room := max(rm.maxInFlight(spec.Desired)-h.status.InFlight, 0)
 	if !storm && !h.status.Suspended && resume.IsZero() {

@@ -200,6 +200,9 @@ type HealthStatus struct {
 	// API's remediationsAllowed): zero while too many replicas are
 	// unhealthy, while remediation backs off or is suspended.
 	Allowed int
+	// BackoffUntil is when remediation may go on after a failed
+	// replacement (Remediation.Backoff); zero when it does not back off.
+	BackoffUntil time.Time
 	// Suspended reports that MaxFailures replacements in a row failed:
 	// nothing is remediated until a replica that started since becomes
 	// healthy (or the binding clears the history, as on a new template).

@@ -181,6 +181,10 @@ func decide(o *observation, rl rules) decision {
 	d.restart = restarts(o, d.members, d.plan)
 	d.update = updates(o, d.members, d.delete, health, d.restart)
 	if o.spec.Remediation != nil {
+		// What the cap trimmed is not replaced this pass, nor a failure.
+		d.plan.Replace = slices.DeleteFunc(d.plan.Replace, func(r replicaset.Replica) bool {
+			return !slices.ContainsFunc(d.plan.Delete, func(x replicaset.Replica) bool { return x.Name == r.Name && x.UID == r.UID })
+		})
 		before := historyOf(o.owner)
 		d.history = before.After(d.plan, o.now)
 		d.historyChanged = d.history != before

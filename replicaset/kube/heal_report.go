@@ -55,9 +55,9 @@ func remediationCondition(o *observation, d decision) metav1.Condition {
 		c.Reason, c.Message = ReasonTooManyUnhealthy, counts+": more unhealthy than Remediation.MaxUnhealthy, so the fault is taken to be outside the children"
 	case h.Suspended:
 		c.Reason, c.Message = ReasonSuspended, fmt.Sprintf("%s: %d replacements in a row never became healthy", counts, history.Failures)
-	case h.Allowed == 0 && history.Failures > 0:
-		c.Reason, c.Message = ReasonRemediationBackoff, fmt.Sprintf("%s: waiting after %d failed replacements, the last at %s",
-			counts, history.Failures, history.Last.UTC().Format(time.RFC3339))
+	case !h.BackoffUntil.IsZero():
+		c.Reason, c.Message = ReasonRemediationBackoff, fmt.Sprintf("%s: waiting until %s after %d failed replacements, the last at %s",
+			counts, h.BackoffUntil.UTC().Format(time.RFC3339), history.Failures, history.Last.UTC().Format(time.RFC3339))
 	case h.Allowed == 0:
 		c.Reason, c.Message = ReasonRemediationInFlight, counts
 	default:
