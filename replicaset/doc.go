@@ -236,7 +236,8 @@
 // window runs from when the replica exists, not from when it was asked
 // for, so a slow clone queue does not eat it. One that was healthy and is
 // unhealthy now, when it has been so without a break for
-// Remediation.UnhealthyWindow (Health.Since): a replica whose health
+// Remediation.UnhealthyWindow (Health.Since, or the end of a storm that
+// caught it, as the storm guard below says): a replica whose health
 // flaps more often than the window is never remediated, which is the
 // hysteresis. A replica not yet started has no window running. A replica
 // asked for (Health.Now) at once.
@@ -264,8 +265,13 @@
 //     replicas (a network blip, a storage outage) and none is remediated
 //     (HoldTooManyUnhealthy). Unhealthy here means failed, past the
 //     start-up window without having been healthy, or unhealthy after
-//     being healthy, whether or not its window has passed. A storm that
-//     heals by itself, all at once, replaces nothing.
+//     being healthy, whether or not its window has passed. The caller
+//     records the last pass that found a storm (RemediationHistory.Storm,
+//     kept by RemediationHistory.After), and the unhealthy window of a
+//     replica unhealthy since before then runs from then: the replicas a
+//     storm caught are not remediated the moment it ends, as they
+//     recover one by one. A storm that heals by itself within the window
+//     of its end replaces nothing.
 //   - The zone guard: in a zone where at least two live replicas, and
 //     more than half of them, are unhealthy, none is remediated
 //     (HoldZoneUnhealthy; HealthStatus.FailingZones lists the zones, for a
@@ -357,8 +363,8 @@
 //     backoff guards; a replaced replica is in Delete, a restarted one is
 //     not; replacements keep live and deleting replicas within
 //     Desired + MaxSurge; a pass with nothing due plans as without
-//     remediation. Through passes, a storm that heals by itself replaces
-//     nothing, a flap shorter than the window is never remediated, a set
+//     remediation. Through passes, a storm whose replicas recover one by
+//     one within the window of its end replaces nothing, a flap shorter than the window is never remediated, a set
 //     whose replicas hang a few at a time ends healthy at its count, and a
 //     template whose replicas never become healthy is suspended after
 //     MaxFailures failed replacements.

@@ -40,6 +40,10 @@ func decideHealing(spec *Spec, current []Replica, now time.Time) healing {
 	hist := spec.RemediationHistory
 	var none Health
 	recovering := hist.Failures > 0
+	stormEnd := hist.Storm
+	if hist.Storming {
+		stormEnd = now // over in this pass, or holding it anyway
+	}
 	for i := range current {
 		r := &current[i]
 		hl := r.Health
@@ -71,7 +75,11 @@ func decideHealing(spec *Spec, current []Replica, now time.Time) healing {
 			at = hl.Started.Add(startup)
 			unhealthy = !now.Before(at)
 		case !hl.Since.IsZero():
-			at, unhealthy = hl.Since.Add(window), true
+			from := hl.Since
+			if stormEnd.After(from) {
+				from = stormEnd // a storm that caught it ended since
+			}
+			at, unhealthy = from.Add(window), true
 		default:
 			unhealthy = true // for how long is unknown: counted, never due
 		}
@@ -96,7 +104,7 @@ func decideHealing(spec *Spec, current []Replica, now time.Time) healing {
 		}
 	}
 	if hist.Failures > 0 && h.status.Recovered {
-		hist = RemediationHistory{}
+		hist = RemediationHistory{Storming: hist.Storming, Storm: hist.Storm}
 	}
 
 	failing := failingZones(current, unhealthyIn)

@@ -73,6 +73,10 @@ func healCase(t *rapid.T) (replicaset.Spec, []replicaset.Replica) {
 			Failures: rapid.IntRange(0, 5).Draw(t, "failures"),
 			Last:     replicagen.Now().Add(time.Duration(rapid.IntRange(-1800, 0).Draw(t, "last")) * time.Second),
 		}
+		if rapid.Bool().Draw(t, "stormBefore") {
+			spec.RemediationHistory.Storm = replicagen.Now().Add(time.Duration(rapid.IntRange(-1800, 0).Draw(t, "storm")) * time.Second)
+		}
+		spec.RemediationHistory.Storming = rapid.IntRange(0, 3).Draw(t, "storming") == 0
 	}
 	rs := replicagen.Replicas(16).Draw(t, "replicas")
 	for i := range rs {
@@ -83,7 +87,7 @@ func healCase(t *rapid.T) (replicaset.Spec, []replicaset.Replica) {
 
 // naiveHealth is the Self-healing rules written plainly: when r falls due
 // (zero: never), and whether it counts as unhealthy now.
-func naiveHealth(rm replicaset.Remediation, r replicaset.Replica, now time.Time) (due time.Time, unhealthy bool) {
+func naiveHealth(rm replicaset.Remediation, storm time.Time, r replicaset.Replica, now time.Time) (due time.Time, unhealthy bool) {
 	startup, window := rm.StartupWindow, rm.UnhealthyWindow
 	if startup == 0 {
 		startup = replicaset.DefaultStartupWindow
@@ -107,6 +111,9 @@ func naiveHealth(rm replicaset.Remediation, r replicaset.Replica, now time.Time)
 			unhealthy = true
 			if !h.Since.IsZero() {
 				due = h.Since.Add(window)
+				if storm.After(h.Since) {
+					due = storm.Add(window)
+				}
 			}
 		}
 	}
@@ -151,7 +158,11 @@ func healingGuards(t *rapid.T) {
 		if r.Health != nil {
 			h = *r.Health
 		}
-		due, bad := naiveHealth(rm, r, now)
+		stormEnd := spec.RemediationHistory.Storm
+		if spec.RemediationHistory.Storming {
+			stormEnd = now
+		}
+		due, bad := naiveHealth(rm, stormEnd, r, now)
 		if r.Deleting {
 			if h.Unhealthy || h.Restarted || r.Phase == replicaset.PhaseFailed {
 				inFlight++

@@ -162,16 +162,33 @@ type RemediationHistory struct {
 	Failures int
 	// Last is when the last failed replacement was made.
 	Last time.Time
+	// Storming reports that a pass found more replicas unhealthy than
+	// MaxUnhealthy (HealthStatus.Storm) and none has found the storm over
+	// since; Storm is when a pass last found one over. The unhealthy
+	// window of a replica unhealthy since before a storm ended runs from
+	// its end (from now, for the pass that finds it over), so that the
+	// replicas a storm caught are not remediated the moment it ends, as
+	// they recover one by one. Both change only when a storm begins or
+	// ends, so a binding writes them twice a storm, not every pass.
+	Storming bool
+	Storm    time.Time
 }
 
-// After returns h once p, planned at now, is carried out: each replica p
+// After returns h once p, planned at now, is carried out: a storm's
+// beginning and end (p.Health.Storm) are recorded; each replica p
 // replaces that was never healthy (neither since it started nor before a
 // restart) is a failure; a replica that started no earlier than the last
 // failure (a replacement made in that pass included) and has been healthy
 // since (p.Health.Recovered) clears the failures.
 func (h RemediationHistory) After(p Plan, now time.Time) RemediationHistory {
 	if p.Health.Recovered {
-		h = RemediationHistory{}
+		h = RemediationHistory{Storming: h.Storming, Storm: h.Storm}
+	}
+	switch {
+	case p.Health.Storm && !h.Storming:
+		h.Storming = true
+	case !p.Health.Storm && h.Storming:
+		h.Storming, h.Storm = false, now
 	}
 	for i := range p.Replace {
 		if hl := p.Replace[i].Health; hl == nil || !hl.Healthy && !hl.HealthyBefore {

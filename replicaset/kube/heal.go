@@ -38,8 +38,9 @@ const (
 	AnnotationRemediate = "replicakit.io/remediate"
 	// AnnotationRemediationHistory holds, on an owner with
 	// Spec.Remediation, the set's replicaset.RemediationHistory as JSON
-	// (failures, last): how many replacements in a row failed, and when
-	// the last one was made. The binding writes it, only when it changes.
+	// (failures, last, storming, storm): how many replacements in a row
+	// failed, when the last one was made, whether a storm is under way,
+	// and when the last one ended. The binding writes it, only when it changes.
 	AnnotationRemediationHistory = "replicakit.io/remediation-history"
 )
 
@@ -219,6 +220,8 @@ func withAnnotations(obj client.Object, set map[string]string) client.Object {
 type historyJSON struct {
 	Failures int    `json:"failures,omitempty"`
 	Last     string `json:"last,omitempty"`
+	Storming bool   `json:"storming,omitempty"`
+	Storm    string `json:"storm,omitempty"`
 }
 
 // historyOf reads the owner's AnnotationRemediationHistory; a malformed
@@ -228,12 +231,12 @@ func historyOf(owner client.Object) replicaset.RemediationHistory {
 	if err := json.Unmarshal([]byte(owner.GetAnnotations()[AnnotationRemediationHistory]), &j); err != nil {
 		return replicaset.RemediationHistory{}
 	}
-	return replicaset.RemediationHistory{Failures: j.Failures, Last: unstamp(j.Last)}
+	return replicaset.RemediationHistory{Failures: j.Failures, Last: unstamp(j.Last), Storming: j.Storming, Storm: unstamp(j.Storm)}
 }
 
 // encodeHistory spells h as AnnotationRemediationHistory holds it.
 func encodeHistory(h replicaset.RemediationHistory) string {
-	raw, _ := json.Marshal(historyJSON{Failures: h.Failures, Last: stamp(h.Last)})
+	raw, _ := json.Marshal(historyJSON{Failures: h.Failures, Last: stamp(h.Last), Storming: h.Storming, Storm: stamp(h.Storm)})
 	return string(raw)
 }
 

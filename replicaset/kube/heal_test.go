@@ -100,10 +100,11 @@ func TestHeal_ReplacesUnhealthyHoldsStorm(t *testing.T) {
 		}
 		time.Sleep(100 * time.Millisecond)
 	}
-	// Two objects cannot turn good at once: between the two patches a
-	// pass may see one child unhealthy, past its window and no storm, and
-	// replace it (the planner heals nothing only of a storm that heals
-	// all at once). So the end is only: remediation allowed, 3 children.
+	// Two objects cannot turn good at once: a pass between the two
+	// patches sees the storm over and one child unhealthy, whose window
+	// then runs again from the storm's end (1 s here); a busy machine may
+	// let it pass before the second patch. So the end is only:
+	// remediation allowed, 3 children.
 	setHealth(t, c, ns, live[0], "good")
 	setHealth(t, c, ns, live[1], "good")
 	waitCondition(t, c, w, kube.ConditionRemediationAllowed, "True", kube.ReasonRemediationAllowed)
