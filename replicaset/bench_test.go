@@ -23,13 +23,7 @@ func BenchmarkCompute(b *testing.B) {
 		replicas := make([]replicaset.Replica, n)
 		keys := make([]uint64, n)
 		for i := range replicas {
-			replicas[i] = replicaset.Replica{
-				Name:      fmt.Sprintf("set-%08d", rng.IntN(1<<30)) + fmt.Sprint(i),
-				UID:       fmt.Sprintf("uid-%d", i),
-				CreatedAt: now.Add(-time.Duration(rng.IntN(1<<20)) * time.Second),
-				Phase:     replicaset.PhaseRunning,
-				Ready:     true,
-			}
+			replicas[i] = benchReplica(rng, now, i)
 			keys[i] = rng.Uint64()
 		}
 		policy := deletionpolicy.Random{Seed: 7}
@@ -69,14 +63,8 @@ func rolloutSet(n int) ([]replicaset.Replica, time.Time) {
 		if i%2 == 0 {
 			rev = "B"
 		}
-		replicas[i] = replicaset.Replica{
-			Name:      fmt.Sprintf("set-%08d", rng.IntN(1<<30)) + fmt.Sprint(i),
-			UID:       fmt.Sprintf("uid-%d", i),
-			CreatedAt: now.Add(-time.Duration(rng.IntN(1<<20)) * time.Second),
-			Phase:     replicaset.PhaseRunning,
-			Ready:     true,
-			Revision:  rev,
-		}
+		replicas[i] = benchReplica(rng, now, i)
+		replicas[i].Revision = rev
 	}
 	return replicas, now
 }
@@ -166,13 +154,7 @@ func BenchmarkComputeHealth(b *testing.B) {
 	healthy := make([]replicaset.Replica, n)
 	due := make([]replicaset.Replica, n)
 	for i := range plain {
-		plain[i] = replicaset.Replica{
-			Name:      fmt.Sprintf("set-%08d", rng.IntN(1<<30)) + fmt.Sprint(i),
-			UID:       fmt.Sprintf("uid-%d", i),
-			CreatedAt: now.Add(-time.Duration(rng.IntN(1<<20)) * time.Second),
-			Phase:     replicaset.PhaseRunning,
-			Ready:     true,
-		}
+		plain[i] = benchReplica(rng, now, i)
 		healthy[i], due[i] = plain[i], plain[i]
 		healthy[i].Health = &replicaset.Health{Started: plain[i].CreatedAt, Healthy: true}
 		due[i].Health = healthy[i].Health
@@ -201,5 +183,17 @@ func BenchmarkComputeHealth(b *testing.B) {
 				}
 			})
 		}
+	}
+}
+
+// benchReplica returns the benchmarks' i-th replica: running and ready, a
+// random name and age drawn from rng.
+func benchReplica(rng *rand.Rand, now time.Time, i int) replicaset.Replica {
+	return replicaset.Replica{
+		Name:      fmt.Sprintf("set-%08d", rng.IntN(1<<30)) + fmt.Sprint(i),
+		UID:       fmt.Sprintf("uid-%d", i),
+		CreatedAt: now.Add(-time.Duration(rng.IntN(1<<20)) * time.Second),
+		Phase:     replicaset.PhaseRunning,
+		Ready:     true,
 	}
 }

@@ -238,7 +238,7 @@ type HealthStatus struct {
 	NextCheck time.Time
 }
 
-// window returns rm's windows with their defaults.
+// windows returns rm's windows with their defaults.
 func (rm *Remediation) windows() (startup, unhealthy time.Duration) {
 	startup, unhealthy = rm.StartupWindow, rm.UnhealthyWindow
 	if startup == 0 {
