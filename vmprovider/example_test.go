@@ -274,3 +274,18 @@ func ExampleSet_rollout() {
 	// pass 5: create 1, delete 0; updated 3, old 1
 	// pass 6: create 0, delete 1; updated 3, old 0
 }
+
+// A VM whose guest hung shows a red heartbeat: it fails the health check
+// whatever the readiness, and self-healing takes the reason for status.
+func ExampleReadiness_CheckHealth() {
+	hung := vmprovider.VM{Name: "web-1", Power: vmprovider.PoweredOn, Heartbeat: vmprovider.HeartbeatRed}
+	fmt.Println(vmprovider.ReadyWhenPoweredOn.CheckHealth(hung, true))
+	noTools := vmprovider.VM{Name: "web-2", Power: vmprovider.PoweredOn, Heartbeat: vmprovider.HeartbeatGray}
+	ok, _ := vmprovider.ReadyWhenPoweredOn.CheckHealth(noTools, true)
+	fmt.Println(ok)
+	fmt.Println(vmprovider.ReadyWhenGuestHeartbeat.CheckHealth(noTools, true))
+	// Output:
+	// false HeartbeatRed
+	// true
+	// false HeartbeatGray
+}
