@@ -111,6 +111,7 @@ var (
 	_ Provider       = (*Endpoints)(nil)
 	_ RevisionMarker = (*Endpoints)(nil)
 	_ EndpointScoped = (*Endpoints)(nil)
+	_ Resetter       = (*Endpoints)(nil)
 )
 
 // endpoint resolves the endpoint a placement names.
@@ -320,6 +321,37 @@ func (e *Endpoints) MarkRevisionOn(ctx context.Context, endpoint, name, owner, r
 		return fmt.Errorf("VM %q on endpoint %q: %w", name, ep, err)
 	}
 	return nil
+}
+
+// Reset implements Resetter on the endpoint that holds the VM, when its
+// Provider is a Resetter (else an error wrapping ErrInvalidSpec); a name on
+// several endpoints is refused (ErrDuplicateName: use ResetOn).
+func (e *Endpoints) Reset(ctx context.Context, name, owner string) error {
+	_, err := e.only(ctx, name, func(p Provider) error { return reset(ctx, p, name, owner) })
+	return err
+}
+
+// ResetOn resets the VM called name on endpoint only, as Reset does on
+// one endpoint: a Set resets its VMs through it, so that of two VMs of
+// one name it resets the one it chose.
+func (e *Endpoints) ResetOn(ctx context.Context, endpoint, name, owner string) error {
+	ep, p, err := e.endpoint(endpoint)
+	if err != nil {
+		return fmt.Errorf("VM %q: %w", name, err)
+	}
+	if err := reset(ctx, p, name, owner); err != nil {
+		return fmt.Errorf("VM %q on endpoint %q: %w", name, ep, err)
+	}
+	return nil
+}
+
+// reset resets the VM on p, when p can.
+func reset(ctx context.Context, p Provider, name, owner string) error {
+	r, ok := p.(Resetter)
+	if !ok {
+		return fmt.Errorf("the endpoint's provider cannot reset VMs: %w", ErrInvalidSpec)
+	}
+	return r.Reset(ctx, name, owner)
 }
 
 // forget drops what e remembers of the VM called name on endpoint.

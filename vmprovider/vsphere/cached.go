@@ -34,6 +34,7 @@ type Cached struct {
 var (
 	_ vmprovider.Provider       = Cached{}
 	_ vmprovider.RevisionMarker = Cached{}
+	_ vmprovider.Resetter       = Cached{}
 )
 
 // MarkRevision implements vmprovider.RevisionMarker through the Provider;
@@ -99,6 +100,16 @@ func (c Cached) SetPower(ctx context.Context, name, owner string, state vmprovid
 	case err == nil:
 		c.Watch.powered(name, state)
 	case errors.Is(err, vmprovider.ErrNotFound):
+		c.Watch.forget(name)
+	}
+	return err
+}
+
+// Reset implements vmprovider.Resetter through the Provider; reads show
+// the VM's new boot time once the watch reports it.
+func (c Cached) Reset(ctx context.Context, name, owner string) error {
+	err := c.Provider.Reset(ctx, name, owner)
+	if errors.Is(err, vmprovider.ErrNotFound) {
 		c.Watch.forget(name)
 	}
 	return err

@@ -141,6 +141,26 @@ func (p *Provider) setPower(ctx context.Context, name, owner string, state vmpro
 	return err
 }
 
+// Reset implements vmprovider.Resetter: a vCenter reset (ResetVM_Task) of
+// a powered-on VM, after checking owner's mark; a VM that is off or
+// suspended is powered on instead.
+func (p *Provider) Reset(ctx context.Context, name, owner string) error {
+	defer p.lockName(name)()
+	vm, m, err := p.owned(ctx, name, owner)
+	if err != nil {
+		return err
+	}
+	if m.Runtime.PowerState != types.VirtualMachinePowerStatePoweredOn {
+		_, err = p.task(ctx, vm.PowerOn)
+	} else {
+		_, err = p.task(ctx, vm.Reset)
+	}
+	if err != nil {
+		return fmt.Errorf("reset %q: %w", name, err)
+	}
+	return nil
+}
+
 // Delete implements vmprovider.Provider: it powers the VM off if it is on
 // and destroys it. A VM already gone is success; a VM without owner's mark
 // is left untouched and reported with a *NotOwnedError.

@@ -84,6 +84,7 @@ func (p *Provider) lockName(name string) func() {
 var (
 	_ vmprovider.Provider       = (*Provider)(nil)
 	_ vmprovider.RevisionMarker = (*Provider)(nil)
+	_ vmprovider.Resetter       = (*Provider)(nil)
 )
 
 // New logs in to vCenter as cfg says and resolves the placement once.
