@@ -7,6 +7,7 @@ import (
 	"github.com/vmware/govmomi/find"
 	"github.com/vmware/govmomi/vim25/types"
 
+	"github.com/replicakit/replicakit/vmprovider"
 	"github.com/replicakit/replicakit/vmprovider/vsphere"
 )
 
@@ -19,6 +20,27 @@ import (
 // to the VM's properties; a real vCenter would store them as ordinary
 // ExtraConfig, so call it only on the simulator).
 func ReportGuest(ctx context.Context, cfg vsphere.Config, name, address string) error {
+	return setGuest(ctx, cfg, name, "report the guest of", []types.BaseOptionValue{
+		&types.OptionValue{Key: "SET.guest.ipAddress", Value: address},
+		&types.OptionValue{Key: "SET.guest.toolsRunningStatus", Value: string(types.VirtualMachineToolsRunningStatusGuestToolsRunning)},
+		&types.OptionValue{Key: "SET.guestHeartbeatStatus", Value: string(types.ManagedEntityStatusGreen)},
+	})
+}
+
+// SetHeartbeat makes the simulator report h as the guest heartbeat of the
+// VM called name in cfg's datacenter, as ReportGuest does (call it only on
+// the simulator): HeartbeatRed plays a guest that hung, HeartbeatGreen one
+// that came back. A reset of the VM does not change it: the test or demo
+// says whether the reset helped.
+func SetHeartbeat(ctx context.Context, cfg vsphere.Config, name string, h vmprovider.Heartbeat) error {
+	return setGuest(ctx, cfg, name, "set the heartbeat of", []types.BaseOptionValue{
+		&types.OptionValue{Key: "SET.guestHeartbeatStatus", Value: string(h)},
+	})
+}
+
+// setGuest reconfigures the VM called name with vcsim's "SET." keys; what
+// names the change for errors.
+func setGuest(ctx context.Context, cfg vsphere.Config, name, what string, values []types.BaseOptionValue) error {
 	vc, logout, err := vsphere.Connect(ctx, cfg)
 	if err != nil {
 		return err
@@ -32,18 +54,14 @@ func ReportGuest(ctx context.Context, cfg vsphere.Config, name, address string) 
 	f.SetDatacenter(dc)
 	vm, err := f.VirtualMachine(ctx, name)
 	if err != nil {
-		return fmt.Errorf("vcsim: report the guest of %s: %w", name, err)
+		return fmt.Errorf("vcsim: %s %s: %w", what, name, err)
 	}
-	task, err := vm.Reconfigure(ctx, types.VirtualMachineConfigSpec{ExtraConfig: []types.BaseOptionValue{
-		&types.OptionValue{Key: "SET.guest.ipAddress", Value: address},
-		&types.OptionValue{Key: "SET.guest.toolsRunningStatus", Value: string(types.VirtualMachineToolsRunningStatusGuestToolsRunning)},
-		&types.OptionValue{Key: "SET.guestHeartbeatStatus", Value: string(types.ManagedEntityStatusGreen)},
-	}})
+	task, err := vm.Reconfigure(ctx, types.VirtualMachineConfigSpec{ExtraConfig: values})
 	if err == nil {
 		err = task.Wait(ctx)
 	}
 	if err != nil {
-		return fmt.Errorf("vcsim: report the guest of %s: %w", name, err)
+		return fmt.Errorf("vcsim: %s %s: %w", what, name, err)
 	}
 	return nil
 }

@@ -38,4 +38,16 @@ func TestReportGuest(t *testing.T) {
 	if !slices.Equal(vm.IPAddresses, []string{"10.9.8.7"}) || !vm.ToolsRunning || vm.Heartbeat != vmprovider.HeartbeatGreen || vm.Owner != owner.UID {
 		t.Errorf("after ReportGuest: %+v; want address 10.9.8.7, tools running, heartbeat green, the mark kept", vm)
 	}
+	if err := vcsim.SetHeartbeat(ctx, s.Config(), "guest-0", vmprovider.HeartbeatRed); err != nil {
+		t.Fatal(err)
+	}
+	if vm, err := p.Get(ctx, "guest-0"); err != nil || vm.Heartbeat != vmprovider.HeartbeatRed || !slices.Equal(vm.IPAddresses, []string{"10.9.8.7"}) {
+		t.Errorf("after SetHeartbeat red: %+v, %v; want heartbeat red, the address kept", vm, err)
+	}
+	if err := p.Reset(ctx, "guest-0", owner.UID); err != nil {
+		t.Fatal(err)
+	}
+	if vm, err := p.Get(ctx, "guest-0"); err != nil || vm.Heartbeat != vmprovider.HeartbeatRed {
+		t.Errorf("after a reset: %+v, %v; want the heartbeat left as the test set it", vm, err)
+	}
 }
