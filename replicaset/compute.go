@@ -44,6 +44,8 @@ func Compute(spec Spec, current []Replica, policy Ranker, now time.Time) (Plan, 
 		return computePartitioned(spec, current, policy, now)
 	case spec.Remediation != nil:
 		return computeHealing(spec, current, policy, now)
+	case spec.ReplaceFailed && len(spec.Zones) > 0:
+		return computeFailed(spec, current, policy, now)
 	}
 	return computeReachable(spec, current, policy, now)
 }

@@ -106,6 +106,20 @@
 // create before delete; see Spec.Rebalance); Plan.Unbalanced says when
 // and why zones stay apart, and [SummarizeZones] reports status per zone.
 //
+// With Spec.ReplaceFailed (which the bindings set for every set with
+// zones, and which Remediation implies), a replica that failed in a listed
+// zone (PhaseFailed, not being deleted, not protected: a VM whose clone
+// vCenter refused) is replaced while some listed zone is healthy: neither
+// backing off nor holding such a replica. It is deleted first
+// (Plan.Replace, the head of Plan.Delete; up to MaxPerPass, by name) and
+// counts meanwhile as being deleted, so Spec.ReplaceDeleting decides
+// whether its replacement is made at once, in a zone not backing off (the
+// caller backs off the failed replica's zone, as after a failed create).
+// While no listed zone is healthy the failed replicas stay where they are,
+// to recover with their zone (HoldZoneBackoff): a set whose every zone
+// fails does not churn. Replicas in unreachable zones are unknown, failed
+// or not, and stay.
+//
 // # Rollouts
 //
 // A set that records revisions changes its replicas, not only their
@@ -259,6 +273,9 @@
 //
 //   - Health.Skip: the replica opted out (HoldSkipRemediation); it still
 //     counts as unhealthy.
+//   - A failed replica in a listed zone stays while no listed zone is
+//     healthy, as Spec.ReplaceFailed says in Zones above
+//     (HoldZoneBackoff).
 //   - The storm guard: when more live replicas are unhealthy than
 //     Remediation.MaxUnhealthy (DefaultMaxUnhealthy, 40% of Desired
 //     rounded down, at least 1), the fault is taken to be outside the

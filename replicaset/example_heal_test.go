@@ -71,3 +71,27 @@ func ExampleHealth_Observe() {
 	// true true 2m0s HeartbeatRed
 	// false false true 10m0s
 }
+
+// A VM whose clone vCenter refused is a replica that failed in its zone:
+// with ReplaceFailed it is replaced while another zone is healthy, and
+// its replacement goes where no create is failing; when every zone holds
+// a failed replica, they stay, and the plan says why.
+func ExampleSpec_replaceFailed() {
+	now := time.Date(2026, 11, 30, 12, 0, 0, 0, time.UTC)
+	spec := replicaset.Spec{Desired: 3, Zones: []string{"a", "b"}, ReplaceFailed: true, ReplaceDeleting: true,
+		ZoneBackoff: []replicaset.ZoneBackoff{{Zone: "a", Until: now.Add(time.Minute)}}}
+	set := []replicaset.Replica{
+		{Name: "web-1", Zone: "a", Phase: replicaset.PhaseFailed},
+		{Name: "web-2", Zone: "b", Phase: replicaset.PhaseRunning, Ready: true},
+		{Name: "web-3", Zone: "b", Phase: replicaset.PhaseRunning, Ready: true},
+	}
+	plan, _ := replicaset.Compute(spec, set, deletionpolicy.Random{}, now)
+	fmt.Println(plan)
+
+	set[1].Phase = replicaset.PhaseFailed
+	plan, _ = replicaset.Compute(spec, set, deletionpolicy.Random{}, now)
+	fmt.Println(len(plan.Replace), "replaced:", plan.Holds[0].Reason)
+	// Output:
+	// create=1 delete=[web-1] deleting=[] deferred=0 zones=[b] unbalanced=(zones hold a=0 b=3 live replicas: creates avoid a, backing off after failures) replace=[web-1]
+	// 0 replaced: web-1, web-2 failed, but every listed zone backs off or holds a failed replica: they stay, to recover where they are
+}

@@ -137,6 +137,10 @@ func decideHealing(spec *Spec, current []Replica, now time.Time) healing {
 		}
 		return compareIdentity(&current[a.i], &current[b.i])
 	})
+	stay := false // failed replicas stay: no listed zone is healthy
+	if slices.ContainsFunc(dues, func(d due) bool { return d.failed }) {
+		_, stay = failedInZones(spec, current, now)
+	}
 	held := map[HoldKind][]string{}
 	for _, d := range dues {
 		r := &current[d.i]
@@ -144,6 +148,8 @@ func decideHealing(spec *Spec, current []Replica, now time.Time) healing {
 		switch {
 		case r.Health != nil && r.Health.Skip:
 			by = HoldSkipRemediation
+		case d.failed && stay && slices.Contains(spec.Zones, r.Zone):
+			by = HoldZoneBackoff
 		case !d.asked && storm:
 			by = HoldTooManyUnhealthy
 		case !d.asked && slices.Contains(failing, r.Zone):
@@ -213,7 +219,7 @@ func failingZones(current []Replica, unhealthyIn map[string]int) []string {
 // with a reason a person can act on.
 func healHolds(held map[HoldKind][]string, st HealthStatus, starting, maxInFlight, maxUnhealthy int, resume time.Time) []Hold {
 	var out []Hold
-	for _, by := range []HoldKind{HoldSkipRemediation, HoldTooManyUnhealthy, HoldZoneUnhealthy, HoldSuspended, HoldRemediationBackoff, HoldInFlight} {
+	for _, by := range []HoldKind{HoldSkipRemediation, HoldZoneBackoff, HoldTooManyUnhealthy, HoldZoneUnhealthy, HoldSuspended, HoldRemediationBackoff, HoldInFlight} {
 		names := held[by]
 		if len(names) == 0 {
 			continue
@@ -223,6 +229,8 @@ func healHolds(held map[HoldKind][]string, st HealthStatus, starting, maxInFligh
 		switch by {
 		case HoldSkipRemediation:
 			reason = fmt.Sprintf("%s opted out of remediation", list)
+		case HoldZoneBackoff:
+			reason = fmt.Sprintf("%s failed, but every listed zone backs off or holds a failed replica: they stay, to recover where they are", list)
 		case HoldTooManyUnhealthy:
 			reason = fmt.Sprintf("%d replicas are unhealthy, more than MaxUnhealthy %d: the fault is taken to be outside them, so none is remediated (%s wait)",
 				st.Unhealthy, maxUnhealthy, list)
@@ -249,18 +257,7 @@ func healHolds(held map[HoldKind][]string, st HealthStatus, starting, maxInFligh
 // first and makes their replacements as far as the surge allows.
 func computeHealing(spec Spec, current []Replica, policy Ranker, now time.Time) (Plan, error) {
 	h := decideHealing(&spec, current, now)
-	limit := spec.maxPerPass()
-	if len(h.replace) > limit {
-		h.replace = h.replace[:limit]
-	}
-	planned := current
-	if len(h.replace) > 0 {
-		planned = slices.Clone(current)
-		for _, i := range h.replace {
-			planned[i].Deleting = true
-		}
-	}
-	p, err := computeReachable(spec, planned, policy, now)
+	p, _, err := planReplacing(&spec, current, h.replace, policy, now, true)
 	if err != nil {
 		return Plan{}, err
 	}
@@ -271,25 +268,6 @@ func computeHealing(spec Spec, current []Replica, policy Ranker, now time.Time) 
 		if !slices.ContainsFunc(p.Delete, func(d Replica) bool { return compareIdentity(&d, &current[i]) == 0 }) {
 			p.Restart = append(p.Restart, current[i])
 		}
-	}
-	if len(h.replace) == 0 {
-		return p, nil
-	}
-	replaced := make([]Replica, len(h.replace))
-	for k, i := range h.replace {
-		replaced[k] = current[i]
-	}
-	p.Replace = replaced
-	p.Deleting = slices.DeleteFunc(p.Deleting, func(r Replica) bool {
-		return slices.ContainsFunc(replaced, func(x Replica) bool { return compareIdentity(&x, &r) == 0 })
-	})
-	if over := len(replaced) + len(p.Delete) - limit; over > 0 {
-		p.Delete = p.Delete[:len(p.Delete)-over]
-		p.Deferred += over
-	}
-	p.Delete = append(slices.Clone(replaced), p.Delete...)
-	if !spec.ReplaceDeleting {
-		addReplacements(&spec, planned, replaced, &p, limit, now)
 	}
 	return p, nil
 }

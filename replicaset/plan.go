@@ -51,10 +51,11 @@ type Plan struct {
 	// records it in its Health (Started at the restart, Healthy false,
 	// Restarted true). Empty without Spec.Remediation.
 	Restart []Replica
-	// Replace lists the replicas this pass replaces to remediate them,
-	// in the order remediation chose them; each is in Delete too, and its
-	// replacement among Create as far as the surge allows. Empty without
-	// Spec.Remediation.
+	// Replace lists the replicas this pass replaces to remediate them
+	// (Spec.Remediation), in the order remediation chose them, or because
+	// they failed in a listed zone (Spec.ReplaceFailed); each is in Delete
+	// too. A remediated replica's replacement is among Create as far as
+	// the surge allows. Empty without either.
 	Replace []Replica
 	// Health is what the pass found of its replicas' health, with
 	// Spec.Remediation; zero without it.
@@ -101,7 +102,9 @@ const (
 	// the wanted revision.
 	HoldLastAvailable
 	// HoldZoneBackoff: the replicas are in zones backing off
-	// (Spec.ZoneBackoff), where no replacement can be made.
+	// (Spec.ZoneBackoff), where no replacement can be made; or they
+	// failed, and no listed zone is healthy to replace them in
+	// (Spec.ReplaceFailed).
 	HoldZoneBackoff
 	// HoldZoneByZone: the replicas are in zones a ZoneByZone rollout
 	// updates later.

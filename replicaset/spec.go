@@ -117,6 +117,13 @@ type Spec struct {
 	// that its surge replicas are not coming and which setting would let
 	// it go on.
 	CreatesFailing bool
+	// ReplaceFailed replaces replicas that failed in a listed zone
+	// (PhaseFailed: a VM whose clone vCenter refused) while some listed
+	// zone is healthy, as the package documentation's Zones section
+	// states; the bindings set it for every set with zones. Remediation
+	// implies it, under its guards. False, without Remediation: failed
+	// replicas stay, as before it existed.
+	ReplaceFailed bool
 
 	// Remediation turns self-healing on: replicas that stay unhealthy
 	// (Replica.Health) are restarted or replaced under the guards it sets,

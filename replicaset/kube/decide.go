@@ -71,10 +71,10 @@ type decision struct {
 	// the observed backoff, and the zones of members found failing in
 	// them (replicaset.PhaseFailed) for the first time in this pass.
 	// failedNow lists the UIDs of every member failing in a listed zone,
-	// each of which has now backed its zone off once. replaced are
-	// failing members deleted in this pass (they are in delete too), which
-	// the plan counted as being deleted, so that their replacements go to
-	// other zones.
+	// each of which has now backed its zone off once. replaced are the
+	// failing members the plan replaces (Plan.Replace of an owner without
+	// Spec.Remediation: Spec.ReplaceFailed; they are in delete too), for
+	// the ReplacingFailed event.
 	backoff   []replicaset.ZoneBackoff
 	failedNow []string
 	replaced  []replicaset.Replica
@@ -148,7 +148,7 @@ func decide(o *observation, rl rules) decision {
 	unknownIn(o, current)
 	health := heal(o, d.members, current)
 	if err == nil && d.hold == holdNone {
-		d.backoff, d.failedNow, d.replaced = failedInZones(spec, current, o, rl.limit())
+		d.backoff, d.failedNow = zoneFailures(spec, current, o)
 		spec.ZoneBackoff = d.backoff
 	}
 	if err == nil {
@@ -156,35 +156,25 @@ func decide(o *observation, rl rules) decision {
 	}
 	if err != nil {
 		d.hold, d.failure = holdFailure, err
-		d.backoff, d.failedNow, d.replaced = o.backoff, nil, nil
+		d.backoff, d.failedNow = o.backoff, nil
 		return d
 	}
-	d.capped = capped(d.plan, len(d.replaced), rl.limit())
+	d.capped = capped(d.plan, rl.limit())
 	if d.hold != holdNone {
 		return d // the plan says what would be done, for status; nothing is
 	}
 	if d.create, err = newNames(o, rl.naming, d.plan.Create); err != nil {
 		d.hold, d.failure, d.create = holdFailure, err, nil
-		d.backoff, d.failedNow, d.replaced = o.backoff, nil, nil
+		d.backoff, d.failedNow = o.backoff, nil
 		return d
 	}
-	// The replacements share the per-pass cap with the plan's deletes,
-	// which give way: they are in deletion order, and the next pass, at
-	// once, takes the rest.
-	if over := len(d.plan.Delete) + len(d.replaced) - rl.limit(); over > 0 {
-		d.plan.Delete = d.plan.Delete[:len(d.plan.Delete)-over]
-		d.plan.Deferred += over
-		d.capped = true
-	}
 	d.adopt, d.release = objects(adopt), objects(release)
-	d.delete = append(slices.Clone(d.plan.Delete), d.replaced...)
+	d.delete = slices.Clone(d.plan.Delete)
 	d.restart = restarts(o, d.members, d.plan)
 	d.update = updates(o, d.members, d.delete, health, d.restart)
-	if o.spec.Remediation != nil {
-		// What the cap trimmed is not replaced this pass, nor a failure.
-		d.plan.Replace = slices.DeleteFunc(d.plan.Replace, func(r replicaset.Replica) bool {
-			return !slices.ContainsFunc(d.plan.Delete, func(x replicaset.Replica) bool { return x.Name == r.Name && x.UID == r.UID })
-		})
+	if o.spec.Remediation == nil {
+		d.replaced = d.plan.Replace // failed in their zones (Spec.ReplaceFailed)
+	} else {
 		before := historyOf(o.owner)
 		d.history = before.After(d.plan, o.now)
 		d.historyChanged = d.history != before
@@ -193,13 +183,12 @@ func decide(o *observation, rl rules) decision {
 }
 
 // capped reports whether the per-pass cap of limit deferred some of p's
-// work (see decision.capped), replaced being the failed members the pass
-// also deletes.
-func capped(p replicaset.Plan, replaced, limit int) bool {
+// work (see decision.capped).
+func capped(p replicaset.Plan, limit int) bool {
 	if p.Deferred == 0 {
 		return false
 	}
-	return p.Create >= limit || len(p.Delete)+replaced >= limit ||
+	return p.Create >= limit || len(p.Delete) >= limit ||
 		slices.ContainsFunc(p.Holds, func(h replicaset.Hold) bool { return h.By == replicaset.HoldMaxPerPass })
 }
 
@@ -225,56 +214,33 @@ func idle(o *observation, rl rules) bool {
 // inPlaceUpdate is one member and its copy changed in place.
 type inPlaceUpdate struct{ from, to client.Object }
 
-// failedInZones finds, when the spec lists zones, the members that failed
-// in a listed zone, as the Adapter describes them (replicaset.PhaseFailed,
-// not being deleted, not protected): a create that failed after the
-// child was made, as a VM whose clone vCenter refused.
+// zoneFailures backs off, when the spec lists zones, the zones of the
+// members that failed in them, as the Adapter describes them
+// (replicaset.PhaseFailed, not being deleted, not protected): a create
+// that failed after the child was made, as a VM whose clone vCenter
+// refused. Each such member backs its zone off once (for o.backoffFor
+// from o.now), as a failed create would: the first pass that sees it
+// failing. The planner replaces them (Spec.ReplaceFailed), placing the
+// replacements in the zones not backing off. Children in unreachable
+// zones are unknown, failed or not.
 //
-// Each such member backs its zone off once (for o.backoffFor from o.now),
-// as a failed create would: the first pass that sees it failing. While
-// some listed zone is healthy (not backing off, and with no failing
-// member), up to limit of them are replaced: marked as being deleted in
-// current, so that the plan counts them as it counts any child being
-// deleted (ReplaceDeleting decides whether their replacements are made at
-// once) and places the replacements in the zones not backing off. With no
-// healthy zone they stay, as failed children do without zones (a VM's
-// clone is retried where it is, and recovers there with its zone): a set
-// whose every zone fails does not churn. Children in unreachable zones
-// are unknown, failed or not, and stay.
-//
-// It returns the backoff after the pass, the UIDs of the failing members,
-// and those it replaces.
-func failedInZones(spec replicaset.Spec, current []replicaset.Replica, o *observation, limit int) (backoff []replicaset.ZoneBackoff, uids []string, replaced []replicaset.Replica) {
+// It returns the backoff for the pass and the UIDs of the failing
+// members.
+func zoneFailures(spec replicaset.Spec, current []replicaset.Replica, o *observation) (backoff []replicaset.ZoneBackoff, uids []string) {
 	backoff = spec.ZoneBackoff
-	if len(spec.Zones) == 0 {
-		return backoff, nil, nil
-	}
-	avoided := func(z string) bool {
-		return slices.ContainsFunc(backoff, func(b replicaset.ZoneBackoff) bool { return b.Zone == z && o.now.Before(b.Until) })
-	}
-	var at []int // indices of the failing members in current
-	sick := map[string]bool{}
 	for i := range current {
 		r := &current[i]
 		if r.Phase != replicaset.PhaseFailed || r.Deleting || r.Protected || !slices.Contains(spec.Zones, r.Zone) ||
 			slices.Contains(spec.Unreachable, r.Zone) {
 			continue
 		}
-		at = append(at, i)
-		sick[r.Zone] = true
 		uids = append(uids, r.UID)
-		if !slices.Contains(o.failedSeen, r.UID) && !avoided(r.Zone) {
+		avoided := slices.ContainsFunc(backoff, func(b replicaset.ZoneBackoff) bool { return b.Zone == r.Zone && o.now.Before(b.Until) })
+		if !slices.Contains(o.failedSeen, r.UID) && !avoided {
 			backoff = append(slices.Clip(backoff), replicaset.ZoneBackoff{Zone: r.Zone, Until: o.now.Add(o.backoffFor)})
 		}
 	}
-	if !slices.ContainsFunc(spec.Zones, func(z string) bool { return !avoided(z) && !sick[z] }) {
-		return backoff, uids, nil
-	}
-	for _, i := range at[:min(len(at), limit)] {
-		replaced = append(replaced, current[i])
-		current[i].Deleting = true
-	}
-	return backoff, uids, replaced
+	return backoff, uids
 }
 
 // planSpec is the planner's spec for the observed owner.
@@ -282,7 +248,7 @@ func planSpec(o *observation, rl rules) replicaset.Spec {
 	s := replicaset.Spec{Desired: o.spec.Replicas, MaxPerPass: rl.maxPerPass,
 		ReplaceDeleting: o.spec.ReplaceDeleting, MinReady: o.spec.MinReady, Seed: o.seed,
 		Zones: o.spec.Zones, ZoneBackoff: o.backoff, Rebalance: o.spec.Rebalance, Unreachable: o.spec.Unreachable,
-		Remediation: o.spec.Remediation}
+		Remediation: o.spec.Remediation, ReplaceFailed: len(o.spec.Zones) > 0}
 	if o.spec.Remediation != nil {
 		s.RemediationHistory = historyOf(o.owner)
 	}

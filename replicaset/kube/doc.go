@@ -155,15 +155,19 @@
 // others, so the owner still reaches its count. A child that is made but
 // then fails in its zone (the Adapter's Describe says
 // replicaset.PhaseFailed: a VM whose clone vCenter refused) backs its zone
-// off the same way, once; and while some zone is healthy (not backing off,
-// no failed child in it) it is deleted, the plan counting it as being
-// deleted (Spec.ReplaceDeleting decides whether its replacement is made at
-// once or once it is gone), and the replacement goes to a zone not backing
-// off. With no healthy zone, failed children stay where they are, as
-// failed children do without zones (a VM's clone is retried in place), so
-// a set whose every zone fails does not churn. When every zone is backing
-// off, new children may go to any of them, as replicaset.Compute says.
-// Replacements share the per-pass cap with the plan's deletes. Status.Zones shows each zone's children and
+// off the same way, once, and is replaced by the planner's rule for
+// replicas failed in a zone (replicaset.Spec.ReplaceFailed, which the
+// binding sets for every owner with zones): while some zone is healthy
+// (not backing off, no failed child in it) it is deleted, the plan
+// counting it as being deleted (Spec.ReplaceDeleting decides whether its
+// replacement is made at once or once it is gone), and the replacement
+// goes to a zone not backing off; with no healthy zone, failed children
+// stay where they are, as failed children do without zones (a VM's clone
+// is retried in place), so a set whose every zone fails does not churn.
+// With Spec.Remediation the self-healing guards apply to them as well.
+// When every zone is backing off, new children may go to any of them, as
+// replicaset.Compute says. Replacements share the per-pass cap with the
+// plan's deletes. Status.Zones shows each zone's children and
 // backoff, the ZonesBalanced condition says whether the zones are within
 // one of each other and, if not, why (ZoneFailing, ScaleInProtected,
 // Scaling, PerPassCap, Rebalancing, Unbalanced; ReplicaFailure, Paused or

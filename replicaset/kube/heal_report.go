@@ -72,11 +72,15 @@ func remediationCondition(o *observation, d decision) metav1.Condition {
 func healEvents(d decision, out outcome) []note {
 	var evs []note
 	for _, r := range d.plan.Replace {
-		if !slices.Contains(out.acted.Deleted, r.Name) {
-			continue
+		if !slices.Contains(out.acted.Deleted, r.Name) || len(d.replaced) > 0 {
+			continue // not deleted; or failed, without remediation (ReplacingFailed)
+		}
+		reason := healthReason(r.Health)
+		if r.Health == nil && r.Phase == replicaset.PhaseFailed {
+			reason = "failed"
 		}
 		evs = append(evs, note{corev1.EventTypeWarning, "Remediating", "Delete",
-			fmt.Sprintf("Replacing unhealthy child %s: %s", r.Name, healthReason(r.Health))})
+			fmt.Sprintf("Replacing unhealthy child %s: %s", r.Name, reason)})
 	}
 	for _, x := range out.restarted {
 		evs = append(evs, note{corev1.EventTypeWarning, "Restarting", "Restart",

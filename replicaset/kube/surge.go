@@ -101,7 +101,7 @@ func surgeBalanced(o *observation, d decision) (surge int, ok bool) {
 	if now < 0 {
 		return 0, false
 	}
-	for _, r := range append(slices.Clip(d.plan.Delete), d.replaced...) {
+	for _, r := range d.plan.Delete {
 		live[zone(r.Zone)]--
 		if isOld(o, &r) {
 			old[zone(r.Zone)]--
