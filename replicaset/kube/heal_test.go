@@ -2,6 +2,7 @@ package kube_test
 
 import (
 	"context"
+	"github.com/prometheus/client_golang/prometheus"
 	"slices"
 	"strings"
 	"sync"
@@ -40,7 +41,15 @@ func (healthyWidgets) CheckHealth(c *corev1.ConfigMap) (bool, string) {
 // for seconds after their window ended; once they are good again,
 // remediation is allowed again.
 func TestHeal_ReplacesUnhealthyHoldsStorm(t *testing.T) {
-	c, ns := startManagerWith(t, func(r *reconciler, _ ctrl.Manager) { r.Adapter = healthyWidgets{} })
+	reg := prometheus.NewRegistry()
+	c, ns := startManagerWith(t, func(r *reconciler, _ ctrl.Manager) {
+		r.Adapter = healthyWidgets{}
+		m, err := kube.NewMetrics(reg)
+		if err != nil {
+			t.Error(err)
+		}
+		r.Metrics = m
+	})
 	ctx := t.Context()
 	w := widget(ns, "heal", 3)
 	_ = unstructured.SetNestedMap(w.Object, map[string]any{"unhealthyWindowSeconds": int64(1), "startupWindowSeconds": int64(2)},
@@ -72,6 +81,9 @@ func TestHeal_ReplacesUnhealthyHoldsStorm(t *testing.T) {
 	}
 	live = converge(t, c, w, 3)
 	waitHealthy(t, c, ns, live)
+	if n := labelCounter(t, reg, "replicakit_remediations_total", "action", "replace"); n != 1 {
+		t.Errorf("replicakit_remediations_total{action=replace} is %v after one replacement, want 1", n)
+	}
 
 	// A storm: two of three unhealthy, more than MaxUnhealthy.
 	patch := []byte(`{"spec":{"remediation":{"maxUnhealthy":1}}}`)
@@ -109,6 +121,30 @@ func TestHeal_ReplacesUnhealthyHoldsStorm(t *testing.T) {
 	setHealth(t, c, ns, live[1], "good")
 	waitCondition(t, c, w, kube.ConditionRemediationAllowed, "True", kube.ReasonRemediationAllowed)
 	converge(t, c, w, 3)
+}
+
+// labelCounter reads the counter family's value whose label name has value
+// (summed over its other labels) from reg; 0 when there is none.
+func labelCounter(t *testing.T, reg prometheus.Gatherer, family, name, value string) float64 {
+	t.Helper()
+	mfs, err := reg.Gather()
+	if err != nil {
+		t.Fatal(err)
+	}
+	sum := 0.0
+	for _, mf := range mfs {
+		if mf.GetName() != family {
+			continue
+		}
+		for _, m := range mf.GetMetric() {
+			for _, l := range m.GetLabel() {
+				if l.GetName() == name && l.GetValue() == value {
+					sum += m.GetCounter().GetValue()
+				}
+			}
+		}
+	}
+	return sum
 }
 
 // setHealth sets the data key health of the ConfigMap ns/name.
@@ -189,7 +225,15 @@ func (a restartingWidgets) count(name string) int {
 // an event Restarting.
 func TestHeal_RestartAskedFor(t *testing.T) {
 	a := restartingWidgets{mu: &sync.Mutex{}, restarts: map[string]int{}}
-	c, ns := startManagerWith(t, func(r *reconciler, _ ctrl.Manager) { r.Adapter = a })
+	reg := prometheus.NewRegistry()
+	c, ns := startManagerWith(t, func(r *reconciler, _ ctrl.Manager) {
+		r.Adapter = a
+		m, err := kube.NewMetrics(reg)
+		if err != nil {
+			t.Error(err)
+		}
+		r.Metrics = m
+	})
 	ctx := t.Context()
 	w := widget(ns, "restart", 3)
 	_ = unstructured.SetNestedMap(w.Object, map[string]any{"restart": true, "unhealthyWindowSeconds": int64(1), "startupWindowSeconds": int64(2)},
@@ -216,6 +260,9 @@ func TestHeal_RestartAskedFor(t *testing.T) {
 	time.Sleep(time.Second)
 	if n := a.count(live[0]); n != 1 {
 		t.Errorf("%s restarted %d times, want 1", live[0], n)
+	}
+	if n := labelCounter(t, reg, "replicakit_remediations_total", "action", "restart"); n != 1 {
+		t.Errorf("replicakit_remediations_total{action=restart} is %v, want 1", n)
 	}
 	if now, deleting := children(t, c, w); !slices.Equal(sorted(now), sorted(live)) || deleting > 0 {
 		t.Errorf("a restart replaced children: %v (%d deleting), want %v", now, deleting, live)

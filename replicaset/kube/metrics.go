@@ -3,6 +3,7 @@ package kube
 import (
 	"errors"
 	"maps"
+	"slices"
 	"sync"
 	"time"
 	"weak"
@@ -18,6 +19,7 @@ import (
 //	replicakit_plan_seconds{kind}           (histogram of the time to decide a pass that acted)
 //	replicakit_expectations_entries{kind}   (gauge: owners the Expectations remember anything of)
 //	replicakit_zone_backoff_entries{kind}   (gauge: owners in the zone backoff table)
+//	replicakit_remediations_total{kind,action}  (children restarted or replaced to heal them: action restart or replace)
 //
 // The two gauges are the sizes of tables the reconcilers using the
 // Metrics keep in memory, counted at each scrape: an owner enters them
@@ -31,6 +33,7 @@ type Metrics struct {
 	failures *prometheus.CounterVec
 	plan     *prometheus.HistogramVec
 	tables   *tableSizes
+	healed   *prometheus.CounterVec
 }
 
 // NewMetrics registers the metrics with reg. Metrics already registered
@@ -45,6 +48,8 @@ func NewMetrics(reg prometheus.Registerer) (*Metrics, error) {
 			Help: "Failed child creates and deletes."}, []string{"kind", "operation"}),
 		plan: prometheus.NewHistogramVec(prometheus.HistogramOpts{Name: "replicakit_plan_seconds",
 			Help: "Time to decide a reconcile pass that acted (its scale plan included).", Buckets: prometheus.ExponentialBuckets(1e-6, 4, 10)}, []string{"kind"}),
+		healed: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "replicakit_remediations_total",
+			Help: "Children restarted or replaced to heal them (Spec.Remediation), by action: restart or replace."}, []string{"kind", "action"}),
 	}
 	var err error
 	m.created, err = register(reg, m.created)
@@ -56,6 +61,9 @@ func NewMetrics(reg prometheus.Registerer) (*Metrics, error) {
 	}
 	if err == nil {
 		m.plan, err = register(reg, m.plan)
+	}
+	if err == nil {
+		m.healed, err = register(reg, m.healed)
 	}
 	if err == nil {
 		m.tables, err = register(reg, newTableSizes())
@@ -77,7 +85,11 @@ func register[T prometheus.Collector](reg prometheus.Registerer, c T) (T, error)
 
 // record counts one pass's creates, deletes and failures; m may be nil.
 func (m *Metrics) record(kind string, d decision, out outcome, took time.Duration) {
-	if m == nil || !out.ran {
+	if m == nil {
+		return
+	}
+	m.recordHealing(kind, d, out)
+	if !out.ran {
 		return
 	}
 	m.plan.WithLabelValues(kind).Observe(took.Seconds())
@@ -102,6 +114,25 @@ func (m *Metrics) record(kind string, d decision, out outcome, took time.Duratio
 	}
 	if failedDeletes > 0 {
 		m.failures.WithLabelValues(kind, "delete").Add(float64(failedDeletes))
+	}
+}
+
+// recordHealing counts one pass's remediations. Storms are not counted:
+// a pass may read its owner's history before its last write of it shows,
+// and count one storm twice; the owner's RemediationAllowed condition
+// (TooManyUnhealthy) says when one holds.
+func (m *Metrics) recordHealing(kind string, d decision, out outcome) {
+	if n := len(out.restarted); n > 0 {
+		m.healed.WithLabelValues(kind, "restart").Add(float64(n))
+	}
+	replaced := 0
+	for _, r := range d.plan.Replace {
+		if slices.Contains(out.acted.Deleted, r.Name) {
+			replaced++
+		}
+	}
+	if replaced > 0 {
+		m.healed.WithLabelValues(kind, "replace").Add(float64(replaced))
 	}
 }
 

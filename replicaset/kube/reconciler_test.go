@@ -187,21 +187,5 @@ func waitEvents(t *testing.T, c client.Client, w *unstructured.Unstructured, rea
 // metrics registry.
 func counter(t *testing.T, name, kind string) float64 {
 	t.Helper()
-	families, err := metrics.Registry.Gather()
-	if err != nil {
-		t.Fatal(err)
-	}
-	for _, f := range families {
-		if f.GetName() != name {
-			continue
-		}
-		for _, m := range f.GetMetric() {
-			for _, l := range m.GetLabel() {
-				if l.GetName() == "kind" && l.GetValue() == kind {
-					return m.GetCounter().GetValue()
-				}
-			}
-		}
-	}
-	return 0
+	return labelCounter(t, metrics.Registry, name, "kind", kind)
 }
