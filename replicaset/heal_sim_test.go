@@ -48,6 +48,9 @@ type healWorld struct {
 	boot     time.Duration
 	broken   bool // new VMs never become healthy
 	stubborn bool // a reset does not end a hang
+	// readyByPower makes every VM Ready, as a binding whose readiness is
+	// power alone reports a hung guest: only health tells them apart.
+	readyByPower bool
 	replaced int
 	restarts int
 }
@@ -61,7 +64,7 @@ func (w *healWorld) observe() []replicaset.Replica {
 		v.health = v.health.Observe(ok, "Hung", w.now)
 		health := v.health
 		out = append(out, replicaset.Replica{Name: v.name, UID: "uid-" + v.name, CreatedAt: v.made,
-			Deleting: v.deleting, Phase: replicaset.PhaseRunning, Ready: ok, Health: &health})
+			Deleting: v.deleting, Phase: replicaset.PhaseRunning, Ready: ok || w.readyByPower, Health: &health})
 	}
 	return out
 }
@@ -165,6 +168,7 @@ func TestHealing_HealsWithinTheGuards(t *testing.T) {
 		desired := rapid.IntRange(1, 10).Draw(t, "desired")
 		w := newHealWorld(desired, &replicaset.Remediation{Restart: rapid.Bool().Draw(t, "restart")})
 		w.stubborn = rapid.Bool().Draw(t, "stubborn")
+		w.readyByPower = rapid.Bool().Draw(t, "readyByPower")
 		flaps := map[string]bool{}
 		// At most MaxUnhealthy hang for good, or they would be a storm
 		// the guard rightly waits out for ever.
@@ -229,6 +233,7 @@ func TestHealing_BadTemplateSuspends(t *testing.T) {
 		maxFailures := rapid.IntRange(1, 4).Draw(t, "maxFailures")
 		w := newHealWorld(desired, &replicaset.Remediation{MaxFailures: maxFailures})
 		w.broken = true
+		w.readyByPower = rapid.Bool().Draw(t, "readyByPower")
 		w.vms[rapid.IntRange(0, desired-1).Draw(t, "hung")].hangFrom = w.now
 		var last replicaset.Plan
 		for end := w.now.Add(24 * time.Hour); w.now.Before(end); w.now = w.now.Add(healStep) {

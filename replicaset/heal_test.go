@@ -317,12 +317,13 @@ func ofUp(a replicaset.Amount, desired int) int {
 // restarts, through Observe and Restart and compares each step with the
 // rules written plainly: Healthy once a check passed since the last start,
 // Restarted until then; Unhealthy and Since the first failure of the
-// spell under way, for a replica that was healthy.
+// spell under way, for a replica that was healthy; Unhealthy with no
+// Since after a failure, for one that was not.
 func TestHealth_Observe(t *testing.T) {
 	rapid.Check(t, func(t *rapid.T) {
 		now := replicagen.Now()
 		h := replicaset.Health{Started: now}
-		var passedSinceStart, restarted, everPassed, passedBeforeRestart bool
+		var passedSinceStart, restarted, everPassed, passedBeforeRestart, failedUnstarted bool
 		restarts := 0
 		var spell time.Time // first failure of the spell under way, after a pass
 		for step := range rapid.IntRange(1, 40).Draw(t, "steps") {
@@ -331,21 +332,23 @@ func TestHealth_Observe(t *testing.T) {
 				h = h.Restart(now)
 				restarts++
 				passedBeforeRestart = everPassed
-				passedSinceStart, restarted, spell = false, true, time.Time{}
+				passedSinceStart, restarted, spell, failedUnstarted = false, true, time.Time{}, false
 				continue
 			}
 			ok := rapid.Bool().Draw(t, "ok")
 			h = h.Observe(ok, "Hung", now)
 			switch {
 			case ok:
-				passedSinceStart, restarted, spell = true, false, time.Time{}
-			case passedSinceStart && spell.IsZero():
+				passedSinceStart, restarted, spell, failedUnstarted = true, false, time.Time{}, false
+			case !passedSinceStart:
+				failedUnstarted = true
+			case spell.IsZero():
 				spell = now
 			}
 			if ok {
 				everPassed = true
 			}
-			want := replicaset.Health{Healthy: passedSinceStart, Restarted: restarted, Unhealthy: !spell.IsZero(), Since: spell,
+			want := replicaset.Health{Healthy: passedSinceStart, Restarted: restarted, Unhealthy: !spell.IsZero() || failedUnstarted, Since: spell,
 				HealthyBefore: restarts > 0 && passedBeforeRestart}
 			got := replicaset.Health{Healthy: h.Healthy, Restarted: h.Restarted, Unhealthy: h.Unhealthy, Since: h.Since, HealthyBefore: h.HealthyBefore}
 			if diff := gocmp.Diff(want, got); diff != "" {

@@ -58,15 +58,17 @@ type Health struct {
 // replica passes (ready, and nothing against it), reason says why not. A
 // pass makes the replica Healthy and ends any unhealthy spell and the
 // restart it was given; a failure after being healthy starts a spell at
-// now, or continues the one under way (Since unchanged). A replica that
-// has not been healthy since it started keeps no spell: the start-up
-// window judges it. Started, Skip and Now are the binding's to set.
+// now, or continues the one under way (Since unchanged). A failure of a
+// replica that has not been healthy since it started makes it Unhealthy
+// with no spell (Since zero): the start-up window judges it, whether or
+// not the replica reads as Ready. Started, Skip and Now are the binding's
+// to set.
 func (h Health) Observe(ok bool, reason string, now time.Time) Health {
 	switch {
 	case ok:
 		h.Unhealthy, h.Since, h.Reason, h.Healthy, h.Restarted = false, time.Time{}, "", true, false
 	case !h.Healthy:
-		h.Reason = reason
+		h.Unhealthy, h.Reason = true, reason
 	case !h.Unhealthy:
 		h.Unhealthy, h.Since, h.Reason = true, now, reason
 	default:

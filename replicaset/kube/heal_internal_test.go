@@ -34,7 +34,7 @@ func TestHealth_RoundTrip(t *testing.T) {
 }
 
 // TestHeal_WritesOnlyChanges follows one child through passes: seen
-// pending (its health written, not started), then running (started at
+// pending (its health written, failing, not started), then running (started at
 // that pass, healthy), then again unchanged (no write), then unhealthy
 // (a spell starts), then still unhealthy later (no write: Since stays).
 func TestHeal_WritesOnlyChanges(t *testing.T) {
@@ -47,7 +47,7 @@ func TestHeal_WritesOnlyChanges(t *testing.T) {
 		after time.Duration
 		want  string // the annotation written, "" for none
 	}{
-		{"pending", replicaset.PhasePending, healthCheck{checked: true, reason: reasonNotReady}, 0, `{"reason":"NotReady"}`},
+		{"pending", replicaset.PhasePending, healthCheck{checked: true, reason: reasonNotReady}, 0, `{"unhealthy":true,"reason":"NotReady"}`},
 		{"running and ready", replicaset.PhaseRunning, healthCheck{checked: true, ok: true}, time.Minute,
 			`{"started":"2026-12-01T12:01:00Z","healthy":true}`},
 		{"the same", replicaset.PhaseRunning, healthCheck{checked: true, ok: true}, 2 * time.Minute, ""},
