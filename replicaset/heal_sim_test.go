@@ -51,8 +51,8 @@ type healWorld struct {
 	// readyByPower makes every VM Ready, as a binding whose readiness is
 	// power alone reports a hung guest: only health tells them apart.
 	readyByPower bool
-	replaced int
-	restarts int
+	replaced     int
+	restarts     int
 }
 
 // observe updates each VM's health at w.now, as a binding would, and
