@@ -91,12 +91,15 @@ func (s *Set) observeHealth(vms []VM, current []replicaset.Replica, now time.Tim
 // endpoint did not answer): time unseen counts toward no window. An
 // unhealthy spell under way ends, so that one seen unhealthy again
 // starts a new spell then, and a VM not yet healthy since it started
-// starts again at now. Remediation comes later for it, never earlier.
+// (or never yet seen: a VM made just before its endpoint stopped
+// answering) starts at now, so that its start-up window runs from the
+// last pass that could not see it, not from its boot. Remediation comes
+// later for it, never earlier.
 func unknownHealth(h replicaset.Health, now time.Time) replicaset.Health {
 	if h.Unhealthy {
 		h.Unhealthy, h.Since, h.Reason = false, time.Time{}, ""
 	}
-	if !h.Healthy && !h.Started.IsZero() {
+	if !h.Healthy {
 		h.Started = now
 	}
 	return h
