@@ -325,8 +325,7 @@ func TestSet_HealRefusesRestartWithoutResetter(t *testing.T) {
 }
 
 // TestSet_HealResetFails: a reset that fails is in Scale's error, and the
-// VM stays due: the next pass resets it. Replacements whose delete
-// fails count as no failed replacement.
+// VM stays due: the next pass resets it.
 func TestSet_HealResetFails(t *testing.T) {
 	c := &clock{now}
 	s, f := healSet(c, &replicaset.Remediation{Restart: true})
@@ -353,5 +352,38 @@ func TestSet_HealResetFails(t *testing.T) {
 	plan = scale(t, s, c, 3)
 	if diff := cmp.Diff([]string{"web-1"}, f.Resets()); diff != "" || len(plan.Restart) != 1 {
 		t.Errorf("the pass after a failed reset: %v; resets (-want +got):\n%s", plan, diff)
+	}
+}
+
+// TestSet_HealDeleteFailsIsNoFailure: a VM that never became healthy is
+// due for replacement, but its delete fails. That replacement was not
+// carried out, so it is no failed replacement: with MaxFailures 1,
+// remediation is not suspended, and the next pass replaces the VM (and
+// only then suspends, that replacement having failed).
+func TestSet_HealDeleteFailsIsNoFailure(t *testing.T) {
+	c := &clock{now}
+	s, f := healSet(c, &replicaset.Remediation{StartupWindow: time.Minute, MaxFailures: 1})
+	s.Readiness = vmprovider.ReadyWhenGuestHeartbeat // the Fake's gray heartbeat is never healthy
+	scale(t, s, c, 1)
+	c.t = c.t.Add(time.Minute)
+	f.Fail = func(op, _ string) error {
+		if op == "delete" {
+			return errors.New("vCenter: task failed")
+		}
+		return nil
+	}
+	plan, res, err := s.Scale(context.Background(), 1, c.t)
+	if err == nil || len(plan.Replace) != 1 || len(res.Deleted) > 0 {
+		t.Fatalf("the pass whose delete fails: %v, %+v, %v; want web-0 replaced in the plan, its delete failed", plan, res, err)
+	}
+	f.Fail = nil
+	c.t = c.t.Add(30 * time.Second)
+	plan = scale(t, s, c, 1)
+	if diff := cmp.Diff([]string{"web-0"}, replicaNames(plan.Replace)); diff != "" || plan.Health.Suspended {
+		t.Fatalf("the pass after a failed delete: %v, health %+v; want web-0 replaced, not suspended (-want +got):\n%s", plan, plan.Health, diff)
+	}
+	c.t = c.t.Add(2 * time.Minute)
+	if plan = scale(t, s, c, 1); !plan.Health.Suspended || len(plan.Replace) > 0 {
+		t.Errorf("once the replacement never became healthy: %v, health %+v; want suspended", plan, plan.Health)
 	}
 }
