@@ -74,7 +74,8 @@ import (
 // off while Template.PowerOn, a red heartbeat, and what Readiness needs)
 // and keeps its replicaset.Health, which starts when the VM booted, or
 // when the Set first saw it when that was earlier (a VM off, or one
-// booted before the Set's first healing pass). A VM due is reset
+// booted before the Set's first healing pass); a VM that fails the check
+// is not ready (Status counts it so too). A VM due is reset
 // (Remediation.Restart; Resetter, on its endpoint through ResetOn when
 // the Provider offers it, as Endpoints does) or replaced: deleted, and a
 // new VM made in its zone, by the same pass as far as the surge allows.

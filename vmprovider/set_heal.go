@@ -43,10 +43,7 @@ func healthKey(vm VM) string {
 // now, when Spec.Remediation is set (without it, the Set forgets what it
 // kept): what the Set kept of the VM, started when first seen (at its boot
 // when vCenter reports one no earlier than the Set's first healing pass,
-// else at now), and updated with the Readiness's CheckHealth; a VM that
-// fails the check is not ready (a red heartbeat under ReadyWhenPoweredOn
-// included), as the planner judges a VM by its readiness until it has
-// been healthy. A VM whose
+// else at now), and updated with the Readiness's CheckHealth. A VM whose
 // endpoint did not answer (replicaset.PhaseUnknown) gets no Health, as
 // nothing is known of it, and no window runs for it meanwhile (see
 // unknownHealth). It forgets the VMs no longer listed. The Set's lock is
@@ -78,13 +75,27 @@ func (s *Set) observeHealth(vms []VM, current []replicaset.Replica, now time.Tim
 		h = h.Observe(ok, reason, now)
 		next[key] = h
 		r.Health = &h
-		if !ok {
-			// A hung guest is not ready, whatever the power state says:
-			// the planner judges a VM not yet healthy by its readiness.
-			r.Ready, r.ReadySince = false, time.Time{}
-		}
 	}
 	s.heal.health = next
+}
+
+// failingUnready makes the replicas in current whose VMs (in vms) fail
+// the health check not ready, when Spec.Remediation is set: a hung guest
+// is not ready, whatever its power state says (under ReadyWhenPoweredOn),
+// and the planner judges a VM that has not yet been healthy by its
+// readiness. Scale, Status, RolloutStatus and ZoneStatus so agree. The
+// Set's lock is held.
+func (s *Set) failingUnready(vms []VM, current []replicaset.Replica) {
+	if s.Spec.Remediation == nil {
+		return
+	}
+	for i := range current {
+		if r := &current[i]; r.Ready {
+			if ok, _ := s.Readiness.CheckHealth(vms[i], s.Template.PowerOn); !ok {
+				r.Ready, r.ReadySince = false, time.Time{}
+			}
+		}
+	}
 }
 
 // unknownHealth is h for a pass at now that could not see its VM (its

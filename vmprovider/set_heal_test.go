@@ -387,3 +387,33 @@ func TestSet_HealDeleteFailsIsNoFailure(t *testing.T) {
 		t.Errorf("once the replacement never became healthy: %v, health %+v; want suspended", plan, plan.Health)
 	}
 }
+
+// TestSet_HealHungIsNotReady: with Remediation, a VM whose guest hung (a
+// red heartbeat, powered on) is not ready under ReadyWhenPoweredOn, in
+// Status as in the plan; without Remediation it counts as ready, as ever.
+func TestSet_HealHungIsNotReady(t *testing.T) {
+	ctx := context.Background()
+	for _, healing := range []bool{true, false} {
+		c := &clock{now}
+		var rm *replicaset.Remediation
+		if healing {
+			rm = &replicaset.Remediation{}
+		}
+		s, f := healSet(c, rm)
+		scale(t, s, c, 3)
+		if err := f.SetHeartbeat("web-0", vmprovider.HeartbeatRed); err != nil {
+			t.Fatal(err)
+		}
+		st, err := s.Status(ctx, c.t)
+		if err != nil {
+			t.Fatal(err)
+		}
+		want := 2
+		if !healing {
+			want = 3
+		}
+		if st.Ready != want {
+			t.Errorf("healing %v: %d ready with web-0 hung, want %d", healing, st.Ready, want)
+		}
+	}
+}
