@@ -73,8 +73,9 @@ import (
 // the Set checks every VM it lists with Readiness.CheckHealth (powered
 // off while Template.PowerOn, a red heartbeat, and what Readiness needs)
 // and keeps its replicaset.Health, which starts when the VM booted, or
-// when the Set first saw it when that was earlier (a VM off, or one
-// booted before the Set's first healing pass); a VM that fails the check
+// when the Set first saw it when it did not see the boot (a VM off, one
+// booted before the Set's first healing pass or while its endpoint did
+// not answer); a VM that fails the check
 // is not ready (Status counts it so too). A VM due is reset
 // (Remediation.Restart; Resetter, on its endpoint through ResetOn when
 // the Provider offers it, as Endpoints does) or replaced: deleted, and a

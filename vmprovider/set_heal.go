@@ -13,11 +13,11 @@ import (
 
 // healState is what a Set keeps for self-healing (Spec.Remediation)
 // between passes, in memory: each VM's Health, the remediation history,
-// and when the first pass that healed ran.
+// and when the last pass that healed ran.
 type healState struct {
 	health  map[string]replicaset.Health // by healthKey
 	history replicaset.RemediationHistory
-	from    time.Time
+	last    time.Time
 }
 
 // endpointResetter is a Provider that resets a VM on one endpoint only,
@@ -41,9 +41,12 @@ func healthKey(vm VM) string {
 
 // observeHealth gives each of current, the replicas of vms, its Health at
 // now, when Spec.Remediation is set (without it, the Set forgets what it
-// kept): what the Set kept of the VM, started when first seen (at its boot
-// when vCenter reports one no earlier than the Set's first healing pass,
-// else at now), and updated with the Readiness's CheckHealth. A VM whose
+// kept): what the Set kept of the VM, started when first seen, and
+// updated with the Readiness's CheckHealth. A VM first seen starts at its
+// boot when vCenter reports one since the Set's previous healing pass (a
+// VM that pass made), else at now: a VM that booted before the Set's
+// first pass, or while its endpoint did not answer (a create whose answer
+// was lost), gets its whole start-up window from now. A VM whose
 // endpoint did not answer (replicaset.PhaseUnknown) gets no Health, as
 // nothing is known of it, and no window runs for it meanwhile (see
 // unknownHealth). It forgets the VMs no longer listed. The Set's lock is
@@ -52,9 +55,6 @@ func (s *Set) observeHealth(vms []VM, current []replicaset.Replica, now time.Tim
 	if s.Spec.Remediation == nil {
 		s.heal = healState{}
 		return
-	}
-	if s.heal.from.IsZero() {
-		s.heal.from = now
 	}
 	next := make(map[string]replicaset.Health, len(vms))
 	for i := range current {
@@ -67,7 +67,7 @@ func (s *Set) observeHealth(vms []VM, current []replicaset.Replica, now time.Tim
 		}
 		if h.Started.IsZero() {
 			h.Started = now
-			if !vm.BootedAt.IsZero() && !vm.BootedAt.Before(s.heal.from) {
+			if !vm.BootedAt.IsZero() && !s.heal.last.IsZero() && !vm.BootedAt.Before(s.heal.last) {
 				h.Started = vm.BootedAt
 			}
 		}
@@ -76,7 +76,7 @@ func (s *Set) observeHealth(vms []VM, current []replicaset.Replica, now time.Tim
 		next[key] = h
 		r.Health = &h
 	}
-	s.heal.health = next
+	s.heal.health, s.heal.last = next, now
 }
 
 // failingUnready makes the replicas in current whose VMs (in vms) fail

@@ -417,3 +417,53 @@ func TestSet_HealHungIsNotReady(t *testing.T) {
 		}
 	}
 }
+
+// TestSet_HealLostCreateStartsWhenSeen: a create on west makes its VM
+// but the answer is lost, and west stops answering for 20 minutes; its
+// guest hangs meanwhile. When west answers again, the Set sees the VM for
+// the first time, booted 20 minutes before: its start-up window runs from
+// then, not from the boot the Set never saw, so it is restarted when that
+// window ends, not at once.
+func TestSet_HealLostCreateStartsWhenSeen(t *testing.T) {
+	p := newPartitioned()
+	c := &clock{now}
+	for _, f := range p.fakes {
+		f.Now = c.now
+	}
+	owner := vmprovider.Owner{UID: "uid-lost"}
+	s := twoVCenters(p, owner, "web")
+	rm := &replicaset.Remediation{Restart: true, StartupWindow: 5 * time.Minute}
+	s.Spec.Remediation = rm
+	pass := func() replicaset.Plan {
+		plan, _, err := s.Scale(context.Background(), 2, c.t)
+		if err != nil && !errors.Is(err, vmprovider.ErrUnreachable) && !p.isCut("west") {
+			t.Fatalf("Scale at +%v: %v", c.t.Sub(now), err)
+		}
+		return plan
+	}
+	p.loseNext("west", loss{op: "create", cut: true})
+	pass()
+	lost := p.on(t, "west", owner.UID)
+	if len(lost) != 1 || !p.isCut("west") {
+		t.Fatalf("west holds %v, cut off %v; want the VM whose create lost its answer, west cut off", lost, p.isCut("west"))
+	}
+	if err := p.fakes["west"].SetHeartbeat(lost[0], vmprovider.HeartbeatRed); err != nil {
+		t.Fatal(err)
+	}
+	for end := c.t.Add(20 * time.Minute); c.t.Before(end); {
+		c.t = c.t.Add(30 * time.Second)
+		pass()
+	}
+	p.setCut("west", false)
+	back := c.t.Add(30 * time.Second)
+	for c.t = back; c.t.Before(back.Add(rm.StartupWindow)); c.t = c.t.Add(30 * time.Second) {
+		plan := pass()
+		if slices.Contains(replicaNames(append(plan.Restart, plan.Replace...)), lost[0]) || len(p.fakes["west"].Resets()) > 0 {
+			t.Fatalf("%v after west answered: %s remediated before its start-up window ran from then: %v", c.t.Sub(back), lost[0], plan)
+		}
+	}
+	plan := pass()
+	if got := p.fakes["west"].Resets(); !slices.Equal(got, lost) {
+		t.Errorf("once its start-up window ran from west's return: west reset %v, want %v (plan %v)", got, lost, plan)
+	}
+}
