@@ -75,11 +75,11 @@ import (
 // and keeps its replicaset.Health, which starts when the VM booted, or
 // when the Set first saw it when it did not see the boot (a VM off, one
 // booted before the Set's first healing pass or while its endpoint did
-// not answer); a VM that fails the check
-// is not ready (Status counts it so too). A VM due is reset
-// (Remediation.Restart; Resetter, on its endpoint through ResetOn when
-// the Provider offers it, as Endpoints does) or replaced: deleted, and a
-// new VM made in its zone, by the same pass as far as the surge allows.
+// not answer); a VM that fails the check is not ready (Status counts it
+// so too). A VM due is reset (Remediation.Restart; Resetter, on its
+// endpoint through ResetOn when the Provider offers it, as Endpoints
+// does) or replaced: deleted, and a new VM made in its zone, by the same
+// pass as far as the surge allows.
 // The storm, zone, suspension, backoff and in-flight guards hold as the
 // planner states them. A Provider that cannot reset VMs (no Resetter;
 // for Endpoints, an endpoint's Provider that is none) makes Scale refuse
