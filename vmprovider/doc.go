@@ -65,4 +65,20 @@
 // Template again: VMs still on it stay. VMs made before the Set had a
 // Rollout count as current and are marked so when the Provider is a
 // [RevisionMarker], so turning rollouts on replaces nothing.
+//
+// # Self-healing
+//
+// A Set with Spec.Remediation (a [replicaset.Remediation]) heals its VMs
+// by the planner's rule, from what a List already reports: each VM is
+// checked with [Readiness.CheckHealth] (powered off while it should run, a
+// red heartbeat from a hung guest, no heartbeat or address where the
+// Readiness needs one), and one that stays unhealthy past its window is
+// reset in vCenter first ([Resetter], ResetVM_Task; Remediation.Restart)
+// and replaced if that does not bring it back, under the planner's guards
+// against a storm, a failing zone, a template whose VMs never become
+// healthy and too many remediations at once. VMs on an endpoint that does
+// not answer are unknown, never remediated. The Set keeps each VM's health
+// and the remediation history in memory: a restarted program starts its
+// windows again, so it remediates later, never sooner. See the Set's
+// documentation, "Self-healing".
 package vmprovider

@@ -171,6 +171,7 @@ func TestEndpoints_DuplicateName(t *testing.T) {
 		"SetPower":     func() error { return e.SetPower(ctx, "web-3", owner.UID, vmprovider.PoweredOff) },
 		"Delete":       func() error { return e.Delete(ctx, "web-3", owner.UID) },
 		"MarkRevision": func() error { return e.MarkRevision(ctx, "web-3", owner.UID, "r2") },
+		"Reset":        func() error { return e.Reset(ctx, "web-3", owner.UID) },
 	} {
 		if err := call(); !errors.Is(err, vmprovider.ErrDuplicateName) {
 			t.Errorf("%s of a name on both endpoints = %v, want ErrDuplicateName", op, err)
@@ -184,6 +185,12 @@ func TestEndpoints_DuplicateName(t *testing.T) {
 
 	if err := e.MarkRevisionOn(ctx, "west", "web-3", owner.UID, "r2"); err != nil {
 		t.Fatal(err)
+	}
+	if err := e.ResetOn(ctx, "west", "web-3", owner.UID); err != nil {
+		t.Fatal(err)
+	}
+	if east, west := fakes["east"].Resets(), fakes["west"].Resets(); len(east) != 0 || len(west) != 1 {
+		t.Errorf("after ResetOn(west): east reset %v, west %v; want west's copy reset, once", east, west)
 	}
 	if err := e.DeleteOn(ctx, "", "web-3", owner.UID); err != nil { // the default: east
 		t.Fatal(err)

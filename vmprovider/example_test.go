@@ -289,3 +289,54 @@ func ExampleReadiness_CheckHealth() {
 	// true
 	// false HeartbeatGray
 }
+
+// A Set heals its VMs (Spec.Remediation): a VM whose guest hangs is reset
+// once it has been unhealthy for the unhealthy window, and replaced if it
+// is still not healthy when the start-up window the reset gave it ends.
+// Each pass takes the time; Plan.Health.NextCheck says when to pass again.
+func ExampleSet_remediation() {
+	ctx := context.Background()
+	start := time.Date(2026, 11, 30, 12, 0, 0, 0, time.UTC)
+	at := start
+	p := &vmprovidertest.Fake{Now: func() time.Time { return at }}
+	set := &vmprovider.Set{
+		Provider: p,
+		Template: vmprovider.Spec{Owner: vmprovider.Owner{UID: "uid-web"}, PowerOn: true},
+		Policy:   deletionpolicy.Oldest{},
+		Names:    naming.Indexed{Base: "web"},
+		Spec:     replicaset.Spec{Remediation: &replicaset.Remediation{Restart: true}},
+	}
+	pass := func() replicaset.Plan {
+		plan, _, err := set.Scale(ctx, 3, at)
+		if err != nil {
+			fmt.Println(err)
+		}
+		fmt.Printf("+%v: unhealthy %d, restart %d, replace %d, create %d\n",
+			at.Sub(start), plan.Health.Unhealthy, len(plan.Restart), len(plan.Replace), plan.Create)
+		return plan
+	}
+	pass()
+	at = at.Add(time.Minute)
+	pass()
+	_ = p.SetHeartbeat("web-1", vmprovider.HeartbeatRed) // its guest hangs
+	plan := pass()
+	at = plan.Health.NextCheck // the unhealthy window ends: a reset
+	pass()
+	at = at.Add(replicaset.DefaultStartupWindow) // still hung: a replacement
+	pass()
+	fmt.Println("resets:", p.Resets())
+	vms, _ := p.List(ctx, "uid-web")
+	for _, vm := range vms {
+		fmt.Println(vm.Name)
+	}
+	// Output:
+	// +0s: unhealthy 0, restart 0, replace 0, create 3
+	// +1m0s: unhealthy 0, restart 0, replace 0, create 0
+	// +1m0s: unhealthy 1, restart 0, replace 0, create 0
+	// +6m0s: unhealthy 1, restart 1, replace 0, create 0
+	// +16m0s: unhealthy 1, restart 0, replace 1, create 1
+	// resets: [web-1]
+	// web-0
+	// web-2
+	// web-3
+}

@@ -15,76 +15,6 @@ import (
 	"github.com/replicakit/replicakit/replicaset/execute"
 )
 
-// Actuator lets execute.Plan apply a replicaset.Plan straight to VMs: it
-// creates VMs from Template under the replica's name and deletes them with
-// Template.Owner's mark. With Zones it places each VM in its zone
-// (execute.ZonedActuator).
-type Actuator struct {
-	// Provider does the work.
-	Provider Provider
-	// Template is the spec every new VM gets; its Name is replaced by the
-	// replica's name.
-	Template Spec
-	// Zones maps each zone a plan may name to where its VMs go; a zone's
-	// non-empty placement fields override the Template's.
-	Zones map[string]Placement
-}
-
-var _ execute.ZonedActuator = Actuator{}
-
-// Create creates the VM called name. A template's cloud-init metadata is
-// personalized with the name as instance-id and local-hostname, unless it
-// gives them (CloudInit.Personalized).
-func (a Actuator) Create(ctx context.Context, name string) error {
-	s := a.Template
-	s.Name = name
-	if s.CloudInit != nil {
-		ci, err := s.CloudInit.Personalized(name, name)
-		if err != nil {
-			return fmt.Errorf("VM %q: %w", name, err)
-		}
-		s.CloudInit = &ci
-	}
-	_, err := a.Provider.Create(ctx, s)
-	return err
-}
-
-// CreateIn creates the VM called name in zone: with the zone's placement
-// over the Template's, and the zone recorded on the VM (VM.Zone). A zone
-// Zones does not hold is an error wrapping ErrInvalidSpec.
-func (a Actuator) CreateIn(ctx context.Context, name, zone string) error {
-	pl, ok := a.Zones[zone]
-	if !ok {
-		return fmt.Errorf("VM %q: no placement for zone %q: %w", name, zone, ErrInvalidSpec)
-	}
-	t := a
-	t.Template.Zone = zone
-	t.Template.Placement = pl.over(a.Template.Placement)
-	return t.Create(ctx, name)
-}
-
-// over returns p with base's fields where p's are empty.
-func (p Placement) over(base Placement) Placement {
-	if p.ResourcePool == "" {
-		p.ResourcePool = base.ResourcePool
-	}
-	if p.Folder == "" {
-		p.Folder = base.Folder
-	}
-	if p.Datastore == "" {
-		p.Datastore = base.Datastore
-	}
-	if p.Endpoint == "" {
-		p.Endpoint = base.Endpoint
-	}
-	return p
-}
-
-// Delete destroys r's VM.
-func (a Actuator) Delete(ctx context.Context, r replicaset.Replica) error {
-	return a.Provider.Delete(ctx, r.Name, a.Template.Owner.UID)
-}
-
 // Set keeps a number of VMs of one owner in a provider, with no Kubernetes
 // object involved: each Scale call is one pass of list, plan, act.
 //
@@ -136,11 +66,43 @@ func (a Actuator) Delete(ctx context.Context, r replicaset.Replica) error {
 // wrapper that embeds the Provider interface hides Endpoints' DeleteOn)
 // deletes neither copy: implement DeleteOn and MarkRevisionOn in wrappers.
 //
+// # Self-healing
+//
+// With Spec.Remediation set, each pass also remediates VMs that stay
+// unhealthy, by the planner's rule (replicaset's Self-healing section):
+// the Set checks every VM it lists with Readiness.CheckHealth (powered
+// off while Template.PowerOn, a red heartbeat, and what Readiness needs)
+// and keeps its replicaset.Health, which starts when the VM booted, or
+// when the Set first saw it when it did not see the boot (a VM off, one
+// booted before the Set's first healing pass or while its endpoint did
+// not answer); a VM that fails the check is not ready (Status counts it
+// so too). A VM due is reset (Remediation.Restart; Resetter, on its
+// endpoint through ResetOn when the Provider offers it, as Endpoints
+// does) or replaced: deleted, and a new VM made in its zone, by the same
+// pass as far as the surge allows.
+// The storm, zone, suspension, backoff and in-flight guards hold as the
+// planner states them. A Provider that cannot reset VMs (no Resetter;
+// for Endpoints, an endpoint's Provider that is none) makes Scale refuse
+// a Remediation with Restart. VMs on endpoints that do not answer are
+// unknown, never unhealthy: nothing is reset or replaced there, and time
+// unseen counts toward no window (a spell of ill health under way when
+// the endpoint stopped answering starts again once it answers).
+//
+// The Set keeps the Health of its VMs and the remediation history
+// (replicaset.RemediationHistory: failed replacements, backoff, storms)
+// itself, in memory, and ignores Spec.RemediationHistory. A restarted
+// program starts with none: every window starts again from its first
+// pass, the backoff and the count of failed replacements start again
+// from zero, so remediation comes later than it would have, never
+// earlier (a template whose VMs never become healthy costs up to
+// MaxFailures more clones per restart). Nil Remediation plans exactly as
+// without healing, and forgets what was kept.
+//
 // # Refusals
 //
 // A Scale that lists the VMs but makes no plan (a zone without a
-// placement, a spec or policy replicaset.Compute refuses, no free name)
-// refuses, and so does every later one until the cause is mended. Status,
+// placement, a spec or policy replicaset.Compute refuses, a Remediation
+// with Restart the Provider cannot reset for, no free name) refuses, and so does every later one until the cause is mended. Status,
 // RolloutStatus and ZoneStatus do not plan; they return that refusal,
 // wrapping ErrRefused and the cause, beside the status until a Scale
 // carries out a plan again. Before the first Scale there is none to
@@ -158,11 +120,13 @@ type Set struct {
 	Policy replicaset.Ranker
 	// Spec holds the planner's options for every pass: MaxPerPass,
 	// ReplaceDeleting, MinReady, Seed, and Zones and Rebalance to spread
-	// the VMs over failure domains (see replicaset.Spec). Its Desired is
-	// ignored; Scale's argument is the count. Its ZoneBackoff,
-	// CreatesFailing, Revision and Strategy are ignored too: the Set keeps
-	// the backoff and the failures itself (ZoneBackoff below), and takes
-	// the revision and strategy from Template and Rollout.
+	// the VMs over failure domains (see replicaset.Spec), and Remediation
+	// to heal them ("Self-healing" above). Its Desired is ignored;
+	// Scale's argument is the count. Its ZoneBackoff, CreatesFailing,
+	// RemediationHistory, Revision and Strategy are ignored too: the Set
+	// keeps the backoff, the failures and the remediation history itself
+	// (ZoneBackoff below), and takes the revision and strategy from
+	// Template and Rollout.
 	Spec replicaset.Spec
 	// Rollout, when set, rolls the Set's VMs onto its Template under this
 	// strategy: each pass plans with the Template's revision
@@ -231,6 +195,8 @@ type Set struct {
 	// refused is why the last Scale that got as far as planning made no
 	// plan; nil once one carried a plan out.
 	refused error
+	// heal is what self-healing keeps between passes (Spec.Remediation).
+	heal healState
 }
 
 // SetTemplate replaces the Template between passes: safe while other
@@ -285,6 +251,11 @@ type ordinals interface {
 // placement, a spec or policy the planner refuses, no free name) refuses:
 // Status, RolloutStatus and ZoneStatus report its error, wrapping
 // ErrRefused, until a later Scale carries out a plan.
+//
+// With Spec.Remediation, the pass also resets the VMs the plan restarts
+// (Plan.Restart) and replaces those it replaces (Plan.Replace, in
+// Plan.Delete and Plan.Create); a reset that fails is in the error, and
+// its VM is due again next pass ("Self-healing" on Set).
 func (s *Set) Scale(ctx context.Context, desired int, now time.Time) (replicaset.Plan, execute.Result, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -307,8 +278,13 @@ func (s *Set) Scale(ctx context.Context, desired int, now time.Time) (replicaset
 			return replicaset.Plan{}, execute.Result{}, errors.Join(err, o.err)
 		}
 	}
+	if err := s.remediationErr(); err != nil {
+		s.refused = err
+		return replicaset.Plan{}, execute.Result{}, errors.Join(err, o.err)
+	}
 	markErr := s.markUnrecorded(ctx, vms, current, spec.Revision, o.unreachable)
 	s.assume(current, spec.Revision)
+	s.observeHealth(vms, current, now)
 	plan, err := replicaset.Compute(spec, current, s.Policy, now)
 	if err != nil {
 		s.refused = err
@@ -337,11 +313,13 @@ func (s *Set) Scale(ctx context.Context, desired int, now time.Time) (replicaset
 	for i := range current {
 		act.vms[current[i].Name] = vms[i]
 	}
+	restartErr := s.restart(ctx, plan.Restart, act.vms, o.dups, now)
 	res := execute.Plan(ctx, act, plan, names, s.Options)
 	s.made(rec, now)
 	s.backoff.Fail(res.FailedZones, now.Add(cmp.Or(s.ZoneBackoff, DefaultZoneBackoff)))
 	s.failing = plan.Create > 0 && len(res.Created) < plan.Create
-	return plan, res, errors.Join(res.Err, markErr, o.err)
+	s.healed(plan, res.Deleted, now)
+	return plan, res, errors.Join(res.Err, restartErr, markErr, o.err)
 }
 
 // spec is the planner's spec for a pass toward desired VMs at now. The
@@ -352,6 +330,10 @@ func (s *Set) spec(desired int, now time.Time) replicaset.Spec {
 	spec.ZoneBackoff = s.backoff.Active(now)
 	spec.CreatesFailing = s.failing
 	spec.Revision, spec.Strategy = "", replicaset.Strategy{}
+	spec.RemediationHistory = replicaset.RemediationHistory{}
+	if spec.Remediation != nil {
+		spec.RemediationHistory = s.heal.history
+	}
 	if s.Rollout != nil {
 		spec.Revision, spec.Strategy = TemplateRevision(s.Template), *s.Rollout
 	}

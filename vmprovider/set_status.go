@@ -89,6 +89,7 @@ func (s *Set) observe(ctx context.Context, now time.Time) (observed, error) {
 	s.tracker.Readiness = s.Readiness
 	o := observed{vms: vms, current: s.tracker.Replicas(vms, s.Template.PowerOn, now)}
 	o.unreachable = s.setAside(o.current, vms, firstUnknown, ue)
+	s.failingUnready(vms, o.current)
 	if ue != nil {
 		o.err = fmt.Errorf("list VMs of %q: %w", s.Template.Owner.UID, ue)
 	}

@@ -21,7 +21,10 @@ import (
 
 var now = time.Date(2026, 11, 30, 12, 0, 0, 0, time.UTC)
 
-func names(t *testing.T, p vmprovider.Provider, owner string) []string {
+func names(t interface {
+	Helper()
+	Fatal(...any)
+}, p vmprovider.Provider, owner string) []string {
 	t.Helper()
 	vms, err := p.List(context.Background(), owner)
 	if err != nil {

@@ -17,15 +17,20 @@ import (
 //
 // As a guest customized with cloud-init would, a VM created with CloudInit
 // reports the metadata's hostname and addresses (CloudInit.Guest) while it
-// is powered on. Its heartbeat stays gray: Add a VM to change what its guest
-// shows.
+// is powered on. Its heartbeat stays gray: SetHeartbeat plays a guest that
+// comes up (green) or hangs (red), and Add puts in a VM showing anything.
+//
+// Reset (vmprovider.Resetter) reboots a VM as vCenter's reset does, and
+// leaves its heartbeat as it was, as the simulator does: a test says with
+// SetHeartbeat whether the reset brought the guest back. Resets lists the
+// resets made, for tests that count them.
 //
 // Fail injects faults before an operation takes effect, Lose after (a
 // lost answer): between them a test plays a platform that stops answering
 // before, or right after, it makes a change.
 type Fake struct {
 	// Fail, when set, is called before every operation with the operation
-	// ("create", "get", "list", "power", "delete", "mark") and the VM name (the
+	// ("create", "get", "list", "power", "delete", "mark", "reset") and the VM name (the
 	// owner for "list"); a non-nil error fails the operation without
 	// effect.
 	Fail func(op, name string) error
@@ -33,8 +38,8 @@ type Fake struct {
 	// (Spec.Zone); a non-nil error fails the create without effect, as a
 	// failure domain that is down would.
 	FailZone func(zone string) error
-	// Lose, when set, is called after every create, power, delete and
-	// mark that succeeded (its change made), with the operation, named as
+	// Lose, when set, is called after every create, power, delete, mark
+	// and reset that succeeded (its change made), with the operation, named as
 	// for Fail, and the VM name; a non-nil error is returned in place of
 	// the answer: the change stands but the caller is told it failed, as
 	// when the answer is lost on the way back. Lose may cut the fake off (make Fail fail
@@ -48,6 +53,7 @@ type Fake struct {
 	vms    map[string]vmprovider.VM
 	guests map[string]vmprovider.CloudInit // by name: what the guest configures at boot
 	serial int
+	resets []string // the names of the VMs reset, in order
 }
 
 // boot sets vm's power to state, with what its guest then reports.
@@ -62,6 +68,7 @@ func (f *Fake) boot(vm *vmprovider.VM, state vmprovider.PowerState) {
 var (
 	_ vmprovider.Provider       = (*Fake)(nil)
 	_ vmprovider.RevisionMarker = (*Fake)(nil)
+	_ vmprovider.Resetter       = (*Fake)(nil)
 )
 
 func (f *Fake) fail(op, name string) error {
@@ -226,6 +233,45 @@ func (f *Fake) MarkRevision(_ context.Context, name, owner, revision string) err
 		return err
 	}
 	return f.lose("mark", name, f.change(name, owner, func(vm *vmprovider.VM) { vm.Revision = revision }))
+}
+
+// Reset implements vmprovider.Resetter: a VM that is powered on boots
+// again (a new BootedAt, and what its guest configures at boot), one that
+// is off or suspended is powered on; its heartbeat is left as it was. The
+// reset is recorded (Resets) once it takes effect, answer lost or not.
+func (f *Fake) Reset(_ context.Context, name, owner string) error {
+	if err := f.fail("reset", name); err != nil {
+		return err
+	}
+	return f.lose("reset", name, f.change(name, owner, func(vm *vmprovider.VM) {
+		f.boot(vm, vmprovider.PoweredOn)
+		f.resets = append(f.resets, name)
+	}))
+}
+
+// Resets returns the names of the VMs the fake reset, in the order it
+// reset them, once per reset.
+func (f *Fake) Resets() []string {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return slices.Clone(f.resets)
+}
+
+// SetHeartbeat makes the VM called name show h as its guest's heartbeat,
+// whoever owns it: HeartbeatRed plays a guest that hung, HeartbeatGreen
+// one that is up and answering. A VM that does not exist is an error
+// wrapping vmprovider.ErrNotFound. Fail and Lose are not consulted: this
+// is the guest, not a call to the platform.
+func (f *Fake) SetHeartbeat(name string, h vmprovider.Heartbeat) error {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	vm, ok := f.vms[name]
+	if !ok {
+		return fmt.Errorf("VM %q: %w", name, vmprovider.ErrNotFound)
+	}
+	vm.Heartbeat = h
+	f.vms[name] = vm
+	return nil
 }
 
 // change applies fn to the VM called name, when owner's mark is on it.

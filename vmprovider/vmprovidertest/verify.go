@@ -27,7 +27,11 @@ import (
 //   - Delete destroys the VM, and deleting it again succeeds;
 //   - invalid specs are refused with ErrInvalidSpec;
 //   - when p is a vmprovider.RevisionMarker, MarkRevision records a
-//     revision Get then reports, and refuses another owner's VM.
+//     revision Get then reports, and refuses another owner's VM;
+//   - when p is a vmprovider.Resetter, Reset leaves a VM that was on
+//     powered on, powers on one that was off, refuses another owner's VM
+//     with an error wrapping ErrNotOwned, and reports a missing one with
+//     ErrNotFound.
 func Verify(ctx context.Context, p vmprovider.Provider, template vmprovider.Spec) error {
 	v := &verifier{ctx: ctx, p: p}
 	prefix := template.Name
@@ -102,6 +106,9 @@ func Verify(ctx context.Context, p vmprovider.Provider, template vmprovider.Spec
 	}
 	err = p.SetPower(ctx, specA.Name, ownerA.UID, vmprovider.Suspended)
 	v.check(errors.Is(err, vmprovider.ErrInvalidSpec), "SetPower(Suspended) error %v: want ErrInvalidSpec", err)
+	if r, ok := p.(vmprovider.Resetter); ok {
+		v.reset(r, specA.Name, specB.Name, prefix+"-missing", ownerA.UID, ownerB.UID)
+	}
 
 	// Invalid specs.
 	for _, bad := range []vmprovider.Spec{{Owner: ownerA}, {Name: prefix + "-c"}, {Name: prefix + "-c", Owner: ownerA, CPUs: -1}} {
@@ -142,6 +149,27 @@ func (v *verifier) notOwned(err error, format string, args ...any) {
 	if !errors.Is(err, vmprovider.ErrNotOwned) || !errors.As(err, &e) {
 		v.fail(format+": error %v, want a *NotOwnedError", append(args, err)...)
 	}
+}
+
+// reset checks r's Reset: of on (owned by owner, powered on) and of off
+// (owned by otherOwner, powered off), and of missing, which does not
+// exist. It leaves both VMs powered on.
+func (v *verifier) reset(r vmprovider.Resetter, on, off, missing, owner, otherOwner string) {
+	v.notOwned(r.Reset(v.ctx, off, owner), "Reset(%s) by another owner", off)
+	if got, err := v.p.Get(v.ctx, off); err != nil || got.Power != vmprovider.PoweredOff {
+		v.fail("after a refused Reset, Get(%s) = %+v, %v: want it unchanged, PoweredOff", off, got, err)
+	}
+	for _, c := range []struct{ name, owner string }{{on, owner}, {off, otherOwner}} {
+		if err := r.Reset(v.ctx, c.name, c.owner); err != nil {
+			v.fail("Reset(%s): %v", c.name, err)
+			continue
+		}
+		if got, err := v.p.Get(v.ctx, c.name); err != nil || got.Power != vmprovider.PoweredOn {
+			v.fail("after Reset(%s), Get = %+v, %v: want PoweredOn", c.name, got, err)
+		}
+	}
+	err := r.Reset(v.ctx, missing, owner)
+	v.check(errors.Is(err, vmprovider.ErrNotFound), "Reset(missing) error %v: want ErrNotFound", err)
 }
 
 // list checks that owner's VMs are exactly want.
