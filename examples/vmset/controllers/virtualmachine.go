@@ -224,7 +224,7 @@ func (r *VirtualMachineReconciler) Reconcile(ctx context.Context, req reconcile.
 	if r.watched() {
 		wait = 0 // the watch reports the guest's changes
 	}
-	return reconcile.Result{RequeueAfter: wait}, r.setStatus(ctx, &vm, got, cond)
+	return reconcile.Result{RequeueAfter: wait}, r.setStatus(ctx, &vm, got, cond, healthCondition(&vm, name, want, got))
 }
 
 // GuestPollInterval is how often a VirtualMachine that is not yet ready
@@ -346,8 +346,10 @@ func (r *VirtualMachineReconciler) record(ctx context.Context, vm *vmv1.VirtualM
 	return r.setStatus(ctx, vm, last, cond)
 }
 
-// setStatus patches the status when it changed.
-func (r *VirtualMachineReconciler) setStatus(ctx context.Context, vm *vmv1.VirtualMachine, got vmprovider.VM, cond metav1.Condition) error {
+// setStatus patches the status when it changed: got's state and conds
+// (Ready, and Healthy when vCenter was read; a failure leaves Healthy as
+// it was).
+func (r *VirtualMachineReconciler) setStatus(ctx context.Context, vm *vmv1.VirtualMachine, got vmprovider.VM, conds ...metav1.Condition) error {
 	before := vm.DeepCopy()
 	vm.Status.PowerState = string(got.Power)
 	vm.Status.InstanceUUID = got.InstanceUUID
@@ -355,8 +357,10 @@ func (r *VirtualMachineReconciler) setStatus(ctx context.Context, vm *vmv1.Virtu
 	vm.Status.Hostname = got.Hostname
 	vm.Status.GuestHeartbeat = string(got.Heartbeat)
 	vm.Status.ObservedGeneration = vm.Generation
-	cond.ObservedGeneration = vm.Generation
-	meta.SetStatusCondition(&vm.Status.Conditions, cond)
+	for _, cond := range conds {
+		cond.ObservedGeneration = vm.Generation
+		meta.SetStatusCondition(&vm.Status.Conditions, cond)
+	}
 	if equality.Semantic.DeepEqual(before.Status, vm.Status) {
 		return nil
 	}
