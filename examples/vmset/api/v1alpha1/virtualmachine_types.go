@@ -142,7 +142,9 @@ type VirtualMachineStatus struct {
 	ObservedGeneration int64 `json:"observedGeneration,omitempty"`
 	// Conditions: Ready is true when the VM exists, is in the desired
 	// power state and, when that is PoweredOn, is ready as spec.readiness
-	// says; its lastTransitionTime is when it became so. Healthy says
+	// says and its guest's heartbeat is not red (reason HeartbeatRed: the
+	// guest stopped answering); its lastTransitionTime is when it became
+	// so. Healthy says
 	// whether the VM passes the health check a set's spec.remediation
 	// acts on: True (reason Healthy), or False with the reason naming
 	// what fails (PoweredOff, HeartbeatRed; HeartbeatGray, HeartbeatYellow
