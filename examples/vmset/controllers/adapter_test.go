@@ -2,6 +2,7 @@ package controllers_test
 
 import (
 	"context"
+	"fmt"
 	"strings"
 	"testing"
 	"time"
@@ -93,4 +94,38 @@ func TestReplicaSetAdapter_CheckHealth(t *testing.T) {
 			t.Errorf("%s: CheckHealth = %v, %q; want %v, %q", tc.desc, ok, reason, tc.wantOK, tc.wantReason)
 		}
 	}
+}
+
+// A set heals with spec.remediation: {} asks for the safe defaults, a
+// reset first (through the adapter's Reset, which Setup sets to the
+// VirtualMachine controller's), and a VirtualMachine's health is its
+// Healthy condition.
+func ExampleReplicaSetAdapter_CheckHealth() {
+	a := controllers.ReplicaSetAdapter{Reset: func(_ context.Context, vm *vmv1.VirtualMachine) error {
+		fmt.Println("reset", controllers.VSphereName(vm))
+		return nil
+	}}
+	set := &vmv1.VirtualMachineReplicaSet{Spec: vmv1.VirtualMachineReplicaSetSpec{
+		Selector:    &vmv1.LabelSelector{MatchLabels: map[string]string{"app": "web"}},
+		Remediation: &vmv1.Remediation{},
+	}}
+	// A window left out is zero here: the planner's default applies
+	// (replicaset.DefaultUnhealthyWindow, 5m).
+	spec, err := a.Spec(set)
+	fmt.Println(spec.Remediation.Restart, spec.Remediation.UnhealthyWindow, err)
+
+	vm := &vmv1.VirtualMachine{
+		ObjectMeta: metav1.ObjectMeta{Namespace: "prod", Name: "web-x2bkp"},
+		Status: vmv1.VirtualMachineStatus{InstanceUUID: "fake-00000001", Conditions: []metav1.Condition{
+			{Type: "Ready", Status: metav1.ConditionFalse, Reason: "HeartbeatRed"},
+			{Type: controllers.ConditionHealthy, Status: metav1.ConditionFalse, Reason: "HeartbeatRed"},
+		}},
+	}
+	fmt.Println(a.CheckHealth(vm))
+	fmt.Println(a.Restart(context.Background(), set, vm))
+	// Output:
+	// true 0s <nil>
+	// false HeartbeatRed
+	// reset prod-web-x2bkp
+	// <nil>
 }
