@@ -308,8 +308,9 @@ func TestHeal_SkipThenResetThenReplace(t *testing.T) {
 	if got := kubectlColumn(t, e, "HEALTH", sick, "vm", "-n", ns, "-o", "wide"); got != vmprovider.ReasonHeartbeatRed {
 		t.Errorf("kubectl get vm -o wide: HEALTH %s for %s, want HeartbeatRed", got, sick)
 	}
-	// Its window (1s, from a time kept to the second) ends, and the pass
-	// the set's requeue makes then holds it: for 2s more, nothing is done.
+	// Its window (1s, from a time kept to the second) ends by since+2s,
+	// and the pass the set's requeue makes then holds it: for 3s more,
+	// nothing is done.
 	holdStill(t, e, faults, ns, sick, kube.ReasonRemediationAllowed, since.Add(2*time.Second+3*time.Second))
 
 	unskip := fmt.Appendf(nil, `{"metadata":{"annotations":{%q:null}}}`, kube.AnnotationSkipRemediation)
