@@ -1,6 +1,7 @@
 package rollwatch
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"maps"
@@ -47,7 +48,12 @@ func (b Bounds) String() string {
 // (controllers.ReplicaSetAdapter) and resolved as its planner resolves them
 // (replicaset.Strategy.Limits).
 func BoundsOf(set *vmv1.VirtualMachineReplicaSet) (Bounds, error) {
-	spec, err := controllers.ReplicaSetAdapter{Zones: set.Spec.Zones}.Spec(set)
+	// A Reset, as Setup gives the operator's adapter, so that a set
+	// restarting unhealthy VMs reads as the operator reads it; only its
+	// Spec is called.
+	a := controllers.ReplicaSetAdapter{Zones: set.Spec.Zones,
+		Reset: func(context.Context, *vmv1.VirtualMachine) error { return errors.New("rollwatch resets nothing") }}
+	spec, err := a.Spec(set)
 	if err != nil {
 		return Bounds{}, err
 	}

@@ -20,6 +20,7 @@ import (
 	"github.com/replicakit/replicakit/examples/vmset/controllers"
 	"github.com/replicakit/replicakit/internal/testenv"
 	"github.com/replicakit/replicakit/internal/vcsim"
+	"github.com/replicakit/replicakit/vmprovider"
 )
 
 // TestGuestReadiness: a set whose VMs count as ready once their guest
@@ -65,6 +66,10 @@ func TestGuestReadiness(t *testing.T) {
 		if c == nil || c.Status != metav1.ConditionFalse || c.Reason != "WaitingForIPAddress" || len(vm.Status.Addresses) != 0 {
 			t.Errorf("%s before its guest reported an address: Ready %+v, addresses %v; want False WaitingForIPAddress, none", vm.Name, c, vm.Status.Addresses)
 		}
+		if h := meta.FindStatusCondition(vm.Status.Conditions, controllers.ConditionHealthy); h == nil || h.Status != metav1.ConditionFalse ||
+			h.Reason != vmprovider.ReasonNoAddress || !strings.Contains(h.Message, "reports no IP address") {
+			t.Errorf("%s before its guest reported an address: Healthy %+v; want False NoAddress saying so", vm.Name, h)
+		}
 		if vm.Status.Hostname != vm.Name {
 			t.Errorf("%s: guest hostname %q, want its name (the operator's local-hostname)", vm.Name, vm.Status.Hostname)
 		}
@@ -85,6 +90,9 @@ func TestGuestReadiness(t *testing.T) {
 	for _, vm := range guestVMs(t, e, ns) {
 		if !slices.Equal(vm.Status.Addresses, []string{want[vm.Name]}) || vm.Status.GuestHeartbeat != "green" {
 			t.Errorf("%s: addresses %v heartbeat %q, want [%s] green", vm.Name, vm.Status.Addresses, vm.Status.GuestHeartbeat, want[vm.Name])
+		}
+		if h := meta.FindStatusCondition(vm.Status.Conditions, controllers.ConditionHealthy); h == nil || h.Status != metav1.ConditionTrue || h.Reason != controllers.ReasonHealthy {
+			t.Errorf("%s once its guest reported an address: Healthy %+v; want True Healthy", vm.Name, h)
 		}
 	}
 	out, err := e.Kubectl(ctx, "get", "vm", "-n", ns, "--no-headers")

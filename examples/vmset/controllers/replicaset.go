@@ -1,6 +1,7 @@
 package controllers
 
 import (
+	"context"
 	"fmt"
 	"maps"
 	"slices"
@@ -11,6 +12,7 @@ import (
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/intstr"
+	"k8s.io/utils/ptr"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -21,7 +23,10 @@ import (
 
 // ReplicaSetAdapter tells replicakit's binding about VirtualMachineReplicaSet
 // (the owner) and VirtualMachine (the child). A VirtualMachine's zone is
-// its spec.zone (kube.Zoner).
+// its spec.zone (kube.Zoner). For a set with spec.remediation, a
+// VirtualMachine's health is its Healthy condition (kube.HealthChecker),
+// and a restart is a reset of its VM in vCenter (kube.Restarter, through
+// Reset).
 type ReplicaSetAdapter struct {
 	// Zones are the zones the operator has placements for; a set listing
 	// another is refused (InvalidSpec, naming it).
@@ -31,12 +36,22 @@ type ReplicaSetAdapter struct {
 	// vCenter does not answer are unreachable (kube.Spec.Unreachable),
 	// and status says so with that time. Nil: every zone answers.
 	Reachable func(zone string) (lastSeen time.Time, err error)
+	// Reset, when set, resets a VirtualMachine's VM in vCenter to
+	// remediate it (Restart): Setup sets it to the VirtualMachine
+	// reconciler's Reset, so that the reset goes to the vCenter that
+	// holds the VM, through the provider that made it, and returns once
+	// vCenter has done it. Nil: the operator cannot reset VMs, and a set
+	// whose spec.remediation restarts first (the default) is refused
+	// with the ReplicaFailure reason InvalidSpec, saying so.
+	Reset func(ctx context.Context, vm *vmv1.VirtualMachine) error
 }
 
 var (
 	_ kube.Adapter[*vmv1.VirtualMachineReplicaSet, *vmv1.VirtualMachine]         = ReplicaSetAdapter{}
 	_ kube.Zoner[*vmv1.VirtualMachine]                                           = ReplicaSetAdapter{}
 	_ kube.TemplateMatcher[*vmv1.VirtualMachineReplicaSet, *vmv1.VirtualMachine] = ReplicaSetAdapter{}
+	_ kube.HealthChecker[*vmv1.VirtualMachine]                                   = ReplicaSetAdapter{}
+	_ kube.Restarter[*vmv1.VirtualMachineReplicaSet, *vmv1.VirtualMachine]       = ReplicaSetAdapter{}
 )
 
 // Spec implements kube.Adapter.
@@ -66,6 +81,12 @@ func (a ReplicaSetAdapter) Spec(s *vmv1.VirtualMachineReplicaSet) (kube.Spec, er
 		return spec, fmt.Errorf("spec.strategy: %w", err)
 	}
 	spec.Rollout = &strategy
+	if spec.Remediation, err = remediation(s.Spec.Remediation); err != nil {
+		return spec, fmt.Errorf("spec.remediation: %w", err)
+	}
+	if spec.Remediation != nil && spec.Remediation.Restart && a.Reset == nil {
+		return spec, fmt.Errorf("spec.remediation.restart: this operator cannot reset VMs (its ReplicaSetAdapter has no Reset: build it with Setup); set restart to false to replace unhealthy VMs instead")
+	}
 	if a.Reachable != nil {
 		for _, z := range s.Spec.Zones {
 			if _, err := a.Reachable(z); err != nil {
@@ -110,6 +131,49 @@ func rollout(u vmv1.UpdateStrategy) (replicaset.Strategy, error) {
 		*a.to = amount
 	}
 	return s, nil
+}
+
+// remediation reads spec.remediation as the planner's Remediation: nil
+// when absent (no self-healing); each field left out is the planner's
+// default (replicaset.DefaultStartupWindow and the rest), but restart,
+// which is on unless false. The API server refuses what is not valid; a
+// set stored before the rules is checked here again.
+func remediation(r *vmv1.Remediation) (*replicaset.Remediation, error) {
+	if r == nil {
+		return nil, nil
+	}
+	out := &replicaset.Remediation{Restart: r.Restart == nil || *r.Restart}
+	for _, d := range []struct {
+		name string
+		from *metav1.Duration
+		to   *time.Duration
+	}{{"startupWindow", r.StartupWindow, &out.StartupWindow}, {"unhealthyWindow", r.UnhealthyWindow, &out.UnhealthyWindow}, {"backoff", r.Backoff, &out.Backoff}} {
+		if d.from == nil {
+			continue
+		}
+		if d.from.Duration <= 0 {
+			return out, fmt.Errorf("%s %v is not a positive duration", d.name, d.from.Duration)
+		}
+		*d.to = d.from.Duration
+	}
+	for _, a := range []struct {
+		name string
+		from *intstr.IntOrString
+		to   *replicaset.Amount
+	}{{"maxUnhealthy", r.MaxUnhealthy, &out.MaxUnhealthy}, {"maxInFlight", r.MaxInFlight, &out.MaxInFlight}} {
+		amount, err := kube.AmountFromPtr(a.from)
+		if err != nil {
+			return out, fmt.Errorf("%s: %w", a.name, err)
+		}
+		*a.to = amount
+	}
+	if f := r.MaxFailures; f != nil {
+		if *f < 1 {
+			return out, fmt.Errorf("maxFailures %d is below 1", *f)
+		}
+		out.MaxFailures = int(*f)
+	}
+	return out, nil
 }
 
 // known lists zones for an error message.
@@ -207,6 +271,13 @@ func (a ReplicaSetAdapter) SetStatus(s *vmv1.VirtualMachineReplicaSet, st kube.S
 	if len(st.Zones) > 0 {
 		s.Status.Spread = kube.Spread(st.Zones)
 	}
+	// The healing counters only while the binding heals the set (it
+	// reports RemediationAllowed then): kubectl's UNHEALTHY shows <none>
+	// for a set that does not heal, and 0 for one that does.
+	s.Status.UnhealthyReplicas, s.Status.RemediationsAllowed = nil, nil
+	if meta.FindStatusCondition(st.Conditions, kube.ConditionRemediationAllowed) != nil {
+		s.Status.UnhealthyReplicas, s.Status.RemediationsAllowed = ptr.To(st.UnhealthyReplicas), ptr.To(st.RemediationsAllowed)
+	}
 	st.MergeConditions(&s.Status.Conditions)
 }
 
@@ -224,16 +295,21 @@ func copyMap(m map[string]string) map[string]string {
 // The replica-set controller's permissions: it reads sets and writes their
 // status, and creates, adopts, releases and deletes their VirtualMachines.
 // Setting blockOwnerDeletion on a VirtualMachine needs update on its owner's
-// finalizers.
+// finalizers. Self-healing patches a set's remediation history
+// (kube.AnnotationRemediationHistory) and each VirtualMachine's health
+// (kube.AnnotationHealth); its resets go to vCenter, not to Kubernetes.
 //
-// +kubebuilder:rbac:groups=vm.replicakit.io,resources=virtualmachinereplicasets,verbs=get;list;watch
+// +kubebuilder:rbac:groups=vm.replicakit.io,resources=virtualmachinereplicasets,verbs=get;list;watch;patch
 // +kubebuilder:rbac:groups=vm.replicakit.io,resources=virtualmachinereplicasets/status,verbs=patch
 // +kubebuilder:rbac:groups=vm.replicakit.io,resources=virtualmachinereplicasets/finalizers,verbs=update
 // +kubebuilder:rbac:groups=vm.replicakit.io,resources=virtualmachines,verbs=get;list;watch;create;patch;delete
 // +kubebuilder:rbac:groups=events.k8s.io,resources=events,verbs=create;patch
 
 // NewReplicaSetReconciler returns the VirtualMachineReplicaSet reconciler
-// for an operator with placements for zones.
+// for an operator with placements for zones. Its adapter cannot reset VMs
+// (ReplicaSetAdapter.Reset is nil): Setup gives it the VirtualMachine
+// reconciler's Reset; without one, a set whose spec.remediation restarts
+// first is refused.
 func NewReplicaSetReconciler(zones []string) *kube.Reconciler[*vmv1.VirtualMachineReplicaSet, *vmv1.VirtualMachine] {
 	return &kube.Reconciler[*vmv1.VirtualMachineReplicaSet, *vmv1.VirtualMachine]{
 		Adapter:        ReplicaSetAdapter{Zones: zones},
@@ -248,19 +324,66 @@ func NewReplicaSetReconciler(zones []string) *kube.Reconciler[*vmv1.VirtualMachi
 }
 
 // Setup registers both controllers with mgr, the VirtualMachine one using p;
-// each of configure may change the replica-set reconciler (its
-// ZoneBackoff, say) before it is set up.
+// the replica-set adapter resets unhealthy VMs through p (p.Reset, for
+// spec.remediation). Each of configure may change the replica-set
+// reconciler (its ZoneBackoff, say) before it is set up.
 func Setup(mgr ctrl.Manager, p *VirtualMachineReconciler, configure ...func(*kube.Reconciler[*vmv1.VirtualMachineReplicaSet, *vmv1.VirtualMachine])) error {
 	if err := p.SetupWithManager(mgr); err != nil {
 		return err
 	}
 	rs := NewReplicaSetReconciler(slices.Sorted(maps.Keys(p.Zones)))
-	if a, ok := rs.Adapter.(ReplicaSetAdapter); ok && p.watched() {
-		a.Reachable = p.Reachable // zones are unreachable while their vCenter's watch is
+	if a, ok := rs.Adapter.(ReplicaSetAdapter); ok {
+		if p.watched() {
+			a.Reachable = p.Reachable // zones are unreachable while their vCenter's watch is
+		}
+		// Resets go straight to the vCenter that holds the VM, as the
+		// VirtualMachine controller reaches it: the set's Restarting
+		// event follows the reset itself.
+		a.Reset = p.Reset
 		rs.Adapter = a
 	}
 	for _, f := range configure {
 		f(rs)
 	}
 	return rs.SetupWithManager(mgr, "virtualmachinereplicaset")
+}
+
+// CheckHealth implements kube.HealthChecker: a VirtualMachine is healthy
+// while its Healthy condition (ConditionHealthy) is True, and unhealthy
+// with the condition's reason while it is False. One not in vCenter yet
+// is unhealthy with the reason of its Ready condition (CreateFailed, say:
+// a failed VM is replaced at once, whatever its health) or NotCreated,
+// which starts no window: a VM's windows run once it exists. One the
+// VirtualMachine controller has not judged yet (made by an operator
+// before self-healing) is healthy while Ready is True, and unhealthy with
+// the reason NotReady while not.
+func (ReplicaSetAdapter) CheckHealth(vm *vmv1.VirtualMachine) (ok bool, reason string) {
+	ready := meta.FindStatusCondition(vm.Status.Conditions, "Ready")
+	if vm.Status.InstanceUUID == "" {
+		if ready != nil && ready.Status == metav1.ConditionFalse {
+			return false, ready.Reason
+		}
+		return false, "NotCreated"
+	}
+	if h := meta.FindStatusCondition(vm.Status.Conditions, ConditionHealthy); h != nil && h.Status != metav1.ConditionUnknown {
+		if h.Status == metav1.ConditionTrue {
+			return true, ""
+		}
+		return false, h.Reason
+	}
+	if ready != nil && ready.Status == metav1.ConditionTrue {
+		return true, ""
+	}
+	return false, "NotReady"
+}
+
+// Restart implements kube.Restarter: it resets the VM in vCenter through
+// a.Reset, synchronously, so that the set's event Restarting follows the
+// reset itself. Without a.Reset it fails; Spec refuses a set asking for
+// restarts first.
+func (a ReplicaSetAdapter) Restart(ctx context.Context, _ *vmv1.VirtualMachineReplicaSet, vm *vmv1.VirtualMachine) error {
+	if a.Reset == nil {
+		return errNoReset
+	}
+	return a.Reset(ctx, vm)
 }

@@ -119,6 +119,7 @@ func (u unconnected) SetPower(context.Context, string, string, vmprovider.PowerS
 	return u.err
 }
 func (u unconnected) Delete(context.Context, string, string) error { return u.err }
+func (u unconnected) Reset(context.Context, string, string) error  { return u.err }
 
 // Reachable says whether the vCenter that holds zone's VMs answers (a nil
 // error, else one wrapping vmprovider.ErrUnreachable), and when it last

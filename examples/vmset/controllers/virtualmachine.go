@@ -224,7 +224,7 @@ func (r *VirtualMachineReconciler) Reconcile(ctx context.Context, req reconcile.
 	if r.watched() {
 		wait = 0 // the watch reports the guest's changes
 	}
-	return reconcile.Result{RequeueAfter: wait}, r.setStatus(ctx, &vm, got, cond)
+	return reconcile.Result{RequeueAfter: wait}, r.setStatus(ctx, &vm, got, cond, healthCondition(&vm, name, want, got))
 }
 
 // GuestPollInterval is how often a VirtualMachine that is not yet ready
@@ -233,7 +233,9 @@ func (r *VirtualMachineReconciler) Reconcile(ctx context.Context, req reconcile.
 const GuestPollInterval = 5 * time.Second
 
 // readyCondition is the Ready condition of a VM in got's state, and how
-// long to wait before reading it again when it is waiting on its guest.
+// long to wait before reading it again when it is waiting on its guest. A
+// VM that should run and whose guest's heartbeat is red is not ready,
+// whatever its spec.readiness (reason HeartbeatRed).
 func readyCondition(vm *vmv1.VirtualMachine, name string, want vmv1.PowerState, got vmprovider.VM) (metav1.Condition, time.Duration) {
 	if want != vmv1.PoweredOn {
 		cond := metav1.Condition{Type: "Ready", Status: metav1.ConditionTrue, Reason: string(got.Power),
@@ -247,6 +249,12 @@ func readyCondition(vm *vmv1.VirtualMachine, name string, want vmv1.PowerState, 
 	rd := vmprovider.Readiness(vm.Spec.Readiness)
 	if rd == "" {
 		rd = vmprovider.ReadyWhenPoweredOn
+	}
+	if got.Power == vmprovider.PoweredOn && got.Heartbeat == vmprovider.HeartbeatRed {
+		// Whatever spec.readiness: the guest stopped answering, so it
+		// serves nothing (and a set healing it sees it fail after a reset).
+		return metav1.Condition{Type: "Ready", Status: metav1.ConditionFalse, Reason: vmprovider.ReasonHeartbeatRed,
+			Message: fmt.Sprintf("vSphere VM %s is powered on, but its guest's heartbeat is red: it stopped answering", name)}, GuestPollInterval
 	}
 	if rd.Ready(got) {
 		msg := fmt.Sprintf("vSphere VM %s is %s", name, got.Power)
@@ -346,8 +354,10 @@ func (r *VirtualMachineReconciler) record(ctx context.Context, vm *vmv1.VirtualM
 	return r.setStatus(ctx, vm, last, cond)
 }
 
-// setStatus patches the status when it changed.
-func (r *VirtualMachineReconciler) setStatus(ctx context.Context, vm *vmv1.VirtualMachine, got vmprovider.VM, cond metav1.Condition) error {
+// setStatus patches the status when it changed: got's state and conds
+// (Ready, and Healthy when vCenter was read; a failure leaves Healthy as
+// it was).
+func (r *VirtualMachineReconciler) setStatus(ctx context.Context, vm *vmv1.VirtualMachine, got vmprovider.VM, conds ...metav1.Condition) error {
 	before := vm.DeepCopy()
 	vm.Status.PowerState = string(got.Power)
 	vm.Status.InstanceUUID = got.InstanceUUID
@@ -355,8 +365,10 @@ func (r *VirtualMachineReconciler) setStatus(ctx context.Context, vm *vmv1.Virtu
 	vm.Status.Hostname = got.Hostname
 	vm.Status.GuestHeartbeat = string(got.Heartbeat)
 	vm.Status.ObservedGeneration = vm.Generation
-	cond.ObservedGeneration = vm.Generation
-	meta.SetStatusCondition(&vm.Status.Conditions, cond)
+	for _, cond := range conds {
+		cond.ObservedGeneration = vm.Generation
+		meta.SetStatusCondition(&vm.Status.Conditions, cond)
+	}
 	if equality.Semantic.DeepEqual(before.Status, vm.Status) {
 		return nil
 	}

@@ -6,10 +6,14 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
+
+	"github.com/google/go-cmp/cmp"
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/intstr"
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
 	"k8s.io/utils/ptr"
@@ -103,6 +107,36 @@ func TestCRDs_DefaultsAndValidation(t *testing.T) {
 		{"maxSurge \"0\" and maxUnavailable 0", func(s *vmv1.VirtualMachineReplicaSet) {
 			s.Spec.Strategy = vmv1.UpdateStrategy{MaxSurge: ptr.To(intstr.FromString("0")), MaxUnavailable: ptr.To(intstr.FromInt32(0))}
 		}, "spec.strategy.maxSurge and spec.strategy.maxUnavailable may not both be 0"},
+		{"negative startup window", func(s *vmv1.VirtualMachineReplicaSet) {
+			s.Spec.Remediation = &vmv1.Remediation{StartupWindow: &metav1.Duration{Duration: -time.Minute}}
+		}, "spec.remediation.startupWindow: Invalid value: \"-1m0s\": must be a positive duration"},
+		{"zero unhealthy window", func(s *vmv1.VirtualMachineReplicaSet) {
+			s.Spec.Remediation = &vmv1.Remediation{UnhealthyWindow: &metav1.Duration{}}
+		}, "spec.remediation.unhealthyWindow: Invalid value: \"0s\": must be a positive duration"},
+		{"negative backoff", func(s *vmv1.VirtualMachineReplicaSet) {
+			s.Spec.Remediation = &vmv1.Remediation{Backoff: &metav1.Duration{Duration: -time.Second}}
+		}, "spec.remediation.backoff: Invalid value: \"-1s\": must be a positive duration"},
+		{"maxUnhealthy 0", func(s *vmv1.VirtualMachineReplicaSet) {
+			s.Spec.Remediation = &vmv1.Remediation{MaxUnhealthy: ptr.To(intstr.FromInt32(0))}
+		}, "spec.remediation.maxUnhealthy: Invalid value: 0: must be a count of at least 1 or a percentage from 1% to 100%"},
+		{"maxUnhealthy negative", func(s *vmv1.VirtualMachineReplicaSet) {
+			s.Spec.Remediation = &vmv1.Remediation{MaxUnhealthy: ptr.To(intstr.FromInt32(-2))}
+		}, "spec.remediation.maxUnhealthy: Invalid value"},
+		{"maxUnhealthy 150%", func(s *vmv1.VirtualMachineReplicaSet) {
+			s.Spec.Remediation = &vmv1.Remediation{MaxUnhealthy: ptr.To(intstr.FromString("150%"))}
+		}, "spec.remediation.maxUnhealthy: Invalid value"},
+		{"maxInFlight a word", func(s *vmv1.VirtualMachineReplicaSet) {
+			s.Spec.Remediation = &vmv1.Remediation{MaxInFlight: ptr.To(intstr.FromString("half"))}
+		}, "spec.remediation.maxInFlight: Invalid value: \"half\": must be a count of at least 1 or a percentage from 1% to 100%"},
+		{"maxInFlight -10%", func(s *vmv1.VirtualMachineReplicaSet) {
+			s.Spec.Remediation = &vmv1.Remediation{MaxInFlight: ptr.To(intstr.FromString("-10%"))}
+		}, "spec.remediation.maxInFlight: Invalid value"},
+		{"maxInFlight 0%", func(s *vmv1.VirtualMachineReplicaSet) {
+			s.Spec.Remediation = &vmv1.Remediation{MaxInFlight: ptr.To(intstr.FromString("0%"))}
+		}, "spec.remediation.maxInFlight: Invalid value"},
+		{"maxFailures 0", func(s *vmv1.VirtualMachineReplicaSet) {
+			s.Spec.Remediation = &vmv1.Remediation{MaxFailures: ptr.To[int32](0)}
+		}, "spec.remediation.maxFailures: Invalid value: 0: spec.remediation.maxFailures in body should be greater than or equal to 1"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.desc, func(t *testing.T) {
@@ -132,6 +166,37 @@ func TestCRDs_DefaultsAndValidation(t *testing.T) {
 		if err := e.Client.Create(ctx, s); err != nil {
 			t.Errorf("strategy %+v refused: %v", st, err)
 		}
+	}
+
+	// Remediation: absent stays absent, {} stays {} (the defaults are
+	// the operator's, not written into the set), and each field takes
+	// what its documentation says.
+	for i, rm := range []*vmv1.Remediation{
+		{},
+		{StartupWindow: &metav1.Duration{Duration: 90 * time.Second}, UnhealthyWindow: &metav1.Duration{Duration: 1500 * time.Millisecond},
+			Backoff: &metav1.Duration{Duration: 2 * time.Hour}, Restart: ptr.To(false),
+			MaxUnhealthy: ptr.To(intstr.FromString("100%")), MaxInFlight: ptr.To(intstr.FromInt32(2)), MaxFailures: ptr.To[int32](1)},
+		{MaxUnhealthy: ptr.To(intstr.FromInt32(1)), MaxInFlight: ptr.To(intstr.FromString("5%"))},
+	} {
+		s := set(fmt.Sprintf("remediation-%d", i))
+		s.Spec.Remediation = rm.DeepCopy()
+		if err := e.Client.Create(ctx, s); err != nil {
+			t.Errorf("remediation %+v refused: %v", rm, err)
+			continue
+		}
+		if diff := cmp.Diff(rm, s.Spec.Remediation); diff != "" {
+			t.Errorf("remediation as stored (-sent +stored):\n%s", diff)
+		}
+	}
+	if ok.Spec.Remediation != nil {
+		t.Errorf("a set without remediation reads back with %+v", ok.Spec.Remediation)
+	}
+	// A duration Go would not parse is refused in the API, before the
+	// operator's cache would fail to decode it.
+	raw := []byte(`{"spec":{"remediation":{"startupWindow":"10 minutes"}}}`)
+	if err := e.Client.Patch(ctx, ok.DeepCopy(), client.RawPatch(types.MergePatchType, raw)); err == nil ||
+		!strings.Contains(err.Error(), "spec.remediation.startupWindow: Invalid value") {
+		t.Errorf("startupWindow \"10 minutes\": %v, want Invalid value", err)
 	}
 
 	// The selector cannot change.
@@ -206,8 +271,8 @@ func TestCRDs_KubectlColumnsAndScale(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if header := strings.Fields(strings.SplitN(out, "\n", 2)[0]); strings.Join(header, " ") != "NAME REPLICAS READY UP-TO-DATE AGE" {
-		t.Errorf("kubectl get vmreplicaset header %v, want NAME REPLICAS READY UP-TO-DATE AGE", header)
+	if header := strings.Fields(strings.SplitN(out, "\n", 2)[0]); strings.Join(header, " ") != "NAME REPLICAS READY UP-TO-DATE UNHEALTHY AGE" {
+		t.Errorf("kubectl get vmreplicaset header %v, want NAME REPLICAS READY UP-TO-DATE UNHEALTHY AGE", header)
 	}
 	if _, err := e.Kubectl(ctx, "scale", "vmrs/web", "-n", "cols", "--replicas=3"); err != nil {
 		t.Fatal(err)
@@ -222,6 +287,25 @@ func TestCRDs_KubectlColumnsAndScale(t *testing.T) {
 	for _, name := range []string{"vm", "vmrs"} {
 		if _, err := e.Kubectl(ctx, "get", name, "-n", "cols"); err != nil {
 			t.Errorf("kubectl get %s: %v", name, err)
+		}
+	}
+}
+
+// TestCRDs_Samples: every sample under config/samples is valid, as the API
+// server checks it (a server-side dry run).
+func TestCRDs_Samples(t *testing.T) {
+	e := env.Require(t)
+	ctx := context.Background()
+	if err := e.Client.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "samples"}}); err != nil {
+		t.Fatal(err)
+	}
+	samples, err := filepath.Glob(filepath.Join("..", "..", "config", "samples", "*.yaml"))
+	if err != nil || len(samples) == 0 {
+		t.Fatalf("no samples: %v", err)
+	}
+	for _, f := range samples {
+		if out, err := e.Kubectl(ctx, "apply", "--dry-run=server", "-n", "samples", "-f", f); err != nil {
+			t.Errorf("kubectl apply %s: %v\n%s", filepath.Base(f), err, out)
 		}
 	}
 }

@@ -142,7 +142,14 @@ type VirtualMachineStatus struct {
 	ObservedGeneration int64 `json:"observedGeneration,omitempty"`
 	// Conditions: Ready is true when the VM exists, is in the desired
 	// power state and, when that is PoweredOn, is ready as spec.readiness
-	// says; its lastTransitionTime is when it became so.
+	// says and its guest's heartbeat is not red (reason HeartbeatRed: the
+	// guest stopped answering); its lastTransitionTime is when it became
+	// so. Healthy says
+	// whether the VM passes the health check a set's spec.remediation
+	// acts on: True (reason Healthy), or False with the reason naming
+	// what fails (PoweredOff, HeartbeatRed; HeartbeatGray, HeartbeatYellow
+	// or NoAddress where spec.readiness needs a heartbeat or an address)
+	// and a message saying it; its lastTransitionTime is when that began.
 	// +listType=map
 	// +listMapKey=type
 	// +optional
@@ -162,6 +169,7 @@ type VirtualMachineStatus struct {
 // +kubebuilder:printcolumn:name="AGE",type=date,JSONPath=`.metadata.creationTimestamp`
 // +kubebuilder:printcolumn:name="HOSTNAME",type=string,JSONPath=`.status.hostname`,priority=1
 // +kubebuilder:printcolumn:name="UUID",type=string,JSONPath=`.status.instanceUUID`,priority=1
+// +kubebuilder:printcolumn:name="HEALTH",type=string,JSONPath=`.status.conditions[?(@.type=="Healthy")].reason`,priority=1
 type VirtualMachine struct {
 	metav1.TypeMeta   `json:",inline"`
 	metav1.ObjectMeta `json:"metadata,omitempty"`

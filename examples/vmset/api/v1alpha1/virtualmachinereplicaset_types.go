@@ -90,6 +90,76 @@ type VirtualMachineReplicaSetSpec struct {
 	// +kubebuilder:validation:Minimum=1
 	// +optional
 	ProgressDeadlineSeconds *int32 `json:"progressDeadlineSeconds,omitempty"`
+	// Remediation turns self-healing on: VMs that stay unhealthy (their
+	// Healthy condition False: powered off by someone else, a red guest
+	// heartbeat, not ready as spec.template.spec.readiness says) are
+	// reset in vCenter and, when that does not help, replaced, under
+	// guards that keep a fault outside the VMs from replacing them all.
+	// Absent: no self-healing. Empty ({}): self-healing with the safe
+	// defaults each field states.
+	// +optional
+	Remediation *Remediation `json:"remediation,omitempty"`
+}
+
+// Remediation is a set's self-healing policy, as replicaset.Remediation,
+// which states the rules: when a VM falls due, what is done, and the
+// guards. Every field is optional, and its default is safe: a VM is given
+// minutes before anything is done to it, a reset comes before a clone, and
+// a fault that makes many VMs unhealthy at once replaces none.
+type Remediation struct {
+	// StartupWindow is how long a VM has, from when its clone finished
+	// or it was last reset, to pass its health check; one that has not
+	// by then is remediated. A positive duration such as "90s" or "10m".
+	// Default 10m: a clone, its boot and a guest's first heartbeat take
+	// minutes.
+	// +kubebuilder:validation:XValidation:rule="self.size() <= 32 && self.matches('^([0-9]+([.][0-9]+)?(ns|us|ms|s|m|h))+$') && duration(self) > duration('0s')",message="must be a positive duration, such as 90s or 10m"
+	// +optional
+	StartupWindow *metav1.Duration `json:"startupWindow,omitempty"`
+	// UnhealthyWindow is how long a VM that was healthy may fail its
+	// health check without a break before it is remediated: longer than
+	// the blips that heal by themselves. A positive duration. Default 5m:
+	// longer than a vMotion, a VMware Tools restart or a network blip.
+	// +kubebuilder:validation:XValidation:rule="self.size() <= 32 && self.matches('^([0-9]+([.][0-9]+)?(ns|us|ms|s|m|h))+$') && duration(self) > duration('0s')",message="must be a positive duration, such as 90s or 10m"
+	// +optional
+	UnhealthyWindow *metav1.Duration `json:"unhealthyWindow,omitempty"`
+	// Backoff is how long the next replacement waits after one whose VM
+	// never became healthy, doubling with each further such one. A
+	// positive duration. Default 1m.
+	// +kubebuilder:validation:XValidation:rule="self.size() <= 32 && self.matches('^([0-9]+([.][0-9]+)?(ns|us|ms|s|m|h))+$') && duration(self) > duration('0s')",message="must be a positive duration, such as 90s or 10m"
+	// +optional
+	Backoff *metav1.Duration `json:"backoff,omitempty"`
+	// Restart resets a VM due for remediation in vCenter first (a hard
+	// reset, as the power button would) and gives it the start-up window
+	// again; only a VM still unhealthy after that is replaced. False
+	// replaces a VM at once. Default true: a reset takes seconds and
+	// keeps the VM, its disks and its address, where a replacement is a
+	// clone of minutes.
+	// +optional
+	Restart *bool `json:"restart,omitempty"`
+	// MaxUnhealthy is the storm guard: while more VMs are unhealthy than
+	// this, the fault is taken to be outside them (a storage or network
+	// outage) and none is remediated. A count of at least 1, or a
+	// percentage of spec.replicas rounded down (at least 1). Default 40%.
+	// +kubebuilder:validation:XIntOrString
+	// +kubebuilder:validation:XValidation:rule="type(self) == int ? self >= 1 : self.matches('^([1-9][0-9]?|100)%$')",message="must be a count of at least 1 or a percentage from 1% to 100%"
+	// +optional
+	MaxUnhealthy *intstr.IntOrString `json:"maxUnhealthy,omitempty"`
+	// MaxInFlight caps the remediations under way at once: VMs reset and
+	// in their start-up window, and unhealthy VMs being deleted. A count
+	// of at least 1, or a percentage of spec.replicas rounded up. Default
+	// 10% (so at least 1).
+	// +kubebuilder:validation:XIntOrString
+	// +kubebuilder:validation:XValidation:rule="type(self) == int ? self >= 1 : self.matches('^([1-9][0-9]?|100)%$')",message="must be a count of at least 1 or a percentage from 1% to 100%"
+	// +optional
+	MaxInFlight *intstr.IntOrString `json:"maxInFlight,omitempty"`
+	// MaxFailures is how many replacements in a row may never become
+	// healthy before remediation is suspended (the RemediationAllowed
+	// condition says Suspended) until a VM started since is healthy: a
+	// template whose VMs never become healthy costs that many clones, not
+	// an endless loop of them. Default 3.
+	// +kubebuilder:validation:Minimum=1
+	// +optional
+	MaxFailures *int32 `json:"maxFailures,omitempty"`
 }
 
 // UpdateStrategy says how a set replaces VMs made from an older template:
@@ -209,8 +279,22 @@ type VirtualMachineReplicaSetStatus struct {
 	// revision most of its VMs carry, or updateRevision once none does.
 	// +optional
 	CurrentRevision string `json:"currentRevision,omitempty"`
+	// UnhealthyReplicas counts live VMs that are unhealthy: failed, past
+	// their start-up window without having been healthy, or failing their
+	// health check after being healthy (a VM reset and in its start-up
+	// window is a remediation in flight, not counted). Set only with
+	// spec.remediation: kubectl's UNHEALTHY shows <none> without it.
+	// +optional
+	UnhealthyReplicas *int32 `json:"unhealthyReplicas,omitempty"`
+	// RemediationsAllowed is how many more VMs may be remediated now,
+	// with spec.remediation: zero while too many are unhealthy, while
+	// remediation backs off or is suspended, or while the cap in flight is
+	// reached. The RemediationAllowed condition says which.
+	// +optional
+	RemediationsAllowed *int32 `json:"remediationsAllowed,omitempty"`
 	// Conditions: ReplicaFailure, ScalingUp, ScalingDown, Ready,
-	// RolledOut, and ZonesBalanced when spec.zones is set.
+	// RolledOut, ZonesBalanced when spec.zones is set, and
+	// RemediationAllowed when spec.remediation is.
 	// +listType=map
 	// +listMapKey=type
 	// +optional
@@ -227,6 +311,7 @@ type VirtualMachineReplicaSetStatus struct {
 // +kubebuilder:printcolumn:name="REPLICAS",type=integer,JSONPath=`.status.replicas`
 // +kubebuilder:printcolumn:name="READY",type=integer,JSONPath=`.status.readyReplicas`
 // +kubebuilder:printcolumn:name="UP-TO-DATE",type=integer,JSONPath=`.status.updatedReplicas`
+// +kubebuilder:printcolumn:name="UNHEALTHY",type=integer,JSONPath=`.status.unhealthyReplicas`
 // +kubebuilder:printcolumn:name="AGE",type=date,JSONPath=`.metadata.creationTimestamp`
 // +kubebuilder:printcolumn:name="DESIRED",type=integer,JSONPath=`.spec.replicas`,priority=1
 // +kubebuilder:printcolumn:name="AVAILABLE",type=integer,JSONPath=`.status.availableReplicas`,priority=1
