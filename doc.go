@@ -14,8 +14,8 @@
 //
 //   - [github.com/replicakit/replicakit/replicaset] is the core: the replica
 //     state model, Compute (a scale plan from the desired count and the
-//     observed replicas, zones included), status arithmetic and slow-start
-//     sizes. It imports only the standard library, reads no clock and uses
+//     observed replicas, with zones, rollouts and self-healing), status
+//     arithmetic and slow-start sizes. It imports only the standard library, reads no clock and uses
 //     no global randomness.
 //   - [github.com/replicakit/replicakit/replicaset/execute] carries a plan out
 //     against a two-method Actuator (create a named replica, delete a

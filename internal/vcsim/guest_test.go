@@ -44,8 +44,15 @@ func TestReportGuest(t *testing.T) {
 	if vm, err := p.Get(ctx, "guest-0"); err != nil || vm.Heartbeat != vmprovider.HeartbeatRed || !slices.Equal(vm.IPAddresses, []string{"10.9.8.7"}) {
 		t.Errorf("after SetHeartbeat red: %+v, %v; want heartbeat red, the address kept", vm, err)
 	}
+	before, err := vcsim.PowerOns(ctx, s.Config(), "guest-0")
+	if err != nil {
+		t.Fatal(err)
+	}
 	if err := p.Reset(ctx, "guest-0", owner.UID); err != nil {
 		t.Fatal(err)
+	}
+	if after, err := vcsim.PowerOns(ctx, s.Config(), "guest-0"); err != nil || before != 1 || after != 2 {
+		t.Errorf("vCenter's power-on events: %d made, %d after a reset (%v); want 1, 2", before, after, err)
 	}
 	if vm, err := p.Get(ctx, "guest-0"); err != nil || vm.Heartbeat != vmprovider.HeartbeatRed {
 		t.Errorf("after a reset: %+v, %v; want the heartbeat left as the test set it", vm, err)

@@ -129,9 +129,14 @@ func decodeHealth(v string) (replicaset.Health, bool) {
 		Since: unstamp(j.Since), Reason: j.Reason, Restarted: j.Restarted, HealthyBefore: j.HealthyBefore}, true
 }
 
+// stamp writes t to the second, rounded up: every time kept starts a
+// window or a backoff, which then ends up to a second late, never early.
 func stamp(t time.Time) string {
 	if t.IsZero() {
 		return ""
+	}
+	if c := t.Truncate(time.Second); !c.Equal(t) {
+		t = c.Add(time.Second)
 	}
 	return t.UTC().Format(time.RFC3339)
 }

@@ -3,8 +3,11 @@
 // collector) from bin/, starts vmset-manager on its embedded vCenter
 // simulator, and then, with the real kubectl, creates a set of three VMs,
 // scales it to one and to two and deletes it; makes a set of web VMs ready
-// by their guests' addresses and rolls it onto more CPUs and memory; and
-// spreads a set over three zones, scales it and rolls it. After every step
+// by their guests' addresses and rolls it onto more CPUs and memory;
+// spreads a set over three zones, scales it and rolls it; spreads one
+// over two vCenters; and heals a set of six: a hung guest's VM reset and
+// then replaced, four hung at once held as a storm until they come back.
+// After every step
 // it checks the VirtualMachines in Kubernetes and the VMs in vCenter (over
 // the vSphere API) and exits 1 on any mismatch; while a set rolls, an
 // independent watch of its VirtualMachines checks that its available VMs

@@ -60,5 +60,8 @@ func (s *story) playVCenters(ctx context.Context) error {
 		return fmt.Errorf("kubectl get vmreplicaset -o wide shows no ZONES %q", want)
 	}
 	fmt.Println("\n# Delete the set")
-	return s.deleteSet(ctx, vcentersSet)
+	if err := s.deleteSet(ctx, vcentersSet); err != nil {
+		return err
+	}
+	return s.playHealing(ctx)
 }
