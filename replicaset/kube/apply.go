@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -12,6 +13,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
 	"sigs.k8s.io/controller-runtime/pkg/log"
 
+	"github.com/replicakit/replicakit/replicaset"
 	"github.com/replicakit/replicakit/replicaset/execute"
 )
 
@@ -100,10 +102,27 @@ func (r *Reconciler[O, C]) apply(ctx context.Context, o *observation, d decision
 				"children", out.changed)
 		}
 	}
-	if d.historyChanged {
-		out.historyErr = r.writeHistory(ctx, o.owner, d.history)
+	if h, changed := carriedHistory(o, d, out); changed {
+		out.historyErr = r.writeHistory(ctx, o.owner, h)
 	}
 	return out
+}
+
+// carriedHistory is the owner's remediation history after the pass as
+// carried out: a replacement whose delete failed (or was left, the child
+// having changed) was not made, so it is no failure of the history. It
+// reports whether the history changed.
+func carriedHistory(o *observation, d decision, out outcome) (replicaset.RemediationHistory, bool) {
+	if !d.historyChanged || len(d.plan.Replace) == 0 {
+		return d.history, d.historyChanged
+	}
+	p := d.plan
+	p.Replace = slices.DeleteFunc(slices.Clone(p.Replace), func(r replicaset.Replica) bool {
+		return !slices.Contains(out.acted.Deleted, r.Name)
+	})
+	before := historyOf(o.owner)
+	h := before.After(p, o.now)
+	return h, h != before
 }
 
 // versions maps each child's UID to its resourceVersion as the pass read

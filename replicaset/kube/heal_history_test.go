@@ -1,0 +1,85 @@
+package kube_test
+
+import (
+	"context"
+	"encoding/json"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/util/wait"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/client/interceptor"
+
+	"github.com/replicakit/replicakit/internal/faults"
+	"github.com/replicakit/replicakit/replicaset/kube"
+)
+
+// TestHeal_FailedDeleteIsNoFailedReplacement: children that never become
+// healthy are replaced when their start-up window ends, and each such
+// replacement is a failure in the owner's remediation history; but while
+// the API server refuses their deletes, nothing was replaced, and the
+// history must not count a failure (nor back off for one). Once deletes
+// go through, it does.
+func TestHeal_FailedDeleteIsNoFailedReplacement(t *testing.T) {
+	var refuse atomic.Bool
+	refuse.Store(true)
+	c, ns := startManagerWith(t, func(r *reconciler, _ ctrl.Manager) { r.Adapter = healthyWidgets{} },
+		func(o *ctrl.Options) {
+			o.NewClient = faults.NewClient(interceptor.Funcs{
+				Delete: func(ctx context.Context, c client.WithWatch, obj client.Object, opts ...client.DeleteOption) error {
+					if refuse.Load() { // the test deletes nothing: each is a child's
+						return apierrors.NewInternalError(errRefused)
+					}
+					return c.Delete(ctx, obj, opts...)
+				},
+			})
+		})
+	w := widget(ns, "history", 3)
+	_ = unstructured.SetNestedStringMap(w.Object, map[string]string{"health": "bad"}, "spec", "template", "data")
+	_ = unstructured.SetNestedMap(w.Object, map[string]any{"startupWindowSeconds": int64(1), "maxUnhealthy": int64(3)},
+		"spec", "remediation")
+	createObject(t, c, w)
+	converge(t, c, w, 3)
+
+	// The moment: a replacement's delete was tried and refused; the pass
+	// that tried it wrote the history before its events.
+	waitEvents(t, c, w, "FailedDelete")
+	if got := failures(t, c, w); got != 0 {
+		t.Fatalf("with every delete refused, the history counts %d failed replacements, want 0", got)
+	}
+
+	refuse.Store(false)
+	err := wait.PollUntilContextTimeout(t.Context(), 100*time.Millisecond, 20*time.Second, true, func(context.Context) (bool, error) {
+		return failures(t, c, w) > 0, nil
+	})
+	if err != nil {
+		t.Fatalf("once deletes go through, a replacement of a child never healthy counts no failure: %v", err)
+	}
+}
+
+// errRefused is the fault the test's API client answers deletes with.
+var errRefused = errorString("injected: delete refused")
+
+type errorString string
+
+func (e errorString) Error() string { return string(e) }
+
+// failures reads the owner's remediation history's failures.
+func failures(t *testing.T, c client.Client, w *unstructured.Unstructured) int {
+	t.Helper()
+	v := get(t, c, w).GetAnnotations()[kube.AnnotationRemediationHistory]
+	if v == "" {
+		return 0
+	}
+	var h struct {
+		Failures int `json:"failures"`
+	}
+	if err := json.Unmarshal([]byte(v), &h); err != nil {
+		t.Fatalf("%s=%q: %v", kube.AnnotationRemediationHistory, v, err)
+	}
+	return h.Failures
+}
