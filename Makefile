@@ -14,6 +14,8 @@ MODULES := . examples
 # Benchmarks run several times so benchratio can take medians.
 BENCH_COUNT ?= 5
 BENCH_TIME ?= 1s
+# Runs of each healing measurement (bench-heal, and bench-e2e's VM harness).
+HEAL_RUNS ?= 5
 # `make test` runs each fuzz target this long (its seeds, the cached
 # corpus, then new inputs); `make fuzz` runs each for FUZZTIME (1m).
 FUZZ_SHORT ?= 3s
@@ -141,12 +143,24 @@ bench:
 ## controller, with kwok making Pods Ready (time, CPU, writes, the fewest
 ## available Pods a watch saw; -rollout-only for that alone), printing the
 ## table of ratios and writes per replica; then 0→100 VMs through the
-## example operator beside raw provider clones, a settled set's cost and 100
-## sets of 3 at once (the examples module's own harness).
+## example operator beside raw provider clones, a settled set's cost, 100
+## sets of 3 at once and a hung guest healed, as bench-heal (the examples
+## module's own harness).
 .PHONY: bench-e2e
 bench-e2e: tools-kwok
 	go run ./internal/cmd/benche2e
-	go -C examples run ./internal/cmd/benchvms
+	go -C examples run ./internal/cmd/benchvms -heal-runs $(HEAL_RUNS)
+
+## bench-heal: a hung guest (its heartbeat red for good) in a set of 3
+## healing through the example operator on vcsim (unhealthyWindow 2s,
+## startupWindow 5s), reset then replaced, and replaced with restart off:
+## from the hang to the replacement serving, beside the floor (the
+## windows, one provider reset, one provider clone and power-on, measured
+## in the same run), HEAL_RUNS times each, printing each run and the
+## median [min–max] (about 2 minutes at 5 runs).
+.PHONY: bench-heal
+bench-heal: tools
+	go -C examples run ./internal/cmd/benchvms -heal-only -heal-runs $(HEAL_RUNS)
 
 ## fuzz: every native Go fuzz target of both modules, each for FUZZTIME
 ## (default 1m), printing how many inputs each ran and failing when one

@@ -28,10 +28,12 @@ func main() {
 	cpuprofile := flag.String("cpuprofile", "", "write this process's CPU profile (the example operator and vcsim run in it) to this file")
 	crds := flag.String("crds", "vmset/config/crd/bases", "the example operator's CRDs")
 	only := flag.Bool("vcenters-only", false, "measure only 0→N over two zones on two vCenters beside one")
+	healOnly := flag.Bool("heal-only", false, "measure only the healing of a hung guest, beside its floor")
+	healRuns := flag.Int("heal-runs", 5, "runs of each healing measurement (restart on, restart off)")
 	flag.Parse()
 	var k, m int
-	if _, err := fmt.Sscanf(*sets, "%dx%d", &k, &m); err != nil || k < 1 || m < 1 || *n < 1 {
-		fmt.Fprintf(os.Stderr, "benchvms: -vm-sets %q: want KxM, such as 100x3, and -vms at least 1\n", *sets)
+	if _, err := fmt.Sscanf(*sets, "%dx%d", &k, &m); err != nil || k < 1 || m < 1 || *n < 1 || *healRuns < 1 {
+		fmt.Fprintf(os.Stderr, "benchvms: -vm-sets %q: want KxM, such as 100x3, -vms and -heal-runs at least 1\n", *sets)
 		os.Exit(2)
 	}
 	// Only the controllers' errors, to standard error.
@@ -46,7 +48,7 @@ func main() {
 			os.Exit(2)
 		}
 	}
-	err := run(context.Background(), *crds, *n, k, m, *only)
+	err := run(context.Background(), *crds, *n, k, m, *only, *healOnly, *healRuns)
 	pprof.StopCPUProfile()
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "benchvms:", err)
@@ -55,7 +57,7 @@ func main() {
 }
 
 // run starts the API server, measures and prints the table.
-func run(ctx context.Context, crds string, n, sets, per int, vcentersOnly bool) (err error) {
+func run(ctx context.Context, crds string, n, sets, per int, vcentersOnly, healOnly bool, healRuns int) (err error) {
 	fmt.Println("Starting etcd and kube-apiserver ...")
 	env, err := testenv.Start(testenv.Options{CRDDirectoryPaths: []string{crds}, Scheme: vmcheck.Scheme()})
 	if err != nil {
@@ -74,18 +76,29 @@ func run(ctx context.Context, crds string, n, sets, per int, vcentersOnly bool) 
 	}
 	b := &bench{env: env, cs: cs, c: c, ns: benchkit.Namespaces{CS: cs}}
 	var rows []row
-	if !vcentersOnly {
+	if !vcentersOnly && !healOnly {
 		fmt.Printf("0→%d VMs through the example operator on vcsim ...\n", n)
 		if rows, err = b.vms(ctx, n, sets, per); err != nil {
 			return err
 		}
 	}
-	fmt.Printf("0→%d VMs over two zones, on one vCenter and on two ...\n", n)
-	vc, err := b.vcenters(ctx, n)
-	if err != nil {
-		return err
+	if !healOnly {
+		fmt.Printf("0→%d VMs over two zones, on one vCenter and on two ...\n", n)
+		vc, err := b.vcenters(ctx, n)
+		if err != nil {
+			return err
+		}
+		rows = append(rows, vc)
 	}
-	rows = append(rows, vc)
+	if !vcentersOnly {
+		fmt.Printf("A hung guest healed through the example operator (%d replicas, unhealthyWindow %v, startupWindow %v), %d runs ...\n",
+			healReplicas, healUnhealthyWindow, healStartupWindow, healRuns)
+		heal, err := b.heal(ctx, healRuns)
+		if err != nil {
+			return err
+		}
+		rows = append(rows, heal...)
+	}
 	w := tabwriter.NewWriter(os.Stdout, 0, 0, 2, ' ', 0)
 	fmt.Fprintln(w, "\nmeasurement\texample operator\tbaseline\tbaseline is\tratio\tgoal")
 	for _, r := range rows {
