@@ -44,11 +44,7 @@ func (p *partitioned) vmsOn(t *rapid.T, ep, owner string) []vmprovider.VM {
 // count.
 func TestSet_HealingGuards(t *testing.T) {
 	rapid.Check(t, func(t *rapid.T) {
-		p := newPartitioned()
-		c := &clock{now}
-		for _, f := range p.fakes {
-			f.Now = c.now
-		}
+		p, c := clockedPartition()
 		owner := vmprovider.Owner{UID: "uid-guards"}
 		s := twoVCenters(p, owner, "web")
 		rm := &replicaset.Remediation{

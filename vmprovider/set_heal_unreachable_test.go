@@ -19,11 +19,7 @@ import (
 // with its VM still hung, the unhealthy window runs from then: the VM is
 // reset when it ends, not at once.
 func TestSet_HealNothingInUnreachableEndpoint(t *testing.T) {
-	p := newPartitioned()
-	c := &clock{now}
-	for _, f := range p.fakes {
-		f.Now = c.now
-	}
+	p, c := clockedPartition()
 	owner := vmprovider.Owner{UID: "uid-part"}
 	s := twoVCenters(p, owner, "web")
 	s.Spec.Remediation = &replicaset.Remediation{Restart: true}
@@ -93,11 +89,7 @@ func TestSet_HealNothingInUnreachableEndpoint(t *testing.T) {
 // then, not from the boot the Set never saw, so it is restarted when that
 // window ends, not at once.
 func TestSet_HealLostCreateStartsWhenSeen(t *testing.T) {
-	p := newPartitioned()
-	c := &clock{now}
-	for _, f := range p.fakes {
-		f.Now = c.now
-	}
+	p, c := clockedPartition()
 	owner := vmprovider.Owner{UID: "uid-lost"}
 	s := twoVCenters(p, owner, "web")
 	rm := &replicaset.Remediation{Restart: true, StartupWindow: 5 * time.Minute}
@@ -134,4 +126,15 @@ func TestSet_HealLostCreateStartsWhenSeen(t *testing.T) {
 	if got := p.fakes["west"].Resets(); !slices.Equal(got, lost) {
 		t.Errorf("once its start-up window ran from west's return: west reset %v, want %v (plan %v)", got, lost, plan)
 	}
+}
+
+// clockedPartition is newPartitioned with every endpoint's fake on one
+// clock, which starts at now.
+func clockedPartition() (*partitioned, *clock) {
+	p := newPartitioned()
+	c := &clock{now}
+	for _, f := range p.fakes {
+		f.Now = c.now
+	}
+	return p, c
 }

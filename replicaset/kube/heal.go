@@ -129,16 +129,15 @@ func decodeHealth(v string) (replicaset.Health, bool) {
 		Since: unstamp(j.Since), Reason: j.Reason, Restarted: j.Restarted, HealthyBefore: j.HealthyBefore}, true
 }
 
-// stamp writes t to the second, rounded up: every time kept starts a
-// window or a backoff, which then ends up to a second late, never early.
+// stamp writes t to the nanosecond (RFC 3339 with the fraction Go keeps,
+// none for whole seconds), so that a window or backoff measured from it
+// ends when it should; times written to the second, as earlier releases
+// did, read back too.
 func stamp(t time.Time) string {
 	if t.IsZero() {
 		return ""
 	}
-	if c := t.Truncate(time.Second); !c.Equal(t) {
-		t = c.Add(time.Second)
-	}
-	return t.UTC().Format(time.RFC3339)
+	return t.UTC().Format(time.RFC3339Nano)
 }
 
 func unstamp(s string) time.Time {

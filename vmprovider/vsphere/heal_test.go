@@ -9,11 +9,9 @@ import (
 
 	"github.com/replicakit/replicakit/deletionpolicy"
 	simfaults "github.com/replicakit/replicakit/internal/vcsim"
-	"github.com/replicakit/replicakit/internal/vcsimtest"
 	"github.com/replicakit/replicakit/naming"
 	"github.com/replicakit/replicakit/replicaset"
 	"github.com/replicakit/replicakit/vmprovider"
-	"github.com/replicakit/replicakit/vmprovider/vsphere"
 )
 
 // TestSet_HealsInVCenter: a Set of 3 VMs in vCenter, healing with
@@ -25,14 +23,8 @@ import (
 // passes take the time as an argument, so each is made at the moment a
 // window ends, not slept toward.
 func TestSet_HealsInVCenter(t *testing.T) {
-	faults := &simfaults.Faults{}
-	sim := vcsimtest.StartFaulty(t, faults)
+	faults, sim, p := startCounted(t)
 	ctx := context.Background()
-	p, err := vsphere.New(ctx, sim.Config())
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = p.Close(context.Background()) })
 	set := &vmprovider.Set{
 		Provider: p,
 		Template: vmprovider.Spec{Owner: ownerA, PowerOn: true},

@@ -5,23 +5,14 @@ import (
 	"errors"
 	"testing"
 
-	simfaults "github.com/replicakit/replicakit/internal/vcsim"
-	"github.com/replicakit/replicakit/internal/vcsimtest"
 	"github.com/replicakit/replicakit/vmprovider"
-	"github.com/replicakit/replicakit/vmprovider/vsphere"
 )
 
 // TestReset: a reset restarts the owner's VM in vCenter (a boot time
 // after the one before), powers on one that is off, and refuses a VM
 // without the owner's mark and one that is gone.
 func TestReset(t *testing.T) {
-	faults := &simfaults.Faults{}
-	sim := vcsimtest.StartFaulty(t, faults)
-	p, err := vsphere.New(context.Background(), sim.Config())
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = p.Close(context.Background()) })
+	faults, _, p := startCounted(t)
 	ctx := context.Background()
 	for _, on := range []bool{true, false} {
 		name := map[bool]string{true: "r-on", false: "r-off"}[on]

@@ -19,6 +19,7 @@ import (
 	"github.com/vmware/govmomi/vim25/types"
 
 	"github.com/replicakit/replicakit/deletionpolicy"
+	simfaults "github.com/replicakit/replicakit/internal/vcsim"
 	"github.com/replicakit/replicakit/internal/vcsimtest"
 	"github.com/replicakit/replicakit/naming"
 	"github.com/replicakit/replicakit/replicaset/execute"
@@ -39,6 +40,20 @@ func start(t *testing.T) (*vcsimtest.Sim, *vsphere.Provider) {
 	}
 	t.Cleanup(func() { _ = p.Close(context.Background()) })
 	return sim, p
+}
+
+// startCounted is start with the simulator counting its calls (and able
+// to fail them): faults.Calls says what vCenter was asked.
+func startCounted(t *testing.T) (*simfaults.Faults, *vcsimtest.Sim, *vsphere.Provider) {
+	t.Helper()
+	faults := &simfaults.Faults{}
+	sim := vcsimtest.StartFaulty(t, faults)
+	p, err := vsphere.New(context.Background(), sim.Config())
+	if err != nil {
+		t.Fatalf("New: %v", err)
+	}
+	t.Cleanup(func() { _ = p.Close(context.Background()) })
+	return faults, sim, p
 }
 
 // count returns how many VMs of the inventory are called name.

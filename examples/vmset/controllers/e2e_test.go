@@ -76,6 +76,13 @@ func waitState(t *testing.T, e *testenv.Env, sim *vcsimtest.Sim, ns, what string
 // createSet creates namespace ns and in it the set test-rs of n replicas.
 func createSet(t *testing.T, e *testenv.Env, ns string, n int32) {
 	t.Helper()
+	createSetWith(t, e, ns, n, nil)
+}
+
+// createSetWith is createSet with edit changing the set before it is
+// created.
+func createSetWith(t *testing.T, e *testenv.Env, ns string, n int32, edit func(*vmv1.VirtualMachineReplicaSet)) {
+	t.Helper()
 	ctx := context.Background()
 	if err := e.Client.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}); err != nil {
 		t.Fatal(err)
@@ -90,6 +97,9 @@ func createSet(t *testing.T, e *testenv.Env, ns string, n int32) {
 				Spec:     vmv1.VirtualMachineSpec{CPUs: 1, MemoryMiB: 512},
 			},
 		},
+	}
+	if edit != nil {
+		edit(set)
 	}
 	if err := e.Client.Create(ctx, set); err != nil {
 		t.Fatal(err)

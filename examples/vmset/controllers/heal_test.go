@@ -10,7 +10,6 @@ import (
 	"time"
 
 	"github.com/google/go-cmp/cmp"
-	corev1 "k8s.io/api/core/v1"
 	eventsv1 "k8s.io/api/events/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -57,25 +56,7 @@ func startCounting(t *testing.T) (*testenv.Env, *vcsimtest.Sim, *vcsim.Faults) {
 // replicas healing by rm.
 func createHealingSet(t *testing.T, e *testenv.Env, ns string, n int32, rm *vmv1.Remediation) {
 	t.Helper()
-	ctx := context.Background()
-	if err := e.Client.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}); err != nil {
-		t.Fatal(err)
-	}
-	set := &vmv1.VirtualMachineReplicaSet{
-		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "test-rs"},
-		Spec: vmv1.VirtualMachineReplicaSetSpec{
-			Replicas: ptr.To(n),
-			Selector: &vmv1.LabelSelector{MatchLabels: map[string]string{"app": "test-rs"}},
-			Template: vmv1.VirtualMachineTemplate{
-				Metadata: vmv1.TemplateMetadata{Labels: map[string]string{"app": "test-rs"}},
-				Spec:     vmv1.VirtualMachineSpec{CPUs: 1, MemoryMiB: 512},
-			},
-			Remediation: rm,
-		},
-	}
-	if err := e.Client.Create(ctx, set); err != nil {
-		t.Fatal(err)
-	}
+	createSetWith(t, e, ns, n, func(s *vmv1.VirtualMachineReplicaSet) { s.Spec.Remediation = rm })
 }
 
 // healthAnnotation is what the binding keeps of a VM's health
