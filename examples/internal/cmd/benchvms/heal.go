@@ -51,15 +51,14 @@ type healRun struct {
 	rawReset   time.Duration // one provider Reset (median of floorSamples)
 	rawCreate  time.Duration // one provider Create, clone and power-on (median)
 	resetCalls int64
-	// The binding's own clock, from its health annotation (kept to the
-	// second): when it took the guest to have become unhealthy, and when
+	// The binding's own clock, from its health annotation: when it took the guest to have become unhealthy, and when
 	// it recorded the reset as the start of the new start-up window, each
 	// from the hang.
 	since, started time.Duration
 }
 
 // stampFloor is the floor as the binding counts its windows: from the
-// times its health annotation recorded (truncated to the second), not
+// times its health annotation recorded, not
 // from the hang and the reset.
 func (r healRun) stampFloor() time.Duration {
 	if r.restart {
@@ -109,7 +108,7 @@ func (b *bench) heal(ctx context.Context, runs int) ([]row, error) {
 			ratios = append(ratios, float64(r.serving)/float64(r.floor()))
 		}
 		fmt.Printf("  %s over %d runs, median [min–max]:\n", name, len(rs))
-		fmt.Printf("    hang→Healthy False %s; →health recorded unhealthy %s, its since (kept to the second) %s\n", pick(func(r healRun) time.Duration { return r.sick }),
+		fmt.Printf("    hang→Healthy False %s; →health recorded unhealthy %s, its since %s\n", pick(func(r healRun) time.Duration { return r.sick }),
 			pick(func(r healRun) time.Duration { return r.recorded }), pick(func(r healRun) time.Duration { return r.since }))
 		if restart {
 			fmt.Printf("    hang→reset done in vCenter %s (floor: window %v + reset %s)\n", pick(func(r healRun) time.Duration { return r.reset }),
@@ -120,7 +119,7 @@ func (b *bench) heal(ctx context.Context, runs int) ([]row, error) {
 		fmt.Printf("    floor %s (clone+power-on %s); overhead %s; ratio %s\n", pick(healRun.floor),
 			pick(func(r healRun) time.Duration { return r.rawCreate }), pick(func(r healRun) time.Duration { return r.serving - r.floor() }), spreadRatio(ratios))
 		if restart {
-			fmt.Printf("    the restart recorded as started (to the second) %s from the hang, %s from the reset done\n",
+			fmt.Printf("    the restart recorded as started %s from the hang, %s from the reset done\n",
 				pick(func(r healRun) time.Duration { return r.started }), pick(func(r healRun) time.Duration { return r.started - r.reset }))
 		}
 		fmt.Printf("    floor by the binding's recorded stamps %s; overhead beyond it %s\n", pick(healRun.stampFloor),
