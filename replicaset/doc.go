@@ -316,7 +316,26 @@
 // then by when they fell due. HealthStatus says what the pass found, with
 // Allowed, Cluster API's remediationsAllowed; NextCheck is when a window
 // or a backoff ends, so that a binding requeues for it: no event marks
-// that moment.
+// that moment. While a storm holds, every unhealthy replica is named in
+// its HoldTooManyUnhealthy hold, due or not, and no window is a time to
+// look again (they run from the storm's end, which a change of health
+// marks): NextCheck is then only a backoff's end, if any.
+//
+// What a binding keeps, pass to pass, for each replica's Health: set
+// Started when the replica begins to run (its clone finished: the first
+// pass that sees it past PhasePending); feed every health check's answer
+// to Health.Observe; once it has restarted a replica of Plan.Restart,
+// record it with Health.Restart; and keep it where a restarted binding
+// finds it again (on the replica: an annotation, a property). Ready stays
+// what readiness says: a replica that reads as Ready while its check
+// fails is judged by its health, not its readiness. Keep the set's
+// RemediationHistory with RemediationHistory.After, given the plan as
+// carried out: a replacement whose delete failed was not made.
+//
+// Remediation.Restart is off in the zero Remediation: a replica due is
+// replaced. Turn it on where a restart is cheaper than a replacement and
+// can mend what fails (a VM reset against a hung guest); the example
+// operator turns it on by default.
 //
 // The defaults: the start-up window (DefaultStartupWindow, 10 minutes) is
 // Cluster API's nodeStartupTimeout, as a clone, its boot and a guest's

@@ -39,6 +39,12 @@ func decideHealing(spec *Spec, current []Replica, now time.Time) healing {
 	}
 	hist := spec.RemediationHistory
 	var none Health
+	// windowNext is when the first window still running ends; waiting
+	// lists the unhealthy replicas whose window runs. In a storm nothing
+	// falls due (the windows run from its end), so neither is a time to
+	// look again, and the storm holds them all.
+	var windowNext time.Time
+	var waiting []int
 	recovering := hist.Failures > 0
 	stormEnd := hist.Storm
 	if hist.Storming {
@@ -98,7 +104,12 @@ func decideHealing(spec *Spec, current []Replica, now time.Time) healing {
 		switch {
 		case at.IsZero():
 		case now.Before(at):
-			next(at)
+			if windowNext.IsZero() || at.Before(windowNext) {
+				windowNext = at
+			}
+			if unhealthy && !hl.Skip {
+				waiting = append(waiting, i)
+			}
 		default:
 			dues = append(dues, due{i: i, at: at, asked: hl.Now, failed: r.Phase == PhaseFailed})
 		}
@@ -171,6 +182,13 @@ func decideHealing(spec *Spec, current []Replica, now time.Time) healing {
 		} else {
 			h.replace = append(h.replace, d.i)
 		}
+	}
+	if storm {
+		for _, i := range waiting {
+			held[HoldTooManyUnhealthy] = append(held[HoldTooManyUnhealthy], current[i].Name)
+		}
+	} else if !windowNext.IsZero() {
+		next(windowNext)
 	}
 	if len(held[HoldRemediationBackoff]) > 0 {
 		next(resume)

@@ -147,7 +147,7 @@ func healingGuards(t *rapid.T) {
 	}
 	rm := *spec.Remediation
 	known := map[string]bool{}
-	unhealthy, inFlight, recovered := 0, 0, false
+	unhealthy, inFlight, recovered, heldByStorm := 0, 0, false, 0
 	unhealthyIn, liveIn := map[string]int{}, map[string]int{}
 	var next time.Time
 	for _, r := range rs {
@@ -180,6 +180,9 @@ func healingGuards(t *rapid.T) {
 		if bad {
 			unhealthy++
 			unhealthyIn[r.Zone]++
+			if !h.Skip && !h.Now && r.Phase != replicaset.PhaseFailed {
+				heldByStorm++
+			}
 		}
 		if !due.IsZero() && now.Before(due) && (next.IsZero() || due.Before(next)) {
 			next = due
@@ -262,6 +265,13 @@ func healingGuards(t *rapid.T) {
 		surge := spec.Strategy.Limits(spec.Desired).Surge
 		if p.Create > 0 && len(rs)+p.Create > max(spec.Desired+surge, len(rs)) {
 			t.Fatalf("%d replicas and %d creates, over Desired %d + MaxSurge %d: %v", len(rs), p.Create, spec.Desired, surge, p)
+		}
+	}
+	if p.Health.Storm {
+		next = time.Time{} // in a storm no window ends: they run from its end
+		if len(spec.Unreachable) == 0 && heldByStorm > 0 &&
+			!slices.ContainsFunc(p.Holds, func(h replicaset.Hold) bool { return h.By == replicaset.HoldTooManyUnhealthy }) {
+			t.Fatalf("a storm with %d unhealthy replicas waiting on it, yet no TooManyUnhealthy hold: %v", heldByStorm, p)
 		}
 	}
 	backoff := slices.ContainsFunc(p.Holds, func(h replicaset.Hold) bool { return h.By == replicaset.HoldRemediationBackoff })

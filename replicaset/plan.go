@@ -48,8 +48,8 @@ type Plan struct {
 	Unknown []Replica
 	// Restart lists the replicas to restart to remediate them
 	// (Remediation.Restart): the caller restarts each (a VM reset) and
-	// records it in its Health (Started at the restart, Healthy false,
-	// Restarted true). Empty without Spec.Remediation.
+	// records it in its Health with Health.Restart. Empty without
+	// Spec.Remediation.
 	Restart []Replica
 	// Replace lists the replicas this pass replaces to remediate them
 	// (Spec.Remediation), in the order remediation chose them, or because
@@ -69,7 +69,8 @@ type Hold struct {
 	// By is the setting or bound that holds them.
 	By HoldKind
 	// Waiting is how many replicas it holds: replicas on older revisions
-	// that stay (or, for HoldMaxSurge, new replicas not yet created).
+	// that stay (or, for HoldMaxSurge, new replicas not yet created), or,
+	// for a remediation guard, replicas that wait to be remediated.
 	Waiting int
 	// Reason says what waits and on what, in a sentence a person can act
 	// on.

@@ -128,12 +128,12 @@ func TestSet_HealStormHeld(t *testing.T) {
 	c.t = p.Health.NextCheck
 	hang("web-3", "web-5")
 	p = scale(t, s, c, 6)
-	if !slices.ContainsFunc(p.Holds, func(h replicaset.Hold) bool { return h.By == replicaset.HoldTooManyUnhealthy && h.Waiting == 2 }) {
-		t.Errorf("the pass the storm began, as web-0 and web-2 fell due: holds %v, want HoldTooManyUnhealthy of 2", p.Holds)
-	}
 	for end := c.t.Add(time.Hour); ; c.t = c.t.Add(30 * time.Second) {
 		if len(p.Restart)+len(p.Replace)+len(p.Delete) > 0 || p.Create > 0 {
 			t.Fatalf("at +%v, in the storm: %v", c.t.Sub(now), p)
+		}
+		if !slices.ContainsFunc(p.Holds, func(h replicaset.Hold) bool { return h.By == replicaset.HoldTooManyUnhealthy && h.Waiting == 4 }) {
+			t.Fatalf("at +%v, in the storm: holds %v, want HoldTooManyUnhealthy naming all 4", c.t.Sub(now), p.Holds)
 		}
 		if !p.Health.Storm || p.Health.Allowed != 0 || p.Health.Unhealthy != 4 {
 			t.Fatalf("at +%v: health %+v, want a storm of 4, nothing allowed", c.t.Sub(now), p.Health)

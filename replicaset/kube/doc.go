@@ -262,6 +262,8 @@
 //		_ kube.Zoner[*corev1.Pod]                        = poolAdapter{}
 //		_ kube.InPlaceUpdater[*WorkerPool, *corev1.Pod]  = poolAdapter{}
 //		_ kube.TemplateMatcher[*WorkerPool, *corev1.Pod] = poolAdapter{}
+//		_ kube.HealthChecker[*corev1.Pod]                = poolAdapter{}
+//		_ kube.Restarter[*WorkerPool, *corev1.Pod]       = poolAdapter{}
 //	)
 //
 // An owner's API usually gives a rollout's maxSurge, maxUnavailable and

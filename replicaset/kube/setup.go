@@ -47,7 +47,8 @@ const anySelector = "*"
 // their selector, so an orphan's owners are found from its labels.
 //
 // It logs, to the manager's logger, which of the optional interfaces
-// ([Zoner], [InPlaceUpdater], [TemplateMatcher]) the Adapter implements
+// ([Zoner], [InPlaceUpdater], [TemplateMatcher], [HealthChecker],
+// [Restarter]) the Adapter implements
 // and which it does not, and an error for each it seems meant to
 // implement but does not (a method of the interface's with another
 // signature, or on the pointer of an Adapter given as a value): the
