@@ -224,7 +224,8 @@ type HealthStatus struct {
 	BackoffUntil time.Time
 	// Suspended reports that MaxFailures replacements in a row failed:
 	// nothing is remediated until a replica that started since becomes
-	// healthy (or the binding clears the history, as on a new template).
+	// healthy, or the binding clears the history: the Kubernetes binding
+	// and vmprovider.Set do on a template of another revision.
 	Suspended bool
 	// Recovered reports that a replica that started no earlier than the
 	// last failed replacement has been healthy: RemediationHistory.After

@@ -95,7 +95,9 @@ import (
 // pass, the backoff and the count of failed replacements start again
 // from zero, so remediation comes later than it would have, never
 // earlier (a template whose VMs never become healthy costs up to
-// MaxFailures more clones per restart). Nil Remediation plans exactly as
+// MaxFailures more clones per restart). A Template of another revision
+// (SetTemplate) clears the failed replacements too: they were the old
+// template's, so a mended template heals again. Nil Remediation plans exactly as
 // without healing, and forgets what was kept.
 //
 // # Refusals
@@ -332,6 +334,10 @@ func (s *Set) spec(desired int, now time.Time) replicaset.Spec {
 	spec.Revision, spec.Strategy = "", replicaset.Strategy{}
 	spec.RemediationHistory = replicaset.RemediationHistory{}
 	if spec.Remediation != nil {
+		if rev := TemplateRevision(s.Template); rev != s.heal.revision {
+			s.heal.history.Failures, s.heal.history.Last = 0, time.Time{}
+			s.heal.revision = rev
+		}
 		spec.RemediationHistory = s.heal.history
 	}
 	if s.Rollout != nil {

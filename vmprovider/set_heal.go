@@ -18,6 +18,10 @@ type healState struct {
 	health  map[string]replicaset.Health // by healthKey
 	history replicaset.RemediationHistory
 	last    time.Time
+	// revision is the Template's revision (TemplateRevision) the
+	// history's failures were counted under: a Template of another
+	// revision clears them, so that a mended template heals again.
+	revision string
 }
 
 // endpointResetter is a Provider that resets a VM on one endpoint only,

@@ -218,6 +218,14 @@ func TestSet_HealBadTemplateSuspends(t *testing.T) {
 	if got := len(names(t, f, "uid-heal")); got != 6 {
 		t.Errorf("%d VMs, want 6", got)
 	}
+	// A mended template: the failures were another template's, so
+	// remediation goes on.
+	tmpl := s.Template
+	tmpl.CPUs++
+	s.SetTemplate(tmpl)
+	if p := pass(); p.Health.Suspended || len(p.Replace) == 0 {
+		t.Errorf("on a new template: %v, health %+v; want remediation going on, not suspended", p, p.Health)
+	}
 }
 
 // noReset hides the Fake's Reset, as a wrapper that embeds the Provider

@@ -103,7 +103,7 @@ func (r *Reconciler[O, C]) apply(ctx context.Context, o *observation, d decision
 		}
 	}
 	if h, changed := carriedHistory(o, d, out); changed {
-		out.historyErr = r.writeHistory(ctx, o.owner, h)
+		out.historyErr = r.writeHistory(ctx, o.owner, h, o.revision)
 	}
 	return out
 }
@@ -120,9 +120,9 @@ func carriedHistory(o *observation, d decision, out outcome) (replicaset.Remedia
 	p.Replace = slices.DeleteFunc(slices.Clone(p.Replace), func(r replicaset.Replica) bool {
 		return !slices.Contains(out.acted.Deleted, r.Name)
 	})
-	before := historyOf(o.owner)
+	before, cleared := historyFor(o)
 	h := before.After(p, o.now)
-	return h, h != before
+	return h, h != before || cleared
 }
 
 // versions maps each child's UID to its resourceVersion as the pass read

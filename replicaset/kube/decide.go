@@ -175,9 +175,9 @@ func decide(o *observation, rl rules) decision {
 	if o.spec.Remediation == nil {
 		d.replaced = d.plan.Replace // failed in their zones (Spec.ReplaceFailed)
 	} else {
-		before := historyOf(o.owner)
+		before, cleared := historyFor(o)
 		d.history = before.After(d.plan, o.now)
-		d.historyChanged = d.history != before
+		d.historyChanged = d.history != before || cleared
 	}
 	return d
 }
@@ -250,7 +250,7 @@ func planSpec(o *observation, rl rules) replicaset.Spec {
 		Zones: o.spec.Zones, ZoneBackoff: o.backoff, Rebalance: o.spec.Rebalance, Unreachable: o.spec.Unreachable,
 		Remediation: o.spec.Remediation, ReplaceFailed: len(o.spec.Zones) > 0}
 	if o.spec.Remediation != nil {
-		s.RemediationHistory = historyOf(o.owner)
+		s.RemediationHistory, _ = historyFor(o)
 	}
 	if o.spec.Rollout != nil {
 		s.Revision, s.Strategy = o.revision, *o.spec.Rollout

@@ -229,7 +229,11 @@
 // binding first saw it). [AnnotationSkipRemediation] and
 // [AnnotationRemediate] on a child opt it out or ask for it now. The
 // set's failed replacements are kept on the owner, in
-// [AnnotationRemediationHistory]. A restart goes to the Adapter's
+// [AnnotationRemediationHistory], with the template revision they were
+// counted under (with Spec.Rollout): a pass on another revision clears
+// them, so that a template mended, or rolled back to, heals again instead
+// of staying suspended. Without Spec.Rollout, remove the annotation to
+// resume a suspended remediation. A restart goes to the Adapter's
 // [Restarter]; an owner asking for restarts from an Adapter that is no
 // Restarter is refused (ReplicaFailure InvalidSpec). Status reports
 // UnhealthyReplicas and RemediationsAllowed, the RemediationAllowed

@@ -226,6 +226,11 @@ type historyJSON struct {
 	Last     string `json:"last,omitempty"`
 	Storming bool   `json:"storming,omitempty"`
 	Storm    string `json:"storm,omitempty"`
+	// Revision is the template revision (RevisionLabel) the failures
+	// were counted under, with Spec.Rollout: a pass on another revision
+	// clears them, so that a template mended (or one rolled back to)
+	// heals again instead of staying suspended.
+	Revision string `json:"revision,omitempty"`
 }
 
 // historyOf reads the owner's AnnotationRemediationHistory; a malformed
@@ -238,9 +243,30 @@ func historyOf(owner client.Object) replicaset.RemediationHistory {
 	return replicaset.RemediationHistory{Failures: j.Failures, Last: unstamp(j.Last), Storming: j.Storming, Storm: unstamp(j.Storm)}
 }
 
-// encodeHistory spells h as AnnotationRemediationHistory holds it.
-func encodeHistory(h replicaset.RemediationHistory) string {
-	raw, _ := json.Marshal(historyJSON{Failures: h.Failures, Last: stamp(h.Last), Storming: h.Storming, Storm: stamp(h.Storm)})
+// historyFor is the owner's history as o's pass plans with it: the
+// failures counted under another template revision than o's are cleared
+// (historyJSON.Revision). changed reports that the annotation no longer
+// says so.
+func historyFor(o *observation) (h replicaset.RemediationHistory, changed bool) {
+	h = historyOf(o.owner)
+	var j historyJSON
+	_ = json.Unmarshal([]byte(o.owner.GetAnnotations()[AnnotationRemediationHistory]), &j)
+	if h.Failures > 0 && o.revision != "" && j.Revision != "" && j.Revision != o.revision {
+		h.Failures, h.Last = 0, time.Time{}
+		return h, true
+	}
+	return h, false
+}
+
+// encodeHistory spells h as AnnotationRemediationHistory holds it, its
+// failures counted under the template revision revision ("" without
+// Spec.Rollout).
+func encodeHistory(h replicaset.RemediationHistory, revision string) string {
+	j := historyJSON{Failures: h.Failures, Last: stamp(h.Last), Storming: h.Storming, Storm: stamp(h.Storm)}
+	if h.Failures > 0 {
+		j.Revision = revision
+	}
+	raw, _ := json.Marshal(j)
 	return string(raw)
 }
 
@@ -314,8 +340,8 @@ func (r *Reconciler[O, C]) restart(ctx context.Context, o *observation, rs []res
 
 // writeHistory patches the owner's AnnotationRemediationHistory to h
 // (removing it when h is the zero history), reading nothing back.
-func (r *Reconciler[O, C]) writeHistory(ctx context.Context, owner client.Object, h replicaset.RemediationHistory) error {
-	var v any = encodeHistory(h)
+func (r *Reconciler[O, C]) writeHistory(ctx context.Context, owner client.Object, h replicaset.RemediationHistory, revision string) error {
+	var v any = encodeHistory(h, revision)
 	if h == (replicaset.RemediationHistory{}) {
 		v = nil
 	}

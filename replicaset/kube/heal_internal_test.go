@@ -111,3 +111,30 @@ func TestStamp_Exact(t *testing.T) {
 		}
 	})
 }
+
+// TestHistory_ClearedOnAnotherRevision: failures counted under one
+// template revision suspend remediation under it, but not under another
+// (a template mended, or one rolled back to): the pass on the new
+// revision plans with them cleared and writes the history so.
+func TestHistory_ClearedOnAnotherRevision(t *testing.T) {
+	for _, tt := range []struct {
+		recorded  string
+		suspended bool
+	}{{"B", true}, {"A", false}} {
+		suspended := encodeHistory(replicaset.RemediationHistory{Failures: 3, Last: testNow.Add(-time.Minute)}, tt.recorded)
+		o := observed(3, kids(kid("web-0", kept(healthyFor(time.Hour)), onRev("B")), kid("web-1", kept(healthyFor(time.Hour)), onRev("B")),
+			kid("web-2", kept(sickFor(10*time.Minute)), sick("HeartbeatRed"), onRev("B"))),
+			healing(replicaset.Remediation{}), rolling("B"),
+			func(o *observation) {
+				o.owner.SetAnnotations(map[string]string{AnnotationRemediationHistory: suspended})
+			})
+		d := decide(o, ordinal)
+		if d.plan.Health.Suspended != tt.suspended {
+			t.Errorf("failures counted under %s, the template at B: suspended %v, want %v (%v)", tt.recorded, d.plan.Health.Suspended, tt.suspended, d.plan)
+		}
+		if !tt.suspended && (!d.historyChanged || d.history.Failures != 0 || len(d.plan.Replace) != 1) {
+			t.Errorf("failures counted under %s, the template at B: history %+v (changed %v), replaced %v; want cleared and written, web-2 replaced",
+				tt.recorded, d.history, d.historyChanged, d.plan.Replace)
+		}
+	}
+}

@@ -47,7 +47,7 @@ func remediationCondition(o *observation, d decision) metav1.Condition {
 	h := d.plan.Health
 	counts := fmt.Sprintf("%d unhealthy, %d remediations under way, %d more allowed", h.Unhealthy, h.InFlight, h.Allowed)
 	held := map[hold]string{holdFailure: ReasonReplicaFailure, holdPaused: ReasonPaused, holdDeleting: ReasonOwnerDeleting}[d.hold]
-	history := historyOf(o.owner)
+	history, _ := historyFor(o)
 	switch {
 	case held != "":
 		c.Reason, c.Message = held, "nothing is remediated while the pass holds"

@@ -258,6 +258,6 @@ func renderHealing(b *strings.Builder, d decision, v verdict) {
 		fmt.Fprintf(b, "restart %s, then write %s=%s\n", r.from.GetName(), AnnotationHealth, r.to.GetAnnotations()[AnnotationHealth])
 	}
 	if d.historyChanged {
-		fmt.Fprintf(b, "write owner %s=%s\n", AnnotationRemediationHistory, encodeHistory(d.history))
+		fmt.Fprintf(b, "write owner %s=%s\n", AnnotationRemediationHistory, encodeHistory(d.history, ""))
 	}
 }
