@@ -115,6 +115,7 @@ func TestChaos(t *testing.T) {
 	run("heal-blip", func(t *seeded) row { return healBlip(t, e) })
 	run("heal-partition", func(t *seeded) row { return healPartition(t, e) })
 	run("heal-rollout", func(t *seeded) row { return healRollout(t, e) })
+	run("heal-bad-template", func(t *seeded) row { return healBadTemplate(t, e) })
 	var b strings.Builder
 	w := tabwriter.NewWriter(&b, 0, 0, 2, ' ', 0)
 	fmt.Fprintln(w, "scenario\tsteps\tfaults injected\tmax children\tfinal\tleaked VMs\tduplicate VMs\tforeign changed\ttime")
