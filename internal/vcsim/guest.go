@@ -2,9 +2,13 @@ package vcsim
 
 import (
 	"context"
+	"errors"
 	"fmt"
+	"sync"
+	"time"
 
 	"github.com/vmware/govmomi/find"
+	"github.com/vmware/govmomi/object"
 	"github.com/vmware/govmomi/vim25/types"
 
 	"github.com/replicakit/replicakit/vmprovider"
@@ -36,6 +40,52 @@ func SetHeartbeat(ctx context.Context, cfg vsphere.Config, name string, h vmprov
 	return setGuest(ctx, cfg, name, "set the heartbeat of", []types.BaseOptionValue{
 		&types.OptionValue{Key: "SET.guestHeartbeatStatus", Value: string(h)},
 	})
+}
+
+// SetHeartbeats is SetHeartbeat for the VMs called names at once, as a
+// network blip or a storage outage takes many guests together: it finds
+// them all in one session first, then sends every reconfigure together,
+// so that a serialized simulator serves them back to back and a watch
+// sees them in one update or a few close together, not one guest at a
+// time over seconds. It returns how long the reconfigures took, from the
+// first sent to the last done.
+func SetHeartbeats(ctx context.Context, cfg vsphere.Config, names []string, h vmprovider.Heartbeat) (time.Duration, error) {
+	vc, logout, err := vsphere.Connect(ctx, cfg)
+	if err != nil {
+		return 0, err
+	}
+	defer func() { _ = logout(context.WithoutCancel(ctx)) }()
+	f := find.NewFinder(vc, false)
+	dc, err := f.DatacenterOrDefault(ctx, cfg.Datacenter)
+	if err != nil {
+		return 0, err
+	}
+	f.SetDatacenter(dc)
+	vms := make([]*object.VirtualMachine, len(names))
+	for i, name := range names {
+		if vms[i], err = f.VirtualMachine(ctx, name); err != nil {
+			return 0, fmt.Errorf("vcsim: set the heartbeat of %s: %w", name, err)
+		}
+	}
+	spec := types.VirtualMachineConfigSpec{ExtraConfig: []types.BaseOptionValue{
+		&types.OptionValue{Key: "SET.guestHeartbeatStatus", Value: string(h)},
+	}}
+	errs := make([]error, len(vms))
+	start := time.Now()
+	var wg sync.WaitGroup
+	for i, vm := range vms {
+		wg.Go(func() {
+			task, err := vm.Reconfigure(ctx, spec)
+			if err == nil {
+				err = task.Wait(ctx)
+			}
+			if err != nil {
+				errs[i] = fmt.Errorf("vcsim: set the heartbeat of %s: %w", names[i], err)
+			}
+		})
+	}
+	wg.Wait()
+	return time.Since(start), errors.Join(errs...)
 }
 
 // setGuest reconfigures the VM called name with vcsim's "SET." keys; what

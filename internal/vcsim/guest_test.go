@@ -58,3 +58,39 @@ func TestReportGuest(t *testing.T) {
 		t.Errorf("after a reset: %+v, %v; want the heartbeat left as the test set it", vm, err)
 	}
 }
+
+// TestSetHeartbeats: the heartbeats of several VMs change together, and
+// the provider reads each.
+func TestSetHeartbeats(t *testing.T) {
+	s, err := vcsim.New(vcsim.Serialized)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(s.Close)
+	ctx := context.Background()
+	p, err := vsphere.New(ctx, s.Config())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer func() { _ = p.Close(ctx) }()
+	names := []string{"blip-0", "blip-1", "blip-2"}
+	for _, name := range names {
+		if _, err := p.Create(ctx, vmprovider.Spec{Name: name, Owner: vmprovider.Owner{UID: "uid-b"}, PowerOn: true}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for _, h := range []vmprovider.Heartbeat{vmprovider.HeartbeatRed, vmprovider.HeartbeatGreen} {
+		if _, err := vcsim.SetHeartbeats(ctx, s.Config(), names[:2], h); err != nil {
+			t.Fatal(err)
+		}
+		for i, name := range names {
+			vm, err := p.Get(ctx, name)
+			if want := h; err != nil || i < 2 && vm.Heartbeat != want || i == 2 && vm.Heartbeat == vmprovider.HeartbeatRed {
+				t.Errorf("after SetHeartbeats %s of %v: %s %+v, %v", h, names[:2], name, vm, err)
+			}
+		}
+	}
+	if _, err := vcsim.SetHeartbeats(ctx, s.Config(), []string{"blip-0", "no-such-vm"}, vmprovider.HeartbeatRed); err == nil {
+		t.Error("SetHeartbeats of a VM that does not exist: no error")
+	}
+}

@@ -98,6 +98,7 @@ type vmState struct {
 type tally struct {
 	owner   types.UID
 	bounds  Bounds
+	excused int // VMs made unavailable from outside (Watcher.Excuse)
 	vms     map[string]vmState
 	refused map[types.UID]bool // the VMs counted in r.Refused
 	r       Report
@@ -145,8 +146,8 @@ func (t *tally) check(now time.Time, what string) {
 	t.r.Events++
 	t.r.FewestAvailable, t.r.MostExisting = min(t.r.FewestAvailable, avail), max(t.r.MostExisting, exist)
 	var broken []string
-	if avail < t.bounds.MinAvailable() {
-		broken = append(broken, fmt.Sprintf("%d available, below %d", avail, t.bounds.MinAvailable()))
+	if floor := t.bounds.MinAvailable() - t.excused; avail < floor {
+		broken = append(broken, fmt.Sprintf("%d available, below %d", avail, floor))
 	}
 	if exist > t.bounds.MaxExisting() {
 		broken = append(broken, fmt.Sprintf("%d existing, above %d", exist, t.bounds.MaxExisting()))

@@ -8,7 +8,9 @@
 // below replicas − maxUnavailable, and its VMs, counting those being
 // deleted, never above replicas + maxSurge. "Available" is what the
 // operator's status means by it: Ready, not being deleted, and ready for
-// minReadySeconds. A VCenterCount polls vCenter for the set's VMs that
+// minReadySeconds. A test that makes VMs unavailable itself (hangs their
+// guests) excuses them (Watcher.Excuse), lowering the availability bound
+// by as many. A VCenterCount polls vCenter for the set's VMs that
 // exist there against the same surge bound, and ReadHardware reads what a
 // rollout changed on each VM (CPUs and memory) over the vSphere API.
 package rollwatch

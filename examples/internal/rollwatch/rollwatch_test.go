@@ -64,10 +64,11 @@ func TestTally(t *testing.T) {
 	two := Bounds{Desired: 2, Limits: replicaset.Limits{Surge: 1, Unavailable: 0}}
 	t1 := t0.Add(time.Minute)
 	tests := []struct {
-		name   string
-		bounds Bounds
-		steps  []step
-		want   Report
+		name    string
+		bounds  Bounds
+		excused int
+		steps   []step
+		want    Report
 	}{{
 		name:   "a rolling update within its bounds",
 		bounds: two,
@@ -121,6 +122,16 @@ func TestTally(t *testing.T) {
 			step{watch.Deleted, refused("c", "zone-c", "1"), t1},
 			step{watch.Added, refused("d", "zone-a", "2"), t1}),
 		want: Report{Events: 5, FewestAvailable: 2, MostExisting: 3, Refused: map[string]int{"zone-c": 1, "zone-a": 1}},
+	}, {
+		name:    "a VM made unavailable from outside, excused",
+		bounds:  two,
+		excused: 1,
+		steps: append([]step(nil),
+			step{watch.Modified, vm("a", setUID, time.Time{}, false), t1},
+			step{watch.Added, vm("c", setUID, time.Time{}, false), t1},
+			step{watch.Modified, vm("a", setUID, time.Time{}, true), t1},
+			step{watch.Modified, vm("b", setUID, time.Time{}, false), t1}),
+		want: Report{Events: 5, FewestAvailable: 0, MostExisting: 3, Breaches: 1},
 	}}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
@@ -130,6 +141,7 @@ func TestTally(t *testing.T) {
 			ta.put(watch.Added, vm("a", setUID, t0, false))
 			ta.put(watch.Added, vm("b", setUID, t0, false))
 			ta.check(t1, "the list")
+			ta.excused = tc.excused
 			for _, s := range tc.steps {
 				ta.put(s.typ, s.vm)
 				ta.check(s.at, string(s.typ)+" "+s.vm.Name)

@@ -143,6 +143,17 @@ func (w *Watcher) consume(wi watch.Interface, rv string) (string, bool) {
 	return rv, false
 }
 
+// Excuse lowers the availability bound by n from now on: n VMs made
+// unavailable from outside the operator (a test that hangs their guests),
+// which no rollout can keep available. The planner keeps the others to
+// the bound, and never takes available VMs lower while below it, so the
+// set's available VMs stay at or above replicas − maxUnavailable − n.
+func (w *Watcher) Excuse(n int) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	w.t.excused += n
+}
+
 // Report returns what the watcher has seen so far.
 func (w *Watcher) Report() Report {
 	w.mu.Lock()

@@ -59,7 +59,8 @@ const sizeVar = "REPLICAKIT_CHAOS"
 func large() bool { return os.Getenv(sizeVar) == "large" }
 
 // smallScenarios are the scenarios `make test` runs: one of each kind.
-var smallScenarios = []string{"everything", "zone-outage", "rollout-revert", "vcenter-partition"}
+var smallScenarios = []string{"everything", "zone-outage", "rollout-revert", "vcenter-partition",
+	"heal-blip", "heal-partition", "heal-rollout", "heal-bad-template"}
 
 // size is how hard the cycling scenarios push: replicas per cycle and
 // cycles.
@@ -111,6 +112,10 @@ func TestChaos(t *testing.T) {
 	run("zone-outage", func(t *seeded) row { return zoneOutage(t, e) })
 	run("rollout-revert", func(t *seeded) row { return rolloutRevert(t, e, rolloutLag(t.seed)) })
 	run("vcenter-partition", func(t *seeded) row { return vcenterPartition(t, e) })
+	run("heal-blip", func(t *seeded) row { return healBlip(t, e) })
+	run("heal-partition", func(t *seeded) row { return healPartition(t, e) })
+	run("heal-rollout", func(t *seeded) row { return healRollout(t, e) })
+	run("heal-bad-template", func(t *seeded) row { return healBadTemplate(t, e) })
 	var b strings.Builder
 	w := tabwriter.NewWriter(&b, 0, 0, 2, ' ', 0)
 	fmt.Fprintln(w, "scenario\tsteps\tfaults injected\tmax children\tfinal\tleaked VMs\tduplicate VMs\tforeign changed\ttime")

@@ -13,7 +13,12 @@
 // zones: one while a zone refuses clones, and one rolling a set from one
 // template to another and back through all of the above, where an
 // independent watch of the API server checks every change against the
-// bounds of the set's strategy (rollwatch). It prints a table of the runs.
+// bounds of the set's strategy (rollwatch). Four more run a set that heals
+// (spec.remediation) through a blip that makes most VMs unhealthy, a
+// vCenter partition, VMs hung in the middle of a rollout and a template
+// whose VMs never become healthy, counting the resets, clones and
+// destroys vCenter sees against what the healing rules allow. It prints a
+// table of the runs.
 //
 // `make test` runs one small scenario of each kind; `make chaos` runs
 // every scenario at full size (REPLICAKIT_CHAOS=large). Each scenario

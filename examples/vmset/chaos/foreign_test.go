@@ -87,6 +87,29 @@ func (f *foreignObjects) reported(t testing.TB, e *testenv.Env) {
 	}
 }
 
+// made waits, while the operator runs, until it has done all it will do
+// with the foreign objects: the VMs of the VirtualMachines that are not
+// the set's made and powered on, and the taken name reported (reported).
+// A scenario that counts vCenter's clones from a moment on waits for it
+// first: the operator reaches the foreign objects after the set's work.
+func (f *foreignObjects) made(t testing.TB, e *testenv.Env) {
+	t.Helper()
+	f.reported(t, e)
+	for _, want := range f.vms {
+		if want.Name == f.taken.Name {
+			continue
+		}
+		var got vmv1.VirtualMachine
+		err := wait.PollUntilContextTimeout(context.Background(), 100*time.Millisecond, 2*time.Minute, true, func(ctx context.Context) (bool, error) {
+			err := e.Client.Get(ctx, client.ObjectKeyFromObject(want), &got)
+			return err == nil && got.Status.PowerState == string(vmv1.PoweredOn), nil
+		})
+		if err != nil {
+			t.Fatalf("foreign VirtualMachine %s: no VM powered on after 2 minutes: %+v%s", want.Name, got.Status, stacks())
+		}
+	}
+}
+
 // changed counts the foreign objects that the operator changed beyond what
 // the VirtualMachine controller owns (status and its finalizer), and checks
 // that the taken name's VM was left alone.

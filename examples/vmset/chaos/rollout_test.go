@@ -138,7 +138,7 @@ func rolloutRevert(t *seeded, e *testenv.Env, lag *faults.Lag) row {
 		t.Errorf("the rollout back to A replaced VMs that were on A: %v (of %v); once no VM was on B, the VMs on A were %v", gone, survivors, onA)
 	}
 
-	final := settleOn(t, e, sim, set, revA, map[string]int{"DC0_C0": 3, "DC0_C1": 3, "DC0_C2": 3})
+	final := settleOn(t, e, sim, set, revA, 9, map[string]int{"DC0_C0": 3, "DC0_C1": 3, "DC0_C2": 3})
 	rep := w.Stop()
 	polls, failed, mostVC, overVC := vc.Stop()
 	planted.reported(t, e)
@@ -287,10 +287,11 @@ func (o *operator) restartWhen(ns string, uid types.UID, rev string, ok func(onR
 	return fmt.Sprintf("(%d,%d)", onRev, others)
 }
 
-// settleOn waits until the set holds nine VMs on both sides, all on
+// settleOn waits until the set holds n VMs on both sides, all on
 // revision rev, the set reporting its rollout complete, and vCenter
-// holding them per cluster as spread says; it returns their names.
-func settleOn(t testing.TB, e *testenv.Env, sim *vcsimtest.Sim, set *vmv1.VirtualMachineReplicaSet, rev string, spread map[string]int) []string {
+// holding them per cluster as spread says (nil: anywhere); it returns
+// their names.
+func settleOn(t testing.TB, e *testenv.Env, sim *vcsimtest.Sim, set *vmv1.VirtualMachineReplicaSet, rev string, n int, spread map[string]int) []string {
 	t.Helper()
 	var st vmcheck.State
 	var got map[string]int
@@ -299,16 +300,19 @@ func settleOn(t testing.TB, e *testenv.Env, sim *vcsimtest.Sim, set *vmv1.Virtua
 		// The API server first: vCenter serves one call at a time, the
 		// operator's among them.
 		var l vmv1.VirtualMachineList
-		if last = read(func(ctx context.Context) error { return e.Client.List(ctx, &l, client.InNamespace(set.Namespace)) }); last != nil || count(l.Items, set.UID, rev, true) != 9 {
+		if last = read(func(ctx context.Context) error { return e.Client.List(ctx, &l, client.InNamespace(set.Namespace)) }); last != nil || count(l.Items, set.UID, rev, true) != n {
 			return false, nil
 		}
 		st, last = observeAll(e, []vsphere.Config{sim.Config()}, set.Namespace)
-		if last != nil || !st.Settled(9) || st.Set.Status.UpdateRevision != rev || st.Set.Status.UpdatedReplicas != 9 {
+		if last != nil || !st.Settled(n) || st.Set.Status.UpdateRevision != rev || st.Set.Status.UpdatedReplicas != int32(n) {
 			return false, nil
 		}
 		c := meta.FindStatusCondition(st.Set.Status.Conditions, kube.ConditionRolledOut)
 		if c == nil || c.Reason != kube.ReasonRolloutComplete {
 			return false, nil
+		}
+		if spread == nil {
+			return true, nil
 		}
 		last = read(func(ctx context.Context) error {
 			var err error
