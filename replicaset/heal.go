@@ -101,14 +101,14 @@ func decideHealing(spec *Spec, current []Replica, now time.Time) healing {
 				unhealthyIn[r.Zone]++
 			}
 		}
+		if unhealthy && !hl.Skip && (at.IsZero() || now.Before(at)) {
+			waiting = append(waiting, i) // not due: only a storm holds it
+		}
 		switch {
 		case at.IsZero():
 		case now.Before(at):
 			if windowNext.IsZero() || at.Before(windowNext) {
 				windowNext = at
-			}
-			if unhealthy && !hl.Skip {
-				waiting = append(waiting, i)
 			}
 		default:
 			dues = append(dues, due{i: i, at: at, asked: hl.Now, failed: r.Phase == PhaseFailed})
@@ -190,8 +190,8 @@ func decideHealing(spec *Spec, current []Replica, now time.Time) healing {
 	} else if !windowNext.IsZero() {
 		next(windowNext)
 	}
-	if len(held[HoldRemediationBackoff]) > 0 {
-		next(resume)
+	if !resume.IsZero() {
+		next(resume) // when the backoff ends, status says so
 	}
 	h.holds = healHolds(held, h.status, len(h.restart)+len(h.replace), rm.maxInFlight(spec.Desired), rm.maxUnhealthy(spec.Desired), resume)
 	return h

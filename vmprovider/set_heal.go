@@ -201,7 +201,9 @@ func (s *Set) healed(plan replicaset.Plan, deleted []string, now time.Time) {
 	}
 	done := plan
 	done.Replace = slices.DeleteFunc(slices.Clone(plan.Replace), func(r replicaset.Replica) bool {
-		return !slices.Contains(deleted, r.Name)
+		// Not carried out; or of an older template, which says nothing of
+		// the Template now.
+		return !slices.Contains(deleted, r.Name) || r.Revision != "" && r.Revision != s.heal.revision
 	})
 	s.heal.history = s.heal.history.After(done, now)
 }

@@ -121,7 +121,7 @@ func carriedHistory(o *observation, d decision, out outcome) (replicaset.Remedia
 		return !slices.Contains(out.acted.Deleted, r.Name)
 	})
 	before, cleared := historyFor(o)
-	h := before.After(p, o.now)
+	h := before.After(ofTemplate(p, o.revision), o.now)
 	return h, h != before || cleared
 }
 

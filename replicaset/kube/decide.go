@@ -176,7 +176,7 @@ func decide(o *observation, rl rules) decision {
 		d.replaced = d.plan.Replace // failed in their zones (Spec.ReplaceFailed)
 	} else {
 		before, cleared := historyFor(o)
-		d.history = before.After(d.plan, o.now)
+		d.history = before.After(ofTemplate(d.plan, o.revision), o.now)
 		d.historyChanged = d.history != before || cleared
 	}
 	return d

@@ -232,7 +232,8 @@
 // [AnnotationRemediationHistory], with the template revision they were
 // counted under (with Spec.Rollout): a pass on another revision clears
 // them, so that a template mended, or rolled back to, heals again instead
-// of staying suspended. Without Spec.Rollout, remove the annotation to
+// of staying suspended; and a child replaced on an older revision than
+// the template's is no failure of the template. Without Spec.Rollout, remove the annotation to
 // resume a suspended remediation. A restart goes to the Adapter's
 // [Restarter]; an owner asking for restarts from an Adapter that is no
 // Restarter is refused (ReplicaFailure InvalidSpec). Status reports

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"maps"
+	"slices"
 	"time"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -256,6 +257,18 @@ func historyFor(o *observation) (h replicaset.RemediationHistory, changed bool) 
 		return h, true
 	}
 	return h, false
+}
+
+// ofTemplate is p with only the replacements of children on revision
+// (all of them when revision is ""): a child on an older template
+// that never became healthy says nothing of the template now, so its
+// replacement is no failure of the history (RemediationHistory.After).
+func ofTemplate(p replicaset.Plan, revision string) replicaset.Plan {
+	if revision == "" || !slices.ContainsFunc(p.Replace, func(r replicaset.Replica) bool { return r.Revision != "" && r.Revision != revision }) {
+		return p
+	}
+	p.Replace = slices.DeleteFunc(slices.Clone(p.Replace), func(r replicaset.Replica) bool { return r.Revision != "" && r.Revision != revision })
+	return p
 }
 
 // encodeHistory spells h as AnnotationRemediationHistory holds it, its

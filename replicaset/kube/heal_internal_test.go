@@ -138,3 +138,21 @@ func TestHistory_ClearedOnAnotherRevision(t *testing.T) {
 		}
 	}
 }
+
+// TestHistory_OlderTemplateIsNoFailure: a child on an older template that
+// never became healthy, replaced, is no failure of the template now.
+func TestHistory_OlderTemplateIsNoFailure(t *testing.T) {
+	never := replicaset.Health{Started: testNow.Add(-time.Hour)}
+	for _, rev := range []string{"A", "B"} {
+		o := observed(3, kids(kid("web-0", kept(healthyFor(time.Hour)), onRev("B")), kid("web-1", kept(healthyFor(time.Hour)), onRev("B")),
+			kid("web-2", kept(never), sick("NoAddress"), onRev(rev))),
+			healing(replicaset.Remediation{}), rolling("B"))
+		d := decide(o, ordinal)
+		if len(d.plan.Replace) != 1 {
+			t.Fatalf("web-2 on %s, never healthy: replaced %v, want it", rev, d.plan.Replace)
+		}
+		if want := map[string]int{"A": 0, "B": 1}[rev]; d.history.Failures != want {
+			t.Errorf("web-2 on %s, never healthy, replaced under B: %d failures, want %d", rev, d.history.Failures, want)
+		}
+	}
+}

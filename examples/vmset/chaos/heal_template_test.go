@@ -214,9 +214,11 @@ func healBadTemplate(t *seeded, e *testenv.Env) row {
 			atSuspension, want, replaced, maxFailures, replaced, wantResets)
 	}
 
-	// The fix: back to A. The VMs on A are the set's again, untouched.
+	// The fix: back to A. The VMs on A are the set's again, untouched,
+	// and the failures were the bad template's: remediation resumes.
 	setTemplate(t, e, set, templateA)
 	final := settleOn(t, e, sim, set, revA, n, nil)
+	waitHealed(t, e, []vsphere.Config{sim.Config()}, set, n)
 	if !slices.Equal(final, before.Live) {
 		t.Errorf("back on A, the set's VMs are %v, want those it had before the bad template %v", final, before.Live)
 	}
