@@ -3,6 +3,7 @@ package kube_test
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -62,11 +63,7 @@ func TestHeal_FailedDeleteIsNoFailedReplacement(t *testing.T) {
 }
 
 // errRefused is the fault the test's API client answers deletes with.
-var errRefused = errorString("injected: delete refused")
-
-type errorString string
-
-func (e errorString) Error() string { return string(e) }
+var errRefused = errors.New("injected: delete refused")
 
 // failures reads the owner's remediation history's failures.
 func failures(t *testing.T, c client.Client, w *unstructured.Unstructured) int {

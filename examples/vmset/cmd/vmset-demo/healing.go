@@ -130,8 +130,12 @@ func (s *story) playStorm(ctx context.Context, live []string) error {
 		}
 	}
 	for _, name := range storm {
-		if n, err := vcsim.PowerOns(ctx, s.vc, s.vsphereName(name)); err != nil || n != ons[name] {
-			return fmt.Errorf("in the storm %s was powered on %d times more (%v): reset", name, n-ons[name], err)
+		n, err := vcsim.PowerOns(ctx, s.vc, s.vsphereName(name))
+		if err != nil {
+			return err
+		}
+		if n != ons[name] {
+			return fmt.Errorf("in the storm %s was powered on %d times more: reset", name, n-ons[name])
 		}
 	}
 	fmt.Println("  ✓ checked in vCenter: none of the 6 was reset, replaced or destroyed")
