@@ -317,9 +317,10 @@
 // Allowed, Cluster API's remediationsAllowed; NextCheck is when a window
 // or a backoff ends, so that a binding requeues for it: no event marks
 // that moment. While a storm holds, every unhealthy replica is named in
-// its HoldTooManyUnhealthy hold, due or not, and no window is a time to
-// look again (they run from the storm's end, which a change of health
-// marks): NextCheck is then only a backoff's end, if any.
+// its HoldTooManyUnhealthy hold, due or not, and no unhealthy window is a
+// time to look again (they run from the storm's end, which a change of
+// health marks): NextCheck is then a start-up window's or a backoff's end,
+// if any.
 //
 // What a binding keeps, pass to pass, for each replica's Health: set
 // Started when the replica begins to run (its clone finished: the first

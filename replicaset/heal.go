@@ -39,10 +39,10 @@ func decideHealing(spec *Spec, current []Replica, now time.Time) healing {
 	}
 	hist := spec.RemediationHistory
 	var none Health
-	// windowNext is when the first window still running ends; waiting
-	// lists the unhealthy replicas whose window runs. In a storm nothing
-	// falls due (the windows run from its end), so neither is a time to
-	// look again, and the storm holds them all.
+	// windowNext is when the first unhealthy window still running ends;
+	// waiting lists the unhealthy replicas not yet due. In a storm no
+	// unhealthy window ends (they run from the storm's end), so windowNext
+	// is no time to look again, and the storm holds them all.
 	var windowNext time.Time
 	var waiting []int
 	recovering := hist.Failures > 0
@@ -73,6 +73,7 @@ func decideHealing(spec *Spec, current []Replica, now time.Time) healing {
 		}
 		var at time.Time // when the replica falls due; zero: it does not
 		unhealthy := false
+		spell := false // at ends an unhealthy window, which a storm moves
 		switch {
 		case r.Phase == PhaseFailed:
 			at, unhealthy = now, true
@@ -85,7 +86,7 @@ func decideHealing(spec *Spec, current []Replica, now time.Time) healing {
 			if stormEnd.After(from) {
 				from = stormEnd // a storm that caught it ended since
 			}
-			at, unhealthy = from.Add(window), true
+			at, unhealthy, spell = from.Add(window), true, true
 		default:
 			unhealthy = true // for how long is unknown: counted, never due
 		}
@@ -106,6 +107,8 @@ func decideHealing(spec *Spec, current []Replica, now time.Time) healing {
 		}
 		switch {
 		case at.IsZero():
+		case now.Before(at) && !spell:
+			next(at)
 		case now.Before(at):
 			if windowNext.IsZero() || at.Before(windowNext) {
 				windowNext = at
@@ -172,12 +175,16 @@ func decideHealing(spec *Spec, current []Replica, now time.Time) healing {
 		case room == 0:
 			by = HoldInFlight
 		}
+		restart := rm.Restart && (r.Health == nil || !r.Health.Restarted) && !d.failed
+		if by == 0 && !restart && r.Protected {
+			by = HoldProtected // never deleted; a restart may still be tried
+		}
 		if by != 0 {
 			held[by] = append(held[by], r.Name)
 			continue
 		}
 		room--
-		if rm.Restart && (r.Health == nil || !r.Health.Restarted) && !d.failed {
+		if restart {
 			h.restart = append(h.restart, d.i)
 		} else {
 			h.replace = append(h.replace, d.i)
@@ -237,7 +244,7 @@ func failingZones(current []Replica, unhealthyIn map[string]int) []string {
 // with a reason a person can act on.
 func healHolds(held map[HoldKind][]string, st HealthStatus, starting, maxInFlight, maxUnhealthy int, resume time.Time) []Hold {
 	var out []Hold
-	for _, by := range []HoldKind{HoldSkipRemediation, HoldZoneBackoff, HoldTooManyUnhealthy, HoldZoneUnhealthy, HoldSuspended, HoldRemediationBackoff, HoldInFlight} {
+	for _, by := range []HoldKind{HoldSkipRemediation, HoldProtected, HoldZoneBackoff, HoldTooManyUnhealthy, HoldZoneUnhealthy, HoldSuspended, HoldRemediationBackoff, HoldInFlight} {
 		names := held[by]
 		if len(names) == 0 {
 			continue
@@ -247,6 +254,8 @@ func healHolds(held map[HoldKind][]string, st HealthStatus, starting, maxInFligh
 		switch by {
 		case HoldSkipRemediation:
 			reason = fmt.Sprintf("%s opted out of remediation", list)
+		case HoldProtected:
+			reason = fmt.Sprintf("%s are protected from scale-in, so they are not replaced (remove the protection to let them be)", list)
 		case HoldZoneBackoff:
 			reason = fmt.Sprintf("%s failed, but every listed zone backs off or holds a failed replica: they stay, to recover where they are", list)
 		case HoldTooManyUnhealthy:

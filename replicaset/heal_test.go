@@ -149,7 +149,7 @@ func healingGuards(t *rapid.T) {
 	known := map[string]bool{}
 	unhealthy, inFlight, recovered, heldByStorm := 0, 0, false, 0
 	unhealthyIn, liveIn := map[string]int{}, map[string]int{}
-	var next time.Time
+	var next, nextSpell time.Time // the first start-up and unhealthy windows to end
 	for _, r := range rs {
 		if slices.Contains(spec.Unreachable, r.Zone) {
 			continue
@@ -184,8 +184,14 @@ func healingGuards(t *rapid.T) {
 				heldByStorm++
 			}
 		}
-		if !due.IsZero() && now.Before(due) && (next.IsZero() || due.Before(next)) {
-			next = due
+		if !due.IsZero() && now.Before(due) {
+			spell := r.Phase != replicaset.PhaseFailed && h.Healthy && h.Unhealthy && !h.Since.IsZero() && !h.Started.IsZero() && !h.Now
+			if spell && (nextSpell.IsZero() || due.Before(nextSpell)) {
+				nextSpell = due
+			}
+			if !spell && (next.IsZero() || due.Before(next)) {
+				next = due
+			}
 		}
 	}
 	desired := spec.Desired
@@ -253,6 +259,9 @@ func healingGuards(t *rapid.T) {
 		if !slices.ContainsFunc(p.Delete, func(d replicaset.Replica) bool { return d.Name == r.Name }) {
 			t.Fatalf("%s replaced but not deleted: %v", r.Name, p)
 		}
+		if r.Protected {
+			t.Fatalf("%s replaced, though protected from scale-in: %v", r.Name, p)
+		}
 	}
 	limit := spec.MaxPerPass
 	if limit == 0 {
@@ -267,11 +276,17 @@ func healingGuards(t *rapid.T) {
 			t.Fatalf("%d replicas and %d creates, over Desired %d + MaxSurge %d: %v", len(rs), p.Create, spec.Desired, surge, p)
 		}
 	}
+	if !p.Health.Storm && !nextSpell.IsZero() && (next.IsZero() || nextSpell.Before(next)) {
+		next = nextSpell // in a storm no unhealthy window ends: they run from its end
+	}
 	if p.Health.Storm {
-		next = time.Time{} // in a storm no window ends: they run from its end
-		if len(spec.Unreachable) == 0 && heldByStorm > 0 &&
-			!slices.ContainsFunc(p.Holds, func(h replicaset.Hold) bool { return h.By == replicaset.HoldTooManyUnhealthy }) {
-			t.Fatalf("a storm with %d unhealthy replicas waiting on it, yet no TooManyUnhealthy hold: %v", heldByStorm, p)
+		waiting := 0
+		if i := slices.IndexFunc(p.Holds, func(h replicaset.Hold) bool { return h.By == replicaset.HoldTooManyUnhealthy }); i >= 0 {
+			waiting = p.Holds[i].Waiting
+		}
+		if len(spec.Unreachable) == 0 && (waiting < heldByStorm || waiting > unhealthy) {
+			t.Fatalf("a storm holds %d replicas, want every unhealthy one (at least the %d neither skipped, asked for nor failed, at most the %d unhealthy): %v",
+				waiting, heldByStorm, unhealthy, p)
 		}
 	}
 	if b := p.Health.BackoffUntil; !b.IsZero() && (next.IsZero() || b.Before(next)) {

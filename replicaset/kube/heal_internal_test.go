@@ -11,14 +11,14 @@ import (
 )
 
 // TestHealth_RoundTrip: AnnotationHealth reads back every field the
-// binding keeps, to the second; Skip and Now are annotations of their own.
+// binding keeps, to the nanosecond; Skip and Now are annotations of their own.
 func TestHealth_RoundTrip(t *testing.T) {
 	rapid.Check(t, func(t *rapid.T) {
 		at := func(label string) time.Time {
 			if !rapid.Bool().Draw(t, label+"Set") {
 				return time.Time{}
 			}
-			return time.Unix(rapid.Int64Range(0, 1<<33).Draw(t, label), 0).UTC()
+			return time.Unix(rapid.Int64Range(0, 1<<33).Draw(t, label), rapid.Int64Range(0, 999_999_999).Draw(t, label+"Ns")).UTC()
 		}
 		h := replicaset.Health{Unhealthy: rapid.Bool().Draw(t, "unhealthy"), Healthy: rapid.Bool().Draw(t, "healthy"),
 			Restarted: rapid.Bool().Draw(t, "restarted"), HealthyBefore: rapid.Bool().Draw(t, "healthyBefore"),

@@ -64,7 +64,7 @@ func (l *restartLog) unseen(key string, children []client.Object, now time.Time,
 }
 
 // shows reports whether c's AnnotationHealth records a restart at at or
-// later (to the second the annotation keeps).
+// later (to the second, as earlier releases kept it, or finer).
 func shows(c client.Object, at time.Time) bool {
 	h, ok := decodeHealth(c.GetAnnotations()[AnnotationHealth])
 	return ok && h.Restarted && !h.Started.Before(at.Truncate(time.Second))

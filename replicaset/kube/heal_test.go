@@ -85,13 +85,20 @@ func TestHeal_ReplacesUnhealthyHoldsStorm(t *testing.T) {
 		t.Errorf("replicakit_remediations_total{action=replace} is %v after one replacement, want 1", n)
 	}
 
-	// A storm: two of three unhealthy, more than MaxUnhealthy.
-	patch := []byte(`{"spec":{"remediation":{"maxUnhealthy":1}}}`)
+	// A storm: two of three unhealthy, more than MaxUnhealthy. The window
+	// is an hour until the set sees both, so that a pass between the two
+	// writes cannot remediate the first; then it is 1s again.
+	patch := []byte(`{"spec":{"remediation":{"maxUnhealthy":1,"unhealthyWindowSeconds":3600}}}`)
 	if err := c.Patch(ctx, w, client.RawPatch("application/merge-patch+json", patch)); err != nil {
 		t.Fatal(err)
 	}
 	setHealth(t, c, ns, live[0], "bad")
 	setHealth(t, c, ns, live[1], "bad")
+	waitCondition(t, c, w, kube.ConditionRemediationAllowed, "False", kube.ReasonTooManyUnhealthy)
+	patch = []byte(`{"spec":{"remediation":{"unhealthyWindowSeconds":1}}}`)
+	if err := c.Patch(ctx, w, client.RawPatch("application/merge-patch+json", patch)); err != nil {
+		t.Fatal(err)
+	}
 	msg = waitCondition(t, c, w, kube.ConditionRemediationAllowed, "False", kube.ReasonTooManyUnhealthy)
 	if !strings.Contains(msg, "2 unhealthy") {
 		t.Errorf("TooManyUnhealthy says %q, want 2 unhealthy", msg)

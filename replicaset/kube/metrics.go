@@ -127,6 +127,9 @@ func (m *Metrics) recordHealing(kind string, d decision, out outcome) {
 	}
 	replaced := 0
 	for _, r := range d.plan.Replace {
+		if len(d.replaced) > 0 {
+			break // failed in their zones, without Remediation: not healing
+		}
 		if slices.Contains(out.acted.Deleted, r.Name) {
 			replaced++
 		}

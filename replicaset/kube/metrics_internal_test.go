@@ -118,3 +118,42 @@ func TestMetrics_TableGauges(t *testing.T) {
 	runtime.KeepAlive(twin)
 	runtime.KeepAlive(other)
 }
+
+// TestMetrics_RemediationsCountHealingOnly: a child failed in its zone,
+// replaced by an owner without Spec.Remediation (Spec.ReplaceFailed), is
+// no remediation; one replaced by a healing owner is.
+func TestMetrics_RemediationsCountHealingOnly(t *testing.T) {
+	for _, heals := range []bool{false, true} {
+		change := []func(*observation){zoned("a", "b", "c")}
+		if heals {
+			change = append(change, healing(replicaset.Remediation{}))
+		}
+		o := observed(3, kids(kid("web-0", inZone("a")), kid("web-1", inZone("b"), failed), kid("web-2", inZone("c"))), change...)
+		d := decide(o, ordinal)
+		if len(d.plan.Replace) != 1 {
+			t.Fatalf("healing %v: replaced %v, want web-1", heals, d.plan.Replace)
+		}
+		reg := prometheus.NewRegistry()
+		m, err := NewMetrics(reg)
+		if err != nil {
+			t.Fatal(err)
+		}
+		m.record("Widget", d, succeeded(d), time.Millisecond)
+		want := map[bool]float64{false: 0, true: 1}[heals]
+		var got float64
+		mfs, err := reg.Gather()
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, mf := range mfs {
+			if mf.GetName() == "replicakit_remediations_total" {
+				for _, c := range mf.GetMetric() {
+					got += c.GetCounter().GetValue()
+				}
+			}
+		}
+		if got != want {
+			t.Errorf("healing %v: replicakit_remediations_total %v, want %v", heals, got, want)
+		}
+	}
+}

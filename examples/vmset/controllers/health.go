@@ -59,18 +59,23 @@ func healthCondition(vm *vmv1.VirtualMachine, name string, want vmv1.PowerState,
 		Message: fmt.Sprintf("vSphere VM %s %s", name, msg)}
 }
 
+// ErrPoweredOff is what Reset returns for a VirtualMachine whose spec
+// asks for its VM off.
+var ErrPoweredOff = errors.New("the VirtualMachine asks for its VM powered off")
+
 // Reset resets vm's VM in the vCenter that holds it, as the reconciler
 // reaches it (a vCenter reset, ResetVM_Task, through vmprovider.Resetter;
 // a VM that is off is powered on), after checking that the VM carries
 // vm's mark, and records the event Reset on vm, with the reason of its
 // Healthy condition. A VirtualMachine whose spec asks for its VM off is
-// not reset: nothing runs to restart. It is how the replica-set controller
+// refused (an error wrapping ErrPoweredOff): nothing runs to restart, and
+// a reset would power it on. It is how the replica-set controller
 // restarts an unhealthy VM (ReplicaSetAdapter.Reset, which Setup sets to
 // it); vm is read, never modified.
 func (r *VirtualMachineReconciler) Reset(ctx context.Context, vm *vmv1.VirtualMachine) error {
 	name := VSphereName(vm)
 	if vm.Spec.PowerState == vmv1.PoweredOff {
-		return nil
+		return fmt.Errorf("reset VM %q: its spec asks for it powered off: %w", name, ErrPoweredOff)
 	}
 	p := r.providerOf(vm.Spec.Zone)
 	if p == nil {
