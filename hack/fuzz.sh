@@ -6,7 +6,10 @@
 #
 # A failing target does not stop the others: its output is printed as it
 # ends, the summary marks it FAIL, and the script exits 1 after the
-# summary. Go writes the failing input under the package's
+# summary. A run whose only error is "context deadline exceeded" and that
+# wrote no failing input is Go 1.26's coordinator reporting the end of
+# -fuzztime as a failure (go.dev/issue/75804, fixed in Go 1.27), not a
+# failure of the target: the summary says so and the run passes. Go writes the failing input under the package's
 # testdata/fuzz/FuzzXxx, where it becomes part of the seed corpus that
 # every `go test` runs: commit it with the fix.
 set -euo pipefail
@@ -32,10 +35,22 @@ for m in . examples; do
 			echo "fuzz: $name for $fuzztime"
 			t0=$SECONDS
 			status=ok
+			corpus="$m/$p/testdata/fuzz/$fz"
+			before=$(ls "$corpus" 2>/dev/null | sort || true)
 			out=$(go -C "$m" test -run '^$' -fuzz "^$fz\$" -fuzztime "$fuzztime" "${parallel[@]}" "$p" 2>&1) || {
-				echo "$out"
-				status=FAIL
-				failed=1
+				after=$(ls "$corpus" 2>/dev/null | sort || true)
+				if [[ "$before" == "$after" ]] && grep -q 'context deadline exceeded' <<<"$out" &&
+					! grep -qE 'panic:|Failing input written' <<<"$out"; then
+					# Go 1.26's fuzzing coordinator can report its own
+					# -fuzztime deadline as a failure when a worker is still
+					# running at the end (go.dev/issue/75804, fixed in Go
+					# 1.27): no input failed and none was written.
+					status="ok (fuzztime ended mid-input: go.dev/issue/75804, no failing input)"
+				else
+					echo "$out"
+					status=FAIL
+					failed=1
+				fi
 			}
 			# Go counts inputs once the seeds and the cached corpus have run
 			# (the baseline); a short FUZZTIME may end before that.
