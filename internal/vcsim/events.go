@@ -2,10 +2,10 @@ package vcsim
 
 import (
 	"context"
-	"fmt"
 
 	"github.com/vmware/govmomi/event"
-	"github.com/vmware/govmomi/find"
+	"github.com/vmware/govmomi/object"
+	"github.com/vmware/govmomi/vim25"
 	"github.com/vmware/govmomi/vim25/types"
 
 	"github.com/replicakit/replicakit/vmprovider/vsphere"
@@ -18,27 +18,14 @@ import (
 // vCenter's event history over the API, so it works on any vCenter that
 // keeps the VM's events.
 func PowerOns(ctx context.Context, cfg vsphere.Config, name string) (int, error) {
-	vc, logout, err := vsphere.Connect(ctx, cfg)
-	if err != nil {
-		return 0, err
-	}
-	defer func() { _ = logout(context.WithoutCancel(ctx)) }()
-	f := find.NewFinder(vc, false)
-	dc, err := f.DatacenterOrDefault(ctx, cfg.Datacenter)
-	if err != nil {
-		return 0, err
-	}
-	f.SetDatacenter(dc)
-	vm, err := f.VirtualMachine(ctx, name)
-	if err != nil {
-		return 0, fmt.Errorf("vcsim: count the power-ons of %s: %w", name, err)
-	}
-	evs, err := event.NewManager(vc).QueryEvents(ctx, types.EventFilterSpec{
-		Entity:      &types.EventFilterSpecByEntity{Entity: vm.Reference(), Recursion: types.EventFilterSpecRecursionOptionSelf},
-		EventTypeId: []string{"VmPoweredOnEvent"},
+	n := 0
+	err := withVM(ctx, cfg, name, "count the power-ons of", func(vc *vim25.Client, vm *object.VirtualMachine) error {
+		evs, err := event.NewManager(vc).QueryEvents(ctx, types.EventFilterSpec{
+			Entity:      &types.EventFilterSpecByEntity{Entity: vm.Reference(), Recursion: types.EventFilterSpecRecursionOptionSelf},
+			EventTypeId: []string{"VmPoweredOnEvent"},
+		})
+		n = len(evs)
+		return err
 	})
-	if err != nil {
-		return 0, fmt.Errorf("vcsim: count the power-ons of %s: %w", name, err)
-	}
-	return len(evs), nil
+	return n, err
 }

@@ -9,6 +9,7 @@ import (
 
 	"github.com/vmware/govmomi/find"
 	"github.com/vmware/govmomi/object"
+	"github.com/vmware/govmomi/vim25"
 	"github.com/vmware/govmomi/vim25/types"
 
 	"github.com/replicakit/replicakit/vmprovider"
@@ -91,6 +92,19 @@ func SetHeartbeats(ctx context.Context, cfg vsphere.Config, names []string, h vm
 // setGuest reconfigures the VM called name with vcsim's "SET." keys; what
 // names the change for errors.
 func setGuest(ctx context.Context, cfg vsphere.Config, name, what string, values []types.BaseOptionValue) error {
+	return withVM(ctx, cfg, name, what, func(_ *vim25.Client, vm *object.VirtualMachine) error {
+		task, err := vm.Reconfigure(ctx, types.VirtualMachineConfigSpec{ExtraConfig: values})
+		if err == nil {
+			err = task.Wait(ctx)
+		}
+		return err
+	})
+}
+
+// withVM logs in to cfg's vCenter, finds the VM called name in its
+// datacenter and calls do with them, logging out after; an error is
+// wrapped as "vcsim: <what> <name>".
+func withVM(ctx context.Context, cfg vsphere.Config, name, what string, do func(*vim25.Client, *object.VirtualMachine) error) error {
 	vc, logout, err := vsphere.Connect(ctx, cfg)
 	if err != nil {
 		return err
@@ -103,12 +117,8 @@ func setGuest(ctx context.Context, cfg vsphere.Config, name, what string, values
 	}
 	f.SetDatacenter(dc)
 	vm, err := f.VirtualMachine(ctx, name)
-	if err != nil {
-		return fmt.Errorf("vcsim: %s %s: %w", what, name, err)
-	}
-	task, err := vm.Reconfigure(ctx, types.VirtualMachineConfigSpec{ExtraConfig: values})
 	if err == nil {
-		err = task.Wait(ctx)
+		err = do(vc, vm)
 	}
 	if err != nil {
 		return fmt.Errorf("vcsim: %s %s: %w", what, name, err)

@@ -10,8 +10,6 @@ import (
 
 	vmv1 "github.com/replicakit/replicakit/examples/vmset/api/v1alpha1"
 	"github.com/replicakit/replicakit/internal/testenv"
-	"github.com/replicakit/replicakit/internal/vcsim"
-	"github.com/replicakit/replicakit/internal/vcsimtest"
 	"github.com/replicakit/replicakit/replicaset/kube"
 	"github.com/replicakit/replicakit/vmprovider"
 	"github.com/replicakit/replicakit/vmprovider/vsphere"
@@ -37,13 +35,8 @@ func healBlip(t *seeded, e *testenv.Env) row {
 	if large() {
 		n, red, window, blip = 10, 8, 20*time.Second, 2*time.Minute
 	}
-	ns := namespace(t, e, "chaos-heal-blip")
-	gate := &vcsim.Faults{}
-	sim := vcsimtest.StartFaulty(t, gate)
+	ns, gate, sim, planted, op := healScene(t, e, "chaos-heal-blip")
 	vcs := []vsphere.Config{sim.Config()}
-	planted := plantForeign(t, e, sim, ns)
-	op := &operator{t: t, e: e, ns: ns, sim: sim}
-	op.start()
 	defer op.stop()
 
 	set := healingSet(ns, int32(n), &vmv1.Remediation{StartupWindow: dur(window), UnhealthyWindow: dur(window)})

@@ -13,8 +13,6 @@ import (
 	"github.com/replicakit/replicakit/examples/internal/rollwatch"
 	vmv1 "github.com/replicakit/replicakit/examples/vmset/api/v1alpha1"
 	"github.com/replicakit/replicakit/internal/testenv"
-	"github.com/replicakit/replicakit/internal/vcsim"
-	"github.com/replicakit/replicakit/internal/vcsimtest"
 	"github.com/replicakit/replicakit/vmprovider"
 	"github.com/replicakit/replicakit/vmprovider/vsphere"
 )
@@ -50,13 +48,8 @@ func healRollout(t *seeded, e *testenv.Env) row {
 	if large() {
 		n, hangA, unhealthyWin, startupWin = 9, 1, 5*time.Second, 15*time.Second
 	}
-	ns := namespace(t, e, "chaos-heal-rollout")
-	gate := &vcsim.Faults{}
-	sim := vcsimtest.StartFaulty(t, gate)
+	ns, gate, sim, planted, op := healScene(t, e, "chaos-heal-rollout")
 	vcs := []vsphere.Config{sim.Config()}
-	planted := plantForeign(t, e, sim, ns)
-	op := &operator{t: t, e: e, ns: ns, sim: sim}
-	op.start()
 	defer op.stop()
 
 	set := healingSet(ns, int32(n), &vmv1.Remediation{StartupWindow: dur(startupWin), UnhealthyWindow: dur(unhealthyWin)})

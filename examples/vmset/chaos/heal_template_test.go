@@ -16,8 +16,6 @@ import (
 	"github.com/replicakit/replicakit/examples/internal/rollwatch"
 	vmv1 "github.com/replicakit/replicakit/examples/vmset/api/v1alpha1"
 	"github.com/replicakit/replicakit/internal/testenv"
-	"github.com/replicakit/replicakit/internal/vcsim"
-	"github.com/replicakit/replicakit/internal/vcsimtest"
 	"github.com/replicakit/replicakit/replicaset/kube"
 	"github.com/replicakit/replicakit/vmprovider/vsphere"
 )
@@ -69,13 +67,8 @@ func healBadTemplate(t *seeded, e *testenv.Env) row {
 	if large() {
 		n, startupWin, backoff, restart = 6, 8*time.Second, 15*time.Second, true
 	}
-	ns := namespace(t, e, "chaos-heal-template")
-	gate := &vcsim.Faults{}
-	sim := vcsimtest.StartFaulty(t, gate)
+	ns, gate, sim, planted, op := healScene(t, e, "chaos-heal-template")
 	vcs := []vsphere.Config{sim.Config()}
-	planted := plantForeign(t, e, sim, ns)
-	op := &operator{t: t, e: e, ns: ns, sim: sim}
-	op.start()
 	defer op.stop()
 
 	set := healingSet(ns, int32(n), &vmv1.Remediation{Backoff: dur(backoff), MaxFailures: ptr.To[int32](maxFailures), Restart: ptr.To(restart)})

@@ -22,6 +22,7 @@ import (
 	"github.com/replicakit/replicakit/examples/vmset/controllers"
 	"github.com/replicakit/replicakit/internal/testenv"
 	"github.com/replicakit/replicakit/internal/vcsim"
+	"github.com/replicakit/replicakit/internal/vcsimtest"
 	"github.com/replicakit/replicakit/replicaset/kube"
 	"github.com/replicakit/replicakit/vmprovider"
 	"github.com/replicakit/replicakit/vmprovider/vsphere"
@@ -250,4 +251,18 @@ func controllerOf(vm *vmv1.VirtualMachine) types.UID {
 		return ref.UID
 	}
 	return ""
+}
+
+// healScene starts what a healing scenario of one vCenter runs on: the
+// namespace name, a simulator behind a gate that counts and holds its
+// calls, the foreign objects planted beside the set, and the operator,
+// started (stop it when the scenario ends).
+func healScene(t *seeded, e *testenv.Env, name string) (ns string, gate *vcsim.Faults, sim *vcsimtest.Sim, planted *foreignObjects, op *operator) {
+	ns = namespace(t, e, name)
+	gate = &vcsim.Faults{}
+	sim = vcsimtest.StartFaulty(t, gate)
+	planted = plantForeign(t, e, sim, ns)
+	op = &operator{t: t, e: e, ns: ns, sim: sim}
+	op.start()
+	return ns, gate, sim, planted, op
 }
