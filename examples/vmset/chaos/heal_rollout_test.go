@@ -10,7 +10,6 @@ import (
 	"k8s.io/apimachinery/pkg/util/intstr"
 	"k8s.io/utils/ptr"
 
-	"github.com/replicakit/replicakit/examples/internal/rollwatch"
 	vmv1 "github.com/replicakit/replicakit/examples/vmset/api/v1alpha1"
 	"github.com/replicakit/replicakit/internal/testenv"
 	"github.com/replicakit/replicakit/vmprovider"
@@ -60,18 +59,7 @@ func healRollout(t *seeded, e *testenv.Env) row {
 	waitHealed(t, e, vcs, set, n)
 	planted.made(t, e)
 	revA := observedRevision(t, e, set, "")
-	bounds, err := rollwatch.BoundsOf(set)
-	if err != nil {
-		t.Fatal(err)
-	}
-	w, err := rollwatch.Start(ctx, e.Config, set, bounds)
-	if err != nil {
-		t.Fatal(err)
-	}
-	vc, err := rollwatch.PollVCenter(ctx, sim.Config(), ns+"-"+setName+"-", bounds.MaxExisting(), 100*time.Millisecond)
-	if err != nil {
-		t.Fatal(err)
-	}
+	bounds, w, vc := watchRollout(t, e, sim, set)
 	base := callsOf(gate)
 
 	first := gate.Hold("CloneVM_Task")

@@ -91,18 +91,7 @@ func rolloutRevert(t *seeded, e *testenv.Env, lag *faults.Lag) row {
 	op.stop()
 	op.api = api
 	op.start()
-	bounds, err := rollwatch.BoundsOf(set)
-	if err != nil {
-		t.Fatal(err)
-	}
-	w, err := rollwatch.Start(ctx, e.Config, set, bounds)
-	if err != nil {
-		t.Fatal(err)
-	}
-	vc, err := rollwatch.PollVCenter(ctx, sim.Config(), ns+"-"+setName+"-", bounds.MaxExisting(), 100*time.Millisecond)
-	if err != nil {
-		t.Fatal(err)
-	}
+	bounds, w, vc := watchRollout(t, e, sim, set)
 
 	// A → B, zone-c refusing clones; a restart once the first VM is on B;
 	// the revert once zone-c has refused a clone and three VMs on B are
@@ -364,4 +353,23 @@ func setSpread(ctx context.Context, sim *vcsimtest.Sim, ns string) (map[string]i
 		}
 	}
 	return out, nil
+}
+
+// watchRollout starts the independent watchers of set's rollout bounds:
+// a watch of its VirtualMachines on the API server and a poll of its VMs
+// in sim every 100 ms. Stop both when the scenario ends.
+func watchRollout(t *seeded, e *testenv.Env, sim *vcsimtest.Sim, set *vmv1.VirtualMachineReplicaSet) (rollwatch.Bounds, *rollwatch.Watcher, *rollwatch.VCenterCount) {
+	bounds, err := rollwatch.BoundsOf(set)
+	if err != nil {
+		t.Fatal(err)
+	}
+	w, err := rollwatch.Start(context.Background(), e.Config, set, bounds)
+	if err != nil {
+		t.Fatal(err)
+	}
+	vc, err := rollwatch.PollVCenter(context.Background(), sim.Config(), set.Namespace+"-"+set.Name+"-", bounds.MaxExisting(), 100*time.Millisecond)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return bounds, w, vc
 }
