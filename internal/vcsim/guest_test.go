@@ -13,17 +13,8 @@ import (
 // TestReportGuest: through the API, the simulator reports the address,
 // tools and heartbeat a guest would, and the provider reads them.
 func TestReportGuest(t *testing.T) {
-	s, err := vcsim.New(vcsim.Serialized)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(s.Close)
+	s, p := startGuests(t)
 	ctx := context.Background()
-	p, err := vsphere.New(ctx, s.Config())
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer func() { _ = p.Close(ctx) }()
 	owner := vmprovider.Owner{UID: "uid-g"}
 	if _, err := p.Create(ctx, vmprovider.Spec{Name: "guest-0", Owner: owner, PowerOn: true}); err != nil {
 		t.Fatal(err)
@@ -62,17 +53,8 @@ func TestReportGuest(t *testing.T) {
 // TestSetHeartbeats: the heartbeats of several VMs change together, and
 // the provider reads each.
 func TestSetHeartbeats(t *testing.T) {
-	s, err := vcsim.New(vcsim.Serialized)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(s.Close)
+	s, p := startGuests(t)
 	ctx := context.Background()
-	p, err := vsphere.New(ctx, s.Config())
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer func() { _ = p.Close(ctx) }()
 	names := []string{"blip-0", "blip-1", "blip-2"}
 	for _, name := range names {
 		if _, err := p.Create(ctx, vmprovider.Spec{Name: name, Owner: vmprovider.Owner{UID: "uid-b"}, PowerOn: true}); err != nil {
@@ -93,4 +75,21 @@ func TestSetHeartbeats(t *testing.T) {
 	if _, err := vcsim.SetHeartbeats(ctx, s.Config(), []string{"blip-0", "no-such-vm"}, vmprovider.HeartbeatRed); err == nil {
 		t.Error("SetHeartbeats of a VM that does not exist: no error")
 	}
+}
+
+// startGuests starts a serialized simulator and a provider on it, both
+// closed when the test ends.
+func startGuests(t *testing.T) (*vcsim.Sim, *vsphere.Provider) {
+	t.Helper()
+	s, err := vcsim.New(vcsim.Serialized)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(s.Close)
+	p, err := vsphere.New(context.Background(), s.Config())
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = p.Close(context.Background()) })
+	return s, p
 }
