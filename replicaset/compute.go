@@ -16,12 +16,14 @@ import (
 // The package documentation states the rules it plans by, once each:
 // [Counting] (and what a binding does with two replicas of one name),
 // [Deletion order], [Zones], [Rollouts], [Unreachable zones] and
-// [Self-healing]; and [Invariants], what every plan guarantees.
+// [Self-healing] and [Lifecycle hooks]; and [Invariants], what every plan
+// guarantees.
 //
 // Compute returns an error wrapping ErrInvalidSpec for a bad spec,
 // ErrInvalidReplica for an empty or repeated name or a repeated UID (input
 // that contradicts itself: see [Counting] for what a binding passes
-// instead), and ErrNoPolicy when policy is nil (an untyped nil, or a nil
+// instead) or a replica preparing to leave with no start time, and
+// ErrNoPolicy when policy is nil (an untyped nil, or a nil
 // pointer, map, slice or func behind the interface); all of them are
 // terminal (retrying the same input gives the same error).
 //
@@ -31,6 +33,7 @@ import (
 // [Rollouts]: https://pkg.go.dev/github.com/replicakit/replicakit/replicaset#hdr-Rollouts
 // [Unreachable zones]: https://pkg.go.dev/github.com/replicakit/replicakit/replicaset#hdr-Unreachable_zones
 // [Self-healing]: https://pkg.go.dev/github.com/replicakit/replicakit/replicaset#hdr-Self_healing
+// [Lifecycle hooks]: https://pkg.go.dev/github.com/replicakit/replicakit/replicaset#hdr-Lifecycle_hooks
 // [Invariants]: https://pkg.go.dev/github.com/replicakit/replicakit/replicaset#hdr-Invariants
 func Compute(spec Spec, current []Replica, policy Ranker, now time.Time) (Plan, error) {
 	if err := spec.Validate(); err != nil {
@@ -39,6 +42,15 @@ func Compute(spec Spec, current []Replica, policy Ranker, now time.Time) (Plan, 
 	if isNil(policy) {
 		return Plan{}, fmt.Errorf("compute needs a deletion policy such as deletionpolicy.Random: %w", ErrNoPolicy)
 	}
+	if spec.Lifecycle != nil {
+		return computeGated(spec, current, policy, now)
+	}
+	return compute(spec, current, policy, now)
+}
+
+// compute is Compute for a valid spec and policy, before the pre-delete
+// gate (computeGated).
+func compute(spec Spec, current []Replica, policy Ranker, now time.Time) (Plan, error) {
 	switch {
 	case len(spec.Unreachable) > 0:
 		return computePartitioned(spec, current, policy, now)

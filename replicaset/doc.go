@@ -11,7 +11,7 @@
 //
 // The rules [Compute] plans by are stated once, under the headings below
 // ([Counting], [Deletion order], [Zones], [Rollouts], [Unreachable zones],
-// [Self-healing]);
+// [Self-healing], [Lifecycle hooks]);
 // the rest of replicakit points here. [Invariants] lists what every plan
 // guarantees, and the property tests check each of them.
 //
@@ -346,6 +346,64 @@
 // example, below the Kubernetes node controller's 55% for a zone outage;
 // 10% in flight is twice Azure's automatic repairs' 5%.
 //
+// # Lifecycle hooks
+//
+// With Spec.Lifecycle, a replica leaves only once whatever runs on it has
+// left: its pre-delete hooks (Cluster API's pre-drain and pre-terminate
+// annotations, AWS Auto Scaling's Terminating:Wait, OpenKruise CloneSet's
+// PreparingDelete) gate every deletion the rules decide, and launch gates
+// (AWS's Pending:Wait, CloneSet's PreparingNormal, Pod readinessGates)
+// keep a new replica out of the count of ready ones until they open.
+//
+// Every deletion passes the gate. A replica that scale-down, a rollout,
+// remediation or rebalancing chooses is not deleted but listed in
+// Plan.Prepare: the caller records Replica.Preparing on it (the pass's
+// time, and the hooks that hold it) and tells its hooks. Drain plans the
+// owner's own deletion the same way. A later pass deletes it (Plan.Delete)
+// once its hooks released it (Preparing.Hooks empty), or once
+// Lifecycle.Timeout has passed since Preparing.Since with DefaultResult
+// HookContinue (listed in LifecycleStatus.TimedOut, for an event); with
+// HookAbandon it stays, preparing and held (HoldHookAbandoned), until its
+// hooks release it. While hooks hold a replica within their timeout it
+// waits (HoldPreDelete, which names it, its hooks and their deadline), and
+// LifecycleStatus.NextCheck says when to look again. The one exception: a
+// replica that never ran (PhasePending, a clone in flight; or
+// PhaseFailed) has nothing to drain, and is deleted without preparing, so
+// that hooks waiting on a workload that never started do not run to their
+// timeout (aws-node-termination-handler#575).
+//
+// A preparing replica is leaving, and the rules plan for it as for a
+// replica being deleted: it counts toward Desired (unless
+// Spec.ReplaceDeleting) and toward a rollout's Desired + MaxSurge, it
+// never counts as available toward Desired − MaxUnavailable or any
+// other bound, and it is never chosen again. Whether it still counts as
+// ready or available in status while it drains (Summarize, where it is
+// counted in Status.Preparing too) is what Replica.Ready says, which the
+// binding decides: the kube binding keeps a preparing replica's readiness
+// unless told to mark it not ready, as CloneSet's markPodNotReady. So a
+// rollout never relies on a draining replica to meet its bounds, whether
+// it still serves or not.
+//
+// A scale-up while replicas prepare takes them back (Plan.Cancel) before
+// it creates anything new: a cancelled drain is a patch, a clone is
+// minutes. It takes back only replicas the rules would keep (running,
+// ready, on the wanted revision, in a reachable listed zone, not
+// unhealthy, not marked for deletion), those that began to prepare last
+// first, and only as many as bring the live replicas to Desired.
+// Replicas in unreachable zones stay preparing, in Plan.Unknown, until
+// their zone answers.
+//
+// A replica with a launch gate still closed (Replica.LaunchGated) is
+// neither ready nor available, whatever Replica.Ready says, so a rollout
+// does not count it toward its bounds and does not delete an old replica
+// for it (the launch-before-terminate trap of
+// aws-node-termination-handler#292). With Spec.Remediation, one whose
+// gate stays closed past its start-up window is unhealthy, and is
+// remediated as any other.
+//
+// DefaultHookTimeout (15 minutes) says why it is long enough for a drain
+// and short enough for a hook whose handler crashed.
+//
 // # Invariants
 //
 // For every valid input, Compute guarantees:
@@ -405,6 +463,13 @@
 //     whose replicas hang a few at a time ends healthy at its count, and a
 //     template whose replicas never become healthy is suspended after
 //     MaxFailures failed replacements.
+//   - Lifecycle hooks (Spec.Lifecycle): no replica that ran is in Delete
+//     unless it was preparing and its hooks released it or timed out with
+//     HookContinue; none is in two of Delete, Prepare and Cancel; a
+//     preparing replica is never in Prepare again; every bound above holds
+//     with preparing replicas counted as being deleted; a scale-up that
+//     creates leaves no replica preparing that it would keep; once hooks
+//     release, a set converges with none preparing.
 //   - Determinism: the same spec, replicas (in any order), policy and time
 //     give the same plan.
 //   - Convergence: carrying out plans repeatedly reaches Desired (or the
@@ -419,5 +484,6 @@
 // [Rollouts]: https://pkg.go.dev/github.com/replicakit/replicakit/replicaset#hdr-Rollouts
 // [Unreachable zones]: https://pkg.go.dev/github.com/replicakit/replicakit/replicaset#hdr-Unreachable_zones
 // [Self-healing]: https://pkg.go.dev/github.com/replicakit/replicakit/replicaset#hdr-Self_healing
+// [Lifecycle hooks]: https://pkg.go.dev/github.com/replicakit/replicakit/replicaset#hdr-Lifecycle_hooks
 // [Invariants]: https://pkg.go.dev/github.com/replicakit/replicakit/replicaset#hdr-Invariants
 package replicaset

@@ -126,7 +126,7 @@ func ExampleSummarize() {
 		fmt.Println("requeue after", after)
 	}
 	// Output:
-	// {Replicas:3 Ready:2 Available:1 Terminating:1}
+	// {Replicas:3 Ready:2 Available:1 Terminating:1 Preparing:0}
 	// requeue after 25s
 }
 

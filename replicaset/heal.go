@@ -54,7 +54,7 @@ func decideHealing(spec *Spec, current []Replica, now time.Time) healing {
 		r := &current[i]
 		hl := r.Health
 		// Most replicas are healthy, or have no health: nothing to do.
-		if !r.Deleting && r.Phase != PhaseFailed && !recovering &&
+		if !r.Deleting && r.Phase != PhaseFailed && !recovering && !r.LaunchGated &&
 			(hl == nil || hl.Healthy && !hl.Unhealthy && !hl.Now && !hl.Restarted) {
 			continue
 		}
@@ -67,7 +67,7 @@ func decideHealing(spec *Spec, current []Replica, now time.Time) healing {
 			}
 			continue
 		}
-		healthyNow := r.Ready && !hl.Unhealthy
+		healthyNow := r.ready() && !hl.Unhealthy
 		if recovering && hl.Healthy && !hl.Started.Before(hist.Last) {
 			h.status.Recovered = true
 		}
@@ -77,6 +77,11 @@ func decideHealing(spec *Spec, current []Replica, now time.Time) healing {
 		switch {
 		case r.Phase == PhaseFailed:
 			at, unhealthy = now, true
+		case r.LaunchGated && !hl.Started.IsZero():
+			// A launch gate still closed: judged by the start-up window,
+			// whatever the health check says.
+			at = hl.Started.Add(startup)
+			unhealthy = !now.Before(at)
 		case hl.Started.IsZero() || hl.Healthy && !hl.Unhealthy || !hl.Healthy && healthyNow:
 		case !hl.Healthy:
 			at = hl.Started.Add(startup)

@@ -12,8 +12,21 @@ type Plan struct {
 	// Create is how many new replicas to create in this pass.
 	Create int
 	// Delete lists the replicas to delete in this pass, in deletion order.
-	// None of them is already being deleted or protected.
+	// None of them is already being deleted or protected. With
+	// Spec.Lifecycle, the replicas the rules chose are in Prepare
+	// instead, and come here once their pre-delete hooks are done.
 	Delete []Replica
+	// Prepare lists the replicas that begin to prepare to leave in this
+	// pass (Spec.Lifecycle), in deletion order: the caller records
+	// Replica.Preparing on each, with Since the pass's time and the hooks
+	// that hold it, and deletes none of them yet. Empty without
+	// Spec.Lifecycle.
+	Prepare []Replica
+	// Cancel lists preparing replicas a scale-up takes back in this pass,
+	// before anything new is created: the caller removes their
+	// Replica.Preparing (and tells their hooks, as its documentation
+	// says). Empty without Spec.Lifecycle.
+	Cancel []Replica
 	// Deleting lists the replicas already being deleted, which need no
 	// action: they covered the excess before any replica in Delete was
 	// chosen (the package documentation's Deletion order).
@@ -54,12 +67,15 @@ type Plan struct {
 	// Replace lists the replicas this pass replaces to remediate them
 	// (Spec.Remediation), in the order remediation chose them, or because
 	// they failed in a listed zone (Spec.ReplaceFailed); each is in Delete
-	// too. A remediated replica's replacement is among Create as far as
+	// too, or in Prepare with Spec.Lifecycle. A remediated replica's replacement is among Create as far as
 	// the surge allows. Empty without either.
 	Replace []Replica
 	// Health is what the pass found of its replicas' health, with
 	// Spec.Remediation; zero without it.
 	Health HealthStatus
+	// Lifecycle is what the pass found of its replicas' preparations to
+	// leave, with Spec.Lifecycle; zero without it.
+	Lifecycle LifecycleStatus
 }
 
 // Hold is one reason replicas wait: a rollout bound or setting that keeps
@@ -129,6 +145,13 @@ const (
 	HoldRemediationBackoff
 	// HoldInFlight: Remediation.MaxInFlight remediations are under way.
 	HoldInFlight
+	// HoldPreDelete: the replicas prepare to leave, and pre-delete hooks
+	// hold them within their timeout (Spec.Lifecycle).
+	HoldPreDelete
+	// HoldHookAbandoned: pre-delete hooks held the replicas past their
+	// timeout, with Lifecycle.DefaultResult HookAbandon: they stay until
+	// their hooks release them.
+	HoldHookAbandoned
 )
 
 // String returns the name of the setting or bound, as Plan.String and
@@ -169,6 +192,10 @@ func (k HoldKind) String() string {
 		return "RemediationBackoff"
 	case HoldInFlight:
 		return "InFlight"
+	case HoldPreDelete:
+		return "PreDelete"
+	case HoldHookAbandoned:
+		return "HookAbandoned"
 	}
 	return fmt.Sprintf("HoldKind(%d)", int(k))
 }
@@ -190,7 +217,8 @@ type Shortfall struct {
 // revisions remain: RolloutStatus.Complete (SummarizeRollout) says
 // whether a rollout is done.
 func (p Plan) IsZero() bool {
-	return p.Create == 0 && len(p.Delete) == 0 && p.Deferred == 0 && len(p.Restart) == 0
+	return p.Create == 0 && len(p.Delete) == 0 && p.Deferred == 0 && len(p.Restart) == 0 &&
+		len(p.Prepare) == 0 && len(p.Cancel) == 0
 }
 
 // String renders the plan on one line, listing replica names, for logs and
@@ -201,7 +229,8 @@ func (p Plan) IsZero() bool {
 // Zones add " zones=[a b]" (CreateZones), a shortfall " shortfall=N
 // (reason)", an imbalance " unbalanced=(reason)", holds
 // " holds=[MaxUnavailable:2 Partition:1]", replicas in unreachable
-// zones " unknown=[d e]", and remediation " restart=[f] replace=[g]".
+// zones " unknown=[d e]", remediation " restart=[f] replace=[g]", and
+// lifecycle hooks " prepare=[h] cancel=[i]".
 func (p Plan) String() string {
 	var b strings.Builder
 	fmt.Fprintf(&b, "create=%d delete=%s deleting=%s deferred=%d",
@@ -230,6 +259,12 @@ func (p Plan) String() string {
 	}
 	if len(p.Replace) > 0 {
 		fmt.Fprintf(&b, " replace=%s", names(p.Replace))
+	}
+	if len(p.Prepare) > 0 {
+		fmt.Fprintf(&b, " prepare=%s", names(p.Prepare))
+	}
+	if len(p.Cancel) > 0 {
+		fmt.Fprintf(&b, " cancel=%s", names(p.Cancel))
 	}
 	return b.String()
 }

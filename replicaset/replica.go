@@ -76,6 +76,14 @@ type Replica struct {
 	Phase Phase
 	// Ready reports that the replica is ready to serve.
 	Ready bool
+	// LaunchGated reports that a launch gate of the replica is still
+	// closed (Spec.Lifecycle): something outside the set, such as a load
+	// balancer's registration, has not yet said the replica may serve. A
+	// gated replica is neither ready nor available, whatever Ready says,
+	// and is judged by its start-up window (Remediation) until the gate
+	// opens. The package documentation's Lifecycle hooks section states
+	// the rules.
+	LaunchGated bool
 	// ReadySince is when the replica last became ready. It matters only when
 	// Ready is true and the spec has a non-zero MinReady.
 	ReadySince time.Time
@@ -93,6 +101,13 @@ type Replica struct {
 	// Revision is the revision the replica was made from (Spec.Revision);
 	// empty when unknown, which counts as the wanted revision.
 	Revision string
+
+	// Preparing is set while the replica prepares to leave: a pass chose
+	// it for deletion (Plan.Prepare) and its pre-delete hooks run
+	// (Spec.Lifecycle). Nil: it is not preparing. The binding records it
+	// on the replica, so that a restarted controller goes on where the
+	// last one was.
+	Preparing *Preparing
 
 	// Health is what a health check says of the replica, nil when
 	// nothing is known; read only when the spec has a Remediation. A
@@ -114,7 +129,7 @@ func (r Replica) Available(minReady time.Duration, now time.Time) bool {
 // available is Replica.Available on a pointer, for loops over many
 // replicas: a Replica is 160 bytes to copy.
 func available(r *Replica, minReady time.Duration, now time.Time) bool {
-	if !r.Ready || r.Deleting {
+	if !r.ready() || r.Deleting {
 		return false
 	}
 	if minReady <= 0 {
@@ -125,6 +140,9 @@ func available(r *Replica, minReady time.Duration, now time.Time) bool {
 	}
 	return !now.Before(r.ReadySince.Add(minReady))
 }
+
+// ready reports whether r is ready and no launch gate holds it.
+func (r *Replica) ready() bool { return r.Ready && !r.LaunchGated }
 
 // Env is what a deletion policy may know beside the replica itself: the
 // moment the pass is computed for, the availability window and the owner's

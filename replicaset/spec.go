@@ -130,6 +130,13 @@ type Spec struct {
 	// as the package documentation's Self-healing section states. Nil:
 	// off, and Compute plans exactly as without it.
 	Remediation *Remediation
+	// Lifecycle turns lifecycle hooks on: a replica chosen to leave, by
+	// any rule, prepares first (Plan.Prepare) and is deleted only once
+	// its pre-delete hooks released it or timed out; and a replica with a
+	// launch gate closed (Replica.LaunchGated) is not ready. The package
+	// documentation's Lifecycle hooks section states the rules. Nil: off,
+	// and Compute plans exactly as without it.
+	Lifecycle *Lifecycle
 	// RemediationHistory is what the caller keeps of the set's
 	// remediations between passes, for their backoff: the history the last
 	// pass left (RemediationHistory.After). Read only with Remediation.
@@ -169,6 +176,9 @@ func (s Spec) Validate() error {
 	errs = append(errs, s.Strategy.validate()...)
 	if s.Remediation != nil {
 		errs = append(errs, s.Remediation.validate()...)
+	}
+	if s.Lifecycle != nil {
+		errs = append(errs, s.Lifecycle.validate()...)
 	}
 	for i, z := range s.Zones {
 		switch {

@@ -20,6 +20,10 @@ type Status struct {
 	// Terminating counts replicas that are being deleted. They are never
 	// included in Replicas, Ready or Available.
 	Terminating int
+	// Preparing counts live replicas preparing to leave (Replica.Preparing):
+	// their pre-delete hooks run. They are included in Replicas, and in
+	// Ready and Available as their readiness says.
+	Preparing int
 }
 
 // Summarize computes the status of current at now, with minReady as the
@@ -33,7 +37,10 @@ func Summarize(current []Replica, minReady time.Duration, now time.Time) Status 
 			continue
 		}
 		s.Replicas++
-		if r.Ready {
+		if r.Preparing != nil {
+			s.Preparing++
+		}
+		if r.ready() {
 			s.Ready++
 		}
 		if r.Available(minReady, now) {
@@ -53,7 +60,7 @@ func NextAvailable(current []Replica, minReady time.Duration, now time.Time) (af
 	}
 	for i := range current {
 		r := &current[i]
-		if !r.Ready || r.Deleting || r.ReadySince.IsZero() || r.Available(minReady, now) {
+		if !r.ready() || r.Deleting || r.ReadySince.IsZero() || r.Available(minReady, now) {
 			continue
 		}
 		d := r.ReadySince.Add(minReady).Sub(now)
@@ -135,7 +142,7 @@ func SummarizeZones(current []Replica, zones []string, minReady time.Duration, n
 		}
 		s := &out[k]
 		s.Replicas++
-		if r.Ready {
+		if r.ready() {
 			s.Ready++
 		}
 		if r.Available(minReady, now) {

@@ -256,7 +256,7 @@ func SummarizeRollout(spec Spec, current []Replica, now time.Time) RolloutStatus
 			continue
 		}
 		s.Updated++
-		if r.Ready {
+		if r.ready() {
 			s.UpdatedReady++
 		}
 		if r.Available(spec.MinReady, now) {

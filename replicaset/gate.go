@@ -1,0 +1,205 @@
+package replicaset
+
+import (
+	"slices"
+	"time"
+)
+
+// computeGated is Compute with Spec.Lifecycle: every deletion the rules
+// decide passes the pre-delete gate. Replicas already preparing are
+// planned for as replicas being deleted (they are leaving: they count
+// toward the surge, never as available, and are never chosen twice),
+// except those a scale-up takes back; the plan's new deletions become
+// preparations, and preparations whose hooks are done become deletions.
+func computeGated(spec Spec, current []Replica, policy Ranker, now time.Time) (Plan, error) {
+	if err := checkPreparing(current); err != nil {
+		return Plan{}, err
+	}
+	lc := spec.Lifecycle
+	preparing := map[string]int{} // by name: index in current
+	for i := range current {
+		if r := &current[i]; r.Preparing != nil && !r.Deleting {
+			preparing[r.Name] = i
+		}
+	}
+	view := current
+	var back []int
+	if len(preparing) > 0 {
+		view = slices.Clone(current)
+		back = takeBack(&spec, current, len(preparing))
+		for _, i := range back {
+			view[i].Preparing = nil
+		}
+		for _, i := range preparing {
+			if view[i].Preparing != nil {
+				view[i].Deleting = true
+			}
+		}
+	}
+	p, err := compute(spec, view, policy, now)
+	if err != nil {
+		return Plan{}, err
+	}
+	original := func(r Replica) (Replica, bool) {
+		i, ok := preparing[r.Name]
+		if !ok || current[i].UID != r.UID {
+			return r, false
+		}
+		return current[i], true
+	}
+
+	// A replica taken back that the rules chose again stays preparing.
+	chosenAgain := map[string]bool{}
+	for _, r := range p.Delete {
+		chosenAgain[r.Name] = true
+	}
+	for _, i := range back {
+		if chosenAgain[current[i].Name] {
+			continue // settled below with the others
+		}
+		p.Cancel = append(p.Cancel, current[i])
+	}
+
+	// New deletions prepare first, unless there is nothing to drain.
+	var deletes []Replica
+	for _, r := range p.Delete {
+		if orig, ok := original(r); ok {
+			p.Deleting = append(p.Deleting, orig) // settled below
+			continue
+		}
+		if skipsGate(&r) {
+			deletes = append(deletes, r)
+			continue
+		}
+		p.Prepare = append(p.Prepare, r)
+		p.Lifecycle.Preparing++
+	}
+	p.Delete = deletes
+
+	// Replicas already preparing come back as being deleted: settle them.
+	var settling []Replica
+	deleting := p.Deleting[:0:0]
+	for _, r := range p.Deleting {
+		if orig, ok := original(r); ok {
+			settling = append(settling, orig)
+			continue
+		}
+		deleting = append(deleting, r)
+	}
+	p.Deleting = deleting
+	for i, r := range p.Unknown {
+		if orig, ok := original(r); ok {
+			p.Unknown[i] = orig // left alone, preparing, while its zone is cut off
+			p.Lifecycle.Preparing++
+		}
+	}
+	for _, r := range sortedByIdentity(settling) {
+		lc.settle(&p, r, now)
+	}
+	lc.hookHolds(&p)
+	return p, nil
+}
+
+// takeBack returns the indexes in current of the preparing replicas a
+// scale-up takes back, before it creates anything new: a cancelled drain
+// is a patch, a clone is minutes. Only replicas the rules would keep are
+// taken back: running, ready, on the wanted revision, in a reachable
+// listed zone, not unhealthy and not marked for deletion; those that began
+// to prepare last first (they have drained least), then by identity.
+func takeBack(spec *Spec, current []Replica, preparing int) []int {
+	live := 0
+	for i := range current {
+		if r := &current[i]; !r.Deleting && r.Preparing == nil {
+			live++
+		}
+	}
+	need := spec.Desired - live
+	if need <= 0 {
+		return nil
+	}
+	cands := make([]int, 0, preparing)
+	for i := range current {
+		if r := &current[i]; r.Preparing != nil && !r.Deleting && keepable(spec, r) {
+			cands = append(cands, i)
+		}
+	}
+	slices.SortFunc(cands, func(a, b int) int {
+		ra, rb := &current[a], &current[b]
+		if c := rb.Preparing.Since.Compare(ra.Preparing.Since); c != 0 {
+			return c
+		}
+		return compareIdentity(ra, rb)
+	})
+	return cands[:min(need, len(cands))]
+}
+
+// keepable reports whether a preparing replica is one the rules would keep
+// were it not leaving.
+func keepable(spec *Spec, r *Replica) bool {
+	switch {
+	case r.Phase != PhaseRunning, !r.ready(), r.MarkedForDeletion,
+		!spec.onRevision(r),
+		len(spec.Zones) > 0 && !slices.Contains(spec.Zones, r.Zone),
+		slices.Contains(spec.Unreachable, r.Zone),
+		spec.Remediation != nil && r.Health != nil && (r.Health.Unhealthy || r.Health.Now):
+		return false
+	}
+	return true
+}
+
+// Drain plans one pass of the owner's own deletion: every replica leaves,
+// through the pre-delete gate when spec has a Lifecycle, whatever the
+// desired count, protection, zones or rollout say (the owner is going, so
+// its replicas are). A replica not yet preparing is in Plan.Prepare (or
+// in Plan.Delete when it never ran: see the package documentation's
+// Lifecycle hooks section); one whose hooks released it or timed out with
+// HookContinue is in Plan.Delete; the others wait, as Plan.Lifecycle and
+// Plan.Holds say. Without a Lifecycle every live replica is in
+// Plan.Delete. The owner is gone, for its replicas, once a pass finds
+// none but those being deleted: its finalizer can then go.
+//
+// Drain returns an error wrapping ErrInvalidSpec for a bad spec and
+// ErrInvalidReplica for an empty or repeated name or UID, or a replica
+// preparing with no start time.
+func Drain(spec Spec, current []Replica, now time.Time) (Plan, error) {
+	if err := spec.Validate(); err != nil {
+		return Plan{}, err
+	}
+	w := getScratch()
+	defer w.put()
+	v := newValidator(len(current), w)
+	for i := range current {
+		v.check(current, i)
+	}
+	if err := v.err(); err != nil {
+		return Plan{}, err
+	}
+	if err := checkPreparing(current); err != nil {
+		return Plan{}, err
+	}
+	var p Plan
+	var settling []Replica
+	for _, r := range current {
+		switch {
+		case r.Deleting:
+			p.Deleting = append(p.Deleting, r)
+		case spec.Lifecycle == nil || r.Preparing == nil && skipsGate(&r):
+			p.Delete = append(p.Delete, r)
+		case r.Preparing == nil:
+			p.Prepare = append(p.Prepare, r)
+			p.Lifecycle.Preparing++
+		default:
+			settling = append(settling, r)
+		}
+	}
+	sortedByIdentity(p.Deleting)
+	sortedByIdentity(p.Delete)
+	sortedByIdentity(p.Prepare)
+	if spec.Lifecycle != nil {
+		for _, r := range sortedByIdentity(settling) {
+			spec.Lifecycle.settle(&p, r, now)
+		}
+		spec.Lifecycle.hookHolds(&p)
+	}
+	return p, nil
+}

@@ -1,0 +1,208 @@
+package replicaset
+
+import (
+	"fmt"
+	"slices"
+	"strings"
+	"time"
+)
+
+// DefaultHookTimeout is how long pre-delete hooks may hold a replica when
+// Lifecycle.Timeout is zero: 15 minutes. It is long enough for the drains
+// hooks exist for (a Kubernetes node evicting its Pods at the pace their
+// disruption budgets allow, a database replica handing over, a load
+// balancer's connection draining, which defaults to 300 s on AWS and
+// Google Cloud), and short enough that a drainer that crashed delays a
+// scale-down by minutes rather than by the hour of AWS Auto Scaling's
+// default HeartbeatTimeout (3600 s). Cluster API's hooks never time out,
+// and its users' machines stay stuck deleting (cluster-api#11590).
+const DefaultHookTimeout = 15 * time.Minute
+
+// Lifecycle asks for lifecycle hooks (Spec.Lifecycle): a replica chosen
+// to leave prepares first, and is deleted only once its pre-delete hooks
+// released it or their timeout passed; and a new replica is ready only
+// once its launch gates are open (Replica.LaunchGated). The package
+// documentation's Lifecycle hooks section states the rules.
+type Lifecycle struct {
+	// Timeout is how long pre-delete hooks may hold a replica, from when
+	// it began to prepare (Preparing.Since); then DefaultResult applies.
+	// Zero means DefaultHookTimeout. It must not be negative.
+	Timeout time.Duration
+	// DefaultResult is what happens to a replica whose hooks still hold
+	// it when Timeout passes: HookContinue (the default) deletes it
+	// anyway; HookAbandon keeps it, preparing, and says so
+	// (HoldHookAbandoned) until its hooks release it.
+	DefaultResult HookResult
+}
+
+// HookResult is what a timed-out pre-delete hook means (Lifecycle.DefaultResult).
+type HookResult int
+
+// The results of a pre-delete hook that timed out.
+const (
+	// HookContinue deletes the replica anyway, as AWS Auto Scaling's
+	// DefaultResult CONTINUE does. It is the zero value.
+	HookContinue HookResult = iota
+	// HookAbandon keeps the replica and says so: nothing deletes it until
+	// its hooks release it, or a scale-up takes it back.
+	HookAbandon
+)
+
+// String returns the result's name, as status shows it.
+func (r HookResult) String() string {
+	switch r {
+	case HookContinue:
+		return "Continue"
+	case HookAbandon:
+		return "Abandon"
+	}
+	return fmt.Sprintf("HookResult(%d)", int(r))
+}
+
+// Preparing is a replica's preparation to leave, as a binding keeps it on
+// the replica (Replica.Preparing).
+type Preparing struct {
+	// Since is when the replica began to prepare: the pass that chose it
+	// (Plan.Prepare). The hooks' timeout runs from it; it must not be
+	// zero.
+	Since time.Time
+	// Hooks names the pre-delete hooks that still hold the replica;
+	// empty once all of them released it.
+	Hooks []string
+}
+
+// Deadline returns when hooks that still hold a replica preparing since
+// since time out.
+func (l *Lifecycle) Deadline(since time.Time) time.Time {
+	return since.Add(l.timeout())
+}
+
+func (l *Lifecycle) timeout() time.Duration {
+	if l.Timeout == 0 {
+		return DefaultHookTimeout
+	}
+	return l.Timeout
+}
+
+func (l *Lifecycle) validate() []error {
+	var errs []error
+	if l.Timeout < 0 {
+		errs = append(errs, fmt.Errorf("hook timeout %v is negative (use 0 for the default %v): %w",
+			l.Timeout, DefaultHookTimeout, ErrInvalidSpec))
+	}
+	if l.DefaultResult != HookContinue && l.DefaultResult != HookAbandon {
+		errs = append(errs, fmt.Errorf("hook default result %v: want HookContinue or HookAbandon: %w",
+			l.DefaultResult, ErrInvalidSpec))
+	}
+	return errs
+}
+
+// LifecycleStatus is what a pass found of its replicas' preparations to
+// leave, with Spec.Lifecycle; zero without it.
+type LifecycleStatus struct {
+	// Preparing counts the replicas that prepare to leave once the plan
+	// is carried out: those already preparing and not deleted by it, and
+	// Plan.Prepare.
+	Preparing int
+	// Waiting lists the preparing replicas whose hooks still hold them
+	// within their timeout (Lifecycle.Deadline of Preparing.Since).
+	Waiting []Replica
+	// TimedOut lists the replicas in Plan.Delete whose hooks still held
+	// them when their timeout passed (HookContinue): a binding says so,
+	// in an event.
+	TimedOut []Replica
+	// Abandoned lists the preparing replicas whose hooks held them past
+	// their timeout with HookAbandon: nothing deletes them until their
+	// hooks release them.
+	Abandoned []Replica
+	// NextCheck is when the first hook of Waiting times out, for the
+	// caller's requeue; zero when none waits.
+	NextCheck time.Time
+}
+
+// skipsGate reports whether r leaves without preparing: a replica that
+// never ran (a clone in flight, PhasePending; or one that failed,
+// PhaseFailed) has nothing to drain, and hooks that wait on a workload
+// that never started would only run to their timeout.
+func skipsGate(r *Replica) bool {
+	return r.Phase == PhasePending || r.Phase == PhaseFailed
+}
+
+// settle decides what becomes of a replica that prepares to leave: it is
+// deleted once its hooks released it, or they timed out with
+// HookContinue; else it stays, waiting or abandoned.
+func (l *Lifecycle) settle(p *Plan, r Replica, now time.Time) {
+	deadline := l.Deadline(r.Preparing.Since)
+	switch {
+	case len(r.Preparing.Hooks) == 0:
+		p.Delete = append(p.Delete, r)
+		return
+	case !now.Before(deadline) && l.DefaultResult == HookContinue:
+		p.Delete = append(p.Delete, r)
+		p.Lifecycle.TimedOut = append(p.Lifecycle.TimedOut, r)
+		return
+	case !now.Before(deadline):
+		p.Lifecycle.Abandoned = append(p.Lifecycle.Abandoned, r)
+	default:
+		p.Lifecycle.Waiting = append(p.Lifecycle.Waiting, r)
+		if p.Lifecycle.NextCheck.IsZero() || deadline.Before(p.Lifecycle.NextCheck) {
+			p.Lifecycle.NextCheck = deadline
+		}
+	}
+	p.Lifecycle.Preparing++
+}
+
+// hookHolds adds the holds of replicas that wait on their hooks.
+func (l *Lifecycle) hookHolds(p *Plan) {
+	if n := len(p.Lifecycle.Waiting); n > 0 {
+		p.Holds = append(p.Holds, Hold{By: HoldPreDelete, Waiting: n,
+			Reason: fmt.Sprintf("%d %s on pre-delete hooks: %s",
+				n, plural(n, "replica waits", "replicas wait"), l.describe(p.Lifecycle.Waiting))})
+	}
+	if n := len(p.Lifecycle.Abandoned); n > 0 {
+		p.Holds = append(p.Holds, Hold{By: HoldHookAbandoned, Waiting: n,
+			Reason: fmt.Sprintf("%d %s stay: pre-delete hooks held them past their timeout, "+
+				"and the default result is Abandon; release the hooks to delete them: %s",
+				n, plural(n, "replica", "replicas"), l.describe(p.Lifecycle.Abandoned))})
+	}
+}
+
+// describe names the first replicas of rs, each with its hooks and when
+// they time out.
+func (l *Lifecycle) describe(rs []Replica) string {
+	const most = 3
+	var parts []string
+	for _, r := range rs[:min(len(rs), most)] {
+		parts = append(parts, fmt.Sprintf("%s on %s until %s", r.Name,
+			strings.Join(r.Preparing.Hooks, ", "), l.Deadline(r.Preparing.Since).UTC().Format(time.RFC3339)))
+	}
+	if len(rs) > most {
+		parts = append(parts, fmt.Sprintf("and %d more", len(rs)-most))
+	}
+	return strings.Join(parts, "; ")
+}
+
+func plural(n int, one, many string) string {
+	if n == 1 {
+		return one
+	}
+	return many
+}
+
+// checkPreparing reports a replica preparing with no start time, which no
+// timeout could be counted from.
+func checkPreparing(current []Replica) error {
+	for i := range current {
+		if r := &current[i]; r.Preparing != nil && r.Preparing.Since.IsZero() {
+			return fmt.Errorf("replica %q prepares to leave with no start time (Preparing.Since): %w",
+				r.Name, ErrInvalidReplica)
+		}
+	}
+	return nil
+}
+
+// sortedByIdentity returns rs sorted by name, then UID.
+func sortedByIdentity(rs []Replica) []Replica {
+	slices.SortFunc(rs, func(a, b Replica) int { return compareIdentity(&a, &b) })
+	return rs
+}
