@@ -45,7 +45,7 @@ func New(ns, name string, replicas int64) *unstructured.Unstructured {
 
 // Spec reads a Widget's spec: replicas, selector, deletePolicy, paused,
 // replaceDeleting, minReadySeconds, zones, rebalance, progressDeadlineSeconds,
-// strategy and remediation (see remediation).
+// strategy, remediation (see remediation) and lifecycle (see lifecycle).
 func Spec(w *unstructured.Unstructured) (kube.Spec, error) {
 	var s kube.Spec
 	replicas, _, err := unstructured.NestedInt64(w.Object, "spec", "replicas")
@@ -81,7 +81,37 @@ func Spec(w *unstructured.Unstructured) (kube.Spec, error) {
 	if r, ok, _ := unstructured.NestedMap(w.Object, "spec", "remediation"); ok {
 		s.Remediation = remediation(r)
 	}
+	if l, ok, _ := unstructured.NestedMap(w.Object, "spec", "lifecycle"); ok {
+		s.Lifecycle = lifecycle(l)
+	}
 	return s, nil
+}
+
+// lifecycle reads spec.lifecycle, which turns lifecycle hooks on:
+// preDelete and launchGates (lists of names), timeoutSeconds,
+// defaultResult ("Abandon"; anything else continues) and markNotReady,
+// each optional.
+func lifecycle(l map[string]any) *kube.Lifecycle {
+	var out kube.Lifecycle
+	names := func(v any) []string {
+		var ns []string
+		list, _ := v.([]any)
+		for _, n := range list {
+			if s, ok := n.(string); ok {
+				ns = append(ns, s)
+			}
+		}
+		return ns
+	}
+	out.PreDelete, out.LaunchGates = names(l["preDelete"]), names(l["launchGates"])
+	if v, ok := l["timeoutSeconds"].(int64); ok {
+		out.Timeout = time.Duration(v) * time.Second
+	}
+	if l["defaultResult"] == "Abandon" {
+		out.DefaultResult = replicaset.HookAbandon
+	}
+	out.MarkNotReady, _ = l["markNotReady"].(bool)
+	return &out
 }
 
 // remediation reads spec.remediation, which turns self-healing on:
@@ -176,6 +206,9 @@ func SetStatus(w *unstructured.Unstructured, s kube.Status) {
 		"readyReplicas": int64(s.ReadyReplicas), "availableReplicas": int64(s.AvailableReplicas),
 		"terminatingReplicas": int64(s.TerminatingReplicas), "observedGeneration": s.ObservedGeneration,
 		"selector": s.Selector, "conditions": raw,
+	}
+	if meta.FindStatusCondition(s.Conditions, kube.ConditionDraining) != nil {
+		status["preparingReplicas"] = int64(s.PreparingReplicas)
 	}
 	if meta.FindStatusCondition(s.Conditions, kube.ConditionRemediationAllowed) != nil {
 		status["unhealthyReplicas"], status["remediationsAllowed"] = int64(s.UnhealthyReplicas), int64(s.RemediationsAllowed)

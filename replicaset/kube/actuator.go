@@ -42,6 +42,9 @@ type actuator[O, C client.Object] struct {
 	// may delete, by UID: a delete goes through only if the child is
 	// still that version.
 	versions map[types.UID]string
+	// gates are the launch gates every new child starts with
+	// (Lifecycle.LaunchGates).
+	gates []string
 }
 
 // errChildChanged means a delete found its child changed since the pass
@@ -73,6 +76,13 @@ func (a *actuator[O, C]) CreateIn(ctx context.Context, name, zone string) error 
 		a.r.setZone(child, zone)
 	}
 	stampNew(child, template, a.revision)
+	if len(a.gates) > 0 {
+		gates := map[string]string{}
+		for _, g := range a.gates {
+			gates[LaunchGateAnnotation(a.r.hookDomain(), g)] = a.owner.GetName()
+		}
+		child = withAnnotations(child, gates).(C)
+	}
 	child.SetName(name)
 	child.SetNamespace(a.owner.GetNamespace())
 	if err := controllerutil.SetControllerReference(a.owner, child, a.r.Scheme); err != nil {

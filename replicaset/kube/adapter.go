@@ -82,6 +82,14 @@ type Spec struct {
 	// set's history on the owner (AnnotationRemediationHistory). Nil:
 	// nothing is remediated, and no health is checked or written.
 	Remediation *replicaset.Remediation
+	// Lifecycle, when set, turns lifecycle hooks on: a child chosen to
+	// leave, by scale-down, rollout, remediation or rebalancing, or by the
+	// owner's own deletion, prepares first (AnnotationPreparing) and is
+	// deleted only once its pre-delete hooks released it or timed out; a
+	// new child counts as ready only once its launch gates opened. See
+	// the package documentation's Lifecycle hooks section. Nil: children
+	// are deleted as soon as they are chosen.
+	Lifecycle *Lifecycle
 }
 
 // Status is what the reconciler reports; the Adapter copies it into the
@@ -129,9 +137,14 @@ type Status struct {
 	// now (replicaset.HealthStatus.Allowed), with Spec.Remediation; zero
 	// without.
 	RemediationsAllowed int32
+	// PreparingReplicas counts live children that prepare to leave
+	// (AnnotationPreparing), with Spec.Lifecycle; zero without. They are
+	// counted in Replicas too.
+	PreparingReplicas int32
 	// Conditions are ReplicaFailure, ScalingUp, ScalingDown and Ready,
 	// ZonesBalanced when the spec lists zones, and RolledOut with
-	// Spec.Rollout, RemediationAllowed with Spec.Remediation, each with
+	// Spec.Rollout, RemediationAllowed with Spec.Remediation, Draining
+	// with Spec.Lifecycle, each with
 	// a reason saying why (see the Reason constants).
 	Conditions []metav1.Condition
 }

@@ -48,6 +48,9 @@ type outcome struct {
 	restarted  []restart
 	restartErr error
 	historyErr error
+	// finalizerErr says that the owner's FinalizerDrain could not be
+	// added or removed.
+	finalizerErr error
 }
 
 // apply carries out d and decides nothing: it confirms the owner with a
@@ -95,6 +98,9 @@ func (r *Reconciler[O, C]) apply(ctx context.Context, o *observation, d decision
 	if len(d.create) > 0 || len(d.delete) > 0 {
 		out.ran = true
 		a := &actuator[O, C]{r: r, owner: o.owner.(O), revision: o.revision, versions: vers}
+		if o.spec.Lifecycle != nil {
+			a.gates = o.spec.Lifecycle.LaunchGates
+		}
 		out.acted = execute.Plan(ctx, a, d.toExecute(), d.create, r.Execute)
 		out.changed, out.acted.Err = splitChanged(out.acted.Err)
 		if len(out.changed) > 0 {
@@ -104,6 +110,9 @@ func (r *Reconciler[O, C]) apply(ctx context.Context, o *observation, d decision
 	}
 	if h, changed := carriedHistory(o, d, out); changed {
 		out.historyErr = r.writeHistory(ctx, o.owner, h, o.revision)
+	}
+	if out.updateErr == nil || d.finalizer == finalizerAdd {
+		out.finalizerErr = r.patchFinalizer(ctx, o.owner, d.finalizer)
 	}
 	return out
 }
@@ -118,7 +127,9 @@ func carriedHistory(o *observation, d decision, out outcome) (replicaset.Remedia
 	}
 	p := d.plan
 	p.Replace = slices.DeleteFunc(slices.Clone(p.Replace), func(r replicaset.Replica) bool {
-		return !slices.Contains(out.acted.Deleted, r.Name)
+		prepared := slices.ContainsFunc(p.Prepare, func(x replicaset.Replica) bool { return x.UID == r.UID }) &&
+			slices.Contains(out.updated, r.Name)
+		return !slices.Contains(out.acted.Deleted, r.Name) && !prepared
 	})
 	before, cleared := historyFor(o)
 	h := before.After(ofTemplate(p, o.revision), o.now)

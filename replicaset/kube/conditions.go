@@ -242,6 +242,8 @@ func failure(d decision, out outcome) (reason, msg string) {
 		reason, msg = ReasonFailedReplicaOperation, out.acted.Err.Error()
 	case d.plan.Shortfall.Count > 0:
 		reason, msg = ReasonScaleInProtected, d.plan.Shortfall.Reason
+	case abandoned(d) != "":
+		reason, msg = ReasonHookAbandoned, abandoned(d)
 	case len(d.warnings) > 0:
 		return ReasonInvalidAnnotation, listNote(d.warnings, "; ", maxNote)
 	default:
@@ -268,5 +270,8 @@ func (s Status) MergeConditions(existing *[]metav1.Condition) {
 	}
 	if meta.FindStatusCondition(s.Conditions, ConditionRemediationAllowed) == nil {
 		meta.RemoveStatusCondition(existing, ConditionRemediationAllowed)
+	}
+	if meta.FindStatusCondition(s.Conditions, ConditionDraining) == nil {
+		meta.RemoveStatusCondition(existing, ConditionDraining)
 	}
 }

@@ -18,7 +18,8 @@ type rules struct {
 	policies   *deletionpolicy.Registry
 	naming     Naming
 	maxPerPass int
-	restarter  bool // the Adapter is a Restarter
+	restarter  bool   // the Adapter is a Restarter
+	hookDomain string // of lifecycle hooks' annotations
 }
 
 // limit is the per-pass cap on creates and on deletes.
@@ -91,12 +92,15 @@ type decision struct {
 	restart        []restart
 	history        replicaset.RemediationHistory
 	historyChanged bool
+	// finalizer is what the pass does with the owner's FinalizerDrain
+	// (Spec.Lifecycle).
+	finalizer finalizerChange
 }
 
 // acts reports whether the decision writes anything but status.
 func (d decision) acts() bool {
 	return len(d.adopt) > 0 || len(d.release) > 0 || len(d.create) > 0 || len(d.delete) > 0 || len(d.update) > 0 ||
-		len(d.restart) > 0 || d.historyChanged
+		len(d.restart) > 0 || d.historyChanged || d.finalizer != finalizerKeep
 }
 
 // toExecute is the part of the plan the executor carries out.
@@ -160,9 +164,21 @@ func decide(o *observation, rl rules) decision {
 		return d
 	}
 	d.capped = capped(d.plan, rl.limit())
-	if d.hold != holdNone {
+	switch {
+	case d.hold == holdDeleting && spec.Lifecycle != nil && o.owner.GetDeletionTimestamp() != nil &&
+		slices.Contains(o.owner.GetFinalizers(), FinalizerDrain):
+		if err := drain(o, &d, spec, current, rl.hookDomain); err != nil {
+			d.hold, d.failure, d.update = holdFailure, err, nil
+		}
+		return d
+	case d.hold == holdDeleting:
+		d.finalizer = drainFinalizer(o, true)
+		return d
+	case d.hold != holdNone:
+		d.finalizer = drainFinalizer(o, false)
 		return d // the plan says what would be done, for status; nothing is
 	}
+	d.finalizer = drainFinalizer(o, false)
 	if d.create, err = newNames(o, rl.naming, d.plan.Create); err != nil {
 		d.hold, d.failure, d.create = holdFailure, err, nil
 		d.backoff, d.failedNow = o.backoff, nil
@@ -172,6 +188,9 @@ func decide(o *observation, rl rules) decision {
 	d.delete = slices.Clone(d.plan.Delete)
 	d.restart = restarts(o, d.members, d.plan)
 	d.update = updates(o, d.members, d.delete, health, d.restart)
+	if o.spec.Lifecycle != nil {
+		d.update = preparations(o, rl.hookDomain, d.members, d.update, d.plan)
+	}
 	if o.spec.Remediation == nil {
 		d.replaced = d.plan.Replace // failed in their zones (Spec.ReplaceFailed)
 	} else {
@@ -248,7 +267,7 @@ func planSpec(o *observation, rl rules) replicaset.Spec {
 	s := replicaset.Spec{Desired: o.spec.Replicas, MaxPerPass: rl.maxPerPass,
 		ReplaceDeleting: o.spec.ReplaceDeleting, MinReady: o.spec.MinReady, Seed: o.seed,
 		Zones: o.spec.Zones, ZoneBackoff: o.backoff, Rebalance: o.spec.Rebalance, Unreachable: o.spec.Unreachable,
-		Remediation: o.spec.Remediation, ReplaceFailed: len(o.spec.Zones) > 0}
+		Remediation: o.spec.Remediation, ReplaceFailed: len(o.spec.Zones) > 0, Lifecycle: lifecycleSpec(o.spec)}
 	if o.spec.Remediation != nil {
 		s.RemediationHistory, _ = historyFor(o)
 	}
@@ -265,6 +284,14 @@ func replicas(members []child, o *observation, scheme Naming) []replicaset.Repli
 	indexed := naming.Indexed{Base: o.owner.GetName()}
 	for i, c := range members {
 		out[i] = c.replica
+		if p := out[i].Preparing; p != nil && (p.Since.IsZero() || o.spec.Lifecycle != nil && o.spec.Lifecycle.MarkNotReady) {
+			if p.Since.IsZero() { // a time that did not parse: from now
+				out[i].Preparing = &replicaset.Preparing{Since: o.now, Hooks: p.Hooks}
+			}
+			if o.spec.Lifecycle != nil && o.spec.Lifecycle.MarkNotReady {
+				out[i].Ready = false
+			}
+		}
 		if scheme == OrdinalNames {
 			out[i].Ordinal, out[i].HasOrdinal = indexed.Ordinal(c.replica.Name)
 		}

@@ -246,6 +246,55 @@
 // Without Spec.Remediation nothing of this happens: no health is checked
 // or written.
 //
+// # Lifecycle hooks
+//
+// With Spec.Lifecycle, a child leaves only once whatever runs on it has
+// left (replicaset's Lifecycle hooks section states the rules). Hooks and
+// gates are annotations on the child, in Cluster API's shape, under a
+// domain of your choosing (Reconciler.HookDomain, DefaultHookDomain by
+// default, say example.com):
+//
+//   - A child chosen to leave (scale-down, rollout, remediation,
+//     rebalancing) is not deleted: the binding writes
+//     [AnnotationPreparing] (the time) on it, and
+//     pre-delete.hook.example.com/<name> for each hook the spec names
+//     (Lifecycle.PreDelete). A hook's controller watches for
+//     AnnotationPreparing, does its work (drains the node, deregisters
+//     the address, flushes the data) and removes its own annotation. Any
+//     other pre-delete.hook.example.com/ annotation on the child, put
+//     there by a controller the spec does not name, holds it the same
+//     way ([PreDeleteHooks] lists them).
+//   - Once no hook annotation is left, or Lifecycle.Timeout has passed
+//     since AnnotationPreparing, the child is deleted (a HookTimedOut
+//     event says when hooks still held it); with DefaultResult
+//     HookAbandon it stays instead, and ReplicaFailure says so (reason
+//     HookAbandoned) until its hooks release it.
+//   - A scale-up takes preparing children back before it creates: it
+//     removes AnnotationPreparing and the named hooks' annotations (a
+//     TakenBack event). A hook's controller that sees AnnotationPreparing
+//     go undoes its work (uncordons the node).
+//   - Deleting the owner drains its children first: an owner with a
+//     Lifecycle carries [FinalizerDrain]; once deleted, its children
+//     prepare, and when no hook holds any, the finalizer goes and the
+//     garbage collector deletes them. Delete the owner with background
+//     or orphan propagation (kubectl's default is background): with
+//     foreground propagation the garbage collector deletes the children
+//     at once, before the binding can.
+//   - Each new child carries launch.gate.example.com/<name> for each gate
+//     the spec names (Lifecycle.LaunchGates); it counts as neither ready
+//     nor available until the gate's controller removes them all, and
+//     with Spec.Remediation one still gated past its start-up window is
+//     unhealthy.
+//
+// The preparation is kept on the child, so a restarted controller goes
+// on where the last one was, its timeouts unchanged. Status reports
+// PreparingReplicas, the Draining condition names each child waiting,
+// the hooks that hold it and until when, and the owner is looked at
+// again when the first timeout passes. Until the cache shows a
+// preparation (or a take-back), the owner's passes wait. Children that
+// never ran (replicaset.PhasePending or PhaseFailed) have nothing to
+// drain and are deleted without preparing.
+//
 // # Optional interfaces
 //
 // An Adapter may implement more than [Adapter]: [Zoner] (the child's
@@ -290,7 +339,8 @@
 // blockOwnerDeletion; patch on children adopts and releases them (and,
 // with Spec.Remediation, writes their health). An owner with
 // Spec.Remediation also needs patch on its own kind, for
-// AnnotationRemediationHistory:
+// AnnotationRemediationHistory, and so does one with Spec.Lifecycle, for
+// FinalizerDrain:
 //
 //	+kubebuilder:rbac:groups=example.com,resources=workerpools,verbs=get;list;watch;patch
 package kube

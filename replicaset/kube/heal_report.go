@@ -72,7 +72,9 @@ func remediationCondition(o *observation, d decision) metav1.Condition {
 func healEvents(d decision, out outcome) []note {
 	var evs []note
 	for _, r := range d.plan.Replace {
-		if !slices.Contains(out.acted.Deleted, r.Name) || len(d.replaced) > 0 {
+		prepared := slices.ContainsFunc(d.plan.Prepare, func(x replicaset.Replica) bool { return x.UID == r.UID }) &&
+			slices.Contains(out.updated, r.Name)
+		if !slices.Contains(out.acted.Deleted, r.Name) && !prepared || len(d.replaced) > 0 {
 			continue // not deleted; or failed, without remediation (ReplacingFailed)
 		}
 		reason := healthReason(r.Health)
@@ -106,6 +108,9 @@ func healthReason(h *replicaset.Health) string {
 // end (replicaset.HealthStatus.NextCheck), when that is sooner.
 func nextCheck(d decision, now time.Time, requeue time.Duration) time.Duration {
 	at := d.plan.Health.NextCheck
+	if l := d.plan.Lifecycle.NextCheck; !l.IsZero() && (at.IsZero() || l.Before(at)) {
+		at = l
+	}
 	if at.IsZero() {
 		return requeue
 	}

@@ -8,32 +8,43 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 )
 
-// restartLog remembers, per owner, the children a pass restarted and
-// when, until the cache shows the restart in their AnnotationHealth: a
-// pass that read them before that would find them still due (and still
-// annotated AnnotationRemediate) and restart them again, as a stale
-// cache would create a child twice without Expectations.
+// restartLog remembers, per owner, the children a pass restarted (or
+// began to prepare to leave, or took back) and when, until the cache
+// shows the write: a pass that read them before that would find them
+// still due (and still annotated AnnotationRemediate) and restart them
+// again, or choose them (or others) to leave again, as a stale cache would
+// create a child twice without Expectations.
 type restartLog struct {
 	mu sync.Mutex
-	m  map[string]map[string]time.Time // owner key → child UID → restarted at
+	m  map[string]map[string]pendingWrite // owner key → child UID → its write
+}
+
+// pendingWrite is a write to a child the cache may not show yet: when it
+// was made, and how to tell that a child shows it.
+type pendingWrite struct {
+	at    time.Time
+	shown func(c client.Object, at time.Time) bool
 }
 
 // record remembers the children of the owner key restarted at now.
 func (l *restartLog) record(key string, restarted []restart, now time.Time) {
-	if len(restarted) == 0 {
-		return
+	for _, x := range restarted {
+		l.expect(key, string(x.from.GetUID()), now, shows)
 	}
+}
+
+// expect remembers a write at now to the owner key's child uid, which a
+// child shows when shown says so.
+func (l *restartLog) expect(key, uid string, now time.Time, shown func(client.Object, time.Time) bool) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	if l.m == nil {
-		l.m = map[string]map[string]time.Time{}
+		l.m = map[string]map[string]pendingWrite{}
 	}
 	if l.m[key] == nil {
-		l.m[key] = map[string]time.Time{}
+		l.m[key] = map[string]pendingWrite{}
 	}
-	for _, x := range restarted {
-		l.m[key][string(x.from.GetUID())] = now
-	}
+	l.m[key][uid] = pendingWrite{at: now, shown: shown}
 }
 
 // unseen reports whether a restart of the owner key's children is not
@@ -50,9 +61,9 @@ func (l *restartLog) unseen(key string, children []client.Object, now time.Time,
 	for _, c := range children {
 		byUID[string(c.GetUID())] = c
 	}
-	for uid, at := range pending {
+	for uid, w := range pending {
 		c, ok := byUID[uid]
-		if !ok || c.GetDeletionTimestamp() != nil || now.Sub(at) > ttl || shows(c, at) {
+		if !ok || c.GetDeletionTimestamp() != nil || now.Sub(w.at) > ttl || w.shown(c, w.at) {
 			delete(pending, uid)
 		}
 	}

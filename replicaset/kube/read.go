@@ -157,8 +157,12 @@ func (r *Reconciler[O, C]) read(ctx context.Context, req reconcile.Request) (*ob
 		return o, nil // nothing to describe: the pass only waits
 	}
 	heals := o.specErr == nil && o.spec.Remediation != nil
-	o.children = r.describe(own, match, heals)
-	o.orphans = r.describe(orphans, match, heals)
+	domain := ""
+	if o.specErr == nil && o.spec.Lifecycle != nil {
+		domain = r.hookDomain()
+	}
+	o.children = r.describe(own, match, heals, domain)
+	o.orphans = r.describe(orphans, match, heals, domain)
 	for _, cs := range [][]child{o.children, o.orphans} {
 		for _, c := range cs {
 			if c.replica.Revision == UnmatchedRevision {
@@ -233,8 +237,10 @@ func forEachObject(l client.ObjectList, f func(client.Object)) error {
 // Adapter knows of their kind. With match (the Adapter's TemplateMatcher,
 // with Spec.Rollout), a child without a revision that does not match
 // the template counts as made from UnmatchedRevision. With heals, each
-// child's health is checked (checkHealth).
-func (r *Reconciler[O, C]) describe(objs []client.Object, match func(C) bool, heals bool) []child {
+// child's health is checked (checkHealth). With a hook domain (the spec
+// has a Lifecycle), each child's preparation and launch gates are read
+// from its annotations under it.
+func (r *Reconciler[O, C]) describe(objs []client.Object, match func(C) bool, heals bool, domain string) []child {
 	out := make([]child, 0, len(objs))
 	for _, obj := range objs {
 		c, ok := obj.(C)
@@ -247,6 +253,11 @@ func (r *Reconciler[O, C]) describe(objs []client.Object, match func(C) bool, he
 		}
 		rep.Zone = r.zoneOf(c)
 		r.Adapter.Describe(c, &rep)
+		if domain != "" {
+			if lerr := describeLifecycle(obj, domain, &rep); err == nil {
+				err = lerr
+			}
+		}
 		ch := child{obj: obj, replica: rep, costErr: err}
 		if heals {
 			ch.check = r.checkHealth(c, rep)

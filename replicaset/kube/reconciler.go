@@ -121,6 +121,12 @@ type Reconciler[O, C client.Object] struct {
 	// ends. It is kept in memory, so a restarted controller (or a new
 	// leader) starts with no zone backing off.
 	ZoneBackoff time.Duration
+	// HookDomain is the domain of the annotations of lifecycle hooks and
+	// gates on children (PreDeleteHookAnnotation, LaunchGateAnnotation):
+	// choose one of your own, such as the owner's API group, so that your
+	// hooks' controllers watch for your annotations alone. Empty means
+	// DefaultHookDomain.
+	HookDomain string
 	// Now is the clock; nil means time.Now.
 	Now func() time.Time
 
@@ -249,7 +255,8 @@ func (r *Reconciler[O, C]) defaults() {
 // rules is what decide needs of the Reconciler's configuration.
 func (r *Reconciler[O, C]) rules() rules {
 	_, restarter := any(r.Adapter).(Restarter[O, C])
-	return rules{policies: r.Policies, naming: r.Naming, maxPerPass: r.MaxPerPass, restarter: restarter}
+	return rules{policies: r.Policies, naming: r.Naming, maxPerPass: r.MaxPerPass, restarter: restarter,
+		hookDomain: r.hookDomain()}
 }
 
 func (r *Reconciler[O, C]) now() time.Time {

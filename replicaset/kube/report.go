@@ -31,6 +31,7 @@ func (r *Reconciler[O, C]) report(ctx context.Context, o *observation, d decisio
 	r.Expectations.noteTaken(o.key, v.taken, o.now)
 	r.backoff.record(o.key, v.backoff)
 	r.restarts.record(o.key, out.restarted, o.now)
+	r.recordPreparations(o.key, d, out, o.now)
 	if o.spec.Rollout != nil && d.hold != holdFailure {
 		r.rollouts.record(o.key, v.status, meta.IsStatusConditionTrue(v.status.Conditions, ConditionRolledOut), o.now)
 	}

@@ -67,11 +67,12 @@ func settle(o *observation, d decision, out outcome) verdict {
 	// A delete that left a changed child wrote nothing: the pass that
 	// sees the change would only come with that child's event.
 	clean := out.claimErr == nil && out.acted.Err == nil && out.updateErr == nil && len(out.changed) == 0 &&
-		out.restartErr == nil && out.historyErr == nil
+		out.restartErr == nil && out.historyErr == nil && out.finalizerErr == nil
 	// A gone owner has no status to write; a pass that could not confirm
 	// its owner writes what it saw, with the error.
 	v.publish = !(acted && clean) && d.hold != holdWaiting && !out.ownerGone
 	v.events = append(eventsOf(d, out, failed), healEvents(d, out)...)
+	v.events = append(v.events, lifecycleEvents(d, out)...)
 
 	takenOnly := onlyTaken(out.acted.Err)
 	switch {
@@ -82,8 +83,8 @@ func settle(o *observation, d decision, out outcome) verdict {
 		v.retry = out.claimErr
 	case out.acted.Err != nil && !takenOnly:
 		v.retry = errors.Join(out.acted.Err, out.updateErr)
-	case out.updateErr != nil || out.restartErr != nil || out.historyErr != nil:
-		v.retry = errors.Join(out.updateErr, out.restartErr, out.historyErr)
+	case out.updateErr != nil || out.restartErr != nil || out.historyErr != nil || out.finalizerErr != nil:
+		v.retry = errors.Join(out.updateErr, out.restartErr, out.historyErr, out.finalizerErr)
 	case d.hold == holdFailure:
 		v.terminal = d.failure
 	case takenOnly || d.hold == holdNone && d.capped:
@@ -218,6 +219,10 @@ func status(o *observation, d decision, out outcome, failed map[string]error, ba
 	if o.spec.Remediation != nil {
 		st.UnhealthyReplicas, st.RemediationsAllowed = int32(d.plan.Health.Unhealthy), int32(d.plan.Health.Allowed)
 		st.Conditions = append(st.Conditions, remediationCondition(o, d))
+	}
+	if o.spec.Lifecycle != nil {
+		st.PreparingReplicas = int32(sum.Preparing)
+		st.Conditions = append(st.Conditions, drainingCondition(o, d))
 	}
 	if o.spec.Rollout == nil {
 		st.UpdatedReplicas, st.UpdatedReadyReplicas, st.UpdatedAvailableReplicas = st.Replicas, st.ReadyReplicas, st.AvailableReplicas

@@ -1,0 +1,330 @@
+package kube
+
+import (
+	"context"
+	"fmt"
+	"slices"
+	"strings"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
+
+	"github.com/replicakit/replicakit/replicaset"
+)
+
+// Lifecycle asks for lifecycle hooks (Spec.Lifecycle): a child chosen to
+// leave, by any rule or by the owner's own deletion, prepares first and is
+// deleted only once its pre-delete hooks released it or their timeout
+// passed; a new child is ready only once its launch gates opened. The
+// package documentation's Lifecycle hooks section says how hooks and
+// gates are annotations on the child.
+type Lifecycle struct {
+	// PreDelete names the hooks every child waits on before it is
+	// deleted: the binding puts PreDeleteHookAnnotation(domain, name) on
+	// a child as it begins to prepare, and the hook's own controller
+	// removes it to release the child. Hooks another controller put on a
+	// child under the same prefix hold it as well, declared here or not.
+	PreDelete []string
+	// LaunchGates names the gates a new child passes before it counts as
+	// ready: the binding puts LaunchGateAnnotation(domain, name) on each
+	// child it creates, and the gate's controller removes it once the
+	// workload on the child serves (registered in a load balancer, say).
+	LaunchGates []string
+	// Timeout is how long hooks may hold a child; zero means
+	// replicaset.DefaultHookTimeout.
+	Timeout time.Duration
+	// DefaultResult is what a timeout means: replicaset.HookContinue
+	// (the default) deletes the child anyway; replicaset.HookAbandon keeps
+	// it, preparing, and says so in ReplicaFailure (reason
+	// HookAbandoned) until its hooks release it.
+	DefaultResult replicaset.HookResult
+	// MarkNotReady counts a child as not ready from the moment it begins
+	// to prepare, as OpenKruise CloneSet's markPodNotReady: status stops
+	// counting it as ready or available. False: it counts as its readiness
+	// says until it is deleted. The rollout's bounds never count on a
+	// preparing child either way (replicaset's Lifecycle hooks section).
+	MarkNotReady bool
+}
+
+// Annotations, finalizer and condition of lifecycle hooks.
+const (
+	// AnnotationPreparing is on a child that prepares to leave: the time
+	// it began (RFC 3339, to the nanosecond). The binding writes it and
+	// removes it when a scale-up takes the child back; hooks' controllers
+	// watch for it and must not write it.
+	AnnotationPreparing = "replicakit.io/preparing"
+	// DefaultHookDomain is the domain of hook and gate annotations when
+	// Reconciler.HookDomain is empty.
+	DefaultHookDomain = "replicakit.io"
+	// FinalizerDrain is on an owner whose Spec has a Lifecycle, so that
+	// deleting the owner drains its children first: the binding removes
+	// it once no child is held by a hook, and the garbage collector
+	// deletes the children.
+	FinalizerDrain = "replicakit.io/drain"
+	// ConditionDraining is set with Spec.Lifecycle: True while children
+	// prepare to leave, its message naming each child, the hooks that
+	// hold it and until when; False when none does.
+	ConditionDraining = "Draining"
+	// ReasonWaitingOnHooks means children prepare to leave (Draining is
+	// True).
+	ReasonWaitingOnHooks = "WaitingOnHooks"
+	// ReasonNoneDraining means no child prepares to leave (Draining is
+	// False).
+	ReasonNoneDraining = "NoneDraining"
+	// ReasonHookAbandoned means hooks held children past their timeout
+	// with DefaultResult HookAbandon: they stay until their hooks release
+	// them (ReplicaFailure is True).
+	ReasonHookAbandoned = "HookAbandoned"
+)
+
+// PreDeleteHookAnnotation is the annotation by which hook holds a child
+// before it is deleted: pre-delete.hook.<domain>/<hook>, Cluster API's
+// shape (pre-drain.delete.hook.machine.cluster.x-k8s.io/<name>).
+func PreDeleteHookAnnotation(domain, hook string) string {
+	return "pre-delete.hook." + domain + "/" + hook
+}
+
+// LaunchGateAnnotation is the annotation by which gate keeps a new child
+// from counting as ready: launch.gate.<domain>/<gate>.
+func LaunchGateAnnotation(domain, gate string) string {
+	return "launch.gate." + domain + "/" + gate
+}
+
+// PreDeleteHooks returns the names of the pre-delete hooks on obj under
+// domain, sorted: those that hold it while it prepares to leave.
+func PreDeleteHooks(obj metav1.Object, domain string) []string {
+	return namesUnder(obj, "pre-delete.hook."+domain+"/")
+}
+
+// LaunchGates returns the names of the launch gates still closed on obj
+// under domain, sorted.
+func LaunchGates(obj metav1.Object, domain string) []string {
+	return namesUnder(obj, "launch.gate."+domain+"/")
+}
+
+func namesUnder(obj metav1.Object, prefix string) []string {
+	var out []string
+	for k := range obj.GetAnnotations() {
+		if name, ok := strings.CutPrefix(k, prefix); ok && name != "" {
+			out = append(out, name)
+		}
+	}
+	slices.Sort(out)
+	return out
+}
+
+// hookDomain is the Reconciler's hook domain, or the default.
+func (r *Reconciler[O, C]) hookDomain() string {
+	if r.HookDomain == "" {
+		return DefaultHookDomain
+	}
+	return r.HookDomain
+}
+
+// describeLifecycle adds to rep what obj's annotations say of its
+// lifecycle: whether it prepares to leave, the hooks that hold it, and
+// whether a launch gate is closed. A preparing time that does not parse
+// is a warning, and the pass counts the preparation from its own time.
+func describeLifecycle(obj metav1.Object, domain string, rep *replicaset.Replica) error {
+	var err error
+	if v, ok := obj.GetAnnotations()[AnnotationPreparing]; ok {
+		since, perr := time.Parse(time.RFC3339Nano, v)
+		if perr != nil {
+			err = fmt.Errorf("child %s: annotation %s=%q is not a time; counting from now", obj.GetName(), AnnotationPreparing, v)
+		}
+		rep.Preparing = &replicaset.Preparing{Since: since, Hooks: PreDeleteHooks(obj, domain)}
+	}
+	rep.LaunchGated = len(LaunchGates(obj, domain)) > 0
+	return err
+}
+
+// lifecycleSpec is the planner's Lifecycle for the spec's, nil without.
+func lifecycleSpec(s Spec) *replicaset.Lifecycle {
+	if s.Lifecycle == nil {
+		return nil
+	}
+	return &replicaset.Lifecycle{Timeout: s.Lifecycle.Timeout, DefaultResult: s.Lifecycle.DefaultResult}
+}
+
+// preparations adds to updates the annotations of the children the plan
+// prepares (AnnotationPreparing at now, and the declared hooks) and takes
+// back (both removed), merged with any other in-place change of the same
+// child.
+func preparations(o *observation, domain string, members []child, updates []inPlaceUpdate, p replicaset.Plan) []inPlaceUpdate {
+	if len(p.Prepare) == 0 && len(p.Cancel) == 0 {
+		return updates
+	}
+	set := map[string]map[string]string{} // by UID
+	hooks := func(v string) map[string]string {
+		m := map[string]string{AnnotationPreparing: ""}
+		for _, h := range o.spec.Lifecycle.PreDelete {
+			m[PreDeleteHookAnnotation(domain, h)] = v
+		}
+		return m
+	}
+	for _, r := range p.Prepare {
+		m := hooks(o.owner.GetName())
+		m[AnnotationPreparing] = stamp(o.now)
+		set[r.UID] = m
+	}
+	for _, r := range p.Cancel {
+		set[r.UID] = hooks("")
+	}
+	for i, u := range updates {
+		if m, ok := set[string(u.from.GetUID())]; ok {
+			updates[i].to = withAnnotations(u.to, m)
+			delete(set, string(u.from.GetUID()))
+		}
+	}
+	for _, c := range members {
+		if m, ok := set[c.replica.UID]; ok {
+			updates = append(updates, inPlaceUpdate{from: c.obj, to: withAnnotations(c.obj, m)})
+		}
+	}
+	return updates
+}
+
+// finalizerChange is what a pass does with the owner's FinalizerDrain.
+type finalizerChange int
+
+const (
+	finalizerKeep finalizerChange = iota
+	finalizerAdd
+	finalizerRemove
+)
+
+// drainFinalizer says whether the pass adds FinalizerDrain (an owner with
+// a Lifecycle that lacks it) or removes it (an owner without one, or one
+// being deleted whose children no hook holds any more: drained).
+func drainFinalizer(o *observation, drained bool) finalizerChange {
+	has := controllerutil.ContainsFinalizer(o.owner, FinalizerDrain)
+	deleting := o.owner.GetDeletionTimestamp() != nil
+	switch {
+	case has && (o.spec.Lifecycle == nil || deleting && drained):
+		return finalizerRemove
+	case !has && !deleting && o.spec.Lifecycle != nil && o.specErr == nil:
+		return finalizerAdd
+	}
+	return finalizerKeep
+}
+
+// drain decides a pass of the owner's own deletion with a Lifecycle: its
+// children prepare to leave (replicaset.Drain) and, once no hook holds
+// any, FinalizerDrain goes and the garbage collector deletes them.
+func drain(o *observation, d *decision, spec replicaset.Spec, current []replicaset.Replica, domain string) error {
+	p, err := replicaset.Drain(spec, current, o.now)
+	if err != nil {
+		return err
+	}
+	d.plan = p
+	d.update = preparations(o, domain, d.members, nil, p)
+	drained := len(p.Prepare) == 0 && len(p.Lifecycle.Waiting) == 0 && len(p.Lifecycle.Abandoned) == 0
+	d.finalizer = drainFinalizer(o, drained)
+	return nil
+}
+
+// recordPreparations remembers the preparations and take-backs the pass
+// wrote, so that the owner's passes wait until the cache shows them: a
+// pass on a stale cache would choose children to leave again.
+func (r *Reconciler[O, C]) recordPreparations(key string, d decision, out outcome, now time.Time) {
+	for _, p := range []struct {
+		rs   []replicaset.Replica
+		want bool
+	}{{d.plan.Prepare, true}, {d.plan.Cancel, false}} {
+		for _, x := range p.rs {
+			if !slices.Contains(out.updated, x.Name) {
+				continue
+			}
+			want := p.want
+			r.restarts.expect(key, x.UID, now, func(c client.Object, _ time.Time) bool {
+				_, ok := c.GetAnnotations()[AnnotationPreparing]
+				return ok == want
+			})
+		}
+	}
+}
+
+// patchFinalizer adds or removes the owner's FinalizerDrain, on a copy of
+// the cached owner, with the owner's resourceVersion as a precondition.
+func (r *Reconciler[O, C]) patchFinalizer(ctx context.Context, owner client.Object, change finalizerChange) error {
+	if change == finalizerKeep {
+		return nil
+	}
+	to := owner.DeepCopyObject().(client.Object)
+	if change == finalizerAdd {
+		controllerutil.AddFinalizer(to, FinalizerDrain)
+	} else {
+		controllerutil.RemoveFinalizer(to, FinalizerDrain)
+	}
+	if err := r.Client.Patch(ctx, to, client.MergeFromWithOptions(owner, client.MergeFromWithOptimisticLock{})); err != nil {
+		return fmt.Errorf("update finalizer %s of %s: %w", FinalizerDrain, owner.GetName(), err)
+	}
+	return nil
+}
+
+// drainingCondition is ConditionDraining for the pass.
+func drainingCondition(o *observation, d decision) metav1.Condition {
+	c := metav1.Condition{Type: ConditionDraining, Status: metav1.ConditionFalse, Reason: ReasonNoneDraining,
+		Message: "no child prepares to leave", ObservedGeneration: o.owner.GetGeneration()}
+	if n := d.plan.Lifecycle.Preparing; n > 0 {
+		c.Status, c.Reason = metav1.ConditionTrue, ReasonWaitingOnHooks
+		c.Message = fmt.Sprintf("%d %s to leave", n, plural(n, "child prepares", "children prepare"))
+		for _, h := range d.plan.Holds {
+			if h.By == replicaset.HoldPreDelete || h.By == replicaset.HoldHookAbandoned {
+				c.Message += "; " + h.Reason
+			}
+		}
+	}
+	return c
+}
+
+// abandoned is the hold reason of children hooks abandoned, or "".
+func abandoned(d decision) string {
+	for _, h := range d.plan.Holds {
+		if h.By == replicaset.HoldHookAbandoned {
+			return h.Reason
+		}
+	}
+	return ""
+}
+
+// lifecycleEvents lists the pass's lifecycle events: children that began
+// to prepare, taken back, or deleted when their hooks timed out.
+func lifecycleEvents(d decision, out outcome) []note {
+	var evs []note
+	done := func(rs []replicaset.Replica, in []string) []string {
+		var names []string
+		for _, r := range rs {
+			if slices.Contains(in, r.Name) {
+				names = append(names, r.Name)
+			}
+		}
+		return names
+	}
+	if names := done(d.plan.Prepare, out.updated); len(names) > 0 {
+		evs = append(evs, note{corev1.EventTypeNormal, "Preparing", "Prepare",
+			"Children prepare to leave, waiting on their pre-delete hooks: " + listNote(names, ", ", maxNote)})
+	}
+	if names := done(d.plan.Cancel, out.updated); len(names) > 0 {
+		evs = append(evs, note{corev1.EventTypeNormal, "TakenBack", "Cancel",
+			"Children taken back by a scale-up before they left: " + listNote(names, ", ", maxNote)})
+	}
+	for _, r := range d.plan.Lifecycle.TimedOut {
+		if slices.Contains(out.acted.Deleted, r.Name) {
+			evs = append(evs, note{corev1.EventTypeWarning, "HookTimedOut", "Delete",
+				fmt.Sprintf("Deleted child %s: pre-delete hooks %s still held it when their timeout passed",
+					r.Name, strings.Join(r.Preparing.Hooks, ", "))})
+		}
+	}
+	return evs
+}
+
+func plural(n int, one, many string) string {
+	if n == 1 {
+		return one
+	}
+	return many
+}
