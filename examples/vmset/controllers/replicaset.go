@@ -84,6 +84,7 @@ func (a ReplicaSetAdapter) Spec(s *vmv1.VirtualMachineReplicaSet) (kube.Spec, er
 	if spec.Remediation, err = remediation(s.Spec.Remediation); err != nil {
 		return spec, fmt.Errorf("spec.remediation: %w", err)
 	}
+	spec.Lifecycle = lifecycle(s.Spec.Lifecycle)
 	if spec.Remediation != nil && spec.Remediation.Restart && a.Reset == nil {
 		return spec, fmt.Errorf("spec.remediation.restart: this operator cannot reset VMs (its ReplicaSetAdapter has no Reset: build it with Setup); set restart to false to replace unhealthy VMs instead")
 	}
@@ -131,6 +132,21 @@ func rollout(u vmv1.UpdateStrategy) (replicaset.Strategy, error) {
 		*a.to = amount
 	}
 	return s, nil
+}
+
+// lifecycle reads spec.lifecycle as the binding's Lifecycle: nil without.
+func lifecycle(l *vmv1.Lifecycle) *kube.Lifecycle {
+	if l == nil {
+		return nil
+	}
+	out := &kube.Lifecycle{PreDelete: l.PreDelete, LaunchGates: l.LaunchGates, MarkNotReady: l.MarkNotReady}
+	if l.Timeout != nil {
+		out.Timeout = l.Timeout.Duration
+	}
+	if l.DefaultResult == "Abandon" {
+		out.DefaultResult = replicaset.HookAbandon
+	}
+	return out
 }
 
 // remediation reads spec.remediation as the planner's Remediation: nil
@@ -278,6 +294,10 @@ func (a ReplicaSetAdapter) SetStatus(s *vmv1.VirtualMachineReplicaSet, st kube.S
 	if meta.FindStatusCondition(st.Conditions, kube.ConditionRemediationAllowed) != nil {
 		s.Status.UnhealthyReplicas, s.Status.RemediationsAllowed = ptr.To(st.UnhealthyReplicas), ptr.To(st.RemediationsAllowed)
 	}
+	s.Status.PreparingReplicas = nil
+	if meta.FindStatusCondition(st.Conditions, kube.ConditionDraining) != nil {
+		s.Status.PreparingReplicas = ptr.To(st.PreparingReplicas)
+	}
 	st.MergeConditions(&s.Status.Conditions)
 }
 
@@ -305,6 +325,11 @@ func copyMap(m map[string]string) map[string]string {
 // +kubebuilder:rbac:groups=vm.replicakit.io,resources=virtualmachines,verbs=get;list;watch;create;patch;delete
 // +kubebuilder:rbac:groups=events.k8s.io,resources=events,verbs=create;patch
 
+// HookDomain is the domain of the lifecycle hooks' and gates' annotations
+// on VirtualMachines (spec.lifecycle): pre-delete.hook.vm.replicakit.io/<name>
+// and launch.gate.vm.replicakit.io/<name>.
+const HookDomain = "vm.replicakit.io"
+
 // NewReplicaSetReconciler returns the VirtualMachineReplicaSet reconciler
 // for an operator with placements for zones. Its adapter cannot reset VMs
 // (ReplicaSetAdapter.Reset is nil): Setup gives it the VirtualMachine
@@ -320,6 +345,7 @@ func NewReplicaSetReconciler(zones []string) *kube.Reconciler[*vmv1.VirtualMachi
 		// Each child becomes a clone: one read of the set per creating
 		// pass is cheap beside cloning a VM for a set being deleted.
 		ConfirmOwnerBeforeCreate: true,
+		HookDomain:               HookDomain,
 	}
 }
 

@@ -166,6 +166,7 @@ type VirtualMachineStatus struct {
 // +kubebuilder:printcolumn:name="IP",type=string,JSONPath=`.status.addresses[0]`
 // +kubebuilder:printcolumn:name="ZONE",type=string,JSONPath=`.spec.zone`
 // +kubebuilder:printcolumn:name="REVISION",type=string,JSONPath=`.metadata.labels.replicakit\.io/revision`
+// +kubebuilder:printcolumn:name="PREPARING",type=date,JSONPath=`.metadata.annotations.replicakit\.io/preparing`
 // +kubebuilder:printcolumn:name="AGE",type=date,JSONPath=`.metadata.creationTimestamp`
 // +kubebuilder:printcolumn:name="HOSTNAME",type=string,JSONPath=`.status.hostname`,priority=1
 // +kubebuilder:printcolumn:name="UUID",type=string,JSONPath=`.status.instanceUUID`,priority=1

@@ -99,6 +99,60 @@ type VirtualMachineReplicaSetSpec struct {
 	// defaults each field states.
 	// +optional
 	Remediation *Remediation `json:"remediation,omitempty"`
+	// Lifecycle holds the set's lifecycle hooks: a VM chosen to go (by a
+	// scale-down, a rollout, remediation, rebalancing, or the set's own
+	// deletion) prepares first, and is shut down and destroyed only once
+	// its pre-delete hooks released it or timed out; a new VM counts as
+	// ready only once its launch gates opened. Absent: a VM chosen to go
+	// is deleted at once.
+	// +optional
+	Lifecycle *Lifecycle `json:"lifecycle,omitempty"`
+}
+
+// Lifecycle is a set's lifecycle hooks, as kube.Lifecycle, which the
+// replicaset package's Lifecycle hooks section states the rules of. Hooks
+// and gates are annotations on each VirtualMachine, under the domain
+// vm.replicakit.io: pre-delete.hook.vm.replicakit.io/<name> while a hook
+// holds a VM that prepares to leave (replicakit.io/preparing says since
+// when), launch.gate.vm.replicakit.io/<name> while a gate keeps a new VM
+// from counting as ready. Each hook's or gate's controller removes its
+// annotation when its work is done.
+type Lifecycle struct {
+	// PreDelete names the hooks every VM waits on before it goes: each is
+	// put on the VM as it begins to prepare. Hook annotations another
+	// controller puts on a VM hold it too.
+	// +kubebuilder:validation:MaxItems=16
+	// +kubebuilder:validation:items:Pattern=`^[a-z0-9]([-a-z0-9_.]{0,61}[a-z0-9])?$`
+	// +listType=set
+	// +optional
+	PreDelete []string `json:"preDelete,omitempty"`
+	// LaunchGates names the gates every new VM passes before it counts as
+	// ready: each is put on the VM when it is made.
+	// +kubebuilder:validation:MaxItems=16
+	// +kubebuilder:validation:items:Pattern=`^[a-z0-9]([-a-z0-9_.]{0,61}[a-z0-9])?$`
+	// +listType=set
+	// +optional
+	LaunchGates []string `json:"launchGates,omitempty"`
+	// Timeout is how long hooks may hold a VM, from when it began to
+	// prepare; then DefaultResult applies. A positive duration. Default
+	// 15m: long enough for a node drain or a load balancer's connection
+	// draining, short enough that a hook whose controller crashed delays a
+	// scale-down by minutes.
+	// +kubebuilder:validation:XValidation:rule="self.size() <= 32 && self.matches('^([0-9]+([.][0-9]+)?(ns|us|ms|s|m|h))+$') && duration(self) > duration('0s')",message="must be a positive duration, such as 90s or 10m"
+	// +optional
+	Timeout *metav1.Duration `json:"timeout,omitempty"`
+	// DefaultResult is what a timeout means: Continue (the default)
+	// deletes the VM anyway; Abandon keeps it, preparing, and says so in
+	// the ReplicaFailure condition until its hooks release it.
+	// +kubebuilder:validation:Enum=Continue;Abandon
+	// +optional
+	DefaultResult string `json:"defaultResult,omitempty"`
+	// MarkNotReady counts a VM as not ready from the moment it begins to
+	// prepare (its Ready condition stays as the VM is; the set's status
+	// stops counting it). False: it counts as its readiness says until it
+	// is deleted. A rollout never counts on a preparing VM either way.
+	// +optional
+	MarkNotReady bool `json:"markNotReady,omitempty"`
 }
 
 // Remediation is a set's self-healing policy, as replicaset.Remediation,
@@ -292,6 +346,11 @@ type VirtualMachineReplicaSetStatus struct {
 	// reached. The RemediationAllowed condition says which.
 	// +optional
 	RemediationsAllowed *int32 `json:"remediationsAllowed,omitempty"`
+	// PreparingReplicas counts live VMs that prepare to leave, waiting on
+	// their pre-delete hooks. Set only with spec.lifecycle: kubectl's
+	// PREPARING shows <none> without it.
+	// +optional
+	PreparingReplicas *int32 `json:"preparingReplicas,omitempty"`
 	// Conditions: ReplicaFailure, ScalingUp, ScalingDown, Ready,
 	// RolledOut, ZonesBalanced when spec.zones is set, and
 	// RemediationAllowed when spec.remediation is.
@@ -312,6 +371,7 @@ type VirtualMachineReplicaSetStatus struct {
 // +kubebuilder:printcolumn:name="READY",type=integer,JSONPath=`.status.readyReplicas`
 // +kubebuilder:printcolumn:name="UP-TO-DATE",type=integer,JSONPath=`.status.updatedReplicas`
 // +kubebuilder:printcolumn:name="UNHEALTHY",type=integer,JSONPath=`.status.unhealthyReplicas`
+// +kubebuilder:printcolumn:name="PREPARING",type=integer,JSONPath=`.status.preparingReplicas`
 // +kubebuilder:printcolumn:name="AGE",type=date,JSONPath=`.metadata.creationTimestamp`
 // +kubebuilder:printcolumn:name="DESIRED",type=integer,JSONPath=`.spec.replicas`,priority=1
 // +kubebuilder:printcolumn:name="AVAILABLE",type=integer,JSONPath=`.status.availableReplicas`,priority=1

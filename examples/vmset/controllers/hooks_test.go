@@ -1,0 +1,95 @@
+package controllers_test
+
+import (
+	"context"
+	"slices"
+	"testing"
+	"time"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/wait"
+	"k8s.io/utils/ptr"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/replicakit/replicakit/examples/internal/vmcheck"
+	vmv1 "github.com/replicakit/replicakit/examples/vmset/api/v1alpha1"
+	"github.com/replicakit/replicakit/examples/vmset/controllers"
+	"github.com/replicakit/replicakit/internal/testenv"
+	"github.com/replicakit/replicakit/replicaset/kube"
+)
+
+// drainHook is the pre-delete hook the tests' sets name, as it appears on
+// a VirtualMachine.
+var drainHook = kube.PreDeleteHookAnnotation(controllers.HookDomain, "drain")
+
+// preparingVMs returns the VirtualMachines of ns that prepare to leave.
+func preparingVMs(ctx context.Context, e *testenv.Env, ns string) ([]vmv1.VirtualMachine, error) {
+	var l vmv1.VirtualMachineList
+	if err := e.Client.List(ctx, &l, client.InNamespace(ns)); err != nil {
+		return nil, err
+	}
+	return slices.DeleteFunc(l.Items, func(vm vmv1.VirtualMachine) bool {
+		return vm.Annotations[kube.AnnotationPreparing] == "" || vm.DeletionTimestamp != nil
+	}), nil
+}
+
+// releaseDrain removes the drain hook from the VirtualMachine ns/name, as
+// a drainer does when it is done.
+func releaseDrain(t *testing.T, e *testenv.Env, ns, name string) {
+	t.Helper()
+	vm := &vmv1.VirtualMachine{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name}}
+	patch := []byte(`{"metadata":{"annotations":{"` + drainHook + `":null}}}`)
+	if err := e.Client.Patch(context.Background(), vm, client.RawPatch("application/merge-patch+json", patch)); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// TestHooks_ScaleDownDrainsFirst: a set of 3 VMs whose spec.lifecycle
+// names a drain hook, scaled to 2. The VM chosen prepares (kubectl's
+// PREPARING shows it) and stays in vCenter, powered on, while the hook
+// holds it; the set says PREPARING 1. Once the hook is released the VM
+// is destroyed in vCenter and the set settles on 2.
+func TestHooks_ScaleDownDrainsFirst(t *testing.T) {
+	e, sim := start(t)
+	const ns = "hooks-scale"
+	createSetWith(t, e, ns, 3, func(s *vmv1.VirtualMachineReplicaSet) {
+		s.Spec.Lifecycle = &vmv1.Lifecycle{PreDelete: []string{"drain"}, Timeout: &metav1.Duration{Duration: time.Hour}}
+	})
+	live := settle(t, e, sim, ns, 3)
+
+	set := &vmv1.VirtualMachineReplicaSet{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "test-rs"}}
+	if err := e.Client.Patch(context.Background(), set, client.RawPatch("application/merge-patch+json", []byte(`{"spec":{"replicas":2}}`))); err != nil {
+		t.Fatal(err)
+	}
+	var leaving []vmv1.VirtualMachine
+	err := wait.PollUntilContextTimeout(t.Context(), 100*time.Millisecond, 30*time.Second, true, func(ctx context.Context) (bool, error) {
+		var err error
+		leaving, err = preparingVMs(ctx, e, ns)
+		return err == nil && len(leaving) == 1 && leaving[0].Annotations[drainHook] != "", err
+	})
+	if err != nil {
+		t.Fatalf("no VM prepares to leave with its drain hook after a scale-down: %v", err)
+	}
+	name := leaving[0].Name
+	if got := kubectlColumn(t, e, "PREPARING", name, "vm", "-n", ns); got == "<none>" || got == "" {
+		t.Errorf("kubectl get vm shows PREPARING %q for %s, want its age", got, name)
+	}
+	waitSet(t, e, ns, "preparing 1", func(s *vmv1.VirtualMachineReplicaSet) bool {
+		return ptr.Deref(s.Status.PreparingReplicas, -1) == 1
+	})
+	// Held: still in vCenter and powered on a while later, the others too.
+	time.Sleep(2 * time.Second)
+	st, err := vmcheck.Observe(t.Context(), e.Client, sim.Config(), ns, "test-rs")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(st.VCenter) != 3 || len(st.LiveOn) != 3 || len(st.Deleting) != 0 {
+		t.Fatalf("while the hook holds %s: %v; want all 3 live and on, in vCenter", name, st)
+	}
+
+	releaseDrain(t, e, ns, name)
+	after := settle(t, e, sim, ns, 2)
+	if slices.Contains(after, name) || !isSubset(after, live) {
+		t.Errorf("settled on %v after releasing %s (started with %v)", after, name, live)
+	}
+}
