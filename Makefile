@@ -162,6 +162,15 @@ bench-e2e: tools-kwok
 bench-heal: tools
 	go -C examples run ./internal/cmd/benchvms -heal-only -heal-runs $(HEAL_RUNS)
 
+## bench-hooks: a set of 10 VMs scaled to 0 through the example operator on
+## vcsim with a drain hook that holds each VM 5s, beside the same without
+## hooks, HEAL_RUNS times, printing each run and the median [min–max] of
+## the extra time and of its ratio to the hook's length (≈ 1: the VMs
+## drain at once, not one after another).
+.PHONY: bench-hooks
+bench-hooks: tools
+	go -C examples run ./internal/cmd/benchvms -hooks-only -heal-runs $(HEAL_RUNS)
+
 ## fuzz: every native Go fuzz target of both modules, each for FUZZTIME
 ## (default 1m), printing how many inputs each ran and failing when one
 ## finds a failing input (hack/fuzz.sh; FUZZ_PARALLEL sets the workers).

@@ -30,6 +30,7 @@ func main() {
 	only := flag.Bool("vcenters-only", false, "measure only 0→N over two zones on two vCenters beside one")
 	healOnly := flag.Bool("heal-only", false, "measure only the healing of a hung guest, beside its floor")
 	healRuns := flag.Int("heal-runs", 5, "runs of each healing measurement (restart on, restart off)")
+	hooksOnly := flag.Bool("hooks-only", false, "measure only a scale-down with a drain hook, beside the same without")
 	flag.Parse()
 	var k, m int
 	if _, err := fmt.Sscanf(*sets, "%dx%d", &k, &m); err != nil || k < 1 || m < 1 || *n < 1 || *healRuns < 1 {
@@ -48,7 +49,7 @@ func main() {
 			os.Exit(2)
 		}
 	}
-	err := run(context.Background(), *crds, *n, k, m, *only, *healOnly, *healRuns)
+	err := run(context.Background(), *crds, *n, k, m, *only, *healOnly, *hooksOnly, *healRuns)
 	pprof.StopCPUProfile()
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "benchvms:", err)
@@ -57,7 +58,7 @@ func main() {
 }
 
 // run starts the API server, measures and prints the table.
-func run(ctx context.Context, crds string, n, sets, per int, vcentersOnly, healOnly bool, healRuns int) (err error) {
+func run(ctx context.Context, crds string, n, sets, per int, vcentersOnly, healOnly, hooksOnly bool, healRuns int) (err error) {
 	fmt.Println("Starting etcd and kube-apiserver ...")
 	env, err := testenv.Start(testenv.Options{CRDDirectoryPaths: []string{crds}, Scheme: vmcheck.Scheme()})
 	if err != nil {
@@ -76,13 +77,19 @@ func run(ctx context.Context, crds string, n, sets, per int, vcentersOnly, healO
 	}
 	b := &bench{env: env, cs: cs, c: c, ns: benchkit.Namespaces{CS: cs}}
 	var rows []row
-	if !vcentersOnly && !healOnly {
+	if hooksOnly {
+		fmt.Printf("%d→0 VMs through the example operator, without hooks and with a %v drain hook, %d runs ...\n", hookReplicas, hookDrain, healRuns)
+		if rows, err = b.hooks(ctx, healRuns); err != nil {
+			return err
+		}
+	}
+	if !vcentersOnly && !healOnly && !hooksOnly {
 		fmt.Printf("0→%d VMs through the example operator on vcsim ...\n", n)
 		if rows, err = b.vms(ctx, n, sets, per); err != nil {
 			return err
 		}
 	}
-	if !healOnly {
+	if !healOnly && !hooksOnly {
 		fmt.Printf("0→%d VMs over two zones, on one vCenter and on two ...\n", n)
 		vc, err := b.vcenters(ctx, n)
 		if err != nil {
@@ -90,7 +97,7 @@ func run(ctx context.Context, crds string, n, sets, per int, vcentersOnly, healO
 		}
 		rows = append(rows, vc)
 	}
-	if !vcentersOnly {
+	if !vcentersOnly && !hooksOnly {
 		fmt.Printf("A hung guest healed through the example operator (%d replicas, unhealthyWindow %v, startupWindow %v), %d runs ...\n",
 			healReplicas, healUnhealthyWindow, healStartupWindow, healRuns)
 		heal, err := b.heal(ctx, healRuns)
