@@ -29,8 +29,8 @@ var ErrDuplicateName = errors.New("vmprovider: VM name on several endpoints")
 // one it chose; a wrapper of Endpoints should implement it too, or a Set
 // can remove neither copy of a repeated name.
 type EndpointScoped interface {
-	// DeleteOn powers off and destroys the VM called name on endpoint
-	// (empty for the default), as Provider.Delete does on one endpoint:
+	// DeleteOn stops and destroys the VM called name on endpoint (empty
+	// for the default), as Provider.Delete does on one endpoint:
 	// one that is gone there is success, whatever other endpoints hold.
 	DeleteOn(ctx context.Context, endpoint, name, owner string) error
 	// MarkRevisionOn records revision on the VM called name on endpoint,

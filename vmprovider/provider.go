@@ -208,8 +208,12 @@ type Provider interface {
 	// SetPower powers the VM called name on or off (PoweredOn or
 	// PoweredOff); a VM already in that state is left alone.
 	SetPower(ctx context.Context, name, owner string, state PowerState) error
-	// Delete powers off and destroys the VM called name. A VM that is
-	// already gone is success.
+	// Delete stops and destroys the VM called name. A provider may shut
+	// the guest down gracefully first and power the VM off only if the
+	// guest has not stopped within a grace period of its own (the vsphere
+	// provider's Config.ShutdownGrace), so Delete may take up to that
+	// period; bound it with ctx, and retry a Delete that ctx ended. A VM
+	// that is already gone is success.
 	Delete(ctx context.Context, name, owner string) error
 }
 

@@ -2,6 +2,7 @@ package vcsim
 
 import (
 	"bytes"
+	"encoding/xml"
 	"io"
 	"math/rand/v2"
 	"net/http"
@@ -27,8 +28,10 @@ import (
 // the decision is made under the gate's lock and the count is atomic.
 //
 // Refuse makes every call of one method that names one managed object
-// fail, whatever the probability: a zone whose clones all fail. Hold
-// keeps the calls of one method waiting until the test lets them go.
+// fail, whatever the probability: a zone whose clones all fail. Ignore
+// answers them as served without serving them: a guest that never acts on
+// a shutdown request. Hold keeps the calls of one method waiting until the
+// test lets them go.
 //
 // It also counts the calls that reach the gate, by method (Calls); a
 // Faults without Methods injects nothing and only counts.
@@ -48,11 +51,13 @@ type Faults struct {
 	p        float64
 	rng      *rand.Rand
 	refused  map[refusal]bool
+	ignored  map[refusal]bool
 	holds    map[string]*Held
 	injected atomic.Int64
 }
 
-// refusal is a method refused for calls naming one managed object.
+// refusal is a method refused (Refuse) or ignored (Ignore) for calls
+// naming one managed object.
 type refusal struct {
 	method string
 	ref    types.ManagedObjectReference
@@ -73,6 +78,29 @@ func (f *Faults) Refuse(method string, ref types.ManagedObjectReference) (lift f
 		f.mu.Lock()
 		defer f.mu.Unlock()
 		delete(f.refused, r)
+	}
+}
+
+// Ignore makes every call of method whose request names ref succeed
+// without being served, until the returned function is called: the
+// client gets the empty answer of a method that returns nothing, and the
+// simulator never sees the call. It plays a request vCenter accepted whose
+// effect never comes: ShutdownGuest to a guest that does not shut down (a
+// hung guest, or one that ignores the ACPI request), which a real vCenter
+// also answers at once, leaving the VM powered on. Use it only for methods
+// that return nothing. It is safe to call at any time.
+func (f *Faults) Ignore(method string, ref types.ManagedObjectReference) (lift func()) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if f.ignored == nil {
+		f.ignored = map[refusal]bool{}
+	}
+	r := refusal{method, ref}
+	f.ignored[r] = true
+	return func() {
+		f.mu.Lock()
+		defer f.mu.Unlock()
+		delete(f.ignored, r)
 	}
 }
 
@@ -102,7 +130,7 @@ func (f *Faults) fail(w http.ResponseWriter, method string, body []byte) bool {
 	f.mu.Lock()
 	hit := false
 	for r := range f.refused {
-		hit = hit || r.method == method && bytes.Contains(body, []byte(`type="`+r.ref.Type+`">`+r.ref.Value+`<`))
+		hit = hit || r.names(method, body)
 	}
 	if !hit && slices.Contains(f.Methods, method) {
 		if f.rng == nil {
@@ -119,6 +147,30 @@ func (f *Faults) fail(w http.ResponseWriter, method string, body []byte) bool {
 	w.WriteHeader(http.StatusInternalServerError)
 	_, _ = io.WriteString(w, invalidStateFault)
 	return true
+}
+
+// ignore decides whether a call of method with the request body is
+// ignored (Ignore) and, if so, answers it as served.
+func (f *Faults) ignore(w http.ResponseWriter, method string, body []byte) bool {
+	f.mu.Lock()
+	hit := false
+	for r := range f.ignored {
+		hit = hit || r.names(method, body)
+	}
+	f.mu.Unlock()
+	if !hit {
+		return false
+	}
+	w.Header().Set("Content-Type", "text/xml; charset=utf-8")
+	_, _ = io.WriteString(w, xml.Header+`<soapenv:Envelope xmlns:soapenv="http://schemas.xmlsoap.org/soap/envelope/">`+
+		`<soapenv:Body><`+method+`Response xmlns="urn:vim25"></`+method+`Response></soapenv:Body></soapenv:Envelope>`)
+	return true
+}
+
+// names reports whether a call of method with the request body is one r
+// applies to: its method, naming r's object as an argument.
+func (r refusal) names(method string, body []byte) bool {
+	return r.method == method && bytes.Contains(body, []byte(`type="`+r.ref.Type+`">`+r.ref.Value+`<`))
 }
 
 // invalidStateFault is the answer to a failed call: a SOAP fault carrying

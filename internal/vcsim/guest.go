@@ -105,23 +105,16 @@ func setGuest(ctx context.Context, cfg vsphere.Config, name, what string, values
 // datacenter and calls do with them, logging out after; an error is
 // wrapped as "vcsim: <what> <name>".
 func withVM(ctx context.Context, cfg vsphere.Config, name, what string, do func(*vim25.Client, *object.VirtualMachine) error) error {
-	vc, logout, err := vsphere.Connect(ctx, cfg)
-	if err != nil {
-		return err
-	}
-	defer func() { _ = logout(context.WithoutCancel(ctx)) }()
-	f := find.NewFinder(vc, false)
-	dc, err := f.DatacenterOrDefault(ctx, cfg.Datacenter)
-	if err != nil {
-		return err
-	}
-	f.SetDatacenter(dc)
-	vm, err := f.VirtualMachine(ctx, name)
-	if err == nil {
-		err = do(vc, vm)
-	}
-	if err != nil {
-		return fmt.Errorf("vcsim: %s %s: %w", what, name, err)
-	}
-	return nil
+	return withDatacenter(ctx, cfg, func(vc *vim25.Client, dc *object.Datacenter) error {
+		f := find.NewFinder(vc, false)
+		f.SetDatacenter(dc)
+		vm, err := f.VirtualMachine(ctx, name)
+		if err == nil {
+			err = do(vc, vm)
+		}
+		if err != nil {
+			return fmt.Errorf("vcsim: %s %s: %w", what, name, err)
+		}
+		return nil
+	})
 }

@@ -45,7 +45,7 @@ func (g *gate) waitForUpdates(w http.ResponseWriter, r *http.Request, body []byt
 		if g.faults != nil {
 			g.faults.took("WaitForUpdatesEx")
 		}
-		g.serve(rec, req)
+		g.serve(rec, req, "WaitForUpdatesEx")
 		if g.faults != nil {
 			g.faults.took("")
 		}

@@ -84,19 +84,26 @@ func (g *gate) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	if g.faults != nil {
 		g.faults.took(method)
 		defer g.faults.took("")
-		if g.faults.fail(w, method, body) {
+		if g.faults.fail(w, method, body) || g.faults.ignore(w, method, body) {
 			return
 		}
 	}
 	r.Body = io.NopCloser(bytes.NewReader(body))
-	g.serve(w, r)
+	g.serve(w, r, method)
 }
 
-// serve passes one call to the simulator and waits for the tasks it
-// started, then for any task those started in turn (a destroy deletes the
-// VM's files in a task of its own, which would otherwise run on into the
-// next call). The gate's lock is held.
-func (g *gate) serve(w http.ResponseWriter, r *http.Request) {
+// keepsTask lists the methods that start a task without returning it: the
+// simulator plays a guest's shutdown or standby in a task of its own
+// (powering the VM off or suspending it a moment after the answer), which
+// the gate waits for as for a returned one, so that the next call finds
+// the VM off (or suspended).
+var keepsTask = map[string]bool{"ShutdownGuest": true, "StandbyGuest": true}
+
+// serve passes one call of method to the simulator and waits for the
+// tasks it started, then for any task those started in turn (a destroy
+// deletes the VM's files in a task of its own, which would otherwise run
+// on into the next call). The gate's lock is held.
+func (g *gate) serve(w http.ResponseWriter, r *http.Request, method string) {
 	tee := &teeWriter{ResponseWriter: w}
 	g.sdk(tee, r)
 	returned := taskReturn.FindAllSubmatch(tee.body.Bytes(), -1)
@@ -106,7 +113,7 @@ func (g *gate) serve(w http.ResponseWriter, r *http.Request) {
 			t.Wait() // reads the task's state under the simulator's lock
 		}
 	}
-	if len(returned) == 0 {
+	if len(returned) == 0 && !keepsTask[method] {
 		return
 	}
 	for _, o := range g.tasks.AllReference("Task") {

@@ -28,7 +28,8 @@ import (
 )
 
 // ErrConfig means a Config cannot be used: a missing URL or credentials, a
-// bad CA bundle, or placement that does not resolve.
+// bad CA bundle, placement that does not resolve, or a ShutdownGrace over
+// MaxShutdownGrace.
 var ErrConfig = errors.New("vsphere: invalid configuration")
 
 // ErrLogin means vCenter refused the credentials (an InvalidLogin fault: a
@@ -39,6 +40,31 @@ var ErrLogin = errors.New("vsphere: login refused")
 // DefaultMaxTasks bounds the vCenter tasks one Provider runs at once when
 // Config.MaxTasks is zero.
 const DefaultMaxTasks = 8
+
+// DefaultShutdownGrace is how long Delete waits for a guest to shut down,
+// once asked through VMware Tools, before it powers the VM off, when
+// Config.ShutdownGrace is zero: 90 seconds, enough for a healthy guest to
+// stop on its own. A Linux guest's systemd waits up to 90 s for each
+// service to stop (DefaultTimeoutStopSec) before it kills it; Windows
+// aims to shut down within about 20 s, giving services 5 s
+// (WaitToKillServiceTimeout) and, since Windows 10 1703, a preshutdown
+// handler 10 s. Kubernetes' default terminationGracePeriodSeconds and
+// KubeVirt's default grace for a VM are 30 s, which would cut off a Linux
+// guest still waiting on one slow service; Google Compute Engine gives a
+// VM 120 s between the ACPI soft off and the hard one. vm-operator's
+// powerOffMode TrySoft and Cluster API's vSphere provider (its
+// guestSoftPowerOffTimeout) wait five minutes for one VM; a replica set
+// deletes VMs to scale down, roll out and heal, each wait holds its
+// caller and the VM's name, and a hung guest, which never shuts down,
+// costs the whole grace, so it is kept shorter here.
+const DefaultShutdownGrace = 90 * time.Second
+
+// MaxShutdownGrace is the longest Config.ShutdownGrace New accepts, an
+// hour: Delete holds its caller for as long as the guest may take, and a
+// longer wait is more likely a mistaken unit than a guest's need (vCenter
+// Site Recovery Manager likewise caps its guest shutdown timeout at 3599
+// seconds).
+const MaxShutdownGrace = time.Hour
 
 // Config says how to reach vCenter and where VMs go. Credentials are held
 // here only; they never appear in logs, errors or String output.
@@ -78,6 +104,30 @@ type Config struct {
 	// KeepAlive is how often an idle session is kept alive. Zero means
 	// five minutes.
 	KeepAlive time.Duration
+	// ShutdownGrace is how long Delete waits for a powered-on VM whose
+	// VMware Tools are running to shut its guest down (ShutdownGuest)
+	// before it powers the VM off. Zero means DefaultShutdownGrace; a
+	// negative value means never to ask the guest and to power the VM off
+	// at once, as a pulled plug would. At most MaxShutdownGrace.
+	ShutdownGrace time.Duration
+}
+
+// check returns an error wrapping ErrConfig when a setting of c is out of
+// range; placement is checked as New resolves it.
+func (c Config) check() error {
+	if c.ShutdownGrace > MaxShutdownGrace {
+		return fmt.Errorf("ShutdownGrace %v: want at most %v: %w", c.ShutdownGrace, MaxShutdownGrace, ErrConfig)
+	}
+	return nil
+}
+
+// shutdownGrace is the grace Delete gives a guest: c.ShutdownGrace,
+// DefaultShutdownGrace for zero, negative for none.
+func (c Config) shutdownGrace() time.Duration {
+	if c.ShutdownGrace == 0 {
+		return DefaultShutdownGrace
+	}
+	return c.ShutdownGrace
 }
 
 // String describes the configuration without its password.

@@ -25,6 +25,19 @@
 // folders below it in one property retrieval over a container view. Tasks in flight are bounded
 // (Config.MaxTasks).
 //
+// Delete shuts a VM down through its guest before it destroys it, as an
+// administrator would: when the VM is powered on and its VMware Tools are
+// running, it asks the guest to shut down (ShutdownGuest), which lets the
+// guest's services stop and its file systems flush, and waits until
+// vCenter reports the VM powered off, watching the power state with a
+// property collector, for at most Config.ShutdownGrace
+// ([DefaultShutdownGrace], 90 seconds, unless set). Only when the grace
+// passes, vCenter refuses the request (no tools after all, or the VM
+// changed state) or the tools are not running does it power the VM off
+// (PowerOffVM_Task); a negative grace always powers off at once. So a
+// Delete may take up to the grace; the wait holds no task slot and ends
+// with the caller's context, leaving the VM for a retry.
+//
 // [Watch] keeps an in-memory copy of those VMs with one property collector
 // waiting for updates (WaitForUpdatesEx) on a list view that holds a
 // container view of the folder, never changed while it runs, built

@@ -66,6 +66,45 @@ func ExampleNew() {
 	// <nil>
 }
 
+// Delete running VMs: one whose VMware Tools run is asked to shut its
+// guest down and given up to ShutdownGrace to do so; one without running
+// tools is powered off at once. vCenter's events tell which was which.
+func ExampleProvider_Delete() {
+	cfg, stop := vcsim("administrator@vsphere.local", "example-pw")
+	defer stop()
+	ctx := context.Background()
+	cfg.ShutdownGrace = 2 * time.Minute // zero: DefaultShutdownGrace; negative: never ask the guest
+
+	p, err := vsphere.New(ctx, cfg)
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	defer func() { _ = p.Close(ctx) }()
+
+	owner := vmprovider.Owner{UID: "uid-web", Name: "default/web"}
+	for _, name := range []string{"web-0", "web-1"} {
+		if _, err := p.Create(ctx, vmprovider.Spec{Name: name, Owner: owner, PowerOn: true}); err != nil {
+			fmt.Println(err)
+			return
+		}
+	}
+	// The simulator has no guests: it reports web-0's tools running, as
+	// VMware Tools would once the guest is up.
+	if err := simgate.ReportGuest(ctx, cfg, "web-0", "10.20.0.5"); err != nil {
+		fmt.Println(err)
+		return
+	}
+	for _, name := range []string{"web-0", "web-1"} {
+		err := p.Delete(ctx, name, owner.UID)
+		guest, hard, qerr := simgate.PowerOffs(ctx, cfg, name)
+		fmt.Printf("%s: %v; guest shutdowns %d, power-offs %d %v\n", name, err, guest, hard, qerr)
+	}
+	// Output:
+	// web-0: <nil>; guest shutdowns 1, power-offs 0 <nil>
+	// web-1: <nil>; guest shutdowns 0, power-offs 1 <nil>
+}
+
 // Keep N VMs of one owner in vCenter without any Kubernetes object: each
 // Scale is one pass of list, plan and act.
 func ExampleProvider_set() {

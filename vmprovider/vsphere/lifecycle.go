@@ -4,8 +4,10 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"time"
 
 	"github.com/vmware/govmomi/fault"
+	"github.com/vmware/govmomi/find"
 	"github.com/vmware/govmomi/object"
 	"github.com/vmware/govmomi/vim25/mo"
 	"github.com/vmware/govmomi/vim25/types"
@@ -107,7 +109,8 @@ func (p *Provider) existing(ctx context.Context, spec vmprovider.Spec) (vmprovid
 // abandon destroys what a failed create may have left under spec's name and
 // owner, and returns cause joined with any error doing so.
 func (p *Provider) abandon(ctx context.Context, spec vmprovider.Spec, cause error) error {
-	err := p.delete(context.WithoutCancel(ctx), spec.Name, spec.Owner.UID)
+	// A half-made VM has no work for its guest to finish: no grace.
+	err := p.delete(context.WithoutCancel(ctx), spec.Name, spec.Owner.UID, -1)
 	if err != nil && !errors.Is(err, vmprovider.ErrNotOwned) {
 		return errors.Join(cause, fmt.Errorf("remove the half-made VM: %w", err))
 	}
@@ -161,16 +164,26 @@ func (p *Provider) Reset(ctx context.Context, name, owner string) error {
 	return nil
 }
 
-// Delete implements vmprovider.Provider: it powers the VM off if it is on
-// and destroys it. A VM already gone is success; a VM without owner's mark
-// is left untouched and reported with a *NotOwnedError.
+// Delete implements vmprovider.Provider: it stops the VM if it is not
+// off and destroys it. A powered-on VM whose VMware Tools are running is
+// first asked to shut its guest down (ShutdownGuest), and Delete waits
+// until vCenter reports it powered off, for at most Config.ShutdownGrace
+// (DefaultShutdownGrace unless set); only when the grace passes, or
+// vCenter refuses the request, or the tools are not running (or the VM is
+// suspended), is it powered off (PowerOffVM_Task). A negative grace powers
+// off at once. The wait holds no task slot (Config.MaxTasks) and ends
+// with ctx: a cancelled Delete returns ctx's error and leaves the VM as
+// its guest left it, to be deleted by a retry. A VM already gone is
+// success; a VM without owner's mark is left untouched and reported with
+// a *NotOwnedError.
 func (p *Provider) Delete(ctx context.Context, name, owner string) error {
 	defer p.lockName(name)()
-	return p.delete(ctx, name, owner)
+	return p.delete(ctx, name, owner, p.grace)
 }
 
-// delete is Delete with name already locked.
-func (p *Provider) delete(ctx context.Context, name, owner string) error {
+// delete is Delete with name already locked, giving the guest grace to
+// shut down (none when negative).
+func (p *Provider) delete(ctx context.Context, name, owner string, grace time.Duration) error {
 	vm, m, err := p.owned(ctx, name, owner)
 	if notFound(err) {
 		return nil
@@ -178,7 +191,13 @@ func (p *Provider) delete(ctx context.Context, name, owner string) error {
 	if err != nil {
 		return err
 	}
-	if m.Runtime.PowerState != types.VirtualMachinePowerStatePoweredOff {
+	off := m.Runtime.PowerState == types.VirtualMachinePowerStatePoweredOff
+	if !off && grace >= 0 && guestListens(m) {
+		if off, err = p.shutDown(ctx, vm, grace); err != nil {
+			return fmt.Errorf("shut down the guest of %q before destroying it: %w", name, err)
+		}
+	}
+	if !off {
 		_, err := p.task(ctx, vm.PowerOff)
 		if err != nil && !fault.Is(err, &types.InvalidPowerState{}) && !notFound(err) {
 			return fmt.Errorf("power off %q before destroying it: %w", name, err)
@@ -188,6 +207,13 @@ func (p *Provider) delete(ctx context.Context, name, owner string) error {
 		return fmt.Errorf("destroy %q: %w", name, err)
 	}
 	return nil
+}
+
+// notFound reports whether err means the object is gone.
+func notFound(err error) bool {
+	var nf *find.NotFoundError
+	return errors.Is(err, vmprovider.ErrNotFound) || errors.As(err, &nf) ||
+		fault.Is(err, &types.ManagedObjectNotFound{})
 }
 
 // MarkRevision implements vmprovider.RevisionMarker: it reconfigures the

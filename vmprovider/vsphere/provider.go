@@ -7,6 +7,7 @@ import (
 	"net"
 	"slices"
 	"sync"
+	"time"
 
 	"github.com/vmware/govmomi/fault"
 	"github.com/vmware/govmomi/find"
@@ -47,6 +48,7 @@ type Provider struct {
 	finder   *find.Finder
 	template string
 	tasks    chan struct{}
+	grace    time.Duration // Delete's wait for a guest shutdown; negative: none
 
 	mu        sync.Mutex
 	templates map[string]*object.VirtualMachine
@@ -94,6 +96,9 @@ var (
 // ctx's deadline) wraps vmprovider.ErrUnreachable; a certificate that
 // fails verification wraps neither. Call Close when done.
 func New(ctx context.Context, cfg Config) (*Provider, error) {
+	if err := cfg.check(); err != nil {
+		return nil, err
+	}
 	c, sm, err := connect(ctx, cfg)
 	if err != nil {
 		return nil, err
@@ -111,7 +116,10 @@ func New(ctx context.Context, cfg Config) (*Provider, error) {
 // the one govmomi's simulator hands to its callbacks) and resolves cfg's
 // placement; cfg's URL and credentials are ignored.
 func NewWithClient(ctx context.Context, c *vim25.Client, cfg Config) (*Provider, error) {
-	p := &Provider{client: c, finder: find.NewFinder(c), template: cfg.Template,
+	if err := cfg.check(); err != nil {
+		return nil, err
+	}
+	p := &Provider{client: c, finder: find.NewFinder(c), template: cfg.Template, grace: cfg.shutdownGrace(),
 		templates: map[string]*object.VirtualMachine{}, names: map[string]*nameLock{}}
 	max := cfg.MaxTasks
 	if max <= 0 {
@@ -388,11 +396,4 @@ func (p *Provider) List(ctx context.Context, owner string) ([]vmprovider.VM, err
 		}
 	}
 	return out, nil
-}
-
-// notFound reports whether err means the object is gone.
-func notFound(err error) bool {
-	var nf *find.NotFoundError
-	return errors.Is(err, vmprovider.ErrNotFound) || errors.As(err, &nf) ||
-		fault.Is(err, &types.ManagedObjectNotFound{})
 }

@@ -20,6 +20,11 @@
 // --zone-backoff is how long a set's new VMs avoid a zone after a clone
 // there failed.
 //
+// Deleting a running VM whose VMware Tools run shuts its guest down first
+// and powers the VM off only if the guest has not stopped within
+// --vsphere-shutdown-grace (vsphere.DefaultShutdownGrace, 90 s; negative:
+// power off at once), so a VirtualMachine's deletion may take that long.
+//
 // It is an ordinary controller-runtime manager: leader election
 // (--leader-elect), health probes on --health-probe-bind-address (/healthz,
 // /readyz), Prometheus metrics on --metrics-bind-address (:8443), structured

@@ -14,6 +14,7 @@ import (
 	"k8s.io/apimachinery/pkg/util/validation"
 
 	"github.com/replicakit/replicakit/vmprovider"
+	"github.com/replicakit/replicakit/vmprovider/vsphere"
 )
 
 // vCenterEnv are the environment variables parse may read, all of them.
@@ -130,6 +131,7 @@ func FuzzParse(f *testing.F) {
 	f.Add("-vcsim\x00-metrics-secure=false\x00-enable-http2", "", "", "", "", "", "", "", false)
 	f.Add("-vcsim\x00-metrics-cert-dir=ok\x00-log-format=text\x00-log-level=debug+2", "", "", "", "", "", "", "", false)
 	f.Add("--zone-backoff=1ns\x00-max-concurrent-reconciles=1\x00-vsphere-max-tasks=1", "h", "u", "p", "", "", "", "", false)
+	f.Add("-vcsim\x00-vsphere-shutdown-grace=-5s", "", "", "", "", "", "", "", false)
 	f.Add("-help", "", "", "", "", "", "", "", false)
 	f.Add("-vcsim\x00--\x00-zone=a:resourcePool=/x", "", "", "", "", "", "", "", false)
 	f.Add("-vcsim\x00-zone=a:resourcePool=/x;b:resourcePool=/y", "", "", "", "", "", "", "", false)
@@ -192,6 +194,8 @@ func checkOptions(t *testing.T, args []string, given map[string]bool, env map[st
 		t.Fatalf("parse(%q): log format %q", args, o.logFormat)
 	case o.concurrency < 1 || v.MaxTasks < 1 || o.zoneBackoff <= 0:
 		t.Fatalf("parse(%q): concurrency %d, vCenter tasks %d, zone backoff %v; want all positive", args, o.concurrency, v.MaxTasks, o.zoneBackoff)
+	case v.ShutdownGrace > vsphere.MaxShutdownGrace:
+		t.Fatalf("parse(%q): shutdown grace %v; want at most %v", args, v.ShutdownGrace, vsphere.MaxShutdownGrace)
 	case !o.metricsSecure && (o.metricsCertDir != "" || o.enableHTTP2):
 		t.Fatalf("parse(%q): -metrics-cert-dir or -enable-http2 without -metrics-secure", args)
 	}

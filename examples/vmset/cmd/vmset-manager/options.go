@@ -93,6 +93,8 @@ func parse(args []string, getenv func(string) string, stderr io.Writer) (options
 	}
 	fs.BoolVar(&o.vsphere.Insecure, "vsphere-insecure", getenv("VSPHERE_INSECURE") == "true", "skip vCenter TLS verification (tests only) [$VSPHERE_INSECURE]")
 	fs.IntVar(&o.vsphere.MaxTasks, "vsphere-max-tasks", vsphere.DefaultMaxTasks, "vCenter tasks in flight at once")
+	fs.DurationVar(&o.vsphere.ShutdownGrace, "vsphere-shutdown-grace", vsphere.DefaultShutdownGrace,
+		"how long deleting a running VM waits for its guest to shut down (asked through VMware Tools) before powering it off; negative: power off at once")
 	var zones zoneFlag
 	var vcenters vcenterFlag
 	fs.Var(&vcenters, "vcenter", "another vCenter zones may name (vcenter=NAME), repeated: NAME=DIR, DIR holding one file per setting as a mounted Secret does: url, username and password, and optionally ca.crt, thumbprint, insecure, datacenter, folder, resourcePool, datastore and template [$VSPHERE_VCENTERS: entries separated by ';']")
@@ -165,8 +167,11 @@ func parse(args []string, getenv func(string) string, stderr io.Writer) (options
 	if o.vsphere.MaxTasks < 1 {
 		return o, fmt.Errorf("%w: -vsphere-max-tasks %d: want at least 1", errUsage, o.vsphere.MaxTasks)
 	}
+	if o.vsphere.ShutdownGrace > vsphere.MaxShutdownGrace {
+		return o, fmt.Errorf("%w: -vsphere-shutdown-grace %v: want at most %v", errUsage, o.vsphere.ShutdownGrace, vsphere.MaxShutdownGrace)
+	}
 	for name, c := range o.vcenters {
-		c.MaxTasks = o.vsphere.MaxTasks
+		c.MaxTasks, c.ShutdownGrace = o.vsphere.MaxTasks, o.vsphere.ShutdownGrace
 		o.vcenters[name] = c
 	}
 

@@ -8,6 +8,7 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/google/go-cmp/cmp"
 
@@ -39,16 +40,19 @@ func TestParse(t *testing.T) {
 		wantErr string
 	}{
 		{name: "nothing given", wantErr: "no vCenter: give -vsphere-url"},
-		{name: "the embedded simulator", args: []string{"-vcsim", "-vcsim-env-file=x"}, want: vsphere.Config{MaxTasks: vsphere.DefaultMaxTasks}},
+		{name: "the embedded simulator", args: []string{"-vcsim", "-vcsim-env-file=x"}, want: vsphere.Config{MaxTasks: vsphere.DefaultMaxTasks, ShutdownGrace: vsphere.DefaultShutdownGrace}},
 		{name: "the simulator and a vCenter", env: real, args: []string{"-vcsim"}, wantErr: "both given"},
 		{name: "the simulator and credentials", env: map[string]string{"VSPHERE_PASSWORD": "p"}, args: []string{"-vcsim"}, wantErr: "needs none"},
 		{name: "from the environment", env: real, want: vsphere.Config{
 			URL: "https://vc.example.com/sdk", Username: "env-user", Password: "env-pw",
-			Datacenter: "dc1", Template: "ubuntu", MaxTasks: vsphere.DefaultMaxTasks}},
+			Datacenter: "dc1", Template: "ubuntu", MaxTasks: vsphere.DefaultMaxTasks, ShutdownGrace: vsphere.DefaultShutdownGrace}},
 		{name: "flags win over the environment", env: real,
-			args: []string{"-vsphere-username=flag-user", "-vsphere-password-file=" + pwFile, "-vsphere-datacenter=dc2", "-vsphere-max-tasks=3"},
+			args: []string{"-vsphere-username=flag-user", "-vsphere-password-file=" + pwFile, "-vsphere-datacenter=dc2", "-vsphere-max-tasks=3", "-vsphere-shutdown-grace=5s"},
 			want: vsphere.Config{URL: "https://vc.example.com/sdk", Username: "flag-user", Password: "from-file",
-				Datacenter: "dc2", Template: "ubuntu", MaxTasks: 3}},
+				Datacenter: "dc2", Template: "ubuntu", MaxTasks: 3, ShutdownGrace: 5 * time.Second}},
+		{name: "a VM's guest never asked", args: []string{"-vcsim", "-vsphere-shutdown-grace=-1s"},
+			want: vsphere.Config{MaxTasks: vsphere.DefaultMaxTasks, ShutdownGrace: -time.Second}},
+		{name: "a shutdown grace over an hour", args: []string{"-vcsim", "-vsphere-shutdown-grace=2h"}, wantErr: "want at most 1h0m0s"},
 		{name: "URL without credentials", args: []string{"-vsphere-url=https://vc/sdk"}, wantErr: "needs a user name"},
 		{name: "credentials without URL", env: map[string]string{"VSPHERE_USERNAME": "u", "VSPHERE_PASSWORD": "p"}, wantErr: "without -vsphere-url"},
 		{name: "unreadable password file", env: real, args: []string{"-vsphere-password-file=/nonexistent"}, wantErr: "vCenter password"},
@@ -62,7 +66,7 @@ func TestParse(t *testing.T) {
 		{name: "a metrics certificate for plain HTTP", args: []string{"-vcsim", "-metrics-secure=false", "-metrics-cert-dir=" + certDir}, wantErr: "apply only with -metrics-secure"},
 		{name: "HTTP/2 for plain HTTP", args: []string{"-vcsim", "-metrics-secure=false", "-enable-http2"}, wantErr: "apply only with -metrics-secure"},
 		{name: "a metrics certificate folder without its files", args: []string{"-vcsim", "-metrics-cert-dir=" + t.TempDir()}, wantErr: "tls.crt"},
-		{name: "a metrics certificate folder with its files", args: []string{"-vcsim", "-metrics-cert-dir=" + certDir}, want: vsphere.Config{MaxTasks: vsphere.DefaultMaxTasks}},
+		{name: "a metrics certificate folder with its files", args: []string{"-vcsim", "-metrics-cert-dir=" + certDir}, want: vsphere.Config{MaxTasks: vsphere.DefaultMaxTasks, ShutdownGrace: vsphere.DefaultShutdownGrace}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

@@ -59,7 +59,7 @@ func serve(ctx context.Context, opts options, stderr io.Writer) error {
 			log.Info("wrote govc settings for the simulator", "file", opts.vcsimEnvFile)
 		}
 	}
-	vc.MaxTasks = opts.vsphere.MaxTasks
+	vc.MaxTasks, vc.ShutdownGrace = opts.vsphere.MaxTasks, opts.vsphere.ShutdownGrace
 	vms, closeAll, err := connectVCenters(ctx, log, vc, opts.vcenters)
 	if err != nil {
 		return err

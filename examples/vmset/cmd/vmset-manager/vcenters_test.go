@@ -4,6 +4,7 @@ import (
 	"os"
 	"path/filepath"
 	"testing"
+	"time"
 
 	"github.com/google/go-cmp/cmp"
 
@@ -44,14 +45,14 @@ func TestParse_VCenters(t *testing.T) {
 		wantZones map[string]vmprovider.Placement
 		wantErr   string
 	}{
-		{name: "a second vCenter by flag, named by a zone", env: real, args: []string{"-vcenter=west=" + west, zoneWest, zoneEast, "-vsphere-max-tasks=3"},
+		{name: "a second vCenter by flag, named by a zone", env: real, args: []string{"-vcenter=west=" + west, zoneWest, zoneEast, "-vsphere-max-tasks=3", "-vsphere-shutdown-grace=10s"},
 			want: map[string]vsphere.Config{"west": {URL: "https://west.example.com/sdk", Username: "west-user", Password: "west-pw",
-				CABundle: []byte("-----BEGIN CERTIFICATE-----\n"), Datacenter: "dc-west", Template: "ubuntu", MaxTasks: 3}},
+				CABundle: []byte("-----BEGIN CERTIFICATE-----\n"), Datacenter: "dc-west", Template: "ubuntu", MaxTasks: 3, ShutdownGrace: 10 * time.Second}},
 			wantZones: map[string]vmprovider.Placement{"zone-w": {ResourcePool: "/dc-west/host/C0", Endpoint: "west"}, "zone-e": {ResourcePool: "/DC0/host/C0"}}},
 		{name: "from $VSPHERE_VCENTERS", env: map[string]string{"VSPHERE_URL": real["VSPHERE_URL"], "VSPHERE_USERNAME": "u", "VSPHERE_PASSWORD": "p",
 			"VSPHERE_VCENTERS": "west=" + west + ";", "VSPHERE_ZONES": "zone-w:resourcePool=/dc-west/host/C0,vcenter=west"},
 			want: map[string]vsphere.Config{"west": {URL: "https://west.example.com/sdk", Username: "west-user", Password: "west-pw",
-				CABundle: []byte("-----BEGIN CERTIFICATE-----\n"), Datacenter: "dc-west", Template: "ubuntu", MaxTasks: vsphere.DefaultMaxTasks}},
+				CABundle: []byte("-----BEGIN CERTIFICATE-----\n"), Datacenter: "dc-west", Template: "ubuntu", MaxTasks: vsphere.DefaultMaxTasks, ShutdownGrace: vsphere.DefaultShutdownGrace}},
 			wantZones: map[string]vmprovider.Placement{"zone-w": {ResourcePool: "/dc-west/host/C0", Endpoint: "west"}}},
 		{name: "a zone on a vCenter not given", env: real, args: []string{zoneWest}, wantErr: `vcenter "west" is not given`},
 		{name: "a vCenter without its password", env: real, args: []string{"-vcenter=west=" + noPassword}, wantErr: "holds no password"},
@@ -63,7 +64,7 @@ func TestParse_VCenters(t *testing.T) {
 		{name: "a vCenter entry without a directory", env: real, args: []string{"-vcenter=west"}, wantErr: "want NAME=DIR"},
 		{name: "a second vCenter beside the embedded simulator", args: []string{"-vcsim", "-vcenter=west=" + west, zoneWest},
 			want: map[string]vsphere.Config{"west": {URL: "https://west.example.com/sdk", Username: "west-user", Password: "west-pw",
-				CABundle: []byte("-----BEGIN CERTIFICATE-----\n"), Datacenter: "dc-west", Template: "ubuntu", MaxTasks: vsphere.DefaultMaxTasks}},
+				CABundle: []byte("-----BEGIN CERTIFICATE-----\n"), Datacenter: "dc-west", Template: "ubuntu", MaxTasks: vsphere.DefaultMaxTasks, ShutdownGrace: vsphere.DefaultShutdownGrace}},
 			wantZones: map[string]vmprovider.Placement{"zone-w": {ResourcePool: "/dc-west/host/C0", Endpoint: "west"}}},
 	}
 	for _, tt := range tests {
