@@ -105,7 +105,8 @@ type Config struct {
 	// five minutes.
 	KeepAlive time.Duration
 	// ShutdownGrace is how long Delete waits for a powered-on VM whose
-	// VMware Tools are running to shut its guest down (ShutdownGuest)
+	// VMware Tools are running, its heartbeat not red, to shut its guest
+	// down (ShutdownGuest)
 	// before it powers the VM off. Zero means DefaultShutdownGrace; a
 	// negative value means never to ask the guest and to power the VM off
 	// at once, as a pulled plug would. At most MaxShutdownGrace.

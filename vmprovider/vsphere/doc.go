@@ -34,7 +34,9 @@
 // ([DefaultShutdownGrace], 90 seconds, unless set). Only when the grace
 // passes, vCenter refuses the request (no tools after all, or the VM
 // changed state) or the tools are not running does it power the VM off
-// (PowerOffVM_Task); a negative grace always powers off at once. So a
+// (PowerOffVM_Task); nor does it ask a guest whose heartbeat is red (a
+// hung guest, which would only wait out the grace before its
+// replacement); a negative grace always powers off at once. So a
 // Delete may take up to the grace; the wait holds no task slot and ends
 // with the caller's context, leaving the VM for a retry.
 //

@@ -169,8 +169,9 @@ func (p *Provider) Reset(ctx context.Context, name, owner string) error {
 // first asked to shut its guest down (ShutdownGuest), and Delete waits
 // until vCenter reports it powered off, for at most Config.ShutdownGrace
 // (DefaultShutdownGrace unless set); only when the grace passes, or
-// vCenter refuses the request, or the tools are not running (or the VM is
-// suspended), is it powered off (PowerOffVM_Task). A negative grace powers
+// vCenter refuses the request, or the tools are not running or its
+// heartbeat is red (a hung guest), or the VM is suspended, is it powered
+// off (PowerOffVM_Task). A negative grace powers
 // off at once. The wait holds no task slot (Config.MaxTasks) and ends
 // with ctx: a cancelled Delete returns ctx's error and leaves the VM as
 // its guest left it, to be deleted by a retry. A VM already gone is

@@ -13,11 +13,14 @@ import (
 )
 
 // guestListens reports whether the guest of a VM as m describes it can be
-// asked to shut down: the VM is powered on and its VMware Tools are
-// running.
+// asked to shut down: the VM is powered on, its VMware Tools are running,
+// and its heartbeat is not red. A hung guest (a red heartbeat) would not
+// shut down: asking it would only wait out the grace, delaying the
+// replacement that self-healing deletes it for.
 func guestListens(m mo.VirtualMachine) bool {
 	return m.Runtime.PowerState == types.VirtualMachinePowerStatePoweredOn && m.Guest != nil &&
-		m.Guest.ToolsRunningStatus == string(types.VirtualMachineToolsRunningStatusGuestToolsRunning)
+		m.Guest.ToolsRunningStatus == string(types.VirtualMachineToolsRunningStatusGuestToolsRunning) &&
+		m.GuestHeartbeatStatus != types.ManagedEntityStatusRed
 }
 
 // shutDown asks the guest of vm to shut down (ShutdownGuest, which vCenter

@@ -26,6 +26,7 @@ func TestDelete_GuestFirst(t *testing.T) {
 		name  string
 		grace time.Duration
 		tools bool // the VM reports VMware Tools running
+		red   bool // and a red heartbeat
 		// moment makes the guest's answer, before Delete; it returns what
 		// ends it.
 		moment func(f *simfaults.Faults, vm types.ManagedObjectReference) func()
@@ -59,6 +60,13 @@ func TestDelete_GuestFirst(t *testing.T) {
 		name: "tools not running", grace: longGrace, tools: false,
 		wantShutdownCalls: 0, wantPowerOffCalls: 1, wantGuest: 0, wantHard: 1,
 	}, {
+		// A hung guest: its tools run, but its heartbeat is red; asking it
+		// would only wait out the grace before a replacement.
+		name: "a guest whose heartbeat is red", grace: longGrace, tools: true,
+		moment:            func(_ *simfaults.Faults, _ types.ManagedObjectReference) func() { return func() {} },
+		red:               true,
+		wantShutdownCalls: 0, wantPowerOffCalls: 1, wantGuest: 0, wantHard: 1,
+	}, {
 		name: "a negative grace", grace: -1, tools: true,
 		wantShutdownCalls: 0, wantPowerOffCalls: 1, wantGuest: 0, wantHard: 1,
 	}}
@@ -68,6 +76,11 @@ func TestDelete_GuestFirst(t *testing.T) {
 			ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 			defer cancel()
 			runningVM(t, sim, p, "web-0", tt.tools)
+			if tt.red {
+				if err := simfaults.SetHeartbeat(ctx, sim.Config(), "web-0", vmprovider.HeartbeatRed); err != nil {
+					t.Fatal(err)
+				}
+			}
 			if tt.moment != nil {
 				defer tt.moment(f, mustRef(t, sim, "web-0"))()
 			}
