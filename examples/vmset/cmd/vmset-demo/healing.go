@@ -161,7 +161,10 @@ func (s *story) playStorm(ctx context.Context, live []string) error {
 		return err
 	}
 	fmt.Println("\n# Delete the set")
-	return s.deleteSet(ctx, healingSet)
+	if err := s.deleteSet(ctx, healingSet); err != nil {
+		return err
+	}
+	return s.playHooks(ctx)
 }
 
 // healthy waits until n VMs are settled on both sides, each healthy, and
