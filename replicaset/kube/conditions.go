@@ -258,9 +258,9 @@ func failure(d decision, out outcome) (reason, msg string) {
 // MergeConditions sets s's conditions into existing with
 // meta.SetStatusCondition, which keeps the transition time of a condition
 // whose status did not change, and removes ZonesBalanced when s has none
-// (the spec no longer lists zones) and RemediationAllowed when s has none
-// (the spec no longer asks for remediation). Adapters call it from
-// SetStatus.
+// (the spec no longer lists zones), RemediationAllowed when s has none
+// (the spec no longer asks for remediation) and Draining when s has none
+// (the spec no longer has a Lifecycle). Adapters call it from SetStatus.
 func (s Status) MergeConditions(existing *[]metav1.Condition) {
 	for _, c := range s.Conditions {
 		meta.SetStatusCondition(existing, c)

@@ -188,9 +188,7 @@ func decide(o *observation, rl rules) decision {
 	d.delete = slices.Clone(d.plan.Delete)
 	d.restart = restarts(o, d.members, d.plan)
 	d.update = updates(o, d.members, d.delete, health, d.restart)
-	if o.spec.Lifecycle != nil {
-		d.update = preparations(o, rl.hookDomain, d.members, d.update, d.plan)
-	}
+	d.update = preparations(o, rl.hookDomain, d.members, d.update, d.plan)
 	if o.spec.Remediation == nil {
 		d.replaced = d.plan.Replace // failed in their zones (Spec.ReplaceFailed)
 	} else {

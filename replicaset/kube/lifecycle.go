@@ -152,16 +152,28 @@ func lifecycleSpec(s Spec) *replicaset.Lifecycle {
 // preparations adds to updates the annotations of the children the plan
 // prepares (AnnotationPreparing at now, and the declared hooks) and takes
 // back (both removed), merged with any other in-place change of the same
-// child.
+// child. Without a Lifecycle, it takes back every child still marked
+// preparing (the spec dropped its Lifecycle while they prepared): were
+// the Lifecycle set again, a stale mark would count as a preparation
+// long under way.
 func preparations(o *observation, domain string, members []child, updates []inPlaceUpdate, p replicaset.Plan) []inPlaceUpdate {
+	if o.spec.Lifecycle == nil {
+		for _, c := range members {
+			if _, ok := c.obj.GetAnnotations()[AnnotationPreparing]; ok && !c.replica.Deleting {
+				p.Cancel = append(p.Cancel, c.replica)
+			}
+		}
+	}
 	if len(p.Prepare) == 0 && len(p.Cancel) == 0 {
 		return updates
 	}
 	set := map[string]map[string]string{} // by UID
 	hooks := func(v string) map[string]string {
 		m := map[string]string{AnnotationPreparing: ""}
-		for _, h := range o.spec.Lifecycle.PreDelete {
-			m[PreDeleteHookAnnotation(domain, h)] = v
+		if o.spec.Lifecycle != nil {
+			for _, h := range o.spec.Lifecycle.PreDelete {
+				m[PreDeleteHookAnnotation(domain, h)] = v
+			}
 		}
 		return m
 	}

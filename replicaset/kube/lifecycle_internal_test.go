@@ -1,0 +1,50 @@
+package kube
+
+import (
+	"testing"
+	"time"
+
+	"sigs.k8s.io/controller-runtime/pkg/client"
+)
+
+// TestPreparations_WaitForTheCache: a pass that prepared a child holds the
+// owner's next passes until the cache shows the preparation, so that a
+// stale read never chooses a second child to leave; a take-back likewise.
+func TestPreparations_WaitForTheCache(t *testing.T) {
+	o := observed(1, kids(kid("web-0"), kid("web-1")), func(o *observation) { o.spec.Lifecycle = &Lifecycle{PreDelete: []string{"drain"}} })
+	rl := rules{policies: ordinal.policies, naming: OrdinalNames, hookDomain: DefaultHookDomain}
+	d := decide(o, rl)
+	if len(d.plan.Prepare) != 1 || len(d.delete) != 0 || len(d.update) != 1 {
+		t.Fatalf("a scale-down with a hook: prepare %v, delete %v, %d updates; want one prepared, none deleted", d.plan.Prepare, d.delete, len(d.update))
+	}
+	to := d.update[0].to
+	if to.GetAnnotations()[AnnotationPreparing] != stamp(testNow) || to.GetAnnotations()[PreDeleteHookAnnotation(DefaultHookDomain, "drain")] == "" {
+		t.Fatalf("the prepared child's annotations: %v", to.GetAnnotations())
+	}
+	r := &Reconciler[client.Object, client.Object]{}
+	r.recordPreparations("ns/web", d, succeeded(d), testNow)
+	stale := []client.Object{kid("web-0").obj, kid("web-1").obj}
+	if !r.restarts.unseen("ns/web", stale, testNow.Add(time.Second), time.Minute) {
+		t.Error("a preparation the cache does not show yet does not hold the pass")
+	}
+	shown := []client.Object{kid("web-0").obj, d.update[0].to}
+	if r.restarts.unseen("ns/web", shown, testNow.Add(time.Second), time.Minute) {
+		t.Error("a preparation the cache shows still holds the pass")
+	}
+}
+
+// TestPreparations_DroppedLifecycle: a child still marked preparing when
+// the spec no longer has a Lifecycle is taken back (its mark removed), so
+// that a Lifecycle set again later does not count it as a preparation
+// long under way.
+func TestPreparations_DroppedLifecycle(t *testing.T) {
+	stale := kid("web-1", withAnnotation(AnnotationPreparing, stamp(testNow.Add(-time.Hour))))
+	o := observed(2, kids(kid("web-0"), stale))
+	d := decide(o, rules{policies: ordinal.policies, naming: OrdinalNames, hookDomain: DefaultHookDomain})
+	if len(d.update) != 1 || d.update[0].from.GetName() != "web-1" {
+		t.Fatalf("updates %v, want web-1's mark removed", d.update)
+	}
+	if _, ok := d.update[0].to.GetAnnotations()[AnnotationPreparing]; ok {
+		t.Errorf("web-1 keeps %s: %v", AnnotationPreparing, d.update[0].to.GetAnnotations())
+	}
+}
