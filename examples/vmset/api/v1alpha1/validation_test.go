@@ -137,6 +137,18 @@ func TestCRDs_DefaultsAndValidation(t *testing.T) {
 		{"maxFailures 0", func(s *vmv1.VirtualMachineReplicaSet) {
 			s.Spec.Remediation = &vmv1.Remediation{MaxFailures: ptr.To[int32](0)}
 		}, "spec.remediation.maxFailures: Invalid value: 0: spec.remediation.maxFailures in body should be greater than or equal to 1"},
+		{"a hook timeout of 0", func(s *vmv1.VirtualMachineReplicaSet) {
+			s.Spec.Lifecycle = &vmv1.Lifecycle{Timeout: &metav1.Duration{}}
+		}, "spec.lifecycle.timeout: Invalid value: \"0s\": must be a positive duration"},
+		{"a hook default result unknown", func(s *vmv1.VirtualMachineReplicaSet) {
+			s.Spec.Lifecycle = &vmv1.Lifecycle{DefaultResult: "Retry"}
+		}, "spec.lifecycle.defaultResult: Unsupported value: \"Retry\""},
+		{"a hook name no annotation may carry", func(s *vmv1.VirtualMachineReplicaSet) {
+			s.Spec.Lifecycle = &vmv1.Lifecycle{PreDelete: []string{"Drain Now"}}
+		}, "spec.lifecycle.preDelete[0]: Invalid value: \"Drain Now\""},
+		{"a hook named twice", func(s *vmv1.VirtualMachineReplicaSet) {
+			s.Spec.Lifecycle = &vmv1.Lifecycle{LaunchGates: []string{"lb", "lb"}}
+		}, "spec.lifecycle.launchGates[1]: Duplicate value"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.desc, func(t *testing.T) {
@@ -271,8 +283,8 @@ func TestCRDs_KubectlColumnsAndScale(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if header := strings.Fields(strings.SplitN(out, "\n", 2)[0]); strings.Join(header, " ") != "NAME REPLICAS READY UP-TO-DATE UNHEALTHY AGE" {
-		t.Errorf("kubectl get vmreplicaset header %v, want NAME REPLICAS READY UP-TO-DATE UNHEALTHY AGE", header)
+	if header := strings.Fields(strings.SplitN(out, "\n", 2)[0]); strings.Join(header, " ") != "NAME REPLICAS READY UP-TO-DATE UNHEALTHY PREPARING AGE" {
+		t.Errorf("kubectl get vmreplicaset header %v, want NAME REPLICAS READY UP-TO-DATE UNHEALTHY PREPARING AGE", header)
 	}
 	if _, err := e.Kubectl(ctx, "scale", "vmrs/web", "-n", "cols", "--replicas=3"); err != nil {
 		t.Fatal(err)
