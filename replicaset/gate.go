@@ -96,6 +96,14 @@ func computeGated(spec Spec, current []Replica, policy Ranker, now time.Time) (P
 	for _, r := range sortedByIdentity(settling) {
 		lc.settle(&p, r, now)
 	}
+	// Deletions the hooks released count toward the per-pass cap too:
+	// those over it stay preparing, deferred to the next pass.
+	if limit := spec.maxPerPass(); len(p.Delete) > limit {
+		over := len(p.Delete) - limit
+		p.Delete = p.Delete[:limit]
+		p.Deferred += over
+		p.Lifecycle.Preparing += over
+	}
 	lc.hookHolds(&p)
 	return p, nil
 }

@@ -1,6 +1,7 @@
 package replicaset_test
 
 import (
+	"cmp"
 	"fmt"
 	"slices"
 	"testing"
@@ -147,6 +148,9 @@ func checkGate(t *rapid.T, spec replicaset.Spec, rs []replicaset.Replica, p repl
 	mark("Prepare", p.Prepare)
 	mark("Cancel", p.Cancel)
 	lc := spec.Lifecycle
+	if limit := cmp.Or(spec.MaxPerPass, replicaset.DefaultMaxPerPass); len(p.Delete) > limit || len(p.Prepare) > limit {
+		t.Fatalf("%d deletes and %d preparations, over the cap %d: %v", len(p.Delete), len(p.Prepare), limit, p)
+	}
 	for _, d := range p.Delete {
 		r := byName[d.Name]
 		switch {
@@ -236,8 +240,9 @@ func TestGate_Passes(t *testing.T) {
 		w := &gateWorld{now: replicagen.Now(), release: map[string]map[string]time.Time{},
 			hung: map[string]bool{}, gateAt: map[string]time.Time{}}
 		w.spec = replicaset.Spec{
-			Desired:  rapid.IntRange(0, 10).Draw(t, "desired"),
-			Revision: "A",
+			Desired:    rapid.IntRange(0, 10).Draw(t, "desired"),
+			MaxPerPass: rapid.IntRange(0, 3).Draw(t, "maxPerPass"),
+			Revision:   "A",
 			Strategy: strategyGen().Draw(t, "strategy"),
 			Lifecycle: &replicaset.Lifecycle{
 				Timeout:       time.Duration(rapid.IntRange(1, 20).Draw(t, "timeout")) * gateStep,
