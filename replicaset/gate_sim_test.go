@@ -243,7 +243,7 @@ func TestGate_Passes(t *testing.T) {
 			Desired:    rapid.IntRange(0, 10).Draw(t, "desired"),
 			MaxPerPass: rapid.IntRange(0, 3).Draw(t, "maxPerPass"),
 			Revision:   "A",
-			Strategy: strategyGen().Draw(t, "strategy"),
+			Strategy:   strategyGen().Draw(t, "strategy"),
 			Lifecycle: &replicaset.Lifecycle{
 				Timeout:       time.Duration(rapid.IntRange(1, 20).Draw(t, "timeout")) * gateStep,
 				DefaultResult: replicaset.HookResult(rapid.IntRange(0, 1).Draw(t, "result")),
