@@ -29,3 +29,9 @@ func FuzzRollout_Passes(f *testing.F) { f.Fuzz(rapid.MakeFuzz(rolloutPasses)) }
 // FuzzHealing_Guards checks passes of a set with Spec.Remediation against
 // the naive self-healing rules (TestHealing_Guards).
 func FuzzHealing_Guards(f *testing.F) { f.Fuzz(rapid.MakeFuzz(healingGuards)) }
+
+// FuzzGate_Passes drives a set with lifecycle hooks pass after pass
+// through hooks released late, never or out of order, scaling, rollouts
+// and remediation, checking the gate and the bounds of every pass and
+// convergence once hooks release (TestGate_Passes).
+func FuzzGate_Passes(f *testing.F) { f.Fuzz(rapid.MakeFuzz(gatePasses)) }
