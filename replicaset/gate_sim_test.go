@@ -240,92 +240,91 @@ func TestGate_Passes(t *testing.T) { rapid.Check(t, gatePasses) }
 // gatePasses is TestGate_Passes's property, which FuzzGate_Passes drives
 // from the fuzzer's bytes.
 func gatePasses(t *rapid.T) {
-	{
-		w := &gateWorld{now: replicagen.Now(), release: map[string]map[string]time.Time{},
-			hung: map[string]bool{}, gateAt: map[string]time.Time{}}
-		w.spec = replicaset.Spec{
-			Desired:    rapid.IntRange(0, 10).Draw(t, "desired"),
-			MaxPerPass: rapid.IntRange(0, 3).Draw(t, "maxPerPass"),
-			Revision:   "A",
-			Strategy:   strategyGen().Draw(t, "strategy"),
-			Lifecycle: &replicaset.Lifecycle{
-				Timeout:       time.Duration(rapid.IntRange(1, 20).Draw(t, "timeout")) * gateStep,
-				DefaultResult: replicaset.HookResult(rapid.IntRange(0, 1).Draw(t, "result")),
-			},
-		}
-		w.spec.Strategy.ZoneByZone = false
-		if rapid.Bool().Draw(t, "remediation") {
-			w.spec.Remediation = &replicaset.Remediation{Restart: rapid.Bool().Draw(t, "restart")}
-		}
-		for i := range rapid.IntRange(0, 10).Draw(t, "initial") {
-			name := fmt.Sprintf("o%d", i)
-			r := replicaset.Replica{Name: name, UID: "uid-" + name, CreatedAt: w.now,
-				Phase: replicaset.PhaseRunning, Ready: true, ReadySince: w.now, Revision: "A",
-				Protected: rapid.IntRange(0, 9).Draw(t, "protected") == 0}
-			if w.spec.Remediation != nil {
-				r.Health = &replicaset.Health{Started: w.now, Healthy: true}
-			}
-			w.set = append(w.set, r)
-		}
-		_, policy := replicagen.Policy(t)
-		pass := func(what string, i int) replicaset.Plan {
-			w.observe()
-			p, err := replicaset.Compute(w.spec, w.set, policy, w.now)
-			if err != nil {
-				t.Fatalf("%s pass %d: %v", what, i, err)
-			}
-			checkGate(t, w.spec, w.set, p, w.now)
-			view, vp := plannerView(w.set, p)
-			if w.spec.Remediation == nil {
-				checkPass(t, w.spec, view, vp)
-			} else if c := tallyOf(w.spec, view); c.old > 0 {
-				// Healing replaces within the surge too, counting
-				// preparing replicas as leaving.
-				lim := w.spec.Strategy.Limits(w.spec.Desired)
-				if total := c.live + c.deleting; total+p.Create > max(total, w.spec.Desired+lim.Surge) {
-					t.Fatalf("%d replicas (counting deleting and preparing) + %d creates, over desired %d + surge %d: %v",
-						total, p.Create, w.spec.Desired, lim.Surge, p)
-				}
-			}
-			return p
-		}
-		for i := range rapid.IntRange(0, 40).Draw(t, "passes") {
-			if rapid.IntRange(0, 4).Draw(t, "change") == 0 {
-				switch rapid.IntRange(0, 2).Draw(t, "what") {
-				case 0:
-					w.spec.Revision = map[string]string{"A": "B", "B": "A"}[w.spec.Revision]
-				case 1:
-					w.spec.Desired = rapid.IntRange(0, 10).Draw(t, "desired")
-				case 2:
-					w.spec.Strategy.Paused = !w.spec.Strategy.Paused
-				}
-			}
-			w.apply(t, pass("faulty", i))
-		}
-
-		w.healthy = true
-		w.spec.Strategy.Paused, w.spec.Strategy.Type = false, replicaset.RollingUpdate
-		for i := range w.set {
-			w.set[i].Protected = false
-		}
-		w.spec.RemediationHistory = replicaset.RemediationHistory{}
-		lim := w.spec.Strategy.Limits(w.spec.Desired)
-		for i := 0; ; i++ {
-			p := pass("healthy", i)
-			waiting := slices.ContainsFunc(p.Holds, func(h replicaset.Hold) bool { return h.By != replicaset.HoldPartition })
-			if p.IsZero() && len(p.Deleting) == 0 && !waiting {
-				c := tallyOf(w.spec, w.set)
-				preparing := slices.ContainsFunc(w.set, func(r replicaset.Replica) bool { return r.Preparing != nil })
-				if c.live != w.spec.Desired || c.old > lim.Partition || preparing {
-					t.Fatalf("settled with %d live (desired %d), %d old (partition %d), preparing %v: %v",
-						c.live, w.spec.Desired, c.old, lim.Partition, preparing, p)
-				}
-				return
-			}
-			if i > 200 {
-				t.Fatalf("not converged after %d passes: %v\nset %+v", i, p, w.set)
-			}
-			w.apply(t, p)
-		}
+	w := &gateWorld{now: replicagen.Now(), release: map[string]map[string]time.Time{},
+		hung: map[string]bool{}, gateAt: map[string]time.Time{}}
+	w.spec = replicaset.Spec{
+		Desired:    rapid.IntRange(0, 10).Draw(t, "desired"),
+		MaxPerPass: rapid.IntRange(0, 3).Draw(t, "maxPerPass"),
+		Revision:   "A",
+		Strategy:   strategyGen().Draw(t, "strategy"),
+		Lifecycle: &replicaset.Lifecycle{
+			Timeout:       time.Duration(rapid.IntRange(1, 20).Draw(t, "timeout")) * gateStep,
+			DefaultResult: replicaset.HookResult(rapid.IntRange(0, 1).Draw(t, "result")),
+		},
 	}
+	w.spec.Strategy.ZoneByZone = false
+	if rapid.Bool().Draw(t, "remediation") {
+		w.spec.Remediation = &replicaset.Remediation{Restart: rapid.Bool().Draw(t, "restart")}
+	}
+	for i := range rapid.IntRange(0, 10).Draw(t, "initial") {
+		name := fmt.Sprintf("o%d", i)
+		r := replicaset.Replica{Name: name, UID: "uid-" + name, CreatedAt: w.now,
+			Phase: replicaset.PhaseRunning, Ready: true, ReadySince: w.now, Revision: "A",
+			Protected: rapid.IntRange(0, 9).Draw(t, "protected") == 0}
+		if w.spec.Remediation != nil {
+			r.Health = &replicaset.Health{Started: w.now, Healthy: true}
+		}
+		w.set = append(w.set, r)
+	}
+	_, policy := replicagen.Policy(t)
+	pass := func(what string, i int) replicaset.Plan {
+		w.observe()
+		p, err := replicaset.Compute(w.spec, w.set, policy, w.now)
+		if err != nil {
+			t.Fatalf("%s pass %d: %v", what, i, err)
+		}
+		checkGate(t, w.spec, w.set, p, w.now)
+		view, vp := plannerView(w.set, p)
+		if w.spec.Remediation == nil {
+			checkPass(t, w.spec, view, vp)
+		} else if c := tallyOf(w.spec, view); c.old > 0 {
+			// Healing replaces within the surge too, counting
+			// preparing replicas as leaving.
+			lim := w.spec.Strategy.Limits(w.spec.Desired)
+			if total := c.live + c.deleting; total+p.Create > max(total, w.spec.Desired+lim.Surge) {
+				t.Fatalf("%d replicas (counting deleting and preparing) + %d creates, over desired %d + surge %d: %v",
+					total, p.Create, w.spec.Desired, lim.Surge, p)
+			}
+		}
+		return p
+	}
+	for i := range rapid.IntRange(0, 40).Draw(t, "passes") {
+		if rapid.IntRange(0, 4).Draw(t, "change") == 0 {
+			switch rapid.IntRange(0, 2).Draw(t, "what") {
+			case 0:
+				w.spec.Revision = map[string]string{"A": "B", "B": "A"}[w.spec.Revision]
+			case 1:
+				w.spec.Desired = rapid.IntRange(0, 10).Draw(t, "desired")
+			case 2:
+				w.spec.Strategy.Paused = !w.spec.Strategy.Paused
+			}
+		}
+		w.apply(t, pass("faulty", i))
+	}
+
+	w.healthy = true
+	w.spec.Strategy.Paused, w.spec.Strategy.Type = false, replicaset.RollingUpdate
+	for i := range w.set {
+		w.set[i].Protected = false
+	}
+	w.spec.RemediationHistory = replicaset.RemediationHistory{}
+	lim := w.spec.Strategy.Limits(w.spec.Desired)
+	for i := 0; ; i++ {
+		p := pass("healthy", i)
+		waiting := slices.ContainsFunc(p.Holds, func(h replicaset.Hold) bool { return h.By != replicaset.HoldPartition })
+		if p.IsZero() && len(p.Deleting) == 0 && !waiting {
+			c := tallyOf(w.spec, w.set)
+			preparing := slices.ContainsFunc(w.set, func(r replicaset.Replica) bool { return r.Preparing != nil })
+			if c.live != w.spec.Desired || c.old > lim.Partition || preparing {
+				t.Fatalf("settled with %d live (desired %d), %d old (partition %d), preparing %v: %v",
+					c.live, w.spec.Desired, c.old, lim.Partition, preparing, p)
+			}
+			return
+		}
+		if i > 200 {
+			t.Fatalf("not converged after %d passes: %v\nset %+v", i, p, w.set)
+		}
+		w.apply(t, p)
+	}
+
 }
