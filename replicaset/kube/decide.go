@@ -282,14 +282,6 @@ func replicas(members []child, o *observation, scheme Naming) []replicaset.Repli
 	indexed := naming.Indexed{Base: o.owner.GetName()}
 	for i, c := range members {
 		out[i] = c.replica
-		if p := out[i].Preparing; p != nil && (p.Since.IsZero() || o.spec.Lifecycle != nil && o.spec.Lifecycle.MarkNotReady) {
-			if p.Since.IsZero() { // a time that did not parse: from now
-				out[i].Preparing = &replicaset.Preparing{Since: o.now, Hooks: p.Hooks}
-			}
-			if o.spec.Lifecycle != nil && o.spec.Lifecycle.MarkNotReady {
-				out[i].Ready = false
-			}
-		}
 		if scheme == OrdinalNames {
 			out[i].Ordinal, out[i].HasOrdinal = indexed.Ordinal(c.replica.Name)
 		}

@@ -124,20 +124,28 @@ func (r *Reconciler[O, C]) hookDomain() string {
 	return r.HookDomain
 }
 
-// describeLifecycle adds to rep what obj's annotations say of its
-// lifecycle: whether it prepares to leave, the hooks that hold it, and
-// whether a launch gate is closed. A preparing time that does not parse
-// is a warning, and the pass counts the preparation from its own time.
-func describeLifecycle(obj metav1.Object, domain string, rep *replicaset.Replica) error {
+// lifecycleRead is what a pass reads children's lifecycles with: the
+// hook domain and the pass's time.
+type lifecycleRead struct {
+	domain string
+	now    time.Time
+}
+
+// describe adds to rep what obj's annotations say of its lifecycle:
+// whether it prepares to leave, the hooks that hold it, and whether a
+// launch gate is closed. A preparing time that does not parse is a
+// warning, and the pass counts the preparation from its own time.
+func (l *lifecycleRead) describe(obj metav1.Object, rep *replicaset.Replica) error {
 	var err error
 	if v, ok := obj.GetAnnotations()[AnnotationPreparing]; ok {
 		since, perr := time.Parse(time.RFC3339Nano, v)
 		if perr != nil {
+			since = l.now
 			err = fmt.Errorf("child %s: annotation %s=%q is not a time; counting from now", obj.GetName(), AnnotationPreparing, v)
 		}
-		rep.Preparing = &replicaset.Preparing{Since: since, Hooks: PreDeleteHooks(obj, domain)}
+		rep.Preparing = &replicaset.Preparing{Since: since, Hooks: PreDeleteHooks(obj, l.domain)}
 	}
-	rep.LaunchGated = len(LaunchGates(obj, domain)) > 0
+	rep.LaunchGated = len(LaunchGates(obj, l.domain)) > 0
 	return err
 }
 
@@ -275,6 +283,22 @@ func (r *Reconciler[O, C]) patchFinalizer(ctx context.Context, owner client.Obje
 		return fmt.Errorf("update finalizer %s of %s: %w", FinalizerDrain, owner.GetName(), err)
 	}
 	return nil
+}
+
+// statusReplicas are the members as status counts them: with
+// Lifecycle.MarkNotReady, a child preparing to leave is not ready. The
+// planner sees it as it is (its rules never count a preparing child as
+// available anyway, and a scale-up may take back only a ready one).
+func statusReplicas(o *observation, members []replicaset.Replica) []replicaset.Replica {
+	if o.spec.Lifecycle == nil || !o.spec.Lifecycle.MarkNotReady {
+		return members
+	}
+	for i := range members {
+		if members[i].Preparing != nil {
+			members[i].Ready = false
+		}
+	}
+	return members
 }
 
 // drainingCondition is ConditionDraining for the pass.

@@ -48,3 +48,27 @@ func TestPreparations_DroppedLifecycle(t *testing.T) {
 		t.Errorf("web-1 keeps %s: %v", AnnotationPreparing, d.update[0].to.GetAnnotations())
 	}
 }
+
+// TestStatus_MarkNotReady: with MarkNotReady, status stops counting a
+// child that prepares to leave as ready; without, it counts it.
+func TestStatus_MarkNotReady(t *testing.T) {
+	for _, mark := range []bool{false, true} {
+		c := kid("web-1", withAnnotation(AnnotationPreparing, stamp(testNow)))
+		lc := &lifecycleRead{domain: DefaultHookDomain, now: testNow}
+		if err := lc.describe(c.obj, &c.replica); err != nil {
+			t.Fatal(err)
+		}
+		o := observed(1, kids(kid("web-0"), c), func(o *observation) {
+			o.spec.Lifecycle = &Lifecycle{PreDelete: []string{"drain"}, MarkNotReady: mark}
+		})
+		d := decide(o, rules{policies: ordinal.policies, naming: OrdinalNames, hookDomain: DefaultHookDomain})
+		st := settle(o, d, succeeded(d)).status
+		want := int32(2)
+		if mark {
+			want = 1
+		}
+		if st.ReadyReplicas != want || st.PreparingReplicas != 1 {
+			t.Errorf("MarkNotReady %v: ready %d, preparing %d; want %d, 1", mark, st.ReadyReplicas, st.PreparingReplicas, want)
+		}
+	}
+}

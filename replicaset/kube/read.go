@@ -157,12 +157,12 @@ func (r *Reconciler[O, C]) read(ctx context.Context, req reconcile.Request) (*ob
 		return o, nil // nothing to describe: the pass only waits
 	}
 	heals := o.specErr == nil && o.spec.Remediation != nil
-	domain := ""
+	var lc *lifecycleRead
 	if o.specErr == nil && o.spec.Lifecycle != nil {
-		domain = r.hookDomain()
+		lc = &lifecycleRead{domain: r.hookDomain(), now: o.now}
 	}
-	o.children = r.describe(own, match, heals, domain)
-	o.orphans = r.describe(orphans, match, heals, domain)
+	o.children = r.describe(own, match, heals, lc)
+	o.orphans = r.describe(orphans, match, heals, lc)
 	for _, cs := range [][]child{o.children, o.orphans} {
 		for _, c := range cs {
 			if c.replica.Revision == UnmatchedRevision {
@@ -237,10 +237,10 @@ func forEachObject(l client.ObjectList, f func(client.Object)) error {
 // Adapter knows of their kind. With match (the Adapter's TemplateMatcher,
 // with Spec.Rollout), a child without a revision that does not match
 // the template counts as made from UnmatchedRevision. With heals, each
-// child's health is checked (checkHealth). With a hook domain (the spec
-// has a Lifecycle), each child's preparation and launch gates are read
-// from its annotations under it.
-func (r *Reconciler[O, C]) describe(objs []client.Object, match func(C) bool, heals bool, domain string) []child {
+// child's health is checked (checkHealth). With lc (the spec has a
+// Lifecycle), each child's preparation and launch gates are read from its
+// annotations.
+func (r *Reconciler[O, C]) describe(objs []client.Object, match func(C) bool, heals bool, lc *lifecycleRead) []child {
 	out := make([]child, 0, len(objs))
 	for _, obj := range objs {
 		c, ok := obj.(C)
@@ -253,8 +253,8 @@ func (r *Reconciler[O, C]) describe(objs []client.Object, match func(C) bool, he
 		}
 		rep.Zone = r.zoneOf(c)
 		r.Adapter.Describe(c, &rep)
-		if domain != "" {
-			if lerr := describeLifecycle(obj, domain, &rep); err == nil {
+		if lc != nil {
+			if lerr := lc.describe(obj, &rep); err == nil {
 				err = lerr
 			}
 		}

@@ -201,7 +201,7 @@ func status(o *observation, d decision, out outcome, failed map[string]error, ba
 	if o.selector != nil {
 		st.Selector = o.selector.String()
 	}
-	members := replicasOf(d.members)
+	members := statusReplicas(o, replicasOf(d.members))
 	unknownIn(o, members)
 	sum := replicaset.Summarize(members, o.spec.MinReady, o.now)
 	st.Zones = zoneStatus(o, members, backoff)
