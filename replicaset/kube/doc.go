@@ -276,10 +276,14 @@
 //   - Deleting the owner drains its children first: an owner with a
 //     Lifecycle carries [FinalizerDrain]; once deleted, its children
 //     prepare, and when no hook holds any, the finalizer goes and the
-//     garbage collector deletes them. Delete the owner with background
-//     or orphan propagation (kubectl's default is background): with
-//     foreground propagation the garbage collector deletes the children
-//     at once, before the binding can.
+//     garbage collector deletes them. With foreground propagation the
+//     garbage collector deletes the children at once, before the binding
+//     can prepare them; so does a person deleting a child. Those paths
+//     are the child controller's to gate, in its own finalizer: the
+//     example operator's VirtualMachine controller prepares a
+//     VirtualMachine deleted so (AnnotationPreparing and its set's hooks)
+//     and destroys its VM only once [PreDeleteHooks] is empty or the
+//     timeout passed.
 //   - Each new child carries launch.gate.example.com/<name> for each gate
 //     the spec names (Lifecycle.LaunchGates); it counts as neither ready
 //     nor available until the gate's controller removes them all, and

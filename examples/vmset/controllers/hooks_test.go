@@ -93,3 +93,44 @@ func TestHooks_ScaleDownDrainsFirst(t *testing.T) {
 		t.Errorf("settled on %v after releasing %s (started with %v)", after, name, live)
 	}
 }
+
+// TestHooks_DirectDeleteWaits: a VirtualMachine deleted with kubectl, not
+// by its set (openkruise/kruise#2161's path around the gate), still waits
+// for its set's hooks: it is prepared (the drain hook put on it), its VM
+// stays in vCenter, powered on, while the hook holds it, and is shut down
+// and destroyed once the hook is released; the set then replaces it.
+func TestHooks_DirectDeleteWaits(t *testing.T) {
+	e, sim := start(t)
+	const ns = "hooks-direct"
+	createSetWith(t, e, ns, 2, func(s *vmv1.VirtualMachineReplicaSet) {
+		s.Spec.Lifecycle = &vmv1.Lifecycle{PreDelete: []string{"drain"}, Timeout: &metav1.Duration{Duration: time.Hour}}
+	})
+	live := settle(t, e, sim, ns, 2)
+	victim := live[0]
+	if _, err := e.Kubectl(t.Context(), "delete", "vm", "-n", ns, victim, "--wait=false"); err != nil {
+		t.Fatal(err)
+	}
+	err := wait.PollUntilContextTimeout(t.Context(), 100*time.Millisecond, 30*time.Second, true, func(ctx context.Context) (bool, error) {
+		var vm vmv1.VirtualMachine
+		if err := e.Client.Get(ctx, client.ObjectKey{Namespace: ns, Name: victim}, &vm); err != nil {
+			return false, err
+		}
+		return vm.DeletionTimestamp != nil && vm.Annotations[kube.AnnotationPreparing] != "" && vm.Annotations[drainHook] != "", nil
+	})
+	if err != nil {
+		t.Fatalf("%s, deleted with kubectl, was not prepared with its drain hook: %v", victim, err)
+	}
+	time.Sleep(2 * time.Second)
+	st, err := vmcheck.Observe(t.Context(), e.Client, sim.Config(), ns, "test-rs")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !slices.Contains(st.VCenter, ns+"-"+victim) {
+		t.Fatalf("the VM of %s was destroyed while its hook held it: vCenter holds %v", victim, st.VCenter)
+	}
+	releaseDrain(t, e, ns, victim)
+	after := settle(t, e, sim, ns, 2)
+	if slices.Contains(after, victim) {
+		t.Errorf("%s is still there once released: %v", victim, after)
+	}
+}

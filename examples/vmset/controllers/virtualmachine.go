@@ -135,6 +135,7 @@ func VSphereName(vm *vmv1.VirtualMachine) string {
 // +kubebuilder:rbac:groups=vm.replicakit.io,resources=virtualmachines,verbs=get;list;watch;patch
 // +kubebuilder:rbac:groups=vm.replicakit.io,resources=virtualmachines/status,verbs=patch
 // +kubebuilder:rbac:groups=vm.replicakit.io,resources=virtualmachines/finalizers,verbs=update
+// +kubebuilder:rbac:groups=vm.replicakit.io,resources=virtualmachinereplicasets,verbs=get;list;watch
 // +kubebuilder:rbac:groups=events.k8s.io,resources=events,verbs=create;patch
 
 // Reconcile implements reconcile.Reconciler.
@@ -155,6 +156,9 @@ func (r *VirtualMachineReconciler) Reconcile(ctx context.Context, req reconcile.
 	if vm.DeletionTimestamp != nil {
 		if !controllerutil.ContainsFinalizer(&vm, Finalizer) {
 			return reconcile.Result{}, nil
+		}
+		if wait, after, err := r.holdDeletion(ctx, &vm); wait || err != nil {
+			return reconcile.Result{RequeueAfter: after}, err
 		}
 		if err := provider.Delete(ctx, name, owner); err != nil && !errors.Is(err, vmprovider.ErrNotOwned) {
 			return reconcile.Result{}, r.fail(ctx, &vm, "DeleteFailed", err)
