@@ -47,6 +47,26 @@ func waitChild(t *testing.T, c client.Client, ns, name, what string, ok func(*co
 	return cm
 }
 
+// waitPreparing waits until one of names prepares to leave, held by the
+// drain hook, and returns it.
+func waitPreparing(t *testing.T, c client.Client, ns string, names []string, when string) string {
+	t.Helper()
+	var chosen string
+	err := wait.PollUntilContextTimeout(t.Context(), 50*time.Millisecond, 20*time.Second, true, func(context.Context) (bool, error) {
+		for _, n := range names {
+			if cm := getChild(t, c, ns, n); preparing(cm) && cm.Annotations[hookDrain] != "" {
+				chosen = n
+				return true, nil
+			}
+		}
+		return false, nil
+	})
+	if err != nil {
+		t.Fatalf("no child prepares to leave %s: %v", when, err)
+	}
+	return chosen
+}
+
 func preparing(cm *corev1.ConfigMap) bool {
 	return cm != nil && cm.Annotations[kube.AnnotationPreparing] != ""
 }
@@ -85,19 +105,7 @@ func TestHooks_ScaleDownWaitsForRelease(t *testing.T) {
 	waitFinalizer(t, c, w, true)
 
 	setSpec(t, c, w, `{"spec":{"replicas":2}}`)
-	var chosen string
-	err := wait.PollUntilContextTimeout(t.Context(), 50*time.Millisecond, 20*time.Second, true, func(context.Context) (bool, error) {
-		for _, n := range live {
-			if cm := getChild(t, c, ns, n); preparing(cm) && cm.Annotations[hookDrain] != "" {
-				chosen = n
-				return true, nil
-			}
-		}
-		return false, nil
-	})
-	if err != nil {
-		t.Fatalf("no child prepares to leave after a scale-down: %v", err)
-	}
+	chosen := waitPreparing(t, c, ns, live, "after a scale-down")
 	msg := waitCondition(t, c, w, kube.ConditionDraining, "True", kube.ReasonWaitingOnHooks)
 	if !strings.Contains(msg, chosen+" on drain until") {
 		t.Errorf("Draining says %q, want it to name %s on drain until …", msg, chosen)
@@ -124,18 +132,7 @@ func TestHooks_ScaleDownWaitsForRelease(t *testing.T) {
 
 	// Down again: released, it goes.
 	setSpec(t, c, w, `{"spec":{"replicas":2}}`)
-	err = wait.PollUntilContextTimeout(t.Context(), 50*time.Millisecond, 20*time.Second, true, func(context.Context) (bool, error) {
-		for _, n := range live {
-			if cm := getChild(t, c, ns, n); preparing(cm) {
-				chosen = n
-				return true, nil
-			}
-		}
-		return false, nil
-	})
-	if err != nil {
-		t.Fatal("no child prepares after the second scale-down")
-	}
+	chosen = waitPreparing(t, c, ns, live, "after the second scale-down")
 	releaseHook(t, c, ns, chosen, hookDrain)
 	waitChild(t, c, ns, chosen, "deleted once released", func(cm *corev1.ConfigMap) bool { return cm == nil || cm.DeletionTimestamp != nil })
 	converge(t, c, w, 2)

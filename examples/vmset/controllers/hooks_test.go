@@ -15,6 +15,7 @@ import (
 	vmv1 "github.com/replicakit/replicakit/examples/vmset/api/v1alpha1"
 	"github.com/replicakit/replicakit/examples/vmset/controllers"
 	"github.com/replicakit/replicakit/internal/testenv"
+	"github.com/replicakit/replicakit/internal/vcsimtest"
 	"github.com/replicakit/replicakit/replicaset/kube"
 )
 
@@ -44,6 +45,16 @@ func releaseDrain(t *testing.T, e *testenv.Env, ns, name string) {
 	}
 }
 
+// createDrainedSet creates the set test-rs of n in ns with a drain hook
+// that never times out in a test, and returns its VMs once settled.
+func createDrainedSet(t *testing.T, e *testenv.Env, sim *vcsimtest.Sim, ns string, n int32) []string {
+	t.Helper()
+	createSetWith(t, e, ns, n, func(s *vmv1.VirtualMachineReplicaSet) {
+		s.Spec.Lifecycle = &vmv1.Lifecycle{PreDelete: []string{"drain"}, Timeout: &metav1.Duration{Duration: time.Hour}}
+	})
+	return settle(t, e, sim, ns, int(n))
+}
+
 // TestHooks_ScaleDownDrainsFirst: a set of 3 VMs whose spec.lifecycle
 // names a drain hook, scaled to 2. The VM chosen prepares (kubectl's
 // PREPARING shows it) and stays in vCenter, powered on, while the hook
@@ -52,10 +63,7 @@ func releaseDrain(t *testing.T, e *testenv.Env, ns, name string) {
 func TestHooks_ScaleDownDrainsFirst(t *testing.T) {
 	e, sim := start(t)
 	const ns = "hooks-scale"
-	createSetWith(t, e, ns, 3, func(s *vmv1.VirtualMachineReplicaSet) {
-		s.Spec.Lifecycle = &vmv1.Lifecycle{PreDelete: []string{"drain"}, Timeout: &metav1.Duration{Duration: time.Hour}}
-	})
-	live := settle(t, e, sim, ns, 3)
+	live := createDrainedSet(t, e, sim, ns, 3)
 
 	set := &vmv1.VirtualMachineReplicaSet{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "test-rs"}}
 	if err := e.Client.Patch(context.Background(), set, client.RawPatch("application/merge-patch+json", []byte(`{"spec":{"replicas":2}}`))); err != nil {
@@ -102,10 +110,7 @@ func TestHooks_ScaleDownDrainsFirst(t *testing.T) {
 func TestHooks_DirectDeleteWaits(t *testing.T) {
 	e, sim := start(t)
 	const ns = "hooks-direct"
-	createSetWith(t, e, ns, 2, func(s *vmv1.VirtualMachineReplicaSet) {
-		s.Spec.Lifecycle = &vmv1.Lifecycle{PreDelete: []string{"drain"}, Timeout: &metav1.Duration{Duration: time.Hour}}
-	})
-	live := settle(t, e, sim, ns, 2)
+	live := createDrainedSet(t, e, sim, ns, 2)
 	victim := live[0]
 	if _, err := e.Kubectl(t.Context(), "delete", "vm", "-n", ns, victim, "--wait=false"); err != nil {
 		t.Fatal(err)
