@@ -389,7 +389,9 @@
 // minutes. It takes back only replicas the rules would keep (running,
 // ready, on the wanted revision, in a reachable listed zone, not
 // unhealthy, not marked for deletion), those that began to prepare last
-// first, and only as many as bring the live replicas to Desired.
+// first, and only as many as bring the live replicas to Desired. A
+// preparing replica protected from scale-in since it began to prepare is
+// taken back whatever the count, as the rules would never have chosen it.
 // Replicas in unreachable zones stay preparing, in Plan.Unknown, until
 // their zone answers.
 //

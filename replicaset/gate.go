@@ -108,26 +108,34 @@ func computeGated(spec Spec, current []Replica, policy Ranker, now time.Time) (P
 	return p, nil
 }
 
-// takeBack returns the indexes in current of the preparing replicas a
-// scale-up takes back, before it creates anything new: a cancelled drain
-// is a patch, a clone is minutes. Only replicas the rules would keep are
-// taken back: running, ready, on the wanted revision, in a reachable
-// listed zone, not unhealthy and not marked for deletion; those that began
-// to prepare last first (they have drained least), then by identity.
+// takeBack returns the indexes in current of the preparing replicas
+// taken back: those protected from scale-in since they began to prepare
+// (the rules would never have chosen them), and those a scale-up takes
+// back, before it creates anything new: a cancelled drain is a patch, a
+// clone is minutes. A scale-up takes back only replicas the rules would
+// keep: running, ready, on the wanted revision, in a reachable listed
+// zone, not unhealthy and not marked for deletion; those that began to
+// prepare last first (they have drained least), then by identity.
 func takeBack(spec *Spec, current []Replica, preparing int) []int {
+	var back []int
 	live := 0
 	for i := range current {
-		if r := &current[i]; !r.Deleting && r.Preparing == nil {
+		switch r := &current[i]; {
+		case r.Deleting:
+		case r.Preparing == nil:
+			live++
+		case r.Protected:
+			back = append(back, i)
 			live++
 		}
 	}
 	need := spec.Desired - live
 	if need <= 0 {
-		return nil
+		return back
 	}
 	cands := make([]int, 0, preparing)
 	for i := range current {
-		if r := &current[i]; r.Preparing != nil && !r.Deleting && keepable(spec, r) {
+		if r := &current[i]; r.Preparing != nil && !r.Deleting && !r.Protected && keepable(spec, r) {
 			cands = append(cands, i)
 		}
 	}
@@ -138,7 +146,7 @@ func takeBack(spec *Spec, current []Replica, preparing int) []int {
 		}
 		return compareIdentity(ra, rb)
 	})
-	return cands[:min(need, len(cands))]
+	return append(back, cands[:min(need, len(cands))]...)
 }
 
 // keepable reports whether a preparing replica is one the rules would keep

@@ -290,13 +290,18 @@ func gatePasses(t *rapid.T) {
 	}
 	for i := range rapid.IntRange(0, 40).Draw(t, "passes") {
 		if rapid.IntRange(0, 4).Draw(t, "change") == 0 {
-			switch rapid.IntRange(0, 2).Draw(t, "what") {
+			switch rapid.IntRange(0, 3).Draw(t, "what") {
 			case 0:
 				w.spec.Revision = map[string]string{"A": "B", "B": "A"}[w.spec.Revision]
 			case 1:
 				w.spec.Desired = rapid.IntRange(0, 10).Draw(t, "desired")
 			case 2:
 				w.spec.Strategy.Paused = !w.spec.Strategy.Paused
+			case 3:
+				if len(w.set) > 0 { // protected (or not) mid-way, preparing or not
+					i := rapid.IntRange(0, len(w.set)-1).Draw(t, "protect")
+					w.set[i].Protected = !w.set[i].Protected
+				}
 			}
 		}
 		w.apply(t, pass("faulty", i))

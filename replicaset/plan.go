@@ -22,10 +22,11 @@ type Plan struct {
 	// that hold it, and deletes none of them yet. Empty without
 	// Spec.Lifecycle.
 	Prepare []Replica
-	// Cancel lists preparing replicas a scale-up takes back in this pass,
-	// before anything new is created: the caller removes their
-	// Replica.Preparing (and tells their hooks, as its documentation
-	// says). Empty without Spec.Lifecycle.
+	// Cancel lists preparing replicas taken back in this pass: by a
+	// scale-up, before anything new is created, or because they were
+	// protected from scale-in since they began to prepare. The caller
+	// removes their Replica.Preparing (and tells their hooks, as its
+	// documentation says). Empty without Spec.Lifecycle.
 	Cancel []Replica
 	// Deleting lists the replicas already being deleted, which need no
 	// action: they covered the excess before any replica in Delete was
