@@ -81,4 +81,21 @@
 // and the remediation history in memory: a restarted program starts its
 // windows again, so it remediates later, never sooner. See the Set's
 // documentation, "Self-healing".
+//
+// # Lifecycle hooks
+//
+// A Set with a [Lifecycle] runs Go callbacks around its VMs' lives, the
+// planner's lifecycle hooks (replicaset's Lifecycle hooks section) without
+// Kubernetes: a VM chosen to leave, by any rule, prepares first, and the
+// Set calls Lifecycle.PreDelete for it in a goroutine of its own (to
+// drain its connections, deregister it, hand its data over) and deletes
+// it only once the callback returned nil or Lifecycle.Timeout passed
+// (DefaultResult HookContinue; HookAbandon keeps it); a scale-up
+// meanwhile takes it back and cancels the callback. Lifecycle.LaunchGate
+// keeps a new VM from counting as ready until it returns nil (to register
+// it in a load balancer, say). Errors of the callbacks come back in the
+// next Scale's error, wrapping [ErrHookFailed]. The Set keeps the
+// preparations in memory: a restarted program prepares VMs anew and calls
+// the callbacks again, so it deletes later, never sooner. See
+// [Lifecycle].
 package vmprovider

@@ -3,6 +3,9 @@ package vmprovider
 import (
 	"context"
 	"encoding/json"
+	"errors"
+	"fmt"
+	"slices"
 
 	"github.com/replicakit/replicakit/replicaset"
 )
@@ -51,4 +54,55 @@ type RevisionMarker interface {
 	// any revision it had. A VM that is gone is an error wrapping
 	// ErrNotFound.
 	MarkRevision(ctx context.Context, name, owner, revision string) error
+}
+
+// assume gives the VMs in current that record no revision the one they
+// count as on (assumed): the revision of the Set's first pass with a
+// Rollout, which is revision then. Without a Rollout it forgets it.
+func (s *Set) assume(current []replicaset.Replica, revision string) {
+	switch {
+	case revision == "":
+		s.assumed = ""
+		return
+	case s.assumed == "":
+		s.assumed = revision
+	}
+	for i := range current {
+		if current[i].Revision == "" {
+			current[i].Revision = s.assumed
+		}
+	}
+}
+
+// markUnrecorded records revision on every VM in current (the replicas
+// of vms) that records none, when the Provider can (RevisionMarker, on the
+// VM's endpoint when it is EndpointScoped): such VMs count as on it
+// already, and marked they are replaced by the next rollout. It returns
+// the marks that failed, joined; those VMs are marked in a later pass, as
+// are those in the unreachable zones.
+func (s *Set) markUnrecorded(ctx context.Context, vms []VM, current []replicaset.Replica, revision string, unreachable []string) error {
+	m, ok := s.Provider.(RevisionMarker)
+	if revision == "" || !ok {
+		return nil
+	}
+	scoped, _ := s.Provider.(EndpointScoped)
+	var errs []error
+	for i := range current {
+		r, vm := &current[i], vms[i]
+		if r.Revision != "" || r.Deleting || slices.Contains(unreachable, r.Zone) {
+			continue
+		}
+		var err error
+		if scoped != nil && vm.Endpoint != "" {
+			err = scoped.MarkRevisionOn(ctx, vm.Endpoint, vm.Name, s.Template.Owner.UID, revision)
+		} else {
+			err = m.MarkRevision(ctx, vm.Name, s.Template.Owner.UID, revision)
+		}
+		if err != nil {
+			errs = append(errs, fmt.Errorf("record revision %q on VM %q: %w", revision, vm.Name, err))
+			continue
+		}
+		r.Revision = revision
+	}
+	return errors.Join(errs...)
 }

@@ -100,6 +100,23 @@ import (
 // template's, so a mended template heals again. Nil Remediation plans exactly as
 // without healing, and forgets what was kept.
 //
+// # Lifecycle hooks
+//
+// With Lifecycle set, a VM the plan chooses to delete (by a scale-down,
+// Scale(0), a rollout, remediation or rebalancing) prepares to leave
+// first: the Set calls Lifecycle.PreDelete for it in a goroutine of its
+// own, and deletes it in the first pass after the callback returned nil,
+// or the first at or after Lifecycle.Timeout since the pass that chose it
+// (HookContinue; HookAbandon keeps it). A scale-up meanwhile takes it
+// back and cancels the callback's ctx. A VM counts as ready only once
+// Lifecycle.LaunchGate returned nil for it. The Set keeps the
+// preparations and the gates passed in memory: a restarted program
+// prepares VMs anew and calls the callbacks again, so it deletes later,
+// never sooner. Lifecycle's documentation states when each callback is
+// called, what its ctx is, and how its errors are reported (in the error
+// of the next Scale, wrapping ErrHookFailed). The Set has no method that
+// deletes itself: Scale(ctx, 0, now) drains every VM through PreDelete.
+//
 // # Refusals
 //
 // A Scale that lists the VMs but makes no plan (a zone without a
@@ -125,10 +142,10 @@ type Set struct {
 	// the VMs over failure domains (see replicaset.Spec), and Remediation
 	// to heal them ("Self-healing" above). Its Desired is ignored;
 	// Scale's argument is the count. Its ZoneBackoff, CreatesFailing,
-	// RemediationHistory, Revision and Strategy are ignored too: the Set
-	// keeps the backoff, the failures and the remediation history itself
-	// (ZoneBackoff below), and takes the revision and strategy from
-	// Template and Rollout.
+	// RemediationHistory, Revision, Strategy and Lifecycle are ignored
+	// too: the Set keeps the backoff, the failures and the remediation
+	// history itself (ZoneBackoff below), and takes the revision and
+	// strategy from Template and Rollout, and the hooks from Lifecycle.
 	Spec replicaset.Spec
 	// Rollout, when set, rolls the Set's VMs onto its Template under this
 	// strategy: each pass plans with the Template's revision
@@ -151,6 +168,13 @@ type Set struct {
 	// counts such VMs as current. Implement MarkRevision in wrappers.
 	// Nil plans exactly as before and records no revision.
 	Rollout *replicaset.Strategy
+	// Lifecycle, when set, gives the Set lifecycle hooks as Go
+	// callbacks: a VM chosen to leave is deleted only once
+	// Lifecycle.PreDelete released it or its timeout passed, and a VM
+	// counts as ready only once Lifecycle.LaunchGate let it ("Lifecycle
+	// hooks" above). Nil: off, and the Set forgets its preparations and
+	// cancels the callbacks still running.
+	Lifecycle *Lifecycle
 	// Zones maps every zone Spec.Zones lists to where its VMs go
 	// (Actuator.Zones); Scale refuses a listed zone without one.
 	Zones map[string]Placement
@@ -199,6 +223,8 @@ type Set struct {
 	refused error
 	// heal is what self-healing keeps between passes (Spec.Remediation).
 	heal healState
+	// hooks is what lifecycle hooks keep between passes (Lifecycle).
+	hooks hookState
 }
 
 // SetTemplate replaces the Template between passes: safe while other
@@ -258,6 +284,13 @@ type ordinals interface {
 // (Plan.Restart) and replaces those it replaces (Plan.Replace, in
 // Plan.Delete and Plan.Create); a reset that fails is in the error, and
 // its VM is due again next pass ("Self-healing" on Set).
+//
+// With Lifecycle, the pass calls PreDelete for the VMs that begin to
+// prepare to leave (Plan.Prepare) and cancels it for those taken back
+// (Plan.Cancel), deletes the VMs whose preparation is over (Plan.Delete),
+// and calls LaunchGate for ready VMs whose gate is closed; the error holds
+// what the callbacks returned since the last pass, each error wrapping
+// ErrHookFailed ("Lifecycle hooks" on Set).
 func (s *Set) Scale(ctx context.Context, desired int, now time.Time) (replicaset.Plan, execute.Result, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -265,6 +298,7 @@ func (s *Set) Scale(ctx context.Context, desired int, now time.Time) (replicaset
 	if err != nil {
 		return replicaset.Plan{}, execute.Result{}, err
 	}
+	o.err = errors.Join(o.err, s.hookErrors(o.vms))
 	vms, current := o.vms, o.current
 	if o, ok := s.Names.(ordinals); ok {
 		for i := range current {
@@ -315,6 +349,7 @@ func (s *Set) Scale(ctx context.Context, desired int, now time.Time) (replicaset
 	for i := range current {
 		act.vms[current[i].Name] = vms[i]
 	}
+	s.runHooks(ctx, plan, vms, current, act.vms, now)
 	restartErr := s.restart(ctx, plan.Restart, act.vms, o.dups, now)
 	res := execute.Plan(ctx, act, plan, names, s.Options)
 	s.made(rec, now)
@@ -333,6 +368,7 @@ func (s *Set) spec(desired int, now time.Time) replicaset.Spec {
 	spec.CreatesFailing = s.failing
 	spec.Revision, spec.Strategy = "", replicaset.Strategy{}
 	spec.RemediationHistory = replicaset.RemediationHistory{}
+	spec.Lifecycle = s.Lifecycle.planner()
 	if spec.Remediation != nil {
 		if rev := TemplateRevision(s.Template); rev != s.heal.revision {
 			s.heal.history.Failures, s.heal.history.Last = 0, time.Time{}
@@ -344,57 +380,6 @@ func (s *Set) spec(desired int, now time.Time) replicaset.Spec {
 		spec.Revision, spec.Strategy = TemplateRevision(s.Template), *s.Rollout
 	}
 	return spec
-}
-
-// assume gives the VMs in current that record no revision the one they
-// count as on (assumed): the revision of the Set's first pass with a
-// Rollout, which is revision then. Without a Rollout it forgets it.
-func (s *Set) assume(current []replicaset.Replica, revision string) {
-	switch {
-	case revision == "":
-		s.assumed = ""
-		return
-	case s.assumed == "":
-		s.assumed = revision
-	}
-	for i := range current {
-		if current[i].Revision == "" {
-			current[i].Revision = s.assumed
-		}
-	}
-}
-
-// markUnrecorded records revision on every VM in current (the replicas
-// of vms) that records none, when the Provider can (RevisionMarker, on the
-// VM's endpoint when it is EndpointScoped): such VMs count as on it
-// already, and marked they are replaced by the next rollout. It returns
-// the marks that failed, joined; those VMs are marked in a later pass, as
-// are those in the unreachable zones.
-func (s *Set) markUnrecorded(ctx context.Context, vms []VM, current []replicaset.Replica, revision string, unreachable []string) error {
-	m, ok := s.Provider.(RevisionMarker)
-	if revision == "" || !ok {
-		return nil
-	}
-	scoped, _ := s.Provider.(EndpointScoped)
-	var errs []error
-	for i := range current {
-		r, vm := &current[i], vms[i]
-		if r.Revision != "" || r.Deleting || slices.Contains(unreachable, r.Zone) {
-			continue
-		}
-		var err error
-		if scoped != nil && vm.Endpoint != "" {
-			err = scoped.MarkRevisionOn(ctx, vm.Endpoint, vm.Name, s.Template.Owner.UID, revision)
-		} else {
-			err = m.MarkRevision(ctx, vm.Name, s.Template.Owner.UID, revision)
-		}
-		if err != nil {
-			errs = append(errs, fmt.Errorf("record revision %q on VM %q: %w", revision, vm.Name, err))
-			continue
-		}
-		r.Revision = revision
-	}
-	return errors.Join(errs...)
 }
 
 // namer is Names, with the Set's own source where it needs one.

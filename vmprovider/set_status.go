@@ -17,7 +17,10 @@ import (
 // name come with an error wrapping ErrDuplicateName. When the last Scale
 // refused to plan, the status comes with its error, wrapping ErrRefused,
 // until a Scale carries out a plan again: Scale refuses, and Status says
-// why, without planning itself.
+// why, without planning itself. With Lifecycle, VMs preparing to leave
+// count in Preparing (and in Replicas, Ready and Available as they are),
+// and VMs whose launch gate has not passed are neither ready nor
+// available.
 func (s *Set) Status(ctx context.Context, now time.Time) (replicaset.Status, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -90,6 +93,7 @@ func (s *Set) observe(ctx context.Context, now time.Time) (observed, error) {
 	o := observed{vms: vms, current: s.tracker.Replicas(vms, s.Template.PowerOn, now)}
 	o.unreachable = s.setAside(o.current, vms, firstUnknown, ue)
 	s.failingUnready(vms, o.current)
+	s.describeLifecycle(vms, o.current)
 	if ue != nil {
 		o.err = fmt.Errorf("list VMs of %q: %w", s.Template.Owner.UID, ue)
 	}
