@@ -49,8 +49,10 @@ type outcome struct {
 	restartErr error
 	historyErr error
 	// finalizerErr says that the owner's FinalizerDrain could not be
-	// added or removed.
-	finalizerErr error
+	// added or removed, finalizerRetry that the owner had changed since
+	// the pass read it, and the change waits for the next pass.
+	finalizerErr   error
+	finalizerRetry bool
 }
 
 // apply carries out d and decides nothing: it confirms the owner with a
@@ -112,7 +114,7 @@ func (r *Reconciler[O, C]) apply(ctx context.Context, o *observation, d decision
 		out.historyErr = r.writeHistory(ctx, o.owner, h, o.revision)
 	}
 	if out.updateErr == nil || d.finalizer == finalizerAdd {
-		out.finalizerErr = r.patchFinalizer(ctx, o.owner, d.finalizer)
+		out.finalizerRetry, out.finalizerErr = r.patchFinalizer(ctx, o.owner, d.finalizer)
 	}
 	return out
 }

@@ -2,7 +2,9 @@ package kube_test
 
 import (
 	"context"
+	"errors"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -10,9 +12,13 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/util/wait"
+	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/client/interceptor"
 
+	"github.com/replicakit/replicakit/internal/faults"
 	"github.com/replicakit/replicakit/replicaset/kube"
 )
 
@@ -257,4 +263,29 @@ func equalNames(a, b []string) bool {
 		}
 	}
 	return true
+}
+
+// TestHooks_FinalizerConflict: the first attempt to add FinalizerDrain
+// finds the owner changed since the pass read it (a conflict, as when a
+// status write the pass made meanwhile, which starts no pass, moved its
+// resourceVersion on): the binding tries again soon after, and the
+// finalizer is there, without an error.
+func TestHooks_FinalizerConflict(t *testing.T) {
+	var conflicts atomic.Int32
+	funcs := interceptor.Funcs{
+		Patch: func(ctx context.Context, c client.WithWatch, obj client.Object, p client.Patch, opts ...client.PatchOption) error {
+			if _, owner := obj.(*unstructured.Unstructured); owner && conflicts.Add(1) == 1 {
+				return apierrors.NewConflict(schema.GroupResource{Group: "test.replicakit.io", Resource: "widgets"}, obj.GetName(), errors.New("changed"))
+			}
+			return c.Patch(ctx, obj, p, opts...)
+		},
+	}
+	c, ns := startManager(t, func(o *ctrl.Options) { o.NewClient = faults.NewClient(funcs) })
+	w := widget(ns, "conflict", 1)
+	_ = unstructured.SetNestedMap(w.Object, map[string]any{"preDelete": []any{"drain"}}, "spec", "lifecycle")
+	createObject(t, c, w)
+	waitFinalizer(t, c, w, true)
+	if n := conflicts.Load(); n < 2 {
+		t.Errorf("%d patches of the owner, want the conflict and the retry", n)
+	}
 }

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
@@ -268,10 +269,14 @@ func (r *Reconciler[O, C]) recordPreparations(key string, d decision, out outcom
 }
 
 // patchFinalizer adds or removes the owner's FinalizerDrain, on a copy of
-// the cached owner, with the owner's resourceVersion as a precondition.
-func (r *Reconciler[O, C]) patchFinalizer(ctx context.Context, owner client.Object, change finalizerChange) error {
+// the cached owner, with the owner's resourceVersion as a precondition
+// (a merge patch replaces the whole list, and another controller's
+// finalizer added meanwhile must not be lost). A conflict is no failure
+// but a retry: the owner changed since the pass read it (its status,
+// perhaps, which starts no pass), and the pass soon after tries again.
+func (r *Reconciler[O, C]) patchFinalizer(ctx context.Context, owner client.Object, change finalizerChange) (retry bool, err error) {
 	if change == finalizerKeep {
-		return nil
+		return false, nil
 	}
 	to := owner.DeepCopyObject().(client.Object)
 	if change == finalizerAdd {
@@ -279,10 +284,14 @@ func (r *Reconciler[O, C]) patchFinalizer(ctx context.Context, owner client.Obje
 	} else {
 		controllerutil.RemoveFinalizer(to, FinalizerDrain)
 	}
-	if err := r.Client.Patch(ctx, to, client.MergeFromWithOptions(owner, client.MergeFromWithOptimisticLock{})); err != nil {
-		return fmt.Errorf("update finalizer %s of %s: %w", FinalizerDrain, owner.GetName(), err)
+	err = r.Client.Patch(ctx, to, client.MergeFromWithOptions(owner, client.MergeFromWithOptimisticLock{}))
+	switch {
+	case apierrors.IsConflict(err):
+		return true, nil
+	case err != nil && !apierrors.IsNotFound(err):
+		return false, fmt.Errorf("update finalizer %s of %s: %w", FinalizerDrain, owner.GetName(), err)
 	}
-	return nil
+	return false, nil
 }
 
 // statusReplicas are the members as status counts them: with

@@ -87,7 +87,7 @@ func settle(o *observation, d decision, out outcome) verdict {
 		v.retry = errors.Join(out.updateErr, out.restartErr, out.historyErr, out.finalizerErr)
 	case d.hold == holdFailure:
 		v.terminal = d.failure
-	case takenOnly || d.hold == holdNone && d.capped:
+	case takenOnly || d.hold == holdNone && d.capped || out.finalizerRetry:
 		v.requeue = soon
 	case d.hold == holdWaiting:
 		v.requeue = waitRequeue
