@@ -70,7 +70,8 @@ lint:
 ## built): a smoke run that the targets still find nothing quickly, not a
 ## search (`make fuzz` is one). Of the chaos suite it runs one small
 ## scenario of each kind (everything at two cycles of 4, zone-outage,
-## rollout-revert, vcenter-partition, and the four healing ones small;
+## rollout-revert, vcenter-partition, the four healing ones and the four
+## lifecycle-hook ones small;
 ## `make chaos` runs them all at full size); of the reliability tests, the leader killed mid-clone,
 ## kube-apiserver restarted mid-scale-up and the soak for 90 s (`make
 ## reliability` runs every moment, `make soak` the long soak).
@@ -180,8 +181,10 @@ fuzz:
 
 ## chaos: the example operator's chaos suite at full size (API faults, a
 ## lagging cache, vCenter faults, restarts, foreign objects, a zone
-## outage, a rollout and its revert, a vCenter partition, and healing
-## through a blip, a partition, a rollout and a bad template), printing its
+## outage, a rollout and its revert, a vCenter partition, healing
+## through a blip, a partition, a rollout and a bad template, and lifecycle
+## hooks: a crashed drainer, a rollout with remediation, the set deleted
+## while its VMs drain and a restart while they prepare), printing its
 ## table; `make test` runs one small scenario of each kind. Each
 ## scenario's random faults are seeded from REPLICAKIT_CHAOS_SEED when
 ## set (a failure prints its seed and the command that replays it).

@@ -17,8 +17,14 @@
 // (spec.remediation) through a blip that makes most VMs unhealthy, a
 // vCenter partition, VMs hung in the middle of a rollout and a template
 // whose VMs never become healthy, counting the resets, clones and
-// destroys vCenter sees against what the healing rules allow. It prints a
-// table of the runs.
+// destroys vCenter sees against what the healing rules allow. Four more
+// run a set with a pre-delete hook (spec.lifecycle) beside a drainer of
+// the test's own: a drainer that crashed (the hook's timeout with
+// Continue, then Abandon), releases in random order through a rollout
+// with remediation, the set deleted while its VMs drain, and the
+// operator restarted while they prepare; a gate checker, a watch of its
+// own, checks that every VM deleted had prepared and was released or
+// timed out first. It prints a table of the runs.
 //
 // `make test` runs one small scenario of each kind; `make chaos` runs
 // every scenario at full size (REPLICAKIT_CHAOS=large). Each scenario

@@ -193,22 +193,23 @@ func holdFor(d time.Duration, check func() string) (string, int) {
 
 // remediationEvents counts the set's events Remediating and Restarting.
 func remediationEvents(e *testenv.Env, ns string) (replacing, restarting int, err error) {
+	evs, err := setEvents(e, ns)
+	return len(evs["Remediating"]), len(evs["Restarting"]), err
+}
+
+// setEvents returns the notes of the set's events, by reason.
+func setEvents(e *testenv.Env, ns string) (map[string][]string, error) {
 	var l eventsv1.EventList
 	if err := e.Client.List(context.Background(), &l, client.InNamespace(ns)); err != nil {
-		return 0, 0, err
+		return nil, err
 	}
+	out := map[string][]string{}
 	for _, ev := range l.Items {
-		if ev.Regarding.Name != setName {
-			continue
-		}
-		switch ev.Reason {
-		case "Remediating":
-			replacing++
-		case "Restarting":
-			restarting++
+		if ev.Regarding.Name == setName {
+			out[ev.Reason] = append(out[ev.Reason], ev.Note)
 		}
 	}
-	return replacing, restarting, nil
+	return out, nil
 }
 
 // finish fills in r's leaks, duplicates and foreign objects changed over
@@ -265,4 +266,22 @@ func healScene(t *seeded, e *testenv.Env, name string) (ns string, gate *vcsim.F
 	op = &operator{t: t, e: e, ns: ns, sim: sim}
 	op.start()
 	return ns, gate, sim, planted, op
+}
+
+// scene is the world healScene starts, with the simulator's config.
+type scene struct {
+	ns      string
+	gate    *vcsim.Faults
+	sim     *vcsimtest.Sim
+	vcs     []vsphere.Config
+	planted *foreignObjects
+	op      *operator
+}
+
+// startScene starts healScene's world named name.
+func startScene(t *seeded, e *testenv.Env, name string) scene {
+	var s scene
+	s.ns, s.gate, s.sim, s.planted, s.op = healScene(t, e, name)
+	s.vcs = []vsphere.Config{s.sim.Config()}
+	return s
 }

@@ -275,7 +275,8 @@ func converge(t testing.TB, e *testenv.Env, sim *vcsimtest.Sim, ns string, desir
 }
 
 // unsettled describes the namespace's VirtualMachines that are not powered
-// on, with their Ready condition, for a failure message.
+// on or prepare to leave, with their Ready condition and lifecycle
+// annotations, for a failure message.
 func unsettled(e *testenv.Env, ns string) string {
 	var l vmv1.VirtualMachineList
 	if err := e.Client.List(context.Background(), &l, client.InNamespace(ns)); err != nil {
@@ -283,10 +284,14 @@ func unsettled(e *testenv.Env, ns string) string {
 	}
 	var out strings.Builder
 	for _, vm := range l.Items {
-		if vm.Status.PowerState == string(vmv1.PoweredOn) && vm.DeletionTimestamp == nil {
+		since, leaving := vm.Annotations[kube.AnnotationPreparing]
+		if vm.Status.PowerState == string(vmv1.PoweredOn) && vm.DeletionTimestamp == nil && !leaving {
 			continue
 		}
 		fmt.Fprintf(&out, "\n  %s: power %q, deleting %v, generation %d observed %d", vm.Name, vm.Status.PowerState, vm.DeletionTimestamp != nil, vm.Generation, vm.Status.ObservedGeneration)
+		if leaving {
+			fmt.Fprintf(&out, ", preparing since %s, pre-delete hooks %v", since, kube.PreDeleteHooks(&vm, controllers.HookDomain))
+		}
 		for _, c := range vm.Status.Conditions {
 			fmt.Fprintf(&out, "; %s=%s %s: %s (at %v)", c.Type, c.Status, c.Reason, c.Message, c.LastTransitionTime.Time.Format(time.TimeOnly))
 		}
