@@ -173,8 +173,13 @@ func (l *Lifecycle) describe(rs []Replica) string {
 	const most = 3
 	var parts []string
 	for _, r := range rs[:min(len(rs), most)] {
+		// To the second, rounded up: never a time before the deadline.
+		until := l.Deadline(r.Preparing.Since).UTC()
+		if t := until.Truncate(time.Second); !t.Equal(until) {
+			until = t.Add(time.Second)
+		}
 		parts = append(parts, fmt.Sprintf("%s on %s until %s", r.Name,
-			strings.Join(r.Preparing.Hooks, ", "), l.Deadline(r.Preparing.Since).UTC().Format(time.RFC3339)))
+			strings.Join(r.Preparing.Hooks, ", "), until.Format(time.RFC3339)))
 	}
 	if len(rs) > most {
 		parts = append(parts, fmt.Sprintf("and %d more", len(rs)-most))

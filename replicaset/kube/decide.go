@@ -167,6 +167,9 @@ func decide(o *observation, rl rules) decision {
 	switch {
 	case d.hold == holdDeleting && spec.Lifecycle != nil && o.owner.GetDeletionTimestamp() != nil &&
 		slices.Contains(o.owner.GetFinalizers(), FinalizerDrain):
+		if o.waiting {
+			return d // the cache has not shown the last pass's writes: a stale child would be prepared again
+		}
 		if err := drain(o, &d, spec, current, rl.hookDomain); err != nil {
 			d.hold, d.failure, d.update = holdFailure, err, nil
 		}

@@ -275,8 +275,9 @@
 //     go undoes its work (uncordons the node).
 //   - Deleting the owner drains its children first: an owner with a
 //     Lifecycle carries [FinalizerDrain]; once deleted, its children
-//     prepare, and when no hook holds any, the finalizer goes and the
-//     garbage collector deletes them. With foreground propagation the
+//     prepare, each is deleted as soon as its hooks release it (or time
+//     out), and when no hook holds any, the finalizer goes and the
+//     garbage collector deletes what is left. With foreground propagation the
 //     garbage collector deletes the children at once, before the binding
 //     can prepare them; so does a person deleting a child. Those paths
 //     are the child controller's to gate, in its own finalizer: the

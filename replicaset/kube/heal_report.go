@@ -82,11 +82,11 @@ func healEvents(d decision, out outcome) []note {
 			reason = "failed"
 		}
 		evs = append(evs, note{corev1.EventTypeWarning, "Remediating", "Delete",
-			fmt.Sprintf("Replacing unhealthy child %s: %s", r.Name, reason)})
+			fmt.Sprintf("Replacing unhealthy child %s: %s", r.Name, reason), memberObject(d, r.Name)})
 	}
 	for _, x := range out.restarted {
 		evs = append(evs, note{corev1.EventTypeWarning, "Restarting", "Restart",
-			fmt.Sprintf("Restarted unhealthy child %s: %s", x.from.GetName(), x.reason)})
+			fmt.Sprintf("Restarted unhealthy child %s: %s", x.from.GetName(), x.reason), x.from})
 	}
 	return evs
 }

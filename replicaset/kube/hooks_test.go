@@ -191,6 +191,8 @@ func TestHooks_OwnerDeletionDrains(t *testing.T) {
 		})
 	}
 	releaseHook(t, c, ns, live[0], hookDrain)
+	// Released, it goes at once, while its sibling's hook holds the owner.
+	waitChild(t, c, ns, live[0], "deleted once released", func(cm *corev1.ConfigMap) bool { return cm == nil || cm.DeletionTimestamp != nil })
 	time.Sleep(time.Second)
 	if err := c.Get(t.Context(), client.ObjectKeyFromObject(w), emptyWidget()); err != nil {
 		t.Fatalf("the owner went while %s's hook holds it: %v", live[1], err)

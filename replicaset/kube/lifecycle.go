@@ -233,14 +233,16 @@ func drainFinalizer(o *observation, drained bool) finalizerChange {
 }
 
 // drain decides a pass of the owner's own deletion with a Lifecycle: its
-// children prepare to leave (replicaset.Drain) and, once no hook holds
-// any, FinalizerDrain goes and the garbage collector deletes them.
+// children prepare to leave (replicaset.Drain), each is deleted once its
+// hooks released it (or timed out), and once no hook holds any,
+// FinalizerDrain goes and the garbage collector deletes what is left.
 func drain(o *observation, d *decision, spec replicaset.Spec, current []replicaset.Replica, domain string) error {
 	p, err := replicaset.Drain(spec, current, o.now)
 	if err != nil {
 		return err
 	}
 	d.plan = p
+	d.delete = slices.Clone(p.Delete)
 	d.update = preparations(o, domain, d.members, nil, p)
 	drained := len(p.Prepare) == 0 && len(p.Lifecycle.Waiting) == 0 && len(p.Lifecycle.Abandoned) == 0
 	d.finalizer = drainFinalizer(o, drained)
@@ -351,20 +353,30 @@ func lifecycleEvents(d decision, out outcome) []note {
 	}
 	if names := done(d.plan.Prepare, out.updated); len(names) > 0 {
 		evs = append(evs, note{corev1.EventTypeNormal, "Preparing", "Prepare",
-			"Children prepare to leave, waiting on their pre-delete hooks: " + listNote(names, ", ", maxNote)})
+			"Children prepare to leave, waiting on their pre-delete hooks: " + listNote(names, ", ", maxNote), nil})
 	}
 	if names := done(d.plan.Cancel, out.updated); len(names) > 0 {
 		evs = append(evs, note{corev1.EventTypeNormal, "TakenBack", "Cancel",
-			"Children taken back by a scale-up before they left: " + listNote(names, ", ", maxNote)})
+			"Children taken back by a scale-up before they left: " + listNote(names, ", ", maxNote), nil})
 	}
 	for _, r := range d.plan.Lifecycle.TimedOut {
 		if slices.Contains(out.acted.Deleted, r.Name) {
 			evs = append(evs, note{corev1.EventTypeWarning, "HookTimedOut", "Delete",
 				fmt.Sprintf("Deleted child %s: pre-delete hooks %s still held it when their timeout passed",
-					r.Name, strings.Join(r.Preparing.Hooks, ", "))})
+					r.Name, strings.Join(r.Preparing.Hooks, ", ")), memberObject(d, r.Name)})
 		}
 	}
 	return evs
+}
+
+// memberObject is the member called name, nil when there is none.
+func memberObject(d decision, name string) client.Object {
+	for _, c := range d.members {
+		if c.obj.GetName() == name {
+			return c.obj
+		}
+	}
+	return nil
 }
 
 func plural(n int, one, many string) string {

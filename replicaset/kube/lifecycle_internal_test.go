@@ -4,6 +4,7 @@ import (
 	"testing"
 	"time"
 
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 )
 
@@ -69,6 +70,26 @@ func TestStatus_MarkNotReady(t *testing.T) {
 		}
 		if st.ReadyReplicas != want || st.PreparingReplicas != 1 {
 			t.Errorf("MarkNotReady %v: ready %d, preparing %d; want %d, 1", mark, st.ReadyReplicas, st.PreparingReplicas, want)
+		}
+	}
+}
+
+// TestDrain_WaitsForTheCache: a pass of the owner's deletion that finds
+// the cache behind its last writes prepares nothing and deletes nothing:
+// a stale child would be prepared again, its timeout restarted and its
+// released hook put back.
+func TestDrain_WaitsForTheCache(t *testing.T) {
+	for _, waiting := range []bool{false, true} {
+		o := observed(2, kids(kid("web-0"), kid("web-1")), func(o *observation) {
+			o.spec.Lifecycle = &Lifecycle{PreDelete: []string{"drain"}}
+			owner := o.owner.(*metav1.PartialObjectMetadata)
+			owner.DeletionTimestamp = &metav1.Time{Time: testNow}
+			owner.Finalizers = []string{FinalizerDrain}
+			o.waiting = waiting
+		})
+		d := decide(o, rules{policies: ordinal.policies, naming: OrdinalNames, hookDomain: DefaultHookDomain})
+		if got := len(d.update); waiting && got != 0 || !waiting && got != 2 {
+			t.Errorf("waiting %v: %d children prepared, want %d", waiting, got, map[bool]int{false: 2, true: 0}[waiting])
 		}
 	}
 }

@@ -15,6 +15,7 @@ import (
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
@@ -40,7 +41,11 @@ func (r *Reconciler[O, C]) report(ctx context.Context, o *observation, d decisio
 	}
 	if r.Events != nil {
 		for _, e := range v.events {
-			r.Events.Eventf(o.owner, nil, e.kind, e.reason, e.action, "%s", e.text)
+			var related runtime.Object
+			if e.related != nil {
+				related = e.related
+			}
+			r.Events.Eventf(o.owner, related, e.kind, e.reason, e.action, "%s", e.text)
 		}
 	}
 	r.Metrics.record(r.ownerGVK.Kind, d, out, took)

@@ -8,6 +8,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
 	"k8s.io/apimachinery/pkg/labels"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/replicakit/replicakit/replicaset"
 	"github.com/replicakit/replicakit/replicaset/execute"
@@ -53,7 +54,14 @@ type verdict struct {
 }
 
 // note is one event to record on the owner.
-type note struct{ kind, reason, action, text string }
+type note struct {
+	kind, reason, action, text string
+	// related is the child the event is about, when it is about one: the
+	// event's related object. Events of one owner, reason and action are
+	// a series (client-go's events recorder keys them so, not by their
+	// text), so an event per child needs its child to tell it apart.
+	related client.Object
+}
 
 // settle turns the observation, the decision and what apply did into the
 // pass's verdict.
@@ -241,7 +249,7 @@ func status(o *observation, d decision, out outcome, failed map[string]error, ba
 func eventsOf(d decision, out outcome, failed map[string]error) []note {
 	var evs []note
 	add := func(kind, reason, action, text string) {
-		evs = append(evs, note{kind, reason, action, text})
+		evs = append(evs, note{kind, reason, action, text, nil})
 	}
 	if len(d.warnings) > 0 {
 		add(corev1.EventTypeWarning, "InvalidAnnotation", "Describe", listNote(d.warnings, "; ", maxNote))
