@@ -18,8 +18,8 @@ import (
 // never releases a VM. Small: 4 VMs, timeout 4 s; large: 10, 8 s. With
 // defaultResult Continue the set is scaled to half: each VM chosen
 // prepares, and is deleted once its timeout has passed, not before (the
-// gate checker), and a HookTimedOut event names one of them (the events
-// recorder folds the others into its series: waitHookTimedOut); the set
+// gate checker), and a HookTimedOut event names each of them
+// (waitHookTimedOut); the set
 // converges at half. Then, in one patch, defaultResult Abandon and a
 // quarter (at least 1): the VMs chosen prepare and stay past their
 // timeout. Once the set's ReplicaFailure condition says HookAbandoned
@@ -99,7 +99,7 @@ func hooksCrash(t *seeded, e *testenv.Env) row {
 
 	r := row{name: "hooks-crash", steps: fmt.Sprintf("%d→%d (Continue), →%d (Abandon)", n, half, quarter), maxChildren: most,
 		final: fmt.Sprintf("converged at %d, ReplicaFailure cleared", quarter),
-		injected: fmt.Sprintf("drainer crashed: %d deleted at %s after preparing (timeout %v), %d HookTimedOut event (a series); Abandon: ReplicaFailure HookAbandoned (%q) %.1f s after the timeout, %d held %.1f s past it (%d polls: nothing destroyed, the %d VMs in vCenter); drainer recovered: released after 0–2 s",
+		injected: fmt.Sprintf("drainer crashed: %d deleted at %s after preparing (timeout %v), %d HookTimedOut events; Abandon: ReplicaFailure HookAbandoned (%q) %.1f s after the timeout, %d held %.1f s past it (%d polls: nothing destroyed, the %d VMs in vCenter); drainer recovered: released after 0–2 s",
 			len(first.timedOut), afterPreparing(first.after), timeout, timedOutEvents, strings.SplitN(abandoned, ":", 2)[0], saidAbandoned.Seconds(),
 			half-quarter, past.Seconds(), polls, half)}
 	finish(t, e, s.vcs, s.ns, s.planted, &r, begin)

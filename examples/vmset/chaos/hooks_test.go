@@ -215,11 +215,11 @@ func afterPreparing(ds []time.Duration) string {
 }
 
 // waitHookTimedOut waits until the set has a HookTimedOut event naming
-// one of the VMs of names, and returns the events' notes. Only one: the
-// events recorder folds events of one reason about one object into a
-// series, whatever their notes (client-go's tools/events: its key leaves
-// the note out), so a second VM timed out within minutes of the first
-// only counts in the first one's series.
+// each of the VMs of names, and returns the events' notes. The events
+// recorder folds events of one reason about one object into a series,
+// whatever their notes (client-go's tools/events: its key leaves the
+// note out), so each event names its VM as its related object too, which
+// the key keeps.
 func waitHookTimedOut(t *seeded, e *testenv.Env, ns string, names []string) []string {
 	t.Helper()
 	var got []string
@@ -229,12 +229,12 @@ func waitHookTimedOut(t *seeded, e *testenv.Env, ns string, names []string) []st
 	err := wait.PollUntilContextTimeout(context.Background(), 200*time.Millisecond, time.Minute, true, func(context.Context) (bool, error) {
 		evs, err := setEvents(e, ns)
 		got = evs["HookTimedOut"]
-		return err == nil && slices.ContainsFunc(names, func(n string) bool {
-			return slices.ContainsFunc(got, func(note string) bool { return strings.Contains(note, "child "+n+":") })
+		return err == nil && !slices.ContainsFunc(names, func(n string) bool {
+			return !slices.ContainsFunc(got, func(note string) bool { return strings.Contains(note, "child "+n+":") })
 		}), nil
 	})
 	if err != nil {
-		t.Errorf("HookTimedOut events %q; want one naming one of %v", got, names)
+		t.Errorf("HookTimedOut events %q; want one naming each of %v", got, names)
 	}
 	return got
 }
