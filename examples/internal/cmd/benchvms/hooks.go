@@ -64,8 +64,8 @@ func (b *bench) hooks(ctx context.Context, runs int) ([]row, error) {
 		spread(pick(func(r hookRun) time.Duration { return r.plain })), spread(pick(func(r hookRun) time.Duration { return r.hooked })),
 		spread(pick(hookRun.extra)), spreadRatio(ratios))
 	return []row{{what: fmt.Sprintf("%d→0 VMs with a %v drain hook (median of %d)", hookReplicas, hookDrain, len(rs)),
-		took: median(pick(func(r hookRun) time.Duration { return r.hooked })),
-		ref:  median(pick(func(r hookRun) time.Duration { return r.plain })) + hookDrain,
+		took:    median(pick(func(r hookRun) time.Duration { return r.hooked })),
+		ref:     median(pick(func(r hookRun) time.Duration { return r.plain })) + hookDrain,
 		refName: fmt.Sprintf("the same without hooks, plus the hook's %v once", hookDrain), goal: "≈ 1, not ×10"}}, nil
 }
 
