@@ -103,6 +103,9 @@ func computeGated(spec Spec, current []Replica, policy Ranker, now time.Time) (P
 		p.Delete = p.Delete[:limit]
 		p.Deferred += over
 		p.Lifecycle.Preparing += over
+		p.Lifecycle.TimedOut = slices.DeleteFunc(p.Lifecycle.TimedOut, func(r Replica) bool {
+			return !slices.ContainsFunc(p.Delete, func(d Replica) bool { return d.Name == r.Name && d.UID == r.UID })
+		})
 	}
 	lc.hookHolds(&p)
 	return p, nil

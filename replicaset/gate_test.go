@@ -139,6 +139,11 @@ func TestGate_LaunchGate(t *testing.T) {
 	if got := names(p.Replace); !cmp.Equal(got, []string{"a0"}) || p.Health.Unhealthy != 1 {
 		t.Errorf("a gate closed past the start-up window: replace %v, unhealthy %d; want [a0], 1: %v", got, p.Health.Unhealthy, p)
 	}
+	// Its replacement is a failed one (it never served), so that a gate
+	// that never opens backs off and suspends, not a clone loop.
+	if h := (replicaset.RemediationHistory{}).After(p, now); h.Failures != 1 {
+		t.Errorf("replacing a replica whose gate never opened: %d failures recorded, want 1", h.Failures)
+	}
 	rs[0].Health.Started = now.Add(-5 * time.Minute)
 	p, err = replicaset.Compute(spec, rs, deletionpolicy.Oldest{}, now)
 	if err != nil {
@@ -146,6 +151,23 @@ func TestGate_LaunchGate(t *testing.T) {
 	}
 	if len(p.Replace) != 0 || !p.Health.NextCheck.Equal(now.Add(5*time.Minute)) {
 		t.Errorf("a gate closed within the start-up window: replace %v, next check %v; want none, %v", names(p.Replace), p.Health.NextCheck, now.Add(5*time.Minute))
+	}
+}
+
+// TestGate_CapTrimsTimedOut: deletions over the per-pass cap stay
+// preparing, and are not reported as timed out (deleted) yet.
+func TestGate_CapTrimsTimedOut(t *testing.T) {
+	now := replicagen.Now()
+	rs := running(4, now)
+	for i := 2; i < 4; i++ {
+		rs[i].Preparing = &replicaset.Preparing{Since: now.Add(-time.Hour), Hooks: []string{"drain"}}
+	}
+	p, err := replicaset.Compute(replicaset.Spec{Desired: 2, MaxPerPass: 1, Lifecycle: &replicaset.Lifecycle{}}, rs, deletionpolicy.Oldest{}, now)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := [2][]string{names(p.Delete), names(p.Lifecycle.TimedOut)}; !cmp.Equal(got, [2][]string{{"c0"}, {"c0"}}) || p.Deferred != 1 {
+		t.Errorf("delete, timed out = %v, deferred %d; want [c0] [c0], 1", got, p.Deferred)
 	}
 }
 

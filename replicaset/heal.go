@@ -68,7 +68,7 @@ func decideHealing(spec *Spec, current []Replica, now time.Time) healing {
 			continue
 		}
 		healthyNow := r.ready() && !hl.Unhealthy
-		if recovering && hl.Healthy && !hl.Started.Before(hist.Last) {
+		if recovering && hl.Healthy && !r.LaunchGated && !hl.Started.Before(hist.Last) {
 			h.status.Recovered = true
 		}
 		var at time.Time // when the replica falls due; zero: it does not

@@ -179,7 +179,7 @@ type RemediationHistory struct {
 // After returns h once p, planned at now, is carried out: a storm's
 // beginning and end (p.Health.Storm) are recorded; each replica p
 // replaces that was never healthy (neither since it started nor before a
-// restart) is a failure; a replica that started no earlier than the last
+// restart), or whose launch gate never opened, is a failure; a replica that started no earlier than the last
 // failure (a replacement made in that pass included) and has been healthy
 // since (p.Health.Recovered) clears the failures.
 func (h RemediationHistory) After(p Plan, now time.Time) RemediationHistory {
@@ -193,7 +193,9 @@ func (h RemediationHistory) After(p Plan, now time.Time) RemediationHistory {
 		h.Storming, h.Storm = false, now
 	}
 	for i := range p.Replace {
-		if hl := p.Replace[i].Health; hl == nil || !hl.Healthy && !hl.HealthyBefore {
+		// A replica whose launch gate never opened never served, whatever
+		// its health check said: its replacement is a failure too.
+		if hl := p.Replace[i].Health; hl == nil || !hl.Healthy && !hl.HealthyBefore || p.Replace[i].LaunchGated {
 			h.Failures++
 			h.Last = now
 		}

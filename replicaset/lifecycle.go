@@ -157,19 +157,19 @@ func (l *Lifecycle) hookHolds(p *Plan) {
 	if n := len(p.Lifecycle.Waiting); n > 0 {
 		p.Holds = append(p.Holds, Hold{By: HoldPreDelete, Waiting: n,
 			Reason: fmt.Sprintf("%d %s on pre-delete hooks: %s",
-				n, plural(n, "replica waits", "replicas wait"), l.describe(p.Lifecycle.Waiting))})
+				n, plural(n, "replica waits", "replicas wait"), l.describe(p.Lifecycle.Waiting, "until"))})
 	}
 	if n := len(p.Lifecycle.Abandoned); n > 0 {
 		p.Holds = append(p.Holds, Hold{By: HoldHookAbandoned, Waiting: n,
-			Reason: fmt.Sprintf("%d %s stay: pre-delete hooks held them past their timeout, "+
+			Reason: fmt.Sprintf("%d %s: pre-delete hooks held them past their timeout, "+
 				"and the default result is Abandon; release the hooks to delete them: %s",
-				n, plural(n, "replica", "replicas"), l.describe(p.Lifecycle.Abandoned))})
+				n, plural(n, "replica stays", "replicas stay"), l.describe(p.Lifecycle.Abandoned, "timed out at"))})
 	}
 }
 
-// describe names the first replicas of rs, each with its hooks and when
-// they time out.
-func (l *Lifecycle) describe(rs []Replica) string {
+// describe names the first replicas of rs, each with its hooks and, after
+// when, when they time out.
+func (l *Lifecycle) describe(rs []Replica, when string) string {
 	const most = 3
 	var parts []string
 	for _, r := range rs[:min(len(rs), most)] {
@@ -178,8 +178,8 @@ func (l *Lifecycle) describe(rs []Replica) string {
 		if t := until.Truncate(time.Second); !t.Equal(until) {
 			until = t.Add(time.Second)
 		}
-		parts = append(parts, fmt.Sprintf("%s on %s until %s", r.Name,
-			strings.Join(r.Preparing.Hooks, ", "), until.Format(time.RFC3339)))
+		parts = append(parts, fmt.Sprintf("%s on %s %s %s", r.Name,
+			strings.Join(r.Preparing.Hooks, ", "), when, until.Format(time.RFC3339)))
 	}
 	if len(rs) > most {
 		parts = append(parts, fmt.Sprintf("and %d more", len(rs)-most))

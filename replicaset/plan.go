@@ -52,8 +52,10 @@ type Plan struct {
 	Unbalanced string
 	// Holds says, setting by setting, why replicas on older revisions
 	// that should be replaced wait after this pass (Spec.Revision set),
-	// and guard by guard why replicas due for remediation do
-	// (Spec.Remediation); empty when none waits. Waiting replicas are not
+	// guard by guard why replicas due for remediation do
+	// (Spec.Remediation), and which replicas wait on pre-delete hooks
+	// (Spec.Lifecycle: HoldPreDelete, HoldHookAbandoned); empty when none
+	// waits. Waiting replicas are not
 	// counted in Deferred, except those over the per-pass cap.
 	Holds []Hold
 	// Unknown lists the replicas in unreachable zones (Spec.Unreachable),

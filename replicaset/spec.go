@@ -130,12 +130,14 @@ type Spec struct {
 	// as the package documentation's Self-healing section states. Nil:
 	// off, and Compute plans exactly as without it.
 	Remediation *Remediation
-	// Lifecycle turns lifecycle hooks on: a replica chosen to leave, by
+	// Lifecycle turns pre-delete hooks on: a replica chosen to leave, by
 	// any rule, prepares first (Plan.Prepare) and is deleted only once
-	// its pre-delete hooks released it or timed out; and a replica with a
-	// launch gate closed (Replica.LaunchGated) is not ready. The package
+	// its pre-delete hooks released it or timed out. The package
 	// documentation's Lifecycle hooks section states the rules. Nil: off,
-	// and Compute plans exactly as without it.
+	// and Compute plans exactly as without it; Replica.Preparing is then
+	// not read (a caller that drops its Lifecycle clears what it
+	// recorded). Launch gates need no Lifecycle: a replica with one
+	// closed (Replica.LaunchGated) is not ready, with or without it.
 	Lifecycle *Lifecycle
 	// RemediationHistory is what the caller keeps of the set's
 	// remediations between passes, for their backoff: the history the last
