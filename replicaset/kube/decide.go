@@ -112,9 +112,11 @@ func (d decision) toExecute() replicaset.Plan {
 // no clock and draws no randomness but from the observation's seed and time,
 // so the same observation always gives the same decision.
 //
-// Order of concerns: a spec that cannot be used holds everything (status
-// still counts the children the owner controls); an owner being deleted
-// holds everything, so the garbage collector's cascade stays whole; a
+// Order of concerns: an owner being deleted that carries FinalizerDrain
+// drains its children (drainDeleted), whatever else is wrong with its
+// spec; a spec that cannot be used holds everything (status still counts
+// the children the owner controls); an owner being deleted holds
+// everything else, so the garbage collector's cascade stays whole; a
 // paused owner holds everything; unmet expectations hold everything. Only
 // then are orphans adopted, strays released and the plan computed.
 func decide(o *observation, rl rules) decision {
@@ -123,6 +125,10 @@ func decide(o *observation, rl rules) decision {
 		if c.costErr != nil {
 			d.warnings = append(d.warnings, c.costErr.Error())
 		}
+	}
+	if o.owner.GetDeletionTimestamp() != nil && slices.Contains(o.owner.GetFinalizers(), FinalizerDrain) {
+		drainDeleted(o, &d, rl)
+		return d
 	}
 	if d.failure = usable(o, rl); d.failure != nil {
 		d.hold = holdFailure
@@ -165,23 +171,13 @@ func decide(o *observation, rl rules) decision {
 	}
 	d.capped = capped(d.plan, rl.limit())
 	switch {
-	case d.hold == holdDeleting && spec.Lifecycle != nil && o.owner.GetDeletionTimestamp() != nil &&
-		slices.Contains(o.owner.GetFinalizers(), FinalizerDrain):
-		if o.waiting {
-			return d // the cache has not shown the last pass's writes: a stale child would be prepared again
-		}
-		if err := drain(o, &d, spec, current, rl.hookDomain); err != nil {
-			d.hold, d.failure, d.update = holdFailure, err, nil
-		}
-		return d
 	case d.hold == holdDeleting:
-		d.finalizer = drainFinalizer(o, true)
 		return d
 	case d.hold != holdNone:
-		d.finalizer = drainFinalizer(o, false)
+		d.finalizer = drainFinalizer(o)
 		return d // the plan says what would be done, for status; nothing is
 	}
-	d.finalizer = drainFinalizer(o, false)
+	d.finalizer = drainFinalizer(o)
 	if d.create, err = newNames(o, rl.naming, d.plan.Create); err != nil {
 		d.hold, d.failure, d.create = holdFailure, err, nil
 		d.backoff, d.failedNow = o.backoff, nil

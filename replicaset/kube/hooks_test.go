@@ -157,7 +157,7 @@ func TestHooks_TimeoutContinues(t *testing.T) {
 
 	setSpec(t, c, w, `{"spec":{"replicas":1}}`)
 	msg := waitCondition(t, c, w, kube.ConditionReplicaFailure, "True", kube.ReasonHookAbandoned)
-	if !strings.Contains(msg, "on drain until") {
+	if !strings.Contains(msg, "on drain timed out at") {
 		t.Errorf("ReplicaFailure says %q, want the child and its hook", msg)
 	}
 	if now, deleting := children(t, c, w); len(now) != 2 || deleting != 0 {

@@ -1,6 +1,7 @@
 package kube
 
 import (
+	"cmp"
 	"context"
 	"fmt"
 	"slices"
@@ -83,27 +84,32 @@ const (
 
 // PreDeleteHookAnnotation is the annotation by which hook holds a child
 // before it is deleted: pre-delete.hook.<domain>/<hook>, Cluster API's
-// shape (pre-drain.delete.hook.machine.cluster.x-k8s.io/<name>).
+// shape (pre-drain.delete.hook.machine.cluster.x-k8s.io/<name>). An empty
+// domain is DefaultHookDomain, as for Reconciler.HookDomain. Its value is
+// free (the binding writes the owner's name). The hook's name must make a
+// valid annotation key: a DNS subdomain's label, say drain or lb-remove.
 func PreDeleteHookAnnotation(domain, hook string) string {
-	return "pre-delete.hook." + domain + "/" + hook
+	return "pre-delete.hook." + cmp.Or(domain, DefaultHookDomain) + "/" + hook
 }
 
 // LaunchGateAnnotation is the annotation by which gate keeps a new child
-// from counting as ready: launch.gate.<domain>/<gate>.
+// from counting as ready: launch.gate.<domain>/<gate>. An empty domain is
+// DefaultHookDomain; names are as for PreDeleteHookAnnotation.
 func LaunchGateAnnotation(domain, gate string) string {
-	return "launch.gate." + domain + "/" + gate
+	return "launch.gate." + cmp.Or(domain, DefaultHookDomain) + "/" + gate
 }
 
 // PreDeleteHooks returns the names of the pre-delete hooks on obj under
-// domain, sorted: those that hold it while it prepares to leave.
+// domain (empty: DefaultHookDomain), sorted: those that hold it while it
+// prepares to leave.
 func PreDeleteHooks(obj metav1.Object, domain string) []string {
-	return namesUnder(obj, "pre-delete.hook."+domain+"/")
+	return namesUnder(obj, "pre-delete.hook."+cmp.Or(domain, DefaultHookDomain)+"/")
 }
 
 // LaunchGates returns the names of the launch gates still closed on obj
-// under domain, sorted.
+// under domain (empty: DefaultHookDomain), sorted.
 func LaunchGates(obj metav1.Object, domain string) []string {
-	return namesUnder(obj, "launch.gate."+domain+"/")
+	return namesUnder(obj, "launch.gate."+cmp.Or(domain, DefaultHookDomain)+"/")
 }
 
 func namesUnder(obj metav1.Object, prefix string) []string {
@@ -139,8 +145,8 @@ type lifecycleRead struct {
 func (l *lifecycleRead) describe(obj metav1.Object, rep *replicaset.Replica) error {
 	var err error
 	if v, ok := obj.GetAnnotations()[AnnotationPreparing]; ok {
-		since, perr := time.Parse(time.RFC3339Nano, v)
-		if perr != nil {
+		since := unstamp(v)
+		if since.IsZero() {
 			since = l.now
 			err = fmt.Errorf("child %s: annotation %s=%q is not a time; counting from now", obj.GetName(), AnnotationPreparing, v)
 		}
@@ -166,17 +172,23 @@ func lifecycleSpec(s Spec) *replicaset.Lifecycle {
 // the Lifecycle set again, a stale mark would count as a preparation
 // long under way.
 func preparations(o *observation, domain string, members []child, updates []inPlaceUpdate, p replicaset.Plan) []inPlaceUpdate {
-	if o.spec.Lifecycle == nil {
-		for _, c := range members {
-			if _, ok := c.obj.GetAnnotations()[AnnotationPreparing]; ok && !c.replica.Deleting {
-				p.Cancel = append(p.Cancel, c.replica)
-			}
+	set := map[string]map[string]string{} // by UID
+	for _, c := range members {
+		v, ok := c.obj.GetAnnotations()[AnnotationPreparing]
+		switch {
+		case !ok || c.replica.Deleting:
+		case o.spec.Lifecycle == nil:
+			p.Cancel = append(p.Cancel, c.replica)
+		case unstamp(v).IsZero():
+			// A time that does not parse counts from now (describe): write
+			// now, or every pass would count it from its own time again
+			// and the timeout never pass.
+			set[c.replica.UID] = map[string]string{AnnotationPreparing: stamp(o.now)}
 		}
 	}
-	if len(p.Prepare) == 0 && len(p.Cancel) == 0 {
+	if len(p.Prepare) == 0 && len(p.Cancel) == 0 && len(set) == 0 {
 		return updates
 	}
-	set := map[string]map[string]string{} // by UID
 	hooks := func(v string) map[string]string {
 		m := map[string]string{AnnotationPreparing: ""}
 		if o.spec.Lifecycle != nil {
@@ -217,36 +229,51 @@ const (
 	finalizerRemove
 )
 
-// drainFinalizer says whether the pass adds FinalizerDrain (an owner with
-// a Lifecycle that lacks it) or removes it (an owner without one, or one
-// being deleted whose children no hook holds any more: drained).
-func drainFinalizer(o *observation, drained bool) finalizerChange {
+// drainFinalizer says whether a pass of an owner not being deleted adds
+// FinalizerDrain (an owner with a Lifecycle that lacks it) or removes it
+// (an owner without one).
+func drainFinalizer(o *observation) finalizerChange {
 	has := controllerutil.ContainsFinalizer(o.owner, FinalizerDrain)
-	deleting := o.owner.GetDeletionTimestamp() != nil
 	switch {
-	case has && (o.spec.Lifecycle == nil || deleting && drained):
+	case has && o.spec.Lifecycle == nil:
 		return finalizerRemove
-	case !has && !deleting && o.spec.Lifecycle != nil && o.specErr == nil:
+	case !has && o.owner.GetDeletionTimestamp() == nil && o.spec.Lifecycle != nil && o.specErr == nil:
 		return finalizerAdd
 	}
 	return finalizerKeep
 }
 
-// drain decides a pass of the owner's own deletion with a Lifecycle: its
-// children prepare to leave (replicaset.Drain), each is deleted once its
-// hooks released it (or timed out), and once no hook holds any,
-// FinalizerDrain goes and the garbage collector deletes what is left.
-func drain(o *observation, d *decision, spec replicaset.Spec, current []replicaset.Replica, domain string) error {
-	p, err := replicaset.Drain(spec, current, o.now)
+// drainDeleted decides a pass of the deletion of an owner that carries
+// FinalizerDrain: its children (every child it controls, matching its
+// selector or not) prepare to leave (replicaset.Drain), each is deleted
+// once its hooks released it (or timed out), and once no hook holds any,
+// FinalizerDrain goes and the garbage collector deletes what is left. It
+// needs nothing of the spec but its Lifecycle, so a spec that cannot be
+// used otherwise (a zone the operator no longer knows, an unknown policy)
+// never keeps the owner: without a Lifecycle the finalizer goes at once.
+// A pass that finds the cache behind its last writes waits, as a stale
+// child would be prepared again.
+func drainDeleted(o *observation, d *decision, rl rules) {
+	d.hold, d.members = holdDeleting, o.children
+	if o.spec.Lifecycle == nil {
+		d.finalizer = finalizerRemove
+		return
+	}
+	if o.waiting {
+		return
+	}
+	spec := replicaset.Spec{Lifecycle: lifecycleSpec(o.spec)}
+	p, err := replicaset.Drain(spec, replicas(d.members, o, rl.naming), o.now)
 	if err != nil {
-		return err
+		d.hold, d.failure = holdFailure, err // an invalid child: said in status, tried again on its change
+		return
 	}
 	d.plan = p
 	d.delete = slices.Clone(p.Delete)
-	d.update = preparations(o, domain, d.members, nil, p)
-	drained := len(p.Prepare) == 0 && len(p.Lifecycle.Waiting) == 0 && len(p.Lifecycle.Abandoned) == 0
-	d.finalizer = drainFinalizer(o, drained)
-	return nil
+	d.update = preparations(o, rl.hookDomain, d.members, nil, p)
+	if len(p.Prepare) == 0 && len(p.Lifecycle.Waiting) == 0 && len(p.Lifecycle.Abandoned) == 0 {
+		d.finalizer = finalizerRemove
+	}
 }
 
 // recordPreparations remembers the preparations and take-backs the pass

@@ -1,6 +1,7 @@
 package kube
 
 import (
+	"errors"
 	"testing"
 	"time"
 
@@ -91,5 +92,45 @@ func TestDrain_WaitsForTheCache(t *testing.T) {
 		if got := len(d.update); waiting && got != 0 || !waiting && got != 2 {
 			t.Errorf("waiting %v: %d children prepared, want %d", waiting, got, map[bool]int{false: 2, true: 0}[waiting])
 		}
+	}
+}
+
+// TestDrain_InvalidSpec: the deletion of an owner whose spec cannot be
+// used otherwise (here, an error the Adapter's Spec returned: a zone the
+// operator no longer knows, say) still drains its children, and one
+// without a Lifecycle lets its finalizer go: the owner is never stuck.
+func TestDrain_InvalidSpec(t *testing.T) {
+	for _, lc := range []*Lifecycle{{PreDelete: []string{"drain"}}, nil} {
+		o := observed(2, kids(kid("web-0"), kid("web-1")), func(o *observation) {
+			o.spec.Lifecycle = lc
+			o.specErr = errors.New("spec.zones: zone-x is not one of this operator's zones")
+			owner := o.owner.(*metav1.PartialObjectMetadata)
+			owner.DeletionTimestamp = &metav1.Time{Time: testNow}
+			owner.Finalizers = []string{FinalizerDrain}
+		})
+		d := decide(o, rules{policies: ordinal.policies, naming: OrdinalNames, hookDomain: DefaultHookDomain})
+		switch {
+		case lc != nil && (len(d.update) != 2 || d.finalizer != finalizerKeep):
+			t.Errorf("with a Lifecycle: %d children prepared, finalizer change %d; want 2, none yet", len(d.update), d.finalizer)
+		case lc == nil && d.finalizer != finalizerRemove:
+			t.Errorf("without a Lifecycle: finalizer change %d, want its removal", d.finalizer)
+		}
+	}
+}
+
+// TestPreparations_BadTime: a preparing time that does not parse counts
+// from the pass that finds it, and that pass writes it, so that the
+// timeout runs from there and passes.
+func TestPreparations_BadTime(t *testing.T) {
+	bad := kid("web-1", withAnnotation(AnnotationPreparing, "yesterday"), withAnnotation(PreDeleteHookAnnotation("", "drain"), "web"))
+	lc := &lifecycleRead{domain: DefaultHookDomain, now: testNow}
+	err := lc.describe(bad.obj, &bad.replica)
+	if err == nil || !bad.replica.Preparing.Since.Equal(testNow) {
+		t.Fatalf("describe: %v, since %v; want a warning, since now", err, bad.replica.Preparing.Since)
+	}
+	o := observed(1, kids(kid("web-0"), bad), func(o *observation) { o.spec.Lifecycle = &Lifecycle{PreDelete: []string{"drain"}} })
+	d := decide(o, rules{policies: ordinal.policies, naming: OrdinalNames, hookDomain: DefaultHookDomain})
+	if len(d.update) != 1 || d.update[0].to.GetAnnotations()[AnnotationPreparing] != stamp(testNow) {
+		t.Fatalf("updates %d, want web-1's time written as now", len(d.update))
 	}
 }
