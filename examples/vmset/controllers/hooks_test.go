@@ -2,10 +2,12 @@ package controllers_test
 
 import (
 	"context"
+	"fmt"
 	"slices"
 	"testing"
 	"time"
 
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/utils/ptr"
@@ -137,5 +139,46 @@ func TestHooks_DirectDeleteWaits(t *testing.T) {
 	after := settle(t, e, sim, ns, 2)
 	if slices.Contains(after, victim) {
 		t.Errorf("%s is still there once released: %v", victim, after)
+	}
+}
+
+// TestHooks_NeverRanGoesAtOnce: a VirtualMachine whose clone has not
+// finished (vCenter holds it) has nothing to drain: deleted with kubectl,
+// it goes without being prepared, as the set's rules delete a replica
+// that never ran, instead of waiting out its set's hook timeout.
+func TestHooks_NeverRanGoesAtOnce(t *testing.T) {
+	e, _, faults := startCounting(t)
+	const ns = "hooks-never-ran"
+	clones := faults.Hold("CloneVM_Task")
+	defer clones.Drop()
+	createSetWith(t, e, ns, 1, func(s *vmv1.VirtualMachineReplicaSet) {
+		s.Spec.Lifecycle = &vmv1.Lifecycle{PreDelete: []string{"drain"}, Timeout: &metav1.Duration{Duration: time.Hour}}
+	})
+	select {
+	case <-clones.Caught():
+	case <-time.After(30 * time.Second):
+		t.Fatal("no clone reached vCenter")
+	}
+	var l vmv1.VirtualMachineList
+	if err := wait.PollUntilContextTimeout(t.Context(), 100*time.Millisecond, 30*time.Second, true, func(ctx context.Context) (bool, error) {
+		err := e.Client.List(ctx, &l, client.InNamespace(ns))
+		return err == nil && len(l.Items) == 1, err
+	}); err != nil {
+		t.Fatalf("VirtualMachines %v, %v; want the one cloning", l.Items, err)
+	}
+	name := l.Items[0].Name
+	if _, err := e.Kubectl(t.Context(), "delete", "vm", "-n", ns, name, "--wait=false"); err != nil {
+		t.Fatal(err)
+	}
+	err := wait.PollUntilContextTimeout(t.Context(), 100*time.Millisecond, 30*time.Second, true, func(ctx context.Context) (bool, error) {
+		var vm vmv1.VirtualMachine
+		err := e.Client.Get(ctx, client.ObjectKey{Namespace: ns, Name: name}, &vm)
+		if err == nil && vm.Annotations[kube.AnnotationPreparing] != "" {
+			return false, fmt.Errorf("%s, never cloned, was prepared to leave", name)
+		}
+		return apierrors.IsNotFound(err), nil
+	})
+	if err != nil {
+		t.Fatalf("%s, deleted while its clone was in flight: %v", name, err)
 	}
 }

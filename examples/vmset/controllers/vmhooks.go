@@ -26,12 +26,19 @@ import (
 // that the hooks' controllers see it; one that prepared waits until no
 // hook (pre-delete.hook.vm.replicakit.io/…) holds it, or the set's
 // timeout has passed since it began to prepare, then goes (Continue) or
-// stays, saying so (Abandon). A VirtualMachine the set deleted once its
-// hooks released it goes at once.
+// stays, saying so (Abandon). As in the set's rules, a VM that never ran
+// (no clone finished: no instance UUID) has nothing to drain and goes at
+// once; so does one whose set is gone, as the set's own deletion decided
+// (it lets its finalizer go only once no hook holds a VM, or they timed
+// out), and one that no set controls. A VirtualMachine the set deleted
+// once its hooks released it goes at once.
 func (r *VirtualMachineReconciler) holdDeletion(ctx context.Context, vm *vmv1.VirtualMachine) (bool, time.Duration, error) {
-	lc, err := r.lifecycleOf(ctx, vm)
-	if err != nil {
-		return true, 0, err
+	if vm.Status.InstanceUUID == "" {
+		return false, 0, nil
+	}
+	lc, found, err := r.lifecycleOf(ctx, vm)
+	if err != nil || !found {
+		return err != nil, 0, err
 	}
 	hooks := kube.PreDeleteHooks(vm, HookDomain)
 	stamp, preparing := vm.Annotations[kube.AnnotationPreparing]
@@ -85,22 +92,23 @@ func (r *VirtualMachineReconciler) holdDeletion(ctx context.Context, vm *vmv1.Vi
 	return true, 0, nil
 }
 
-// lifecycleOf is the lifecycle of vm's set, nil when vm has none (no set,
-// a set gone, or one without spec.lifecycle).
-func (r *VirtualMachineReconciler) lifecycleOf(ctx context.Context, vm *vmv1.VirtualMachine) (*kube.Lifecycle, error) {
+// lifecycleOf is the lifecycle of vm's set (nil when it has no
+// spec.lifecycle); found is false when no set controls vm, or its set is
+// gone.
+func (r *VirtualMachineReconciler) lifecycleOf(ctx context.Context, vm *vmv1.VirtualMachine) (lc *kube.Lifecycle, found bool, err error) {
 	ref := metav1.GetControllerOfNoCopy(vm)
 	if ref == nil || ref.Kind != "VirtualMachineReplicaSet" {
-		return nil, nil
+		return nil, false, nil
 	}
 	var set vmv1.VirtualMachineReplicaSet
 	if err := r.Client.Get(ctx, client.ObjectKey{Namespace: vm.Namespace, Name: ref.Name}, &set); err != nil {
 		if client.IgnoreNotFound(err) == nil {
-			return nil, nil
+			return nil, false, nil
 		}
-		return nil, fmt.Errorf("read the set of %s for its lifecycle: %w", vm.Name, err)
+		return nil, false, fmt.Errorf("read the set of %s for its lifecycle: %w", vm.Name, err)
 	}
 	if set.UID != ref.UID {
-		return nil, nil
+		return nil, false, nil
 	}
-	return lifecycle(set.Spec.Lifecycle), nil
+	return lifecycle(set.Spec.Lifecycle), true, nil
 }
