@@ -387,8 +387,8 @@
 // A scale-up while replicas prepare takes them back (Plan.Cancel) before
 // it creates anything new: a cancelled drain is a patch, a clone is
 // minutes. It takes back only replicas the rules would keep (running,
-// ready, on the wanted revision, in a reachable listed zone, not
-// unhealthy, not marked for deletion), those that began to prepare last
+// ready, whether a launch gate is closed or not, on the wanted revision,
+// in a reachable listed zone, not unhealthy, not marked for deletion), those that began to prepare last
 // first, and only as many as bring the live replicas to Desired. A
 // preparing replica protected from scale-in since it began to prepare is
 // taken back whatever the count, as the rules would never have chosen it.

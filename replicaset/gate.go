@@ -116,9 +116,10 @@ func computeGated(spec Spec, current []Replica, policy Ranker, now time.Time) (P
 // (the rules would never have chosen them), and those a scale-up takes
 // back, before it creates anything new: a cancelled drain is a patch, a
 // clone is minutes. A scale-up takes back only replicas the rules would
-// keep: running, ready, on the wanted revision, in a reachable listed
-// zone, not unhealthy and not marked for deletion; those that began to
-// prepare last first (they have drained least), then by identity.
+// keep: running, ready (a launch gate closed or not), on the wanted
+// revision, in a reachable listed zone, not unhealthy and not marked for
+// deletion; those that began to prepare last first (they have drained
+// least), then by identity.
 func takeBack(spec *Spec, current []Replica, preparing int) []int {
 	var back []int
 	live := 0
@@ -153,10 +154,11 @@ func takeBack(spec *Spec, current []Replica, preparing int) []int {
 }
 
 // keepable reports whether a preparing replica is one the rules would keep
-// were it not leaving.
+// were it not leaving. A closed launch gate does not stop it: a new
+// replica would have one too.
 func keepable(spec *Spec, r *Replica) bool {
 	switch {
-	case r.Phase != PhaseRunning, !r.ready(), r.MarkedForDeletion,
+	case r.Phase != PhaseRunning, !r.Ready, r.MarkedForDeletion,
 		!spec.onRevision(r),
 		len(spec.Zones) > 0 && !slices.Contains(spec.Zones, r.Zone),
 		slices.Contains(spec.Unreachable, r.Zone),

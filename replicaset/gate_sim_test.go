@@ -191,7 +191,7 @@ func checkGate(t *rapid.T, spec replicaset.Spec, rs []replicaset.Replica, p repl
 			continue
 		}
 		healthy := spec.Remediation == nil || r.Health == nil || !r.Health.Unhealthy && !r.Health.Now
-		if r.Phase == replicaset.PhaseRunning && r.Ready && !r.LaunchGated && !r.MarkedForDeletion &&
+		if r.Phase == replicaset.PhaseRunning && r.Ready && !r.MarkedForDeletion &&
 			(r.Revision == "" || r.Revision == spec.Revision) && healthy {
 			t.Fatalf("creates %d with %d live of %d, yet leaves %s preparing: %v", p.Create, live, spec.Desired, r.Name, p)
 		}

@@ -289,6 +289,12 @@ func (s *Set) runHooks(ctx context.Context, plan replicaset.Plan, vms []VM, curr
 			if p.called {
 				h.stopGate(key)
 				delete(h.gates, key) // it passes the gate again
+				// ...and is judged by its start-up window from now, as
+				// a VM launched anew: not by the one it began with.
+				if hl, ok := s.heal.health[key]; ok && !hl.Started.IsZero() {
+					hl.Started = now
+					s.heal.health[key] = hl
+				}
 			}
 		}
 	}
