@@ -176,8 +176,12 @@ func keepable(spec *Spec, r *Replica) bool {
 // Lifecycle hooks section); one whose hooks released it or timed out with
 // HookContinue is in Plan.Delete; the others wait, as Plan.Lifecycle and
 // Plan.Holds say. Without a Lifecycle every live replica is in
-// Plan.Delete. The owner is gone, for its replicas, once a pass finds
-// none but those being deleted: its finalizer can then go.
+// Plan.Delete. Drain has no per-pass cap: an owner's deletion lets every
+// replica go. A replica held past its timeout with HookAbandon holds the
+// owner's deletion as long as its hooks do (LifecycleStatus.Abandoned,
+// with no NextCheck: only its hooks' release moves it). The owner is
+// gone, for its replicas, once a pass finds none but those being
+// deleted: its finalizer can then go.
 //
 // Drain returns an error wrapping ErrInvalidSpec for a bad spec and
 // ErrInvalidReplica for an empty or repeated name or UID, or a replica

@@ -251,8 +251,8 @@
 // With Spec.Lifecycle, a child leaves only once whatever runs on it has
 // left (replicaset's Lifecycle hooks section states the rules). Hooks and
 // gates are annotations on the child, in Cluster API's shape, under a
-// domain of your choosing (Reconciler.HookDomain, DefaultHookDomain by
-// default, say example.com):
+// domain of your choosing, Reconciler.HookDomain (DefaultHookDomain,
+// replicakit.io, when empty). With the domain example.com:
 //
 //   - A child chosen to leave (scale-down, rollout, remediation,
 //     rebalancing) is not deleted: the binding writes
@@ -268,7 +268,9 @@
 //     since AnnotationPreparing, the child is deleted (a HookTimedOut
 //     event says when hooks still held it); with DefaultResult
 //     HookAbandon it stays instead, and ReplicaFailure says so (reason
-//     HookAbandoned) until its hooks release it.
+//     HookAbandoned) until its hooks release it; an owner being deleted
+//     stays as long (FinalizerDrain), so remove the hook annotations to
+//     let it go.
 //   - A scale-up takes preparing children back before it creates: it
 //     removes AnnotationPreparing and the named hooks' annotations (a
 //     TakenBack event). A hook's controller that sees AnnotationPreparing
@@ -292,7 +294,9 @@
 //     unhealthy.
 //
 // The preparation is kept on the child, so a restarted controller goes
-// on where the last one was, its timeouts unchanged. Status reports
+// on where the last one was, its timeouts unchanged. A child's readiness
+// gate opening does not restart Spec.MinReady: a child counts as
+// available MinReady after the Adapter's ReadySince, gate or not. Status reports
 // PreparingReplicas, the Draining condition names each child waiting,
 // the hooks that hold it and until when, and the owner is looked at
 // again when the first timeout passes. Until the cache shows a

@@ -133,7 +133,10 @@ func (poolAdapter) SetStatus(p *WorkerPool, s kube.Status) {
 }
 
 // The permissions the binding needs, as kubebuilder markers to copy into
-// your controller's package (controller-gen rbac turns them into a Role):
+// your controller's package (controller-gen rbac turns them into a Role).
+// An owner with Spec.Remediation or Spec.Lifecycle also needs patch on
+// its own kind (workerpools: get;list;watch;patch), for its history
+// annotation and its finalizer:
 //
 // +kubebuilder:rbac:groups=example.com,resources=workerpools,verbs=get;list;watch
 // +kubebuilder:rbac:groups=example.com,resources=workerpools/status,verbs=patch

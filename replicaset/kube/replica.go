@@ -27,7 +27,9 @@ const (
 
 // ReplicaOf describes a child object's metadata as the planner sees it:
 // identity, creation time, whether it is being deleted, its revision
-// (RevisionLabel), and the three annotations above. The caller adds what only the child's kind knows
+// (RevisionLabel), and the three annotations above; not its lifecycle
+// (AnnotationPreparing, the hooks and gates under a domain: see
+// PreDeleteHooks and LaunchGates). The caller adds what only the child's kind knows
 // (phase, readiness). A deletion cost that is not an integer is ignored
 // (cost 0), and the returned error says so, naming the child and the
 // value, so the caller can report it without failing the pass (the

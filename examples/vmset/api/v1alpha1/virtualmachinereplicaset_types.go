@@ -143,7 +143,10 @@ type Lifecycle struct {
 	Timeout *metav1.Duration `json:"timeout,omitempty"`
 	// DefaultResult is what a timeout means: Continue (the default)
 	// deletes the VM anyway; Abandon keeps it, preparing, and says so in
-	// the ReplicaFailure condition until its hooks release it.
+	// the ReplicaFailure condition until its hooks release it. With
+	// Abandon, a set being deleted stays until then too (its finalizer
+	// replicakit.io/drain waits for every VM): remove the hook
+	// annotations to let it go.
 	// +kubebuilder:validation:Enum=Continue;Abandon
 	// +optional
 	DefaultResult string `json:"defaultResult,omitempty"`
@@ -352,8 +355,9 @@ type VirtualMachineReplicaSetStatus struct {
 	// +optional
 	PreparingReplicas *int32 `json:"preparingReplicas,omitempty"`
 	// Conditions: ReplicaFailure, ScalingUp, ScalingDown, Ready,
-	// RolledOut, ZonesBalanced when spec.zones is set, and
-	// RemediationAllowed when spec.remediation is.
+	// RolledOut, ZonesBalanced when spec.zones is set,
+	// RemediationAllowed when spec.remediation is, and Draining when
+	// spec.lifecycle is.
 	// +listType=map
 	// +listMapKey=type
 	// +optional

@@ -75,7 +75,9 @@ func (d *drainer) pass(ctx context.Context) error {
 	}
 	for i := range l.Items {
 		vm := &l.Items[i]
-		if vm.DeletionTimestamp != nil {
+		// A VM deleted around its set (kubectl delete vm) is prepared by
+		// the operator and drained here like any other.
+		if vm.DeletionTimestamp != nil && vm.Annotations[kube.AnnotationPreparing] == "" {
 			continue
 		}
 		// The simulator has no guests: once a VM is on, its guest's tools
@@ -93,7 +95,19 @@ func (d *drainer) pass(ctx context.Context) error {
 			}
 			fmt.Printf("  drainer: %s is Ready; registered in the load balancer, launch gate lb opened\n", vm.Name)
 		}
-		if _, held := vm.Annotations[drainHook]; !held || vm.Annotations[kube.AnnotationPreparing] == "" {
+		if vm.Annotations[kube.AnnotationPreparing] == "" {
+			d.mu.Lock()
+			if _, ok := d.draining[vm.Name]; ok {
+				// Taken back before it left: a real drainer undoes its
+				// work here (uncordons the node, registers the address
+				// again).
+				delete(d.draining, vm.Name)
+				fmt.Printf("  drainer: %s taken back; undoing its drain\n", vm.Name)
+			}
+			d.mu.Unlock()
+			continue
+		}
+		if _, held := vm.Annotations[drainHook]; !held {
 			continue
 		}
 		d.mu.Lock()
