@@ -2,6 +2,7 @@ package vmprovider_test
 
 import (
 	"context"
+	"fmt"
 	"errors"
 	"slices"
 	"strings"
@@ -168,18 +169,10 @@ func TestSetHooks_Off(t *testing.T) {
 func TestSetHooks_TakenBackNotRemediated(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		c := &clock{now}
-		pre, g := newLatch(), newLatch()
+		s, pre, g := gatedSet(t, c, 3)
 		defer pre.end()
 		defer g.end()
-		s, _ := hookSet(c, &vmprovider.Lifecycle{PreDelete: pre.call, LaunchGate: g.call})
 		s.Spec.Remediation = &replicaset.Remediation{StartupWindow: 5 * time.Minute}
-		scale(t, s, c, 3)
-		scale(t, s, c, 3)
-		synctest.Wait()
-		for _, n := range []string{"web-0", "web-1", "web-2"} {
-			g.give(n, nil)
-		}
-		synctest.Wait()
 		c.t = c.t.Add(time.Hour)
 		scale(t, s, c, 3)
 		scale(t, s, c, 2)
@@ -202,17 +195,9 @@ func TestSetHooks_TakenBackNotRemediated(t *testing.T) {
 func TestSetHooks_TakenBackTwice(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		c := &clock{now}
-		pre, g := newLatch(), newLatch()
+		s, pre, g := gatedSet(t, c, 3)
 		defer pre.end()
 		defer g.end()
-		s, _ := hookSet(c, &vmprovider.Lifecycle{PreDelete: pre.call, LaunchGate: g.call})
-		scale(t, s, c, 3)
-		scale(t, s, c, 3)
-		synctest.Wait()
-		for _, n := range []string{"web-0", "web-1", "web-2"} {
-			g.give(n, nil)
-		}
-		synctest.Wait()
 		for round := range 2 {
 			scale(t, s, c, 1)
 			synctest.Wait()
@@ -222,4 +207,21 @@ func TestSetHooks_TakenBackTwice(t *testing.T) {
 			synctest.Wait()
 		}
 	})
+}
+
+// gatedSet is a Set whose Lifecycle's PreDelete and LaunchGate are the
+// latches it returns (end them when done), scaled to n with every VM's
+// gate passed.
+func gatedSet(t *testing.T, c *clock, n int) (*vmprovider.Set, *latch, *latch) {
+	t.Helper()
+	pre, g := newLatch(), newLatch()
+	s, _ := hookSet(c, &vmprovider.Lifecycle{PreDelete: pre.call, LaunchGate: g.call})
+	scale(t, s, c, n)
+	scale(t, s, c, n)
+	synctest.Wait()
+	for i := range n {
+		g.give(fmt.Sprintf("web-%d", i), nil)
+	}
+	synctest.Wait()
+	return s, pre, g
 }

@@ -19,8 +19,7 @@ import (
 // defaultResult Continue the set is scaled to half: each VM chosen
 // prepares, and is deleted once its timeout has passed, not before (the
 // gate checker), and a HookTimedOut event names each of them
-// (waitHookTimedOut); the set
-// converges at half. Then, in one patch, defaultResult Abandon and a
+// (waitHookTimedOut); the set converges at half. Then, in one patch, defaultResult Abandon and a
 // quarter (at least 1): the VMs chosen prepare and stay past their
 // timeout. Once the set's ReplicaFailure condition says HookAbandoned
 // (after the timeout), for another timeout, every 100 ms: vCenter
