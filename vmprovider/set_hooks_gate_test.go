@@ -2,8 +2,8 @@ package vmprovider_test
 
 import (
 	"context"
-	"fmt"
 	"errors"
+	"fmt"
 	"slices"
 	"strings"
 	"testing"
