@@ -240,3 +240,25 @@ func TestDrain(t *testing.T) {
 		}
 	})
 }
+
+func TestLifecycle_Verdict(t *testing.T) {
+	now := replicagen.Now()
+	for _, tc := range []struct {
+		result replicaset.HookResult
+		ago    time.Duration
+		hooks  []string
+		want   replicaset.HookVerdict
+	}{
+		{replicaset.HookContinue, time.Hour, nil, replicaset.HookReleased},
+		{replicaset.HookContinue, time.Minute, []string{"drain"}, replicaset.HookWait},
+		{replicaset.HookContinue, 10 * time.Minute, []string{"drain"}, replicaset.HookTimedOut}, // the boundary goes
+		{replicaset.HookAbandon, time.Hour, []string{"drain"}, replicaset.HookAbandoned},
+		{replicaset.HookAbandon, time.Hour, nil, replicaset.HookReleased},
+	} {
+		lc := replicaset.Lifecycle{Timeout: 10 * time.Minute, DefaultResult: tc.result}
+		got := lc.Verdict(replicaset.Preparing{Since: now.Add(-tc.ago), Hooks: tc.hooks}, now)
+		if got != tc.want || got.Goes() != (tc.want == replicaset.HookReleased || tc.want == replicaset.HookTimedOut) {
+			t.Errorf("%v, %v ago, hooks %v: %v, want %v", tc.result, tc.ago, tc.hooks, got, tc.want)
+		}
+	}
+}

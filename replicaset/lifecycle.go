@@ -77,6 +77,42 @@ func (l *Lifecycle) Deadline(since time.Time) time.Time {
 	return since.Add(l.timeout())
 }
 
+// HookVerdict is what a replica's preparation comes to at a moment
+// (Lifecycle.Verdict).
+type HookVerdict int
+
+// The verdicts on a preparation.
+const (
+	// HookWait: hooks still hold the replica, within their timeout.
+	HookWait HookVerdict = iota
+	// HookReleased: no hook holds the replica; it goes.
+	HookReleased
+	// HookTimedOut: hooks held the replica past their timeout, and the
+	// default result is HookContinue; it goes.
+	HookTimedOut
+	// HookAbandoned: hooks held the replica past their timeout, and the
+	// default result is HookAbandon; it stays until they release it.
+	HookAbandoned
+)
+
+// Goes reports whether the replica may be deleted.
+func (v HookVerdict) Goes() bool { return v == HookReleased || v == HookTimedOut }
+
+// Verdict says what the preparation p comes to at now, by the rules
+// Compute and Drain apply: a binding that gates a deletion the planner
+// did not decide (a child deleted by a person, say) asks it too.
+func (l *Lifecycle) Verdict(p Preparing, now time.Time) HookVerdict {
+	switch {
+	case len(p.Hooks) == 0:
+		return HookReleased
+	case now.Before(l.Deadline(p.Since)):
+		return HookWait
+	case l.DefaultResult == HookContinue:
+		return HookTimedOut
+	}
+	return HookAbandoned
+}
+
 func (l *Lifecycle) timeout() time.Duration {
 	if l.Timeout == 0 {
 		return DefaultHookTimeout
@@ -132,20 +168,19 @@ func skipsGate(r *Replica) bool {
 // deleted once its hooks released it, or they timed out with
 // HookContinue; else it stays, waiting or abandoned.
 func (l *Lifecycle) settle(p *Plan, r Replica, now time.Time) {
-	deadline := l.Deadline(r.Preparing.Since)
-	switch {
-	case len(r.Preparing.Hooks) == 0:
+	switch l.Verdict(*r.Preparing, now) {
+	case HookReleased:
 		p.Delete = append(p.Delete, r)
 		return
-	case !now.Before(deadline) && l.DefaultResult == HookContinue:
+	case HookTimedOut:
 		p.Delete = append(p.Delete, r)
 		p.Lifecycle.TimedOut = append(p.Lifecycle.TimedOut, r)
 		return
-	case !now.Before(deadline):
+	case HookAbandoned:
 		p.Lifecycle.Abandoned = append(p.Lifecycle.Abandoned, r)
-	default:
+	case HookWait:
 		p.Lifecycle.Waiting = append(p.Lifecycle.Waiting, r)
-		if p.Lifecycle.NextCheck.IsZero() || deadline.Before(p.Lifecycle.NextCheck) {
+		if deadline := l.Deadline(r.Preparing.Since); p.Lifecycle.NextCheck.IsZero() || deadline.Before(p.Lifecycle.NextCheck) {
 			p.Lifecycle.NextCheck = deadline
 		}
 	}

@@ -103,12 +103,7 @@ func setSpec(t *testing.T, c client.Client, w *unstructured.Unstructured, patch 
 // controller releases it.
 func TestHooks_ScaleDownWaitsForRelease(t *testing.T) {
 	c, ns := startManager(t)
-	w := widget(ns, "hooks", 3)
-	_ = unstructured.SetNestedMap(w.Object, map[string]any{"preDelete": []any{"drain"}, "timeoutSeconds": int64(3600)},
-		"spec", "lifecycle")
-	createObject(t, c, w)
-	live := converge(t, c, w, 3)
-	waitFinalizer(t, c, w, true)
+	w, live := drainedWidget(t, c, ns, "hooks", 3)
 
 	setSpec(t, c, w, `{"spec":{"replicas":2}}`)
 	chosen := waitPreparing(t, c, ns, live, "after a scale-down")
@@ -175,12 +170,7 @@ func TestHooks_TimeoutContinues(t *testing.T) {
 // collector deletes the children.
 func TestHooks_OwnerDeletionDrains(t *testing.T) {
 	c, ns := startManager(t)
-	w := widget(ns, "owner", 2)
-	_ = unstructured.SetNestedMap(w.Object, map[string]any{"preDelete": []any{"drain"}, "timeoutSeconds": int64(3600)},
-		"spec", "lifecycle")
-	createObject(t, c, w)
-	live := converge(t, c, w, 2)
-	waitFinalizer(t, c, w, true)
+	w, live := drainedWidget(t, c, ns, "owner", 2)
 
 	if err := c.Delete(t.Context(), w, client.PropagationPolicy(metav1.DeletePropagationBackground)); err != nil {
 		t.Fatal(err)
@@ -238,6 +228,20 @@ func TestHooks_LaunchGate(t *testing.T) {
 	waitCondition(t, c, w, kube.ConditionReady, "False", kube.ReasonReplicasNotReady)
 	releaseHook(t, c, ns, name, gate)
 	converge(t, c, w, 1)
+}
+
+// drainedWidget creates the Widget name of n children with a drain hook
+// that never times out in a test, and returns it and its children once
+// converged, FinalizerDrain on it.
+func drainedWidget(t *testing.T, c client.Client, ns, name string, n int64) (*unstructured.Unstructured, []string) {
+	t.Helper()
+	w := widget(ns, name, n)
+	_ = unstructured.SetNestedMap(w.Object, map[string]any{"preDelete": []any{"drain"}, "timeoutSeconds": int64(3600)},
+		"spec", "lifecycle")
+	createObject(t, c, w)
+	live := converge(t, c, w, int(n))
+	waitFinalizer(t, c, w, true)
+	return w, live
 }
 
 // waitFinalizer waits until w has FinalizerDrain, or has not.

@@ -66,9 +66,6 @@ func (r *VirtualMachineReconciler) holdDeletion(ctx context.Context, vm *vmv1.Vi
 			"Deleted without preparing: waiting on its pre-delete hooks before its VM is shut down")
 		return true, 0, nil // the patch's own event looks again
 	}
-	if len(hooks) == 0 {
-		return false, 0, nil
-	}
 	var rl replicaset.Lifecycle
 	if lc != nil {
 		rl = replicaset.Lifecycle{Timeout: lc.Timeout, DefaultResult: lc.DefaultResult}
@@ -78,10 +75,12 @@ func (r *VirtualMachineReconciler) holdDeletion(ctx context.Context, vm *vmv1.Vi
 		since = vm.DeletionTimestamp.Time // the latest it can have begun
 	}
 	deadline := rl.Deadline(since)
-	switch {
-	case now.Before(deadline):
+	switch rl.Verdict(replicaset.Preparing{Since: since, Hooks: hooks}, now) {
+	case replicaset.HookReleased:
+		return false, 0, nil
+	case replicaset.HookWait:
 		return true, deadline.Sub(now), nil
-	case rl.DefaultResult == replicaset.HookContinue:
+	case replicaset.HookTimedOut:
 		r.event(vm, corev1.EventTypeWarning, "HookTimedOut", "Delete",
 			"Pre-delete hooks %s still held it when their timeout passed: shutting its VM down", strings.Join(hooks, ", "))
 		return false, 0, nil
