@@ -69,6 +69,12 @@ type Preparing struct {
 	// Hooks names the pre-delete hooks that still hold the replica;
 	// empty once all of them released it.
 	Hooks []string
+	// Update says the replica prepares for an in-place update that powers
+	// it off (Plan.PrepareUpdate), not to leave: once its hooks released
+	// it (or timed out with HookContinue) it is in Plan.Update, not
+	// Plan.Delete, and the binding clears Preparing when it records the
+	// replica's new revision.
+	Update bool
 }
 
 // Deadline returns when hooks that still hold a replica preparing since

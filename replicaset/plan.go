@@ -28,6 +28,19 @@ type Plan struct {
 	// removes their Replica.Preparing (and tells their hooks, as its
 	// documentation says). Empty without Spec.Lifecycle.
 	Cancel []Replica
+	// Update lists the replicas to change in place in this pass, onto
+	// Spec.Revision (Strategy.Method): the caller changes each and
+	// records the new revision on it (Replica.Revision) only once the
+	// change shows, and clears its Replica.Preparing if it has one. An
+	// update that cannot be made reports the replica InPlaceNone next
+	// pass, with the reason in InPlaceBlocker. Empty under
+	// UpdateReplace.
+	Update []Update
+	// PrepareUpdate lists the replicas that begin to prepare for an
+	// in-place update that powers them off (Spec.Lifecycle): the caller
+	// records Replica.Preparing on each as for Prepare, with Update set,
+	// and changes none of them yet. Empty without Spec.Lifecycle.
+	PrepareUpdate []Replica
 	// Deleting lists the replicas already being deleted, which need no
 	// action: they covered the excess before any replica in Delete was
 	// chosen (the package documentation's Deletion order).
@@ -155,6 +168,11 @@ const (
 	// timeout, with Lifecycle.DefaultResult HookAbandon: they stay until
 	// their hooks release them.
 	HoldHookAbandoned
+	// HoldInPlaceOnly: the replicas cannot be changed in place
+	// (Replica.InPlaceBlocker says why, or their change needs a power
+	// cycle that MaxUnavailable 0 does not allow), and
+	// UpdateInPlaceOnly replaces none.
+	HoldInPlaceOnly
 )
 
 // String returns the name of the setting or bound, as Plan.String and
@@ -197,6 +215,8 @@ func (k HoldKind) String() string {
 		return "InFlight"
 	case HoldPreDelete:
 		return "PreDelete"
+	case HoldInPlaceOnly:
+		return "InPlaceOnly"
 	case HoldHookAbandoned:
 		return "HookAbandoned"
 	}
@@ -221,7 +241,7 @@ type Shortfall struct {
 // whether a rollout is done.
 func (p Plan) IsZero() bool {
 	return p.Create == 0 && len(p.Delete) == 0 && p.Deferred == 0 && len(p.Restart) == 0 &&
-		len(p.Prepare) == 0 && len(p.Cancel) == 0
+		len(p.Prepare) == 0 && len(p.Cancel) == 0 && len(p.Update) == 0 && len(p.PrepareUpdate) == 0
 }
 
 // String renders the plan on one line, listing replica names, for logs and
@@ -233,7 +253,9 @@ func (p Plan) IsZero() bool {
 // (reason)", an imbalance " unbalanced=(reason)", holds
 // " holds=[MaxUnavailable:2 Partition:1]", replicas in unreachable
 // zones " unknown=[d e]", remediation " restart=[f] replace=[g]", and
-// lifecycle hooks " prepare=[h] cancel=[i]".
+// lifecycle hooks " prepare=[h] cancel=[i]", in-place updates
+// " update=[j k~]" (a tilde marks a power cycle) and
+// " prepare-update=[l]".
 func (p Plan) String() string {
 	var b strings.Builder
 	fmt.Fprintf(&b, "create=%d delete=%s deleting=%s deferred=%d",
@@ -268,6 +290,19 @@ func (p Plan) String() string {
 	}
 	if len(p.Cancel) > 0 {
 		fmt.Fprintf(&b, " cancel=%s", names(p.Cancel))
+	}
+	if len(p.Update) > 0 {
+		us := make([]string, len(p.Update))
+		for i, u := range p.Update {
+			us[i] = u.Replica.Name
+			if u.PowerCycle {
+				us[i] += "~"
+			}
+		}
+		fmt.Fprintf(&b, " update=[%s]", strings.Join(us, " "))
+	}
+	if len(p.PrepareUpdate) > 0 {
+		fmt.Fprintf(&b, " prepare-update=%s", names(p.PrepareUpdate))
 	}
 	return b.String()
 }

@@ -102,6 +102,22 @@ type Replica struct {
 	// empty when unknown, which counts as the wanted revision.
 	Revision string
 
+	// InPlace says how the replica could be brought onto Spec.Revision
+	// without replacing it, when it is on an older revision: the
+	// binding's judgement of its change (for a VM, the hardware it has
+	// against the template's, and whether hot-add is on). Read only under
+	// an in-place Strategy.Method. The zero value, InPlaceNone, has it
+	// replaced. A binding whose in-place update of the replica failed for
+	// good reports InPlaceNone, with the failure in InPlaceBlocker, so
+	// that the method's fallback applies.
+	InPlace InPlace
+	// InPlaceBlocker says, in a phrase a person can act on, what keeps
+	// the replica from a live update (InPlacePowerCycle: "memory lowered
+	// from 8192 to 4096 MiB") or from any in-place update (InPlaceNone:
+	// "another template VM"). Plan.Holds quotes it when UpdateInPlaceOnly
+	// holds the replica.
+	InPlaceBlocker string
+
 	// Preparing is set while the replica prepares to leave: a pass chose
 	// it for deletion (Plan.Prepare) and its pre-delete hooks run
 	// (Spec.Lifecycle). Nil: it is not preparing. The binding records it

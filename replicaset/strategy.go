@@ -144,6 +144,14 @@ type Strategy struct {
 	// replaces (the package documentation's Rollouts section states the
 	// rule). Without zones it does nothing.
 	ZoneByZone bool
+	// Method is how a replica on an older revision moves onto the wanted
+	// one: replaced (UpdateReplace, the zero value), changed in place when
+	// it can be (UpdateInPlaceIfPossible), or only in place
+	// (UpdateInPlaceOnly). The package documentation's In-place updates
+	// section states the rules; an in-place update is bound by
+	// MaxUnavailable, Partition and Paused as a replacement is. OnDelete
+	// ignores it.
+	Method UpdateMethod
 }
 
 // Limits are a Strategy resolved for a desired count.
@@ -200,6 +208,9 @@ func (s Strategy) validate() []error {
 		if a.a.value < 0 {
 			errs = append(errs, fmt.Errorf("%s %s is negative: %w", a.name, a.a, ErrInvalidSpec))
 		}
+	}
+	if s.Method < UpdateReplace || s.Method > UpdateInPlaceOnly {
+		errs = append(errs, fmt.Errorf("update method %d is none of Replace, InPlaceIfPossible and InPlaceOnly: %w", int(s.Method), ErrInvalidSpec))
 	}
 	if s.Type == RollingUpdate && s.bothZero() {
 		errs = append(errs, fmt.Errorf("strategy MaxSurge %s and MaxUnavailable %s are both zero, so no replica could ever be replaced: "+
