@@ -16,8 +16,8 @@ import (
 // The package documentation states the rules it plans by, once each:
 // [Counting] (and what a binding does with two replicas of one name),
 // [Deletion order], [Zones], [Rollouts], [Unreachable zones] and
-// [Self-healing] and [Lifecycle hooks]; and [Invariants], what every plan
-// guarantees.
+// [Self-healing], [Lifecycle hooks] and [In-place updates]; and
+// [Invariants], what every plan guarantees.
 //
 // Compute returns an error wrapping ErrInvalidSpec for a bad spec,
 // ErrInvalidReplica for an empty or repeated name or a repeated UID (input
@@ -34,6 +34,7 @@ import (
 // [Unreachable zones]: https://pkg.go.dev/github.com/replicakit/replicakit/replicaset#hdr-Unreachable_zones
 // [Self-healing]: https://pkg.go.dev/github.com/replicakit/replicakit/replicaset#hdr-Self_healing
 // [Lifecycle hooks]: https://pkg.go.dev/github.com/replicakit/replicakit/replicaset#hdr-Lifecycle_hooks
+// [In-place updates]: https://pkg.go.dev/github.com/replicakit/replicakit/replicaset#hdr-In_place_updates
 // [Invariants]: https://pkg.go.dev/github.com/replicakit/replicakit/replicaset#hdr-Invariants
 func Compute(spec Spec, current []Replica, policy Ranker, now time.Time) (Plan, error) {
 	if err := spec.Validate(); err != nil {
@@ -51,6 +52,16 @@ func Compute(spec Spec, current []Replica, policy Ranker, now time.Time) (Plan, 
 // compute is Compute for a valid spec and policy, before the pre-delete
 // gate (computeGated).
 func compute(spec Spec, current []Replica, policy Ranker, now time.Time) (Plan, error) {
+	if inPlaceOn(&spec) {
+		return computeInPlace(spec, current, policy, now)
+	}
+	return computeRules(spec, current, policy, now)
+}
+
+// computeRules is compute once in-place updates are decided
+// (computeInPlace): the rules of scaling, zones, rollouts by replacement
+// and healing.
+func computeRules(spec Spec, current []Replica, policy Ranker, now time.Time) (Plan, error) {
 	switch {
 	case len(spec.Unreachable) > 0:
 		return computePartitioned(spec, current, policy, now)

@@ -11,7 +11,7 @@
 //
 // The rules [Compute] plans by are stated once, under the headings below
 // ([Counting], [Deletion order], [Zones], [Rollouts], [Unreachable zones],
-// [Self-healing], [Lifecycle hooks]);
+// [Self-healing], [Lifecycle hooks], [In-place updates]);
 // the rest of replicakit points here. [Invariants] lists what every plan
 // guarantees, and the property tests check each of them.
 //
@@ -406,6 +406,65 @@
 // DefaultHookTimeout (15 minutes) says why it is long enough for a drain
 // and short enough for a hook whose handler crashed.
 //
+// # In-place updates
+//
+// Strategy.Method chooses how a rolling update moves a replica on an
+// older revision onto the wanted one: UpdateReplace (the default)
+// replaces it; UpdateInPlaceIfPossible changes it where it runs when it
+// can and replaces it otherwise; UpdateInPlaceOnly changes it where it
+// runs or not at all (fail-closed, as CloneSet's InPlaceOnly and
+// cluster-api#13863). The binding says, replica by replica, what its
+// change takes (Replica.InPlace): InPlaceLive, made while it runs and
+// serves (a VM's memory or CPUs raised with hot-add on, or any change to
+// a VM that is off); InPlacePowerCycle, made only with it stopped (a
+// decrease, or hot-add off); InPlaceNone, not at all (another template
+// VM, other disks or networks), with what blocks it in
+// Replica.InPlaceBlocker. The planner never looks at what changed: the
+// binding separates what a running replica can take from what needs a
+// new one (vmprovider.BaseRevision does so for VMs).
+//
+// An in-place update is a step of the rollout, under the same bounds:
+//
+//   - A replica is updated in place only under a rolling update that is
+//     not paused, as many as Partition lets move and a scale-down does
+//     not delete (it takes replicas on older revisions first), within the
+//     per-pass cap (the rest are Deferred, HoldMaxPerPass). Protected,
+//     marked, failed and (with Remediation) unhealthy replicas are left
+//     to the rules, as is every replica in an unreachable zone.
+//   - A live update (Update.PowerCycle false) keeps the replica
+//     available: a rollout of replicas that all take their change live
+//     creates nothing, deletes nothing, and is done in one pass (a
+//     replica not yet available that may serve counts once against the
+//     budget below, as a deletion of it would).
+//   - A power cycle makes the replica unavailable until it is back, so
+//     it spends MaxUnavailable's budget as the deletion of an available
+//     replica does; those the budget does not cover wait
+//     (HoldMaxUnavailable). With MaxUnavailable 0 no replica may be
+//     unavailable: UpdateInPlaceIfPossible replaces such replicas with
+//     surge replicas instead, and UpdateInPlaceOnly holds them
+//     (HoldInPlaceOnly).
+//   - With Spec.Lifecycle a power cycle drains first: the replica is
+//     listed in Plan.PrepareUpdate, records Replica.Preparing with Update
+//     set, and is in Plan.Update once its hooks released it (or timed
+//     out with HookContinue). While it prepares it is planned as the
+//     power cycle under way (on the wanted revision, not available), so
+//     it is never updated and replaced at once. A rollback, a pause or a
+//     change that no longer fits takes it back (Plan.Cancel), so that no
+//     replica drains for an update that will not come (kruise#1156); a
+//     scale-down may delete it instead, once its hooks released it. A live
+//     update needs no drain.
+//   - The rules plan the rest on a view in which the replicas updated
+//     in place are on the wanted revision and a power cycle is not ready:
+//     they replace the replicas left (UpdateInPlaceIfPossible) or, under
+//     UpdateInPlaceOnly, none, as if the rollout were paused, and every
+//     bound of the Rollouts section holds on what both leave.
+//   - The binding records the new revision on a replica only once its
+//     change shows (for a VM, once vCenter reports the new hardware), so
+//     a failed update leaves it on its revision, planned again next pass;
+//     an update that failed for good is reported InPlaceNone with the
+//     failure as its InPlaceBlocker, and the method's fallback applies:
+//     replaced, or held with the reason named.
+//
 // # Invariants
 //
 // For every valid input, Compute guarantees:
@@ -472,6 +531,16 @@
 //     with preparing replicas counted as being deleted; a scale-up that
 //     creates leaves no replica preparing that it would keep; once hooks
 //     release, a set converges with none preparing.
+//   - In-place updates (Strategy.Method): only live replicas on an older
+//     revision whose change can be made in place are in Update, a power
+//     cycle only with MaxUnavailable above zero and, with Spec.Lifecycle,
+//     only once hooks released a replica that ran; none is in Update and
+//     in Delete, Prepare, PrepareUpdate, Cancel or Restart; UpdateReplace
+//     plans exactly as before in-place updates existed; UpdateInPlaceOnly
+//     replaces no replica for its revision; every rollout bound above
+//     holds with a power cycle counted unavailable; a healthy set
+//     converges with no replica on an older revision beyond Partition,
+//     but, under UpdateInPlaceOnly, those that cannot be changed in place.
 //   - Determinism: the same spec, replicas (in any order), policy and time
 //     give the same plan.
 //   - Convergence: carrying out plans repeatedly reaches Desired (or the
@@ -487,5 +556,6 @@
 // [Unreachable zones]: https://pkg.go.dev/github.com/replicakit/replicakit/replicaset#hdr-Unreachable_zones
 // [Self-healing]: https://pkg.go.dev/github.com/replicakit/replicakit/replicaset#hdr-Self_healing
 // [Lifecycle hooks]: https://pkg.go.dev/github.com/replicakit/replicakit/replicaset#hdr-Lifecycle_hooks
+// [In-place updates]: https://pkg.go.dev/github.com/replicakit/replicakit/replicaset#hdr-In_place_updates
 // [Invariants]: https://pkg.go.dev/github.com/replicakit/replicakit/replicaset#hdr-Invariants
 package replicaset

@@ -35,3 +35,8 @@ func FuzzHealing_Guards(f *testing.F) { f.Fuzz(rapid.MakeFuzz(healingGuards)) }
 // and remediation, checking the gate and the bounds of every pass and
 // convergence once hooks release (TestGate_Passes).
 func FuzzGate_Passes(f *testing.F) { f.Fuzz(rapid.MakeFuzz(gatePasses)) }
+
+// FuzzInPlace_Passes is TestInPlace_Passes under the fuzzer: in-place
+// updates live and by power cycle, failing, under each method, with and
+// without hooks.
+func FuzzInPlace_Passes(f *testing.F) { f.Fuzz(rapid.MakeFuzz(inPlacePasses)) }

@@ -24,6 +24,7 @@ func computeGated(spec Spec, current []Replica, policy Ranker, now time.Time) (P
 	}
 	view := current
 	var back []int
+	updating := map[string]bool{} // preparing for an in-place update that goes on
 	if len(preparing) > 0 {
 		view = slices.Clone(current)
 		back = takeBack(&spec, current, len(preparing))
@@ -31,7 +32,17 @@ func computeGated(spec Spec, current []Replica, policy Ranker, now time.Time) (P
 			view[i].Preparing = nil
 		}
 		for _, i := range preparing {
-			if view[i].Preparing != nil {
+			switch {
+			case view[i].Preparing == nil:
+			case view[i].Preparing.Update && stillUpdates(&spec, &current[i]):
+				// Planned as the power cycle it prepares for: on the
+				// wanted revision, not available, not leaving.
+				updating[view[i].Name] = true
+				view[i].Preparing, view[i].Revision, view[i].Ready = nil, spec.Revision, false
+			case view[i].Preparing.Update:
+				back = append(back, i) // rolled back, or no longer in place: taken back
+				view[i].Preparing = nil
+			default:
 				view[i].Deleting = true
 			}
 		}
@@ -59,6 +70,18 @@ func computeGated(spec Spec, current []Replica, policy Ranker, now time.Time) (P
 		}
 		p.Cancel = append(p.Cancel, current[i])
 	}
+
+	// Power cycles prepare first too, unless there is nothing to drain.
+	var updates []Update
+	for _, u := range p.Update {
+		if !u.PowerCycle || skipsGate(&u.Replica) {
+			updates = append(updates, u)
+			continue
+		}
+		p.PrepareUpdate = append(p.PrepareUpdate, u.Replica)
+		p.Lifecycle.Preparing++
+	}
+	p.Update = updates
 
 	// New deletions prepare first, unless there is nothing to drain.
 	var deletes []Replica
@@ -94,17 +117,45 @@ func computeGated(spec Spec, current []Replica, policy Ranker, now time.Time) (P
 		}
 	}
 	for _, r := range sortedByIdentity(settling) {
-		lc.settle(&p, r, now)
+		lc.settle(&p, r, now, func(r Replica) { p.Delete = append(p.Delete, r) })
+	}
+	// Power cycles whose hooks released the replica (or timed out) go
+	// on, unless the rules chose it to leave (settled above) or it is
+	// out of reach.
+	settled := map[string]bool{}
+	for _, rs := range [][]Replica{settling, p.Unknown} {
+		for _, r := range rs {
+			settled[r.Name] = true
+		}
+	}
+	var cycling []Replica
+	for name := range updating {
+		if !settled[name] {
+			cycling = append(cycling, current[preparing[name]])
+		}
+	}
+	for _, r := range sortedByIdentity(cycling) {
+		lc.settle(&p, r, now, func(r Replica) {
+			p.Update = append(p.Update, Update{Replica: r, PowerCycle: r.InPlace != InPlaceLive})
+		})
+	}
+	limit := spec.maxPerPass()
+	if len(p.Update) > limit {
+		over := len(p.Update) - limit
+		p.Update = p.Update[:limit]
+		p.Deferred += over
+		p.Lifecycle.Preparing += over // those released stay preparing
 	}
 	// Deletions the hooks released count toward the per-pass cap too:
 	// those over it stay preparing, deferred to the next pass.
-	if limit := spec.maxPerPass(); len(p.Delete) > limit {
+	if len(p.Delete) > limit {
 		over := len(p.Delete) - limit
 		p.Delete = p.Delete[:limit]
 		p.Deferred += over
 		p.Lifecycle.Preparing += over
 		p.Lifecycle.TimedOut = slices.DeleteFunc(p.Lifecycle.TimedOut, func(r Replica) bool {
-			return !slices.ContainsFunc(p.Delete, func(d Replica) bool { return d.Name == r.Name && d.UID == r.UID })
+			return !slices.ContainsFunc(p.Delete, func(d Replica) bool { return d.Name == r.Name && d.UID == r.UID }) &&
+				!slices.ContainsFunc(p.Update, func(u Update) bool { return u.Replica.Name == r.Name && u.Replica.UID == r.UID })
 		})
 	}
 	lc.hookHolds(&p)
@@ -126,7 +177,7 @@ func takeBack(spec *Spec, current []Replica, preparing int) []int {
 	for i := range current {
 		switch r := &current[i]; {
 		case r.Deleting:
-		case r.Preparing == nil:
+		case r.Preparing == nil || r.Preparing.Update:
 			live++
 		case r.Protected:
 			back = append(back, i)
@@ -139,7 +190,7 @@ func takeBack(spec *Spec, current []Replica, preparing int) []int {
 	}
 	cands := make([]int, 0, preparing)
 	for i := range current {
-		if r := &current[i]; r.Preparing != nil && !r.Deleting && !r.Protected && keepable(spec, r) {
+		if r := &current[i]; r.Preparing != nil && !r.Preparing.Update && !r.Deleting && !r.Protected && keepable(spec, r) {
 			cands = append(cands, i)
 		}
 	}
@@ -222,7 +273,7 @@ func Drain(spec Spec, current []Replica, now time.Time) (Plan, error) {
 	sortedByIdentity(p.Prepare)
 	if spec.Lifecycle != nil {
 		for _, r := range sortedByIdentity(settling) {
-			spec.Lifecycle.settle(&p, r, now)
+			spec.Lifecycle.settle(&p, r, now, func(r Replica) { p.Delete = append(p.Delete, r) })
 		}
 		spec.Lifecycle.hookHolds(&p)
 	}

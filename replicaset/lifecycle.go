@@ -170,16 +170,17 @@ func skipsGate(r *Replica) bool {
 	return r.Phase == PhasePending || r.Phase == PhaseFailed
 }
 
-// settle decides what becomes of a replica that prepares to leave: it is
-// deleted once its hooks released it, or they timed out with
-// HookContinue; else it stays, waiting or abandoned.
-func (l *Lifecycle) settle(p *Plan, r Replica, now time.Time) {
+// settle decides what becomes of a replica that prepares to leave (or
+// for a power cycle): it goes (deleted, or power-cycled) once its hooks
+// released it, or they timed out with HookContinue; else it stays,
+// waiting or abandoned.
+func (l *Lifecycle) settle(p *Plan, r Replica, now time.Time, goes func(Replica)) {
 	switch l.Verdict(*r.Preparing, now) {
 	case HookReleased:
-		p.Delete = append(p.Delete, r)
+		goes(r)
 		return
 	case HookTimedOut:
-		p.Delete = append(p.Delete, r)
+		goes(r)
 		p.Lifecycle.TimedOut = append(p.Lifecycle.TimedOut, r)
 		return
 	case HookAbandoned:

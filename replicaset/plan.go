@@ -23,8 +23,10 @@ type Plan struct {
 	// Spec.Lifecycle.
 	Prepare []Replica
 	// Cancel lists preparing replicas taken back in this pass: by a
-	// scale-up, before anything new is created, or because they were
-	// protected from scale-in since they began to prepare. The caller
+	// scale-up, before anything new is created, because they were
+	// protected from scale-in since they began to prepare, or because the
+	// in-place update they prepared for (Preparing.Update) no longer
+	// applies (a rollback, a pause, a change that no longer fits). The caller
 	// removes their Replica.Preparing (and tells their hooks, as its
 	// documentation says). Empty without Spec.Lifecycle.
 	Cancel []Replica

@@ -121,14 +121,32 @@ func tallyOf(spec replicaset.Spec, rs []replicaset.Replica) tally {
 // before anything else happens: victims being deleted, creates not yet
 // made (they are pending, neither live nor available, but count for the
 // surge bound, which checkPass adds).
-func afterPlan(rs []replicaset.Replica, p replicaset.Plan) []replicaset.Replica {
+func afterPlan(spec replicaset.Spec, rs []replicaset.Replica, p replicaset.Plan) []replicaset.Replica {
 	doomed := map[string]bool{}
 	for _, r := range p.Delete {
 		doomed[r.Name] = true
 	}
+	// In-place updates: a live one moves the replica onto the wanted
+	// revision as it is, a power cycle leaves it there not ready, and a
+	// preparation for one makes it not ready.
+	updated, down := map[string]bool{}, map[string]bool{}
+	for _, u := range p.Update {
+		updated[u.Replica.Name] = true
+		down[u.Replica.Name] = u.PowerCycle
+	}
+	for _, r := range p.PrepareUpdate {
+		updated[r.Name], down[r.Name] = true, true // as the planner sees it
+	}
 	out := slices.Clone(rs)
 	for i := range out {
-		out[i].Deleting = out[i].Deleting || doomed[out[i].Name]
+		r := &out[i]
+		r.Deleting = r.Deleting || doomed[r.Name]
+		if updated[r.Name] {
+			r.Revision = spec.Revision
+		}
+		if down[r.Name] {
+			r.Ready = false
+		}
 	}
 	return out
 }
@@ -139,7 +157,7 @@ func checkPass(t *rapid.T, spec replicaset.Spec, rs []replicaset.Replica, p repl
 	t.Helper()
 	lim := naiveLimits(spec.Strategy, spec.Desired)
 	before := tallyOf(spec, rs)
-	after := tallyOf(spec, afterPlan(rs, p))
+	after := tallyOf(spec, afterPlan(spec, rs, p))
 	limit := cmp.Or(spec.MaxPerPass, replicaset.DefaultMaxPerPass)
 
 	seen := map[string]bool{}
