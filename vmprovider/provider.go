@@ -70,6 +70,21 @@ type Spec struct {
 	// the ownership mark and reported back as VM.Revision, so that a Set
 	// rolling a changed Template tells old VMs from new ones.
 	Revision string
+	// LinkedClone asks for a linked clone: the VM's disks are made as
+	// children of a snapshot of the template instead of copies of its
+	// disks, so the VM is made in seconds whatever the size of the
+	// template's disks and takes only the space it writes, but depends on
+	// that snapshot, and the datastore holding it, for as long as it
+	// exists. The vsphere provider's package documentation ("Linked
+	// clones") says what it needs and does; a provider that cannot make
+	// linked clones ignores it. The default, false, is a full clone,
+	// independent of the template once made, as a user of a template
+	// expects unless told otherwise. It is chosen per Set (its Template's
+	// LinkedClone) and is not part of TemplateRevision: it changes how a
+	// VM's disks are stored, not what the VM is, so turning it on or off
+	// replaces none of a Set's VMs; the VMs made after it changed are made
+	// the new way.
+	LinkedClone bool
 }
 
 // CloudInit is the data cloud-init reads in the guest.

@@ -19,7 +19,12 @@ import (
 // not its Template's.
 //
 // A zone's placement (Set.Zones) is not part of it: moving a zone's VMs
-// elsewhere is not a rollout.
+// elsewhere is not a rollout. Nor is LinkedClone, which changes how a VM's
+// disks are stored, not what the VM is: a Set that turns it on makes its
+// new VMs linked clones and replaces none of those it has. A field added
+// to Spec is part of it only when it is named here, so that the revision
+// of every spec made before stays what it was (a changed revision would
+// replace every VM of every Set with a Rollout).
 func TemplateRevision(t Spec) string {
 	shape := struct {
 		Template  string

@@ -31,7 +31,8 @@ import (
 // fail, whatever the probability: a zone whose clones all fail. Ignore
 // answers them as served without serving them: a guest that never acts on
 // a shutdown request. Hold keeps the calls of one method waiting until the
-// test lets them go.
+// test lets them go. Record keeps the requests of one method's calls, for
+// a test to read what the client asked.
 //
 // It also counts the calls that reach the gate, by method (Calls); a
 // Faults without Methods injects nothing and only counts.
@@ -53,6 +54,7 @@ type Faults struct {
 	refused  map[refusal]bool
 	ignored  map[refusal]bool
 	holds    map[string]*Held
+	records  map[string]*Recording
 	injected atomic.Int64
 }
 

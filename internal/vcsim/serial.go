@@ -71,6 +71,7 @@ func (g *gate) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	}
 	if g.faults != nil {
 		g.faults.count(method)
+		g.faults.record(method, body)
 		if !g.faults.wait(r.Context(), method) {
 			panic(http.ErrAbortHandler) // no answer: the connection closes
 		}

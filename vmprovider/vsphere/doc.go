@@ -57,4 +57,56 @@
 //
 // The package's tests and examples run against vcsim, govmomi's in-process
 // vCenter simulator.
+//
+// # Linked clones
+//
+// A Spec with LinkedClone set is made as Cluster API's vSphere provider
+// (CAPV) makes a VM with cloneMode linkedClone: its disks are new child
+// disks (DiskMoveType createNewChildDiskBacking) of the template's current
+// snapshot (CloneSpec.Snapshot), which is read-only, so nothing is
+// copied, and the VM takes only the space it writes. Of several snapshots
+// the current one is used, as vSphere's client and CAPV use it; it need
+// not be the newest (a revert makes an older one current). A template
+// without a snapshot is given one, [LinkedCloneSnapshot], of its disks
+// only (no memory, no quiescing: a template that is running gives a
+// crash-consistent one), once: the concurrent creates of a Provider wait
+// for the first to take it, and a snapshot another process took meanwhile
+// is used instead (two processes that find none at the same moment may
+// take one each; each VM depends on the one it was made from). That
+// snapshot is the only change the Provider makes to a VM without its mark.
+// vCenter takes no snapshot of a VM marked as a template (CAPV's guide
+// has it marked as a VM, snapshotted and marked again), so such a
+// template without one is an invalid spec.
+//
+// A linked clone reads the template's disks, as they were at the
+// snapshot, for as long as it exists: do not delete the snapshot (vCenter
+// would merge what the template wrote since into the disks the clones
+// read), nor the template, nor move its disks, while linked clones of it
+// exist. What changes on the template's disks after the snapshot does not
+// reach them. Taking a later snapshot, or reverting the template to
+// another one, changes which snapshot is current and so which one the VMs
+// made after it link to; those made before keep theirs, and since the
+// Spec did not change a Set replaces none of them (change the Template to
+// roll one out). The VM's files and its child disks go on the
+// datastore of its placement (Placement.Datastore, else
+// Config.Datastore), as a full clone's do, and the template's disks stay
+// where they are: when that datastore is not the template's, the VM is
+// still linked, its child disks there and their parents on the template's
+// datastore, as CAPV makes it (its destination datastore with
+// createNewChildDiskBacking for each disk). So the hosts of the VM's
+// resource pool must reach the template's datastore as well; vCenter
+// refuses a clone whose parent disks they cannot reach, and Create
+// returns its fault.
+//
+// Full clones stay the default: a full clone is independent of the
+// template once made, whatever later happens to the template, its
+// snapshots or its datastore, which is what a user of a template expects
+// unless told otherwise, while a linked clone ties every VM to the
+// template's snapshot and datastore for its life, and making the first
+// one may change the template. CAPV defaults to linkedClone (its
+// cloneMode "defaults to linkedClone, but fails gracefully to fullClone
+// if the source of the clone operation has no snapshots") but never takes
+// a snapshot itself, so it links only where someone chose to snapshot the
+// template; here, where LinkedClone takes the snapshot, the choice is the
+// user's to make.
 package vsphere

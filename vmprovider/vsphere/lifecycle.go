@@ -25,7 +25,10 @@ import (
 // elsewhere), the VM of that name is returned if it carries the same mark,
 // and refused with a *NotOwnedError otherwise; so the common path costs the
 // clone and one property read, and a retry never clones twice. When cloning
-// or powering on fails, the half-made VM is destroyed.
+// or powering on fails, the half-made VM is destroyed. With
+// spec.LinkedClone it makes a linked clone from the template's current
+// snapshot, taking one first when the template has none (see "Linked
+// clones" in the package documentation).
 func (p *Provider) Create(ctx context.Context, spec vmprovider.Spec) (vmprovider.VM, error) {
 	if err := spec.Validate(); err != nil {
 		return vmprovider.VM{}, err
@@ -69,6 +72,11 @@ func (p *Provider) Create(ctx context.Context, spec vmprovider.Spec) (vmprovider
 	}
 	if spec.Revision != "" {
 		clone.Config.ExtraConfig = append(clone.Config.ExtraConfig, &types.OptionValue{Key: KeyRevision, Value: spec.Revision})
+	}
+	if spec.LinkedClone {
+		if err := p.linkClone(ctx, tmpl, tmplPath, &clone); err != nil {
+			return vmprovider.VM{}, fmt.Errorf("VM %q: %w", spec.Name, err)
+		}
 	}
 	result, err := p.task(ctx, func(ctx context.Context) (*object.Task, error) {
 		return tmpl.Clone(ctx, pl.folder, spec.Name, clone)

@@ -53,6 +53,9 @@ type Provider struct {
 	mu        sync.Mutex
 	templates map[string]*object.VirtualMachine
 	names     map[string]*nameLock
+	// snapshotting holds a lock per template, taken to take its snapshot
+	// for linked clones (linkSnapshot); made on first use.
+	snapshotting map[types.ManagedObjectReference]chan struct{}
 }
 
 // nameLock serializes operations on one VM name, so that concurrent creates
