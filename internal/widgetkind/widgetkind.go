@@ -134,7 +134,8 @@ func remediation(r map[string]any) *replicaset.Remediation {
 }
 
 // strategy reads spec.strategy: type, maxSurge, maxUnavailable and
-// partition (a count or a percentage string such as "25%"), paused.
+// partition (a count or a percentage string such as "25%"), paused, and
+// method (an update method: Replace, InPlaceIfPossible, InPlaceOnly).
 func strategy(st map[string]any) (*replicaset.Strategy, error) {
 	var s replicaset.Strategy
 	switch st["type"] {
@@ -160,6 +161,11 @@ func strategy(st map[string]any) (*replicaset.Strategy, error) {
 		}
 	}
 	s.Paused, _ = st["paused"].(bool)
+	method, _ := st["method"].(string)
+	var err error
+	if s.Method, err = replicaset.ParseUpdateMethod(method); err != nil {
+		return nil, err
+	}
 	return &s, nil
 }
 

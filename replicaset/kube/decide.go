@@ -188,6 +188,9 @@ func decide(o *observation, rl rules) decision {
 	d.restart = restarts(o, d.members, d.plan)
 	d.update = updates(o, d.members, d.delete, health, d.restart)
 	d.update = preparations(o, rl.hookDomain, d.members, d.update, d.plan)
+	if o.inPlaceSteps != nil {
+		d.update = o.inPlaceSteps(d.members, d.update, d.plan)
+	}
 	if o.spec.Remediation == nil {
 		d.replaced = d.plan.Replace // failed in their zones (Spec.ReplaceFailed)
 	} else {

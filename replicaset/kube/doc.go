@@ -212,6 +212,27 @@
 // but for the surge, all three with reason RolloutSurge. A scale-down
 // beyond the surge is reported as one.
 //
+// # In-place updates
+//
+// An Adapter that is an [InPlaceRollout] lets a rollout change children
+// where they run instead of replacing them, as the strategy's Method
+// (replicaset.UpdateInPlaceIfPossible, UpdateInPlaceOnly) asks, under the
+// rules of replicaset's In-place updates section: a live change at once,
+// a power cycle within MaxUnavailable and, with Spec.Lifecycle, after the
+// pre-delete hooks' drain (AnnotationPreparing with
+// [AnnotationPreparingUpdate]). For each child on an older revision the
+// binding asks InPlace how it could take the current template; for each
+// the plan updates it calls ApplyInPlace on a copy, patches the
+// difference and marks the child with [AnnotationInPlaceRevision]; the
+// child's controller makes the change. Only once ShowsInPlace says the
+// child runs with it does a pass move RevisionLabel to the new revision,
+// remove the marks and stamp [AnnotationUpdatedInPlace]: until then the
+// child counts as on its older revision (status does not call it
+// updated), and a rollback mid-way changes it back, since a child marked
+// for another revision than its label's counts as on the marked one.
+// Under UpdateInPlaceOnly, a change that cannot be made in place holds
+// the rollout: RolledOut says RolloutHeld and names the child and why.
+//
 // # Self-healing
 //
 // An Adapter that returns Spec.Remediation turns self-healing on for its
@@ -312,7 +333,8 @@
 // template applied to children in place, and the revision that leaves
 // out), [TemplateMatcher] (children without a revision label told
 // apart from the template's), [HealthChecker] (a child's health beyond
-// readiness) and [Restarter] (a child restarted in place). The Reconciler finds them by type
+// readiness), [Restarter] (a child restarted in place) and
+// [InPlaceRollout] (a rollout that changes children where they run). The Reconciler finds them by type
 // assertion, so an Adapter whose method has another signature, or that
 // has them on its pointer and is given as a value, silently goes without:
 // zones in the label, the binding's own revision, unlabelled children
@@ -327,6 +349,7 @@
 //		_ kube.TemplateMatcher[*WorkerPool, *corev1.Pod] = poolAdapter{}
 //		_ kube.HealthChecker[*corev1.Pod]                = poolAdapter{}
 //		_ kube.Restarter[*WorkerPool, *corev1.Pod]       = poolAdapter{}
+//		_ kube.InPlaceRollout[*WorkerPool, *corev1.Pod]  = poolAdapter{}
 //	)
 //
 // An owner's API usually gives a rollout's maxSurge, maxUnavailable and

@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"maps"
 	"slices"
 	"time"
 
@@ -206,18 +205,7 @@ func heal(o *observation, members []child, current []replicaset.Replica) map[str
 // those whose value in set is "" removed.
 func withAnnotations(obj client.Object, set map[string]string) client.Object {
 	out := obj.DeepCopyObject().(client.Object)
-	a := maps.Clone(out.GetAnnotations())
-	if a == nil {
-		a = map[string]string{}
-	}
-	for k, v := range set {
-		if v == "" {
-			delete(a, k)
-		} else {
-			a[k] = v
-		}
-	}
-	out.SetAnnotations(a)
+	setAnnotations(out, set)
 	return out
 }
 

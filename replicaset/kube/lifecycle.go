@@ -150,7 +150,8 @@ func (l *lifecycleRead) describe(obj metav1.Object, rep *replicaset.Replica) err
 			since = l.now
 			err = fmt.Errorf("child %s: annotation %s=%q is not a time; counting from now", obj.GetName(), AnnotationPreparing, v)
 		}
-		rep.Preparing = &replicaset.Preparing{Since: since, Hooks: PreDeleteHooks(obj, l.domain)}
+		_, update := obj.GetAnnotations()[AnnotationPreparingUpdate]
+		rep.Preparing = &replicaset.Preparing{Since: since, Hooks: PreDeleteHooks(obj, l.domain), Update: update}
 	}
 	rep.LaunchGated = len(LaunchGates(obj, l.domain)) > 0
 	return err
@@ -190,7 +191,7 @@ func preparations(o *observation, domain string, members []child, updates []inPl
 		return updates
 	}
 	hooks := func(v string) map[string]string {
-		m := map[string]string{AnnotationPreparing: ""}
+		m := map[string]string{AnnotationPreparing: "", AnnotationPreparingUpdate: ""}
 		if o.spec.Lifecycle != nil {
 			for _, h := range o.spec.Lifecycle.PreDelete {
 				m[PreDeleteHookAnnotation(domain, h)] = v
@@ -283,7 +284,7 @@ func (r *Reconciler[O, C]) recordPreparations(key string, d decision, out outcom
 	for _, p := range []struct {
 		rs   []replicaset.Replica
 		want bool
-	}{{d.plan.Prepare, true}, {d.plan.Cancel, false}} {
+	}{{d.plan.Prepare, true}, {d.plan.PrepareUpdate, true}, {d.plan.Cancel, false}} {
 		for _, x := range p.rs {
 			if !slices.Contains(out.updated, x.Name) {
 				continue

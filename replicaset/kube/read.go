@@ -41,6 +41,10 @@ type observation struct {
 	// change.
 	revision string
 	inPlace  func(child client.Object) client.Object
+	// inPlaceSteps, with an in-place Strategy.Method and an Adapter that
+	// is an InPlaceRollout, adds the pass's in-place updates to a
+	// decision's updates (inPlaceSteps); nil otherwise.
+	inPlaceSteps func(members []child, updates []inPlaceUpdate, p replicaset.Plan) []inPlaceUpdate
 	// progress is where the rollout last moved, as an earlier pass saw it.
 	progress progress
 
@@ -163,6 +167,16 @@ func (r *Reconciler[O, C]) read(ctx context.Context, req reconcile.Request) (*ob
 	}
 	o.children = r.describe(own, match, heals, lc)
 	o.orphans = r.describe(orphans, match, heals, lc)
+	if ip := r.inPlaceRollout(o.spec); ip != nil && o.specErr == nil && o.templateErr == nil {
+		if want, err := r.Adapter.NewChild(owner); err == nil {
+			describeInPlace[O, C](ip, want, o.revision, o.children)
+			describeInPlace[O, C](ip, want, o.revision, o.orphans)
+			domain := r.hookDomain()
+			o.inPlaceSteps = func(members []child, updates []inPlaceUpdate, p replicaset.Plan) []inPlaceUpdate {
+				return inPlaceSteps[O, C](ip, o, want, domain, members, updates, p)
+			}
+		}
+	}
 	for _, cs := range [][]child{o.children, o.orphans} {
 		for _, c := range cs {
 			if c.replica.Revision == UnmatchedRevision {

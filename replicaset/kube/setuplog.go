@@ -11,7 +11,7 @@ import (
 
 // optionals are the optional interfaces of an Adapter of owner O and child
 // C, which the Reconciler finds by type assertion: Zoner, InPlaceUpdater,
-// TemplateMatcher, HealthChecker and Restarter.
+// TemplateMatcher, HealthChecker, Restarter and InPlaceRollout.
 func (r *Reconciler[O, C]) optionals() []reflect.Type {
 	return []reflect.Type{
 		reflect.TypeFor[Zoner[C]](),
@@ -19,6 +19,7 @@ func (r *Reconciler[O, C]) optionals() []reflect.Type {
 		reflect.TypeFor[TemplateMatcher[O, C]](),
 		reflect.TypeFor[HealthChecker[C]](),
 		reflect.TypeFor[Restarter[O, C]](),
+		reflect.TypeFor[InPlaceRollout[O, C]](),
 	}
 }
 

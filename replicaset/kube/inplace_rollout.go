@@ -1,0 +1,214 @@
+package kube
+
+import (
+	"maps"
+
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/replicakit/replicakit/replicaset"
+)
+
+// Annotations of in-place updates (replicaset.Strategy.Method, with an
+// Adapter that is an InPlaceRollout).
+const (
+	// AnnotationInPlaceRevision is on a child being changed in place: the
+	// revision it is changed to. The binding moves RevisionLabel to it,
+	// and removes this annotation, only once the Adapter says the child
+	// shows the change (InPlaceRollout.ShowsInPlace): until then the child
+	// counts as on its older revision, and a rollback changes it back.
+	AnnotationInPlaceRevision = "replicakit.io/in-place-revision"
+	// AnnotationUpdatedInPlace is on a child changed in place: when its
+	// last in-place update was recorded (RFC 3339). A printer column of
+	// it says which children were updated in place rather than made
+	// anew.
+	AnnotationUpdatedInPlace = "replicakit.io/updated-in-place"
+	// AnnotationPreparingUpdate is on a child that prepares for an
+	// in-place update that powers it off (AnnotationPreparing is on it
+	// too): the revision it will be changed to. Hook controllers tell by
+	// it a drain for an update, after which the child comes back, from
+	// one before its deletion.
+	AnnotationPreparingUpdate = "replicakit.io/preparing-update"
+)
+
+// InPlaceRollout is implemented by an Adapter whose children can be moved
+// onto a newer template where they run, as steps of a rollout under its
+// strategy's bounds (replicaset.Strategy.Method): a VM's CPUs and memory,
+// say, which its controller changes with a reconfigure. It differs from
+// InPlaceUpdater, whose changes (labels, say) reach every child at once
+// and never make a new revision: here the template's revision changes,
+// the planner decides which children change when (a live change at once,
+// a power cycle within MaxUnavailable, after the pre-delete hooks'
+// drain), and the binding records the new revision on a child only once
+// the child shows the change. The package documentation's In-place
+// updates section says how the pieces fit. Check the signature at
+// compile time:
+//
+//	var _ kube.InPlaceRollout[*VMSet, *VM] = vmSetAdapter{}
+type InPlaceRollout[O, C client.Object] interface {
+	// InPlace says how child, made from an older template, could be
+	// brought onto want (a child NewChild built from the owner's current
+	// template) where it runs: replicaset.InPlaceLive (it keeps serving),
+	// replicaset.InPlacePowerCycle (it must be stopped), or
+	// replicaset.InPlaceNone (it must be replaced), with a phrase naming
+	// what keeps it from a live change or any ("memory lowered from 8192
+	// to 4096 MiB", "template changed"), which status quotes when the
+	// rollout holds. Judge by what the child runs with now (its status),
+	// not by its spec, which an earlier pass may have changed already. A
+	// child whose change failed for good (its controller says so in its
+	// status) is InPlaceNone, with the failure as the phrase: the
+	// method's fallback then applies (replaced, or held and named). Both
+	// are read only.
+	InPlace(child, want C) (replicaset.InPlace, string)
+	// ApplyInPlace changes child (a copy, never the cache's object) to
+	// take want's template where it runs, a power cycle allowed or not,
+	// and reports whether it changed anything; the binding patches the
+	// difference, and the child's own controller carries it out.
+	ApplyInPlace(child, want C, powerCycle bool) bool
+	// ShowsInPlace reports whether child runs with want's template now
+	// (its status reports the change made): only then does the binding
+	// record the new revision on it. Both are read only.
+	ShowsInPlace(child, want C) bool
+}
+
+// inPlaceRollout returns the Adapter as an InPlaceRollout when the spec
+// updates children in place, nil otherwise.
+func (r *Reconciler[O, C]) inPlaceRollout(s Spec) InPlaceRollout[O, C] {
+	ip, ok := any(r.Adapter).(InPlaceRollout[O, C])
+	if !ok || s.Rollout == nil || s.Rollout.Method == replicaset.UpdateReplace {
+		return nil
+	}
+	return ip
+}
+
+// describeInPlace adds to each child's replica what an in-place rollout
+// needs: a child changed in place to a revision other than the current
+// one while its label says the current one (a rollback mid-way) counts
+// as on the revision it was being changed to, so that it is changed back;
+// and every child on an older revision says how it could take the
+// current template (InPlaceRollout.InPlace).
+func describeInPlace[O, C client.Object](ip InPlaceRollout[O, C], want C, revision string, cs []child) {
+	for i := range cs {
+		c := &cs[i]
+		r := &c.replica
+		if to, ok := c.obj.GetAnnotations()[AnnotationInPlaceRevision]; ok && r.Revision == revision && to != revision {
+			r.Revision = to
+		}
+		if r.Revision == "" || r.Revision == revision || r.Revision == UnmatchedRevision {
+			continue
+		}
+		if typed, ok := c.obj.(C); ok {
+			r.InPlace, r.InPlaceBlocker = ip.InPlace(typed, want)
+		}
+	}
+}
+
+// inPlaceSteps adds to updates the pass's in-place work, merged with any
+// other change of the same child: the plan's updates (the Adapter's
+// change, and AnnotationInPlaceRevision), its preparations for a power
+// cycle (as preparations writes them for a deletion, with
+// AnnotationPreparingUpdate), and the recording of children that show
+// their change (RevisionLabel moved, AnnotationUpdatedInPlace stamped,
+// the in-place and preparation annotations and the hooks' removed).
+func inPlaceSteps[O, C client.Object](ip InPlaceRollout[O, C], o *observation, want C, domain string, members []child, updates []inPlaceUpdate, p replicaset.Plan) []inPlaceUpdate {
+	byUID := map[string]int{}
+	for i, u := range updates {
+		byUID[string(u.from.GetUID())] = i
+	}
+	edit := func(c child, f func(obj client.Object) bool) {
+		i, ok := byUID[c.replica.UID]
+		base := c.obj
+		if ok {
+			base = updates[i].to
+		}
+		to := base.DeepCopyObject().(client.Object)
+		if !f(to) {
+			return
+		}
+		if ok {
+			updates[i].to = to
+			return
+		}
+		byUID[c.replica.UID] = len(updates)
+		updates = append(updates, inPlaceUpdate{from: c.obj, to: to})
+	}
+	member := map[string]child{}
+	for _, c := range members {
+		member[c.replica.UID] = c
+	}
+	hooks := map[string]string{}
+	if o.spec.Lifecycle != nil {
+		for _, h := range o.spec.Lifecycle.PreDelete {
+			hooks[PreDeleteHookAnnotation(domain, h)] = ""
+		}
+	}
+	for _, u := range p.Update {
+		c, ok := member[u.Replica.UID]
+		if !ok {
+			continue
+		}
+		edit(c, func(obj client.Object) bool {
+			typed, ok := obj.(C)
+			if !ok {
+				return false
+			}
+			changed := ip.ApplyInPlace(typed, want, u.PowerCycle)
+			if obj.GetAnnotations()[AnnotationInPlaceRevision] != o.revision {
+				setAnnotations(obj, map[string]string{AnnotationInPlaceRevision: o.revision})
+				changed = true
+			}
+			return changed
+		})
+	}
+	for _, r := range p.PrepareUpdate {
+		c, ok := member[r.UID]
+		if !ok {
+			continue
+		}
+		edit(c, func(obj client.Object) bool {
+			m := map[string]string{AnnotationPreparing: stamp(o.now), AnnotationPreparingUpdate: o.revision}
+			for k := range hooks {
+				m[k] = o.owner.GetName()
+			}
+			setAnnotations(obj, m)
+			return true
+		})
+	}
+	for _, c := range members {
+		a := c.obj.GetAnnotations()
+		typed, ok := c.obj.(C)
+		if c.replica.Deleting || !ok || a[AnnotationInPlaceRevision] != o.revision || !ip.ShowsInPlace(typed, want) {
+			continue
+		}
+		edit(c, func(obj client.Object) bool {
+			l := maps.Clone(obj.GetLabels())
+			if l == nil {
+				l = map[string]string{}
+			}
+			l[RevisionLabel] = o.revision
+			obj.SetLabels(l)
+			m := map[string]string{AnnotationInPlaceRevision: "", AnnotationUpdatedInPlace: stamp(o.now),
+				AnnotationPreparing: "", AnnotationPreparingUpdate: ""}
+			maps.Copy(m, hooks)
+			setAnnotations(obj, m)
+			return true
+		})
+	}
+	return updates
+}
+
+// setAnnotations sets the annotations of set on obj, removing those whose
+// value is empty.
+func setAnnotations(obj client.Object, set map[string]string) {
+	a := maps.Clone(obj.GetAnnotations())
+	if a == nil {
+		a = map[string]string{}
+	}
+	for k, v := range set {
+		if v == "" {
+			delete(a, k)
+		} else {
+			a[k] = v
+		}
+	}
+	obj.SetAnnotations(a)
+}
