@@ -70,6 +70,7 @@ func (p *Provider) Create(ctx context.Context, spec vmprovider.Spec) (vmprovider
 	if spec.Revision != "" {
 		clone.Config.ExtraConfig = append(clone.Config.ExtraConfig, &types.OptionValue{Key: KeyRevision, Value: spec.Revision})
 	}
+	inPlaceConfig(clone.Config, spec)
 	result, err := p.task(ctx, func(ctx context.Context) (*object.Task, error) {
 		return tmpl.Clone(ctx, pl.folder, spec.Name, clone)
 	})
