@@ -4,5 +4,6 @@
 // verification and login as against a real vCenter. The example operator
 // runs it in process with --vcsim; tests use it through vcsimtest. Both
 // serve one call at a time (Serialized), and the chaos suite fails chosen
-// calls at that gate (Faults).
+// calls at that gate (Faults). Tests also have the simulator change VMs'
+// CPUs and memory only as vCenter allows (Hotplug).
 package vcsim
