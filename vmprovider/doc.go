@@ -9,10 +9,13 @@
 // deleting a VM that is gone succeeds. Errors callers match are
 // [ErrNotFound], [ErrNotOwned] and [ErrInvalidSpec].
 //
-// A [Spec] says what to make: the template, CPUs and memory, the networks
-// its adapters join, guest customization through cloud-init ([CloudInit]),
-// and where in the inventory it goes ([Placement]). A [VM] reports what
-// its guest shows: addresses, hostname, tools and heartbeat. [Readiness]
+// A [Spec] says what to make: the template, CPUs and memory (and whether
+// they can be raised while the VM runs: CPUHotAdd, MemoryHotAdd), the
+// networks its adapters join, guest customization through cloud-init
+// ([CloudInit]), and where in the inventory it goes ([Placement]). A [VM]
+// reports its size and hot-plug settings, the marks recorded on it (owner,
+// zone, revision and base revision), and what its guest shows: addresses,
+// hostname, tools and heartbeat. [Readiness]
 // says when a VM counts as ready (powered on, a green heartbeat, or an
 // address), and [Tracker] turns VMs into the planner's replicas under that
 // choice.
@@ -65,6 +68,23 @@
 // Template again: VMs still on it stay. VMs made before the Set had a
 // Rollout count as current and are marked so when the Provider is a
 // [RevisionMarker], so turning rollouts on replaces nothing.
+//
+// # In-place updates
+//
+// A VM can also reach a new revision without being replaced, when only its
+// size changed. Besides its revision, every VM records its base revision
+// (Spec.BaseRevision, read back as VM.BaseRevision; [BaseRevision]
+// computes it): the revision of everything but its CPUs and memory.
+// [InPlaceFor] tells from a VM and the wanted template, calling nothing,
+// whether the VM can be changed while it runs (replicaset.InPlaceLive: the
+// same base, and a change its hot-plug settings allow, or the VM is off),
+// only by a power cycle (replicaset.InPlacePowerCycle: memory lowered, or
+// raised without hot-add), or not at all (replicaset.InPlaceNone), with a
+// phrase saying what blocks it. A provider that is a [Resizer] makes the
+// change: the size and both revisions together or not at all, refusing a
+// change that needs the VM off unless the caller allows the power cycle
+// ([ErrNeedsPowerCycle]). VMs made before base revisions were recorded
+// are replaced, never changed in place.
 //
 // # Self-healing
 //

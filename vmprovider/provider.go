@@ -47,6 +47,14 @@ type Spec struct {
 	CPUs int32
 	// MemoryMiB is the memory size in MiB; zero keeps the template's.
 	MemoryMiB int64
+	// CPUHotAdd turns CPU hot-add on in the VM, so that its CPUs can be
+	// raised while it runs (InPlaceFor, Resizer); false keeps the
+	// template's setting. vSphere changes it only while the VM is off.
+	CPUHotAdd bool
+	// MemoryHotAdd turns memory hot-add on in the VM, so that its memory
+	// can be raised while it runs; false keeps the template's setting.
+	// No platform lowers memory while a VM runs.
+	MemoryHotAdd bool
 	// PowerOn asks for the VM to be powered on once created.
 	PowerOn bool
 	// Networks names the networks (port groups, standard or distributed)
@@ -85,6 +93,11 @@ type Spec struct {
 	// replaces none of a Set's VMs; the VMs made after it changed are made
 	// the new way.
 	LinkedClone bool
+	// BaseRevision, when set, is the revision of everything in the
+	// template but the VM's size (BaseRevision): recorded beside Revision
+	// and reported back as VM.BaseRevision, it says whether a VM on
+	// another revision can reach this one in place (InPlaceFor).
+	BaseRevision string
 }
 
 // CloudInit is the data cloud-init reads in the guest.
@@ -183,6 +196,20 @@ type VM struct {
 	// (Spec.Revision) or marked since (RevisionMarker); empty when none
 	// was.
 	Revision string
+	// BaseRevision is the base revision recorded when the VM was created
+	// (Spec.BaseRevision) or resized since (Resizer); empty when none was,
+	// as on a VM made before in-place updates.
+	BaseRevision string
+	// CPUs is the VM's number of virtual CPUs; zero when the provider
+	// does not report it.
+	CPUs int32
+	// MemoryMiB is the VM's memory size in MiB; zero when the provider
+	// does not report it.
+	MemoryMiB int64
+	// CPUHotAdd, CPUHotRemove and MemoryHotAdd say whether the VM can
+	// have its CPUs raised, its CPUs lowered and its memory raised while
+	// it runs.
+	CPUHotAdd, CPUHotRemove, MemoryHotAdd bool
 	// Endpoint is the endpoint that holds the VM, as Endpoints reports
 	// it; empty from a Provider of one endpoint.
 	Endpoint string
@@ -213,7 +240,10 @@ type Provider interface {
 	// wrapping ErrInvalidSpec. A failed create leaves no VM behind. The VM
 	// keeps spec.Zone and spec.Revision, and Get and List report them as
 	// VM.Zone and VM.Revision (a Set spreading over zones, or rolling a
-	// new Template, reads them from List).
+	// new Template, reads them from List). A provider that records
+	// spec.BaseRevision reports it as VM.BaseRevision; one that does not
+	// leaves it empty, and its VMs are replaced rather than changed in
+	// place (InPlaceFor).
 	Create(ctx context.Context, spec Spec) (VM, error)
 	// Get returns the VM called name, whoever owns it, or an error
 	// wrapping ErrNotFound.

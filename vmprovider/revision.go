@@ -25,6 +25,11 @@ import (
 // to Spec is part of it only when it is named here, so that the revision
 // of every spec made before stays what it was (a changed revision would
 // replace every VM of every Set with a Rollout).
+//
+// The hot-add settings (CPUHotAdd, MemoryHotAdd) are part of it only when
+// set: a spec that leaves them false has the revision it had before they
+// existed, so upgrading replicakit rolls no set out. BaseRevision is the
+// same hash without the VM's size.
 func TemplateRevision(t Spec) string {
 	shape := struct {
 		Template  string
@@ -34,10 +39,24 @@ func TemplateRevision(t Spec) string {
 		Networks  []string
 		CloudInit *CloudInit
 		Placement Placement
-	}{t.Template, t.CPUs, t.MemoryMiB, t.PowerOn, t.Networks, t.CloudInit, t.Placement}
-	if len(shape.Networks) == 0 {
-		shape.Networks = nil // no networks and an empty list both keep the template's
+		// Added later: omitted when false, so older revisions stay.
+		CPUHotAdd    bool `json:",omitempty"`
+		MemoryHotAdd bool `json:",omitempty"`
+	}{t.Template, t.CPUs, t.MemoryMiB, t.PowerOn, networks(t), t.CloudInit, t.Placement, t.CPUHotAdd, t.MemoryHotAdd}
+	return hashShape(shape)
+}
+
+// networks returns t's networks, nil when there are none: no networks and
+// an empty list both keep the template's.
+func networks(t Spec) []string {
+	if len(t.Networks) == 0 {
+		return nil
 	}
+	return t.Networks
+}
+
+// hashShape hashes a spec's shape, encoded as JSON.
+func hashShape(shape any) string {
 	b, err := json.Marshal(shape)
 	if err != nil {
 		panic("vmprovider: encoding a Spec cannot fail: " + err.Error())
@@ -53,6 +72,12 @@ func TemplateRevision(t Spec) string {
 // change of the Template does replace them. Without it such VMs count as
 // current for good (replicaset counts a replica without a revision as
 // on the wanted one); delete them to replace them.
+//
+// MarkRevision leaves the base revision (Spec.BaseRevision) alone. A
+// provider that is a Resizer records both revisions in one change with
+// Resize at zero sizes (Resize{Revision: r, BaseRevision: b}), which
+// changes nothing else; the interface stays as it was, so providers
+// written against it still satisfy it.
 type RevisionMarker interface {
 	// MarkRevision records revision on the VM called name, which must
 	// carry owner's mark (else an error wrapping ErrNotOwned), replacing

@@ -5,5 +5,6 @@
 // runs it in process with --vcsim; tests use it through vcsimtest. Both
 // serve one call at a time (Serialized), and the chaos suite fails chosen
 // calls at that gate (Faults), where tests also count calls and read the
-// requests of the ones they record (Faults.Record).
+// requests of the ones they record (Faults.Record). Tests also have the
+// simulator change VMs' CPUs and memory only as vCenter allows (Hotplug).
 package vcsim

@@ -22,11 +22,12 @@ type Sim = vcsim.Sim
 
 // Start runs a simulator for the test and stops it when the test ends. It
 // serves one call at a time (vcsim.Serialized), so that the race detector
-// reports the code under test, not the simulator's own races. Each setup
-// function may change the model before the server starts.
+// reports the code under test, not the simulator's own races, and changes
+// VMs' CPUs, memory and hot-plug settings as vCenter does (vcsim.Hotplug).
+// Each setup function may change the model before the server starts.
 func Start(t testing.TB, setup ...func(*simulator.Model)) *Sim {
 	t.Helper()
-	s, err := vcsim.New(append([]func(*simulator.Model){vcsim.Serialized}, setup...)...)
+	s, err := vcsim.New(append([]func(*simulator.Model){vcsim.Serialized, vcsim.Hotplug}, setup...)...)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -38,7 +39,7 @@ func Start(t testing.TB, setup ...func(*simulator.Model)) *Sim {
 // the simulator (see vcsim.Faults).
 func StartFaulty(t testing.TB, faults *vcsim.Faults, setup ...func(*simulator.Model)) *Sim {
 	t.Helper()
-	s, err := vcsim.New(append([]func(*simulator.Model){faults.Serialized}, setup...)...)
+	s, err := vcsim.New(append([]func(*simulator.Model){faults.Serialized, vcsim.Hotplug}, setup...)...)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -48,10 +49,10 @@ func StartFaulty(t testing.TB, faults *vcsim.Faults, setup ...func(*simulator.Mo
 
 // StartConcurrent runs a simulator that serves calls concurrently, for
 // benchmarks that measure a client's concurrency (they run without the race
-// detector); it stops when the benchmark ends.
+// detector), with vcsim.Hotplug; it stops when the benchmark ends.
 func StartConcurrent(b *testing.B) *Sim {
 	b.Helper()
-	s, err := vcsim.New()
+	s, err := vcsim.New(vcsim.Hotplug)
 	if err != nil {
 		b.Fatal(err)
 	}

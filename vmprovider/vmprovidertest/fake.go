@@ -20,6 +20,10 @@ import (
 // is powered on. Its heartbeat stays gray: SetHeartbeat plays a guest that
 // comes up (green) or hangs (red), and Add puts in a VM showing anything.
 //
+// A VM reports the size, hot-add settings and base revision of its Spec
+// (zero sizes as zero: the Fake has no template). It is no
+// vmprovider.Resizer.
+//
 // Reset (vmprovider.Resetter) reboots a VM as vCenter's reset does, and
 // leaves its heartbeat as it was, as the simulator does: a test says with
 // SetHeartbeat whether the reset brought the guest back. Resets lists the
@@ -131,7 +135,8 @@ func (f *Fake) create(spec vmprovider.Spec) (vmprovider.VM, error) {
 	vm := vmprovider.VM{
 		Name: spec.Name, InstanceUUID: fmt.Sprintf("fake-%08d", f.serial),
 		Power: vmprovider.PoweredOff, Owner: spec.Owner.UID, CreatedAt: f.now(),
-		Heartbeat: vmprovider.HeartbeatGray, Zone: spec.Zone, Revision: spec.Revision,
+		Heartbeat: vmprovider.HeartbeatGray, Zone: spec.Zone, Revision: spec.Revision, BaseRevision: spec.BaseRevision,
+		CPUs: spec.CPUs, MemoryMiB: spec.MemoryMiB, CPUHotAdd: spec.CPUHotAdd, MemoryHotAdd: spec.MemoryHotAdd,
 	}
 	if spec.CloudInit != nil {
 		if f.guests == nil {

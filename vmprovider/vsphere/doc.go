@@ -18,12 +18,17 @@
 // hostname, tools and heartbeat as vCenter reads them from VMware Tools.
 //
 // Every VM it clones carries an ownership mark in its ExtraConfig
-// ([KeyOwnerUID], [KeyOwnerName]); VMs without the caller's mark are never
-// powered, modified or destroyed. Create is idempotent by name: a VM found
-// before cloning, or reported by vCenter as a duplicate name, is returned
-// if it is ours. List reads every VM of the folder and the
-// folders below it in one property retrieval over a container view. Tasks in flight are bounded
-// (Config.MaxTasks).
+// ([KeyOwnerUID], [KeyOwnerName]), beside the zone, revision and base
+// revision it was made for ([KeyZone], [KeyRevision], [KeyBaseRevision]);
+// VMs without the caller's mark are never powered, modified or destroyed.
+// A clone has CPU and memory hot-add turned on when its Spec asks
+// (CpuHotAddEnabled, MemoryHotAddEnabled), and VMs report their CPUs,
+// memory and hot-plug settings (config.hardware.numCPU and memoryMB,
+// config.cpuHotAddEnabled, cpuHotRemoveEnabled and memoryHotAddEnabled).
+// Create is idempotent by name: a VM found before cloning, or reported by
+// vCenter as a duplicate name, is returned if it is ours. List reads every
+// VM of the folder and the folders below it in one property retrieval over
+// a container view. Tasks in flight are bounded (Config.MaxTasks).
 //
 // Delete shuts a VM down through its guest before it destroys it, as an
 // administrator would: when the VM is powered on and its VMware Tools are
@@ -39,6 +44,14 @@
 // replacement); a negative grace always powers off at once. So a
 // Delete may take up to the grace; the wait holds no task slot and ends
 // with the caller's context, leaving the VM for a retry.
+//
+// Resize (vmprovider.Resizer) changes a VM's CPUs and memory where it runs
+// with one ReconfigVM_Task that records the new revisions in the same
+// change. A change vCenter cannot make while the VM runs (memory lowered,
+// or raised without hot-add) is refused unless the caller allows a power
+// cycle; then the VM is stopped as Delete stops it (its guest shut down
+// first), reconfigured and powered on again, and powered on again
+// unchanged if the reconfigure fails.
 //
 // [Watch] keeps an in-memory copy of those VMs with one property collector
 // waiting for updates (WaitForUpdatesEx) on a list view that holds a

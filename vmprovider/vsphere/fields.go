@@ -7,8 +7,11 @@ import (
 )
 
 // Fields names parts of a vmprovider.VM that a Watch can leave out. A
-// watch always keeps a VM's Name, InstanceUUID and Power, and the marks
-// in its ExtraConfig (Owner, OwnerName, Zone, Revision); each field here
+// watch always keeps a VM's Name, InstanceUUID and Power, the marks in
+// its ExtraConfig (Owner, OwnerName, Zone, Revision, BaseRevision), and
+// its size and hot-plug settings (CPUs, MemoryMiB, CPUHotAdd,
+// CPUHotRemove, MemoryHotAdd), which say how it can be updated in place
+// (vmprovider.InPlaceFor); each field here
 // adds vCenter properties to what its property collector watches. Fewer
 // properties cost vCenter less work on every change it reports, and
 // govmomi's simulator much less: it copies every watched property of
@@ -36,7 +39,9 @@ const (
 )
 
 // keptProps are the properties every watch keeps.
-var keptProps = []string{"name", "config.instanceUuid", "config.extraConfig", "runtime.powerState"}
+var keptProps = []string{"name", "config.instanceUuid", "config.extraConfig", "runtime.powerState",
+	"config.hardware.numCPU", "config.hardware.memoryMB",
+	"config.cpuHotAddEnabled", "config.cpuHotRemoveEnabled", "config.memoryHotAddEnabled"}
 
 // fieldProps are the properties each field adds.
 var fieldProps = []struct {

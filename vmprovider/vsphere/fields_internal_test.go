@@ -32,8 +32,14 @@ func allChanges(t *rapid.T) []types.PropertyChange {
 			&types.OptionValue{Key: KeyOwnerName, Value: "ns/a"},
 			&types.OptionValue{Key: KeyZone, Value: rapid.SampledFrom([]string{"", "z1"}).Draw(t, "zone")},
 			&types.OptionValue{Key: KeyRevision, Value: rapid.SampledFrom([]string{"", "r1"}).Draw(t, "revision")},
+			&types.OptionValue{Key: KeyBaseRevision, Value: rapid.SampledFrom([]string{"", "b1"}).Draw(t, "base revision")},
 		},
-		"config.createDate": at("created"),
+		"config.hardware.numCPU":     rapid.Int32Range(1, 16).Draw(t, "cpus"),
+		"config.hardware.memoryMB":   rapid.Int32Range(1, 1<<16).Draw(t, "memory"),
+		"config.cpuHotAddEnabled":    rapid.Bool().Draw(t, "cpu hot-add"),
+		"config.cpuHotRemoveEnabled": rapid.Bool().Draw(t, "cpu hot-remove"),
+		"config.memoryHotAddEnabled": rapid.Bool().Draw(t, "memory hot-add"),
+		"config.createDate":          at("created"),
 		"runtime.powerState": rapid.SampledFrom([]types.VirtualMachinePowerState{types.VirtualMachinePowerStatePoweredOn,
 			types.VirtualMachinePowerStatePoweredOff, types.VirtualMachinePowerStateSuspended}).Draw(t, "power"),
 		"runtime.bootTime": at("booted"),
@@ -78,7 +84,9 @@ func TestFields_Properties(t *testing.T) {
 			t.Fatalf("fields %b: kept VM (-keep +watched):\n%s", f, diff)
 		}
 		kept := vmprovider.VM{Name: full.Name, InstanceUUID: full.InstanceUUID, Power: full.Power, Owner: full.Owner,
-			OwnerName: full.OwnerName, Zone: full.Zone, Revision: full.Revision, Heartbeat: vmprovider.HeartbeatGray}
+			OwnerName: full.OwnerName, Zone: full.Zone, Revision: full.Revision, BaseRevision: full.BaseRevision,
+			CPUs: full.CPUs, MemoryMiB: full.MemoryMiB, CPUHotAdd: full.CPUHotAdd, CPUHotRemove: full.CPUHotRemove,
+			MemoryHotAdd: full.MemoryHotAdd, Heartbeat: vmprovider.HeartbeatGray}
 		if diff := cmp.Diff(kept, Fields(0).keep(full)); diff != "" {
 			t.Fatalf("the parts always kept (-want +got):\n%s", diff)
 		}

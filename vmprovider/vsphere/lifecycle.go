@@ -73,6 +73,7 @@ func (p *Provider) Create(ctx context.Context, spec vmprovider.Spec) (vmprovider
 	if spec.Revision != "" {
 		clone.Config.ExtraConfig = append(clone.Config.ExtraConfig, &types.OptionValue{Key: KeyRevision, Value: spec.Revision})
 	}
+	inPlaceConfig(clone.Config, spec)
 	if spec.LinkedClone {
 		if err := p.linkClone(ctx, tmpl, tmplPath, &clone); err != nil {
 			return vmprovider.VM{}, fmt.Errorf("VM %q: %w", spec.Name, err)

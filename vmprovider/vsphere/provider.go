@@ -30,6 +30,10 @@ const (
 	// KeyRevision records the revision of the template a VM was made
 	// from (vmprovider.Spec.Revision, vmprovider.RevisionMarker).
 	KeyRevision = "replicakit.revision"
+	// KeyBaseRevision records the base revision of the template a VM
+	// was made from (vmprovider.Spec.BaseRevision), changed with its size
+	// (vmprovider.Resizer).
+	KeyBaseRevision = "replicakit.base-revision"
 )
 
 // vmProps are the properties read for every VM, in one call: all of a
@@ -318,8 +322,8 @@ func extraConfig(m mo.VirtualMachine, key string) string {
 // toVM converts properties read from vCenter.
 func toVM(m mo.VirtualMachine) vmprovider.VM {
 	vm := vmprovider.VM{Name: m.Name, Owner: mark(m), OwnerName: extraConfig(m, KeyOwnerName), Zone: extraConfig(m, KeyZone),
-		Revision: extraConfig(m, KeyRevision),
-		Power:    vmprovider.PowerState(m.Runtime.PowerState)}
+		Revision: extraConfig(m, KeyRevision), BaseRevision: extraConfig(m, KeyBaseRevision),
+		Power: vmprovider.PowerState(m.Runtime.PowerState)}
 	switch m.Runtime.PowerState {
 	case types.VirtualMachinePowerStatePoweredOn:
 		vm.Power = vmprovider.PoweredOn
@@ -333,6 +337,9 @@ func toVM(m mo.VirtualMachine) vmprovider.VM {
 		if m.Config.CreateDate != nil {
 			vm.CreatedAt = *m.Config.CreateDate
 		}
+		vm.CPUs, vm.MemoryMiB = m.Config.Hardware.NumCPU, int64(m.Config.Hardware.MemoryMB)
+		vm.CPUHotAdd, vm.CPUHotRemove = isTrue(m.Config.CpuHotAddEnabled), isTrue(m.Config.CpuHotRemoveEnabled)
+		vm.MemoryHotAdd = isTrue(m.Config.MemoryHotAddEnabled)
 	}
 	if m.Runtime.BootTime != nil {
 		vm.BootedAt = *m.Runtime.BootTime

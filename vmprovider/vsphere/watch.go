@@ -401,9 +401,12 @@ func (w *Watch) expire(now time.Time) {
 }
 
 // agrees reports whether the watch's state of a VM has caught up with what
-// a write left: the same VM in the same power state.
+// a write left: the same VM in the same power state, of the same size and
+// on the same revisions (a resize's).
 func agrees(wrote, seen vmprovider.VM) bool {
-	return wrote.InstanceUUID == seen.InstanceUUID && wrote.Power == seen.Power
+	return wrote.InstanceUUID == seen.InstanceUUID && wrote.Power == seen.Power &&
+		wrote.CPUs == seen.CPUs && wrote.MemoryMiB == seen.MemoryMiB &&
+		wrote.Revision == seen.Revision && wrote.BaseRevision == seen.BaseRevision
 }
 
 func (w *Watch) notify(changed, gone []vmprovider.VM) {
@@ -422,7 +425,10 @@ func sameVM(a, b vmprovider.VM) bool {
 	return a.Name == b.Name && a.InstanceUUID == b.InstanceUUID && a.Power == b.Power && a.Owner == b.Owner &&
 		a.OwnerName == b.OwnerName && a.CreatedAt.Equal(b.CreatedAt) && a.BootedAt.Equal(b.BootedAt) &&
 		slices.Equal(a.IPAddresses, b.IPAddresses) && a.Hostname == b.Hostname &&
-		a.ToolsRunning == b.ToolsRunning && a.Heartbeat == b.Heartbeat && a.Zone == b.Zone
+		a.ToolsRunning == b.ToolsRunning && a.Heartbeat == b.Heartbeat && a.Zone == b.Zone &&
+		a.Revision == b.Revision && a.BaseRevision == b.BaseRevision && a.CPUs == b.CPUs && a.MemoryMiB == b.MemoryMiB &&
+		a.CPUHotAdd == b.CPUHotAdd && a.CPUHotRemove == b.CPUHotRemove && a.MemoryHotAdd == b.MemoryHotAdd &&
+		a.Endpoint == b.Endpoint
 }
 
 // maxWait bounds each wait for updates on the server's side, in seconds.
