@@ -33,3 +33,16 @@ func ExampleInPlaceFor() {
 	// web-1: PowerCycle: memory raised from 4096 to 8192 MiB needs the VM off (memory hot-add is off)
 	// web-2: None: the base revision differs: the template, networks, power, cloud-init, placement or hot-add settings changed
 }
+
+// A controller resizing a running VM chooses between a live resize and a
+// power cycle by what the VM reports.
+func ExampleSizeChange() {
+	vm := vmprovider.VM{Power: vmprovider.PoweredOn, CPUs: 2, MemoryMiB: 4096, MemoryHotAdd: true}
+	kind, _ := vmprovider.SizeChange(vm, 2, 8192)
+	fmt.Println(kind)
+	kind, why := vmprovider.SizeChange(vm, 4, 2048)
+	fmt.Println(kind, why)
+	// Output:
+	// Live
+	// PowerCycle CPUs raised from 2 to 4 needs the VM off (CPU hot-add is off); memory lowered from 4096 to 2048 MiB needs the VM off
+}

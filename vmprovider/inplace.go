@@ -69,21 +69,35 @@ func InPlaceFor(vm VM, want Spec) (replicaset.InPlace, string) {
 	default:
 		return replicaset.InPlaceNone, "the base revision differs: the template, networks, power, cloud-init, placement or hot-add settings changed"
 	}
+	return SizeChange(vm, want.CPUs, want.MemoryMiB)
+}
+
+// SizeChange classifies how vm, as it reports itself, could be given cpus
+// CPUs and memoryMiB MiB of memory (a zero keeping what it has), by
+// InPlaceFor's rules for a VM whose base revision is the wanted one:
+// replicaset.InPlaceLive when it is off, nothing changes, or every change
+// is one its hot-plug settings allow; replicaset.InPlacePowerCycle
+// otherwise, with a phrase naming each field that needs the VM off and
+// its values. A controller that resizes a VM it does not roll (a
+// VirtualMachine whose spec changed) asks it to choose between a live
+// resize and a power cycle.
+func SizeChange(vm VM, cpus int32, memoryMiB int64) (replicaset.InPlace, string) {
+	want := Spec{CPUs: cpus, MemoryMiB: memoryMiB}
 	if vm.Power == PoweredOff {
 		return replicaset.InPlaceLive, ""
 	}
 	var blockers []string
-	cpus, memory := want.CPUs != 0 && want.CPUs != vm.CPUs, want.MemoryMiB != 0 && want.MemoryMiB != vm.MemoryMiB
+	cpuChange, memory := want.CPUs != 0 && want.CPUs != vm.CPUs, want.MemoryMiB != 0 && want.MemoryMiB != vm.MemoryMiB
 	if vm.Power == Suspended {
-		if cpus || memory {
+		if cpuChange || memory {
 			return replicaset.InPlacePowerCycle, "the VM is suspended: its size changes only while it is off"
 		}
 		return replicaset.InPlaceLive, ""
 	}
 	switch {
-	case cpus && want.CPUs > vm.CPUs && !vm.CPUHotAdd:
+	case cpuChange && want.CPUs > vm.CPUs && !vm.CPUHotAdd:
 		blockers = append(blockers, fmt.Sprintf("CPUs raised from %d to %d needs the VM off (CPU hot-add is off)", vm.CPUs, want.CPUs))
-	case cpus && want.CPUs < vm.CPUs && !vm.CPUHotRemove:
+	case cpuChange && want.CPUs < vm.CPUs && !vm.CPUHotRemove:
 		blockers = append(blockers, fmt.Sprintf("CPUs lowered from %d to %d needs the VM off (CPU hot-remove is off)", vm.CPUs, want.CPUs))
 	}
 	switch {

@@ -52,6 +52,7 @@ var (
 	_ kube.TemplateMatcher[*vmv1.VirtualMachineReplicaSet, *vmv1.VirtualMachine] = ReplicaSetAdapter{}
 	_ kube.HealthChecker[*vmv1.VirtualMachine]                                   = ReplicaSetAdapter{}
 	_ kube.Restarter[*vmv1.VirtualMachineReplicaSet, *vmv1.VirtualMachine]       = ReplicaSetAdapter{}
+	_ kube.InPlaceRollout[*vmv1.VirtualMachineReplicaSet, *vmv1.VirtualMachine]  = ReplicaSetAdapter{}
 )
 
 // Spec implements kube.Adapter.
@@ -113,6 +114,10 @@ const DefaultProgressDeadline = 600 * time.Second
 // rollout reads spec.strategy as the planner's Strategy.
 func rollout(u vmv1.UpdateStrategy) (replicaset.Strategy, error) {
 	s := replicaset.Strategy{Paused: u.Paused, ZoneByZone: u.ZoneByZone}
+	var err error
+	if s.Method, err = replicaset.ParseUpdateMethod(u.Method); err != nil {
+		return s, err
+	}
 	switch u.Type {
 	case "", "RollingUpdate":
 	case "OnDelete":
@@ -221,14 +226,24 @@ func (ReplicaSetAdapter) MatchesTemplate(s *vmv1.VirtualMachineReplicaSet, vm *v
 }
 
 // NewChild implements kube.Adapter.
+// The set's spec.cloneMode rides on each new VirtualMachine as the
+// AnnotationCloneMode annotation: metadata, which the template's revision
+// leaves out, so that changing it is not a rollout.
 func (ReplicaSetAdapter) NewChild(s *vmv1.VirtualMachineReplicaSet) (*vmv1.VirtualMachine, error) {
-	return &vmv1.VirtualMachine{
+	vm := &vmv1.VirtualMachine{
 		ObjectMeta: metav1.ObjectMeta{
 			Labels:      copyMap(s.Spec.Template.Metadata.Labels),
 			Annotations: copyMap(s.Spec.Template.Metadata.Annotations),
 		},
 		Spec: *s.Spec.Template.Spec.DeepCopy(),
-	}, nil
+	}
+	if s.Spec.CloneMode == CloneLinked {
+		if vm.Annotations == nil {
+			vm.Annotations = map[string]string{}
+		}
+		vm.Annotations[AnnotationCloneMode] = CloneLinked
+	}
+	return vm, nil
 }
 
 // Describe implements kube.Adapter: a VirtualMachine is pending until vCenter

@@ -216,6 +216,13 @@ func (r *VirtualMachineReconciler) Reconcile(ctx context.Context, req reconcile.
 		err := &vmprovider.NotOwnedError{Name: name, Want: owner, Got: got.Owner}
 		return reconcile.Result{}, r.refuse(ctx, &vm, "NameTaken", err)
 	}
+	got, resized, err := r.resize(ctx, &vm, provider, name, got)
+	if err != nil {
+		if resized != nil {
+			err = errors.Join(err, r.setStatus(ctx, &vm, got, *resized))
+		}
+		return reconcile.Result{}, err
+	}
 	if string(want) != string(got.Power) {
 		if err := provider.SetPower(ctx, name, owner, vmprovider.PowerState(want)); err != nil {
 			return reconcile.Result{}, r.fail(ctx, &vm, "PowerFailed", err)
@@ -228,7 +235,11 @@ func (r *VirtualMachineReconciler) Reconcile(ctx context.Context, req reconcile.
 	if r.watched() {
 		wait = 0 // the watch reports the guest's changes
 	}
-	return reconcile.Result{RequeueAfter: wait}, r.setStatus(ctx, &vm, got, cond, healthCondition(&vm, name, want, got))
+	conds := []metav1.Condition{cond, healthCondition(&vm, name, want, got)}
+	if resized != nil {
+		conds = append(conds, *resized)
+	}
+	return reconcile.Result{RequeueAfter: wait}, r.setStatus(ctx, &vm, got, conds...)
 }
 
 // GuestPollInterval is how often a VirtualMachine that is not yet ready
@@ -290,7 +301,9 @@ func providerSpec(vm *vmv1.VirtualMachine, name string, want vmv1.PowerState, zo
 	spec := vmprovider.Spec{
 		Name: name, Owner: vmprovider.Owner{UID: string(vm.UID), Name: vm.Namespace + "/" + vm.Name},
 		Template: vm.Spec.Template, CPUs: vm.Spec.CPUs, MemoryMiB: vm.Spec.MemoryMiB,
-		PowerOn: want == vmv1.PoweredOn,
+		CPUHotAdd: vm.Spec.CPUHotAdd, MemoryHotAdd: vm.Spec.MemoryHotAdd,
+		LinkedClone: vm.Annotations[AnnotationCloneMode] == CloneLinked,
+		PowerOn:     want == vmv1.PoweredOn,
 		// The set's template revision, beside the owner's mark: vCenter
 		// shows which template a VM was made from.
 		Revision: vm.Labels[kube.RevisionLabel],
@@ -368,6 +381,7 @@ func (r *VirtualMachineReconciler) setStatus(ctx context.Context, vm *vmv1.Virtu
 	vm.Status.Addresses = got.IPAddresses
 	vm.Status.Hostname = got.Hostname
 	vm.Status.GuestHeartbeat = string(got.Heartbeat)
+	vm.Status.Hardware = hardwareOf(got)
 	vm.Status.ObservedGeneration = vm.Generation
 	for _, cond := range conds {
 		cond.ObservedGeneration = vm.Generation

@@ -57,7 +57,7 @@ func run(args []string) error {
 		ms := int(delay.Milliseconds())
 		m.DelayConfig.MethodDelay = map[string]int{"CloneVM_Task": ms, "PowerOnVM_Task": ms, "Destroy_Task": ms}
 	}
-	sim, err := vcsim.New(faults.Serialized, slow, vcsim.Credentials(*username, *password))
+	sim, err := vcsim.New(faults.Serialized, slow, vcsim.Hotplug, vcsim.Credentials(*username, *password))
 	if err != nil {
 		return err
 	}

@@ -29,6 +29,17 @@ type VirtualMachineSpec struct {
 	// +kubebuilder:validation:Minimum=0
 	// +optional
 	MemoryMiB int64 `json:"memoryMiB,omitempty"`
+	// CPUHotAdd turns CPU hot-add on when the VM is cloned, so that more
+	// CPUs can be given to it while it runs (status.hardware says what
+	// vCenter has). Changing it later needs a new VM: in a set, a rollout
+	// replaces the VMs.
+	// +optional
+	CPUHotAdd bool `json:"cpuHotAdd,omitempty"`
+	// MemoryHotAdd turns memory hot-add on when the VM is cloned, so that
+	// its memory can be raised while it runs. The guest must support it
+	// too. Changing it later needs a new VM.
+	// +optional
+	MemoryHotAdd bool `json:"memoryHotAdd,omitempty"`
 	// PowerState is the desired power state.
 	// +kubebuilder:default=PoweredOn
 	// +optional
@@ -137,6 +148,14 @@ type VirtualMachineStatus struct {
 	// (unknown), green, yellow or red.
 	// +optional
 	GuestHeartbeat string `json:"guestHeartbeat,omitempty"`
+	// Hardware is the VM's CPUs and memory as vCenter reports them, and
+	// whether hot-add is on. A change of spec.cpus or spec.memoryMiB
+	// reaches the VM where it runs: live when hot-add allows it, else by
+	// a power cycle when the VirtualMachine is annotated
+	// vm.replicakit.io/power-cycle: allowed (a set does so when its
+	// strategy allows it); the Resized condition says where it stands.
+	// +optional
+	Hardware *VirtualMachineHardware `json:"hardware,omitempty"`
 	// ObservedGeneration is the generation this status describes.
 	// +optional
 	ObservedGeneration int64 `json:"observedGeneration,omitempty"`
@@ -156,6 +175,23 @@ type VirtualMachineStatus struct {
 	Conditions []metav1.Condition `json:"conditions,omitempty"`
 }
 
+// VirtualMachineHardware is a VM's CPUs and memory in vCenter.
+type VirtualMachineHardware struct {
+	// CPUs is the number of virtual CPUs.
+	CPUs int32 `json:"cpus"`
+	// MemoryMiB is the memory size in MiB.
+	MemoryMiB int64 `json:"memoryMiB"`
+	// CPUHotAdd says CPUs can be added while the VM runs.
+	// +optional
+	CPUHotAdd bool `json:"cpuHotAdd,omitempty"`
+	// CPUHotRemove says CPUs can be removed while the VM runs.
+	// +optional
+	CPUHotRemove bool `json:"cpuHotRemove,omitempty"`
+	// MemoryHotAdd says memory can be added while the VM runs.
+	// +optional
+	MemoryHotAdd bool `json:"memoryHotAdd,omitempty"`
+}
+
 // VirtualMachine is a vSphere VM managed through Kubernetes.
 //
 // +kubebuilder:object:root=true
@@ -167,10 +203,13 @@ type VirtualMachineStatus struct {
 // +kubebuilder:printcolumn:name="ZONE",type=string,JSONPath=`.spec.zone`
 // +kubebuilder:printcolumn:name="REVISION",type=string,JSONPath=`.metadata.labels.replicakit\.io/revision`
 // +kubebuilder:printcolumn:name="PREPARING",type=date,JSONPath=`.metadata.annotations.replicakit\.io/preparing`
+// +kubebuilder:printcolumn:name="IN-PLACE",type=date,JSONPath=`.metadata.annotations.replicakit\.io/updated-in-place`
 // +kubebuilder:printcolumn:name="AGE",type=date,JSONPath=`.metadata.creationTimestamp`
 // +kubebuilder:printcolumn:name="HOSTNAME",type=string,JSONPath=`.status.hostname`,priority=1
 // +kubebuilder:printcolumn:name="UUID",type=string,JSONPath=`.status.instanceUUID`,priority=1
 // +kubebuilder:printcolumn:name="HEALTH",type=string,JSONPath=`.status.conditions[?(@.type=="Healthy")].reason`,priority=1
+// +kubebuilder:printcolumn:name="CPUS",type=integer,JSONPath=`.status.hardware.cpus`,priority=1
+// +kubebuilder:printcolumn:name="MEMORY-MIB",type=integer,JSONPath=`.status.hardware.memoryMiB`,priority=1
 type VirtualMachine struct {
 	metav1.TypeMeta   `json:",inline"`
 	metav1.ObjectMeta `json:"metadata,omitempty"`
@@ -180,6 +219,7 @@ type VirtualMachine struct {
 	// +kubebuilder:validation:XValidation:rule="has(self.network) == has(oldSelf.network) && (!has(self.network) || self.network == oldSelf.network)",message="spec.network cannot change: adapters are set when the VM is cloned"
 	// +kubebuilder:validation:XValidation:rule="has(self.bootstrap) == has(oldSelf.bootstrap) && (!has(self.bootstrap) || self.bootstrap == oldSelf.bootstrap)",message="spec.bootstrap cannot change: the guest is customized when the VM is cloned"
 	// +kubebuilder:validation:XValidation:rule="(has(self.zone) ? self.zone : '') == (has(oldSelf.zone) ? oldSelf.zone : '')",message="spec.zone cannot change: the VM is placed when it is cloned"
+	// +kubebuilder:validation:XValidation:rule="(has(self.cpuHotAdd) ? self.cpuHotAdd : false) == (has(oldSelf.cpuHotAdd) ? oldSelf.cpuHotAdd : false) && (has(self.memoryHotAdd) ? self.memoryHotAdd : false) == (has(oldSelf.memoryHotAdd) ? oldSelf.memoryHotAdd : false)",message="spec.cpuHotAdd and spec.memoryHotAdd cannot change: hot-add is set when the VM is cloned"
 	Spec VirtualMachineSpec `json:"spec,omitempty"`
 	// Status is the observed VM.
 	Status VirtualMachineStatus `json:"status,omitempty"`

@@ -78,6 +78,16 @@ type VirtualMachineReplicaSetSpec struct {
 	// taking available replicas below spec.replicas.
 	// +optional
 	Rebalance bool `json:"rebalance,omitempty"`
+	// CloneMode is how new VMs are cloned: Full (the default) copies the
+	// template's disks, so each VM stands alone; Linked makes child disks
+	// of the template's current snapshot (taken once if it has none), in
+	// seconds rather than minutes, but every VM then depends on that
+	// snapshot and the template's datastore (vsphere.Provider's Linked
+	// clones). Changing it is not a rollout: new VMs are cloned the new
+	// way, existing ones stay.
+	// +kubebuilder:validation:Enum=Full;Linked
+	// +optional
+	CloneMode string `json:"cloneMode,omitempty"`
 	// Strategy says how VMs made from an older template are replaced when
 	// spec.template changes. The default is a rolling update of one surge
 	// VM and none unavailable. The template's labels and annotations reach
@@ -255,6 +265,17 @@ type UpdateStrategy struct {
 	// ZoneByZone replaces VMs one zone at a time, in spec.zones order.
 	// +optional
 	ZoneByZone bool `json:"zoneByZone,omitempty"`
+	// Method is how a VM made from an older template moves onto the
+	// current one: Replace (the default) clones a new VM for it;
+	// InPlaceIfPossible changes its CPUs and memory where it runs when
+	// nothing else changed (live with hot-add on, else by a power cycle
+	// within maxUnavailable, drained through the pre-delete hooks first)
+	// and replaces it otherwise; InPlaceOnly never replaces a VM for its
+	// template: what cannot change in place holds the rollout, and the
+	// RolledOut condition names the VM and why.
+	// +kubebuilder:validation:Enum=Replace;InPlaceIfPossible;InPlaceOnly
+	// +optional
+	Method string `json:"method,omitempty"`
 }
 
 // ZoneStatus is a set's replicas in one zone.

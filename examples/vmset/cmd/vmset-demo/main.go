@@ -77,7 +77,7 @@ func run(ctx context.Context, o options) (err error) {
 	// The second vCenter, west: a simulator in this process, with
 	// credentials of its own, given to the manager as a mounted Secret
 	// would give it.
-	west, err := vcsim.New(vcsim.Serialized, vcsim.Credentials("west-admin@vsphere.local", "west-Secr3t-pw"))
+	west, err := vcsim.New(vcsim.Serialized, vcsim.Hotplug, vcsim.Credentials("west-admin@vsphere.local", "west-Secr3t-pw"))
 	if err != nil {
 		return err
 	}

@@ -42,7 +42,7 @@ func serve(ctx context.Context, opts options, stderr io.Writer) error {
 	vc := opts.vsphere
 	if opts.vcsim {
 		// One call at a time: the simulator races with itself otherwise.
-		sim, err := vcsim.New(vcsim.Serialized)
+		sim, err := vcsim.New(vcsim.Serialized, vcsim.Hotplug)
 		if err != nil {
 			return err
 		}
