@@ -7,6 +7,8 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/vmware/govmomi/find"
+	"github.com/vmware/govmomi/vim25/mo"
 	"k8s.io/apimachinery/pkg/api/meta"
 	"k8s.io/apimachinery/pkg/util/intstr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -14,10 +16,12 @@ import (
 	"github.com/replicakit/replicakit/examples/internal/rollwatch"
 	"github.com/replicakit/replicakit/examples/internal/vmcheck"
 	vmv1 "github.com/replicakit/replicakit/examples/vmset/api/v1alpha1"
+	"github.com/replicakit/replicakit/examples/vmset/controllers"
 	"github.com/replicakit/replicakit/internal/testenv"
 	"github.com/replicakit/replicakit/internal/vcsim"
 	"github.com/replicakit/replicakit/internal/vcsimtest"
 	"github.com/replicakit/replicakit/replicaset/kube"
+	"github.com/replicakit/replicakit/vmprovider/vsphere"
 )
 
 // uuids maps the set's live VirtualMachines to their VMs' instance UUIDs.
@@ -201,4 +205,37 @@ func TestInPlace_OnlyHolds(t *testing.T) {
 		}
 	}
 	t.Log(meta.FindStatusCondition(st.Set.Status.Conditions, kube.ConditionRolledOut).Message)
+}
+
+// TestCloneMode_Linked: a set with spec.cloneMode Linked clones its VMs
+// from the template's snapshot, which the provider takes once: vCenter
+// shows the template with exactly that snapshot, and the set's VMs up.
+func TestCloneMode_Linked(t *testing.T) {
+	e, sim := start(t)
+	const ns = "linked"
+	createSetWith(t, e, ns, 3, func(s *vmv1.VirtualMachineReplicaSet) { s.Spec.CloneMode = controllers.CloneLinked })
+	settle(t, e, sim, ns, 3)
+	ctx := context.Background()
+	vc, logout, err := vsphere.Connect(ctx, sim.Config())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer func() { _ = logout(ctx) }()
+	f := find.NewFinder(vc)
+	dc, err := f.Datacenter(ctx, "DC0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	f.SetDatacenter(dc)
+	tmpl, err := f.VirtualMachine(ctx, sim.Config().Template)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var m mo.VirtualMachine
+	if err := tmpl.Properties(ctx, tmpl.Reference(), []string{"snapshot"}, &m); err != nil {
+		t.Fatal(err)
+	}
+	if m.Snapshot == nil || len(m.Snapshot.RootSnapshotList) != 1 || m.Snapshot.RootSnapshotList[0].Name != vsphere.LinkedCloneSnapshot {
+		t.Fatalf("the template's snapshots are %+v, want one, %s", m.Snapshot, vsphere.LinkedCloneSnapshot)
+	}
 }

@@ -23,7 +23,8 @@ const webSet = "web-rs"
 // playGuests shows readiness by address: the web set's VMs are on but not
 // ready until their guests report addresses, and ready once they do. Then
 // it rolls the set onto more CPUs and memory, the guest of each new VM
-// reporting its address as it comes up.
+// reporting its address as it comes up, and updates it in place
+// (playInPlace).
 func (s *story) playGuests(ctx context.Context) error {
 	s.set = webSet
 	sample := filepath.Join(filepath.Dir(s.sample), "vmreplicaset-web.yaml")
@@ -61,9 +62,9 @@ func (s *story) playGuests(ctx context.Context) error {
 		return err
 	}
 
-	fmt.Println("\n# Roll the web set onto 2 CPUs and 1 GiB of memory: one new VM at a time (maxSurge 1, maxUnavailable 0 by default), each old one going once the new one's guest has an address")
+	fmt.Println("\n# Roll the web set onto 2 CPUs, 1 GiB of memory and memory hot-add, in place if possible: hot-add is set when a VM is cloned, so each VM is replaced, one new VM at a time (maxSurge 1, maxUnavailable 0 by default), each old one going once the new one's guest has an address")
 	rolled, err := s.roll(ctx, rollout{
-		patch:    `{"spec":{"template":{"spec":{"cpus":2,"memoryMiB":1024}}}}`,
+		patch:    `{"spec":{"strategy":{"method":"InPlaceIfPossible"},"template":{"spec":{"cpus":2,"memoryMiB":1024,"memoryHotAdd":true}}}}`,
 		hardware: rollwatch.Hardware{CPUs: 2, MemoryMiB: 1024},
 		guests:   addrs,
 		vms:      true,
@@ -72,6 +73,9 @@ func (s *story) playGuests(ctx context.Context) error {
 		return err
 	}
 	if err := s.verifyVMs(ctx, rolled, metav1.ConditionTrue, addrs); err != nil {
+		return err
+	}
+	if err := s.playInPlace(ctx, rolled, addrs); err != nil {
 		return err
 	}
 
