@@ -136,6 +136,14 @@ const (
 	// TooManyReplicas); so is any excess while the rollout is paused or
 	// has nothing left to replace.
 	ReasonRolloutSurge = "RolloutSurge"
+	// ReasonRolloutInPlace means children are not ready because the
+	// rollout changes them in place with a power cycle (or drains them
+	// for one: AnnotationInPlaceRevision, AnnotationPreparingUpdate), no
+	// more of them than Strategy.MaxUnavailable allows: Ready is True
+	// with it, since a rollout that takes a child down within its bound is
+	// not a fault. Children not ready for any other reason, or more than
+	// MaxUnavailable, make Ready False (ReplicasNotReady).
+	ReasonRolloutInPlace = "RolloutInPlace"
 	// ReasonProgressDeadlineExceeded means the rollout has not moved (no
 	// more children available on the current template, no fewer on older
 	// ones) for Spec.ProgressDeadline. The binding only reports it: it
@@ -200,6 +208,10 @@ func conditions(o *observation, d decision, out outcome, failed map[string]error
 		readiness = cond(ConditionReady, false, ReasonTooManyReplicas, counts)
 	case counted < want:
 		readiness = cond(ConditionReady, false, ReasonTooFewReplicas, counts)
+	case sum.Ready < want && cyclingInPlace(o, d.members, want-sum.Ready):
+		readiness = cond(ConditionReady, true, ReasonRolloutInPlace, fmt.Sprintf(
+			"%s; the %d not ready are being changed in place with a power cycle, within MaxUnavailable %d",
+			ready, want-sum.Ready, o.spec.Rollout.Limits(want).Unavailable))
 	case sum.Ready < want:
 		readiness = cond(ConditionReady, false, ReasonReplicasNotReady, ready)
 	case surge > 0:
@@ -274,4 +286,27 @@ func (s Status) MergeConditions(existing *[]metav1.Condition) {
 	if meta.FindStatusCondition(s.Conditions, ConditionDraining) == nil {
 		meta.RemoveStatusCondition(existing, ConditionDraining)
 	}
+}
+
+// cyclingInPlace reports whether the missing children that keep the
+// owner short of ready are a rollout's power cycles within its
+// MaxUnavailable: every live member that is not ready is being changed in
+// place or drained for that (AnnotationInPlaceRevision,
+// AnnotationPreparingUpdate), and missing is at most MaxUnavailable.
+func cyclingInPlace(o *observation, members []child, missing int) bool {
+	if o.spec.Rollout == nil || o.spec.Rollout.Method == replicaset.UpdateReplace || missing > o.spec.Rollout.Limits(o.spec.Replicas).Unavailable {
+		return false
+	}
+	cycling := 0
+	for _, c := range members {
+		if c.replica.Deleting || c.replica.Ready && !c.replica.LaunchGated {
+			continue
+		}
+		a := c.obj.GetAnnotations()
+		if _, ok := a[AnnotationPreparingUpdate]; !ok && a[AnnotationInPlaceRevision] == "" {
+			return false
+		}
+		cycling++
+	}
+	return cycling >= missing
 }

@@ -153,3 +153,35 @@ func renderConditions(conds []metav1.Condition) string {
 	}
 	return s
 }
+
+// TestConditions_InPlacePowerCycle: a child not ready because the rollout
+// power-cycles it in place, within MaxUnavailable, is a rollout, not a
+// fault: Ready stays True, saying so. One more not ready than
+// MaxUnavailable allows, or one not ready for another reason, is not.
+func TestConditions_InPlacePowerCycle(t *testing.T) {
+	cycling := []kidOpt{onRev("r1"), notReady, withAnnotation(AnnotationInPlaceRevision, "r2")}
+	draining := []kidOpt{onRev("r1"), notReady, withAnnotation(AnnotationPreparing, stamp(testNow)), withAnnotation(AnnotationPreparingUpdate, "r2")}
+	for _, tc := range []struct {
+		name   string
+		kids   []child
+		ready  metav1.ConditionStatus
+		reason string
+	}{
+		{"one power-cycling", kids(kid("a", onRev("r1")), kid("b", onRev("r2")), kid("c", cycling...)), metav1.ConditionTrue, ReasonRolloutInPlace},
+		{"one draining for a power cycle", kids(kid("a", onRev("r1")), kid("b", onRev("r2")), kid("c", draining...)), metav1.ConditionTrue, ReasonRolloutInPlace},
+		{"two, over MaxUnavailable 1", kids(kid("a", onRev("r1")), kid("b", cycling...), kid("c", cycling...)), metav1.ConditionFalse, ReasonReplicasNotReady},
+		{"one not ready for another reason", kids(kid("a", onRev("r1")), kid("b", onRev("r2")), kid("c", onRev("r1"), notReady)), metav1.ConditionFalse, ReasonReplicasNotReady},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			o := observed(3, tc.kids, func(o *observation) {
+				o.spec.Rollout = &replicaset.Strategy{Method: replicaset.UpdateInPlaceIfPossible, MaxUnavailable: replicaset.Count(1)}
+				o.revision = "r2"
+			})
+			d := decide(o, ordinal)
+			v := settle(o, d, succeeded(d))
+			if c := condition(v.status.Conditions, ConditionReady); c.Status != tc.ready || c.Reason != tc.reason {
+				t.Errorf("Ready %s (%s: %s), want %s (%s)", c.Status, c.Reason, c.Message, tc.ready, tc.reason)
+			}
+		})
+	}
+}

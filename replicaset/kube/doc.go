@@ -232,6 +232,9 @@
 // for another revision than its label's counts as on the marked one.
 // Under UpdateInPlaceOnly, a change that cannot be made in place holds
 // the rollout: RolledOut says RolloutHeld and names the child and why.
+// Power cycles within MaxUnavailable page no one: while the only children
+// not ready are those being cycled or drained for it, Ready stays True
+// with the reason RolloutInPlace.
 //
 // # Self-healing
 //
