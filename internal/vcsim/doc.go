@@ -4,5 +4,8 @@
 // verification and login as against a real vCenter. The example operator
 // runs it in process with --vcsim; tests use it through vcsimtest. Both
 // serve one call at a time (Serialized), and the chaos suite fails chosen
-// calls at that gate (Faults).
+// calls at that gate (Faults). The gate counts the calls it sees, the tasks
+// they start and the calls that serve a watch (Counts), and can play a
+// real vCenter's times (Latency, RealWorld): a round trip per call, and
+// tasks that run for minutes, scaled, without holding the gate.
 package vcsim
