@@ -126,6 +126,7 @@ func (g *gate) complete(r *http.Request, method string, body []byte, placeholder
 	r.Body = io.NopCloser(bytes.NewReader(body))
 	g.serve(rec, r, method)
 	if placeholder == nil {
+		g.wake()
 		return
 	}
 	result, fault := g.outcome(rec.Body.Bytes())
@@ -146,6 +147,7 @@ func (g *gate) complete(r *http.Request, method string, body []byte, placeholder
 			{Name: "info.error", Val: failed},
 		})
 	})
+	g.wake()
 }
 
 // outcome reads the result or fault of a served *_Task call from its

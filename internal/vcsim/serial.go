@@ -39,6 +39,9 @@ func serialize(m *simulator.Model, faults *Faults, latency *Latency) {
 		svc.ServeMux = http.NewServeMux()
 	}
 	g := &gate{sdk: svc.ServeSDK, tasks: m.Map(), faults: faults, latency: latency, stop: make(chan struct{})}
+	if latency != nil {
+		g.changed = make(chan struct{})
+	}
 	// The simulator registers its SOAP handler for every method on these
 	// paths when the server starts; a POST pattern is more specific, so
 	// every SOAP call comes here first.
@@ -61,6 +64,12 @@ type gate struct {
 	stop         chan struct{} // closed by close: deferred calls are dropped
 	stopOnce     sync.Once
 	deferred     sync.WaitGroup // deferred calls waiting or being served
+
+	// changed, with a latency, is closed and replaced (under mu) each time
+	// a call other than a long poll has been served, waking the long polls
+	// waiting for updates (longpoll.go) at once, as vCenter answers them;
+	// without one it is nil and they look every longPollInterval.
+	changed chan struct{}
 }
 
 // taskReturn finds the task a *_Task method returns.
@@ -106,8 +115,18 @@ func (g *gate) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	}
 	r.Body = io.NopCloser(bytes.NewReader(body))
 	n := g.serve(w, r, method)
+	g.wake()
 	if g.faults != nil {
 		g.faults.countTasks(method, n)
+	}
+}
+
+// wake wakes the long polls waiting for updates, if the gate plays a
+// latency. The gate's lock is held.
+func (g *gate) wake() {
+	if g.changed != nil {
+		close(g.changed)
+		g.changed = make(chan struct{})
 	}
 }
 
