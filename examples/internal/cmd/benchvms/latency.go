@@ -48,9 +48,10 @@ func (b *bench) timeLatency(ctx context.Context, scs []scenario, scale float64, 
 			}
 			ops, raws = append(ops, o.took), append(raws, r.took)
 			rs = append(rs, float64(o.took)/float64(r.took))
-			fmt.Printf("  run %d: operator %v, raw %v, ratio %.2f; unscaled %v and %v; operator %.2f calls per VM, raw %.2f\n",
+			op, rw := newPerVM(o.counts, sc.replicas), newPerVM(r.counts, sc.replicas)
+			fmt.Printf("  run %d: operator %v, raw %v, ratio %.2f; unscaled %v and %v; per VM, operator %.2f calls (%.2f beyond its watch), %.2f tasks, raw %.2f calls, %.2f tasks\n",
 				i+1, ms(o.took), ms(r.took), rs[i], unscale(o.took, scale), unscale(r.took, scale),
-				float64(vcsim.Sum(o.counts.Calls))/float64(sc.replicas), float64(vcsim.Sum(r.counts.Calls))/float64(sc.replicas))
+				op.calls, op.beyondWatch(), op.tasks, rw.calls, rw.tasks)
 		}
 		fmt.Printf("  over %d runs, median [min–max]: operator %s, raw %s, ratio %s; unscaled, operator %v, raw %v\n",
 			runs, spread(ops), spread(raws), spreadRatio(rs), unscale(median(ops), scale), unscale(median(raws), scale))
