@@ -69,30 +69,37 @@ type callCount struct {
 	since   time.Time // when it took the gate
 }
 
+// collectorMethods are the methods on a property collector that count as
+// its watch's when its filter watches a view.
+var collectorMethods = map[string]bool{
+	"CreateFilter": true, "WaitForUpdatesEx": true, "WaitForUpdates": true, "CheckForUpdates": true,
+	"CancelWaitForUpdates": true, "DestroyPropertyCollector": true,
+}
+
 // viewFilter finds a CreateFilter whose spec starts from a view.
 var viewFilter = regexp.MustCompile(`<obj type="(?:ContainerView|ListView)">`)
 
 // count records a call of method with the request body, and whether it
 // served a watch.
 func (c *callCount) count(method string, body []byte) {
-	this := ""
-	if m := thisRef.FindSubmatch(body); m != nil {
-		this = string(m[2])
+	this, onCollector := "", collectorMethods[method]
+	if onCollector {
+		if m := thisRef.FindSubmatch(body); m != nil {
+			this = string(m[2])
+		}
 	}
+	watches := method == "CreateFilter" && viewFilter.Match(body)
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if c.calls == nil {
 		c.calls, c.tasks, c.watch, c.watches = map[string]int64{}, map[string]int64{}, map[string]int64{}, map[string]bool{}
 	}
 	c.calls[method]++
-	switch method {
-	case "CreateFilter":
-		if viewFilter.Match(body) {
-			c.watches[this] = true
-		}
-	case "WaitForUpdatesEx", "WaitForUpdates", "CheckForUpdates", "CancelWaitForUpdates", "DestroyPropertyCollector":
-	default:
+	if !onCollector {
 		return
+	}
+	if watches {
+		c.watches[this] = true
 	}
 	if c.watches[this] {
 		c.watch[method]++
