@@ -91,12 +91,14 @@ func taskState(t *testing.T, pc *property.Collector, task *object.Task) types.Ta
 	return got.Info.State
 }
 
-// TestLatency_TaskRunsItsTime: the clone's call returns with its task
-// running and no VM made yet; the task ends no sooner than its time, with
-// the new VM as its result, and only then is the VM in the inventory.
+// TestLatency_TaskRunsItsTime: under RealWorld scaled to 1/100, the
+// clone's call returns with its task running and no VM made yet; the task
+// ends no sooner than its scaled time (1.2 s), with the new VM as its
+// result, and only then is the VM in the inventory.
 func TestLatency_TaskRunsItsTime(t *testing.T) {
-	const d = time.Second
-	l := vcsim.Latency{Tasks: map[string]time.Duration{"CloneVM_Task": d}}
+	l := vcsim.RealWorld()
+	l.Scale = 0.01
+	d := l.TaskTime("CloneVM_Task", nil)
 	_, c := start(t, l.Serialized)
 	ctx := context.Background()
 	vm, folder := template(t, c)
