@@ -16,6 +16,11 @@ BENCH_COUNT ?= 5
 BENCH_TIME ?= 1s
 # Runs of each healing measurement (bench-heal, and bench-e2e's VM harness).
 HEAL_RUNS ?= 5
+# bench-calls: runs of each count of vCenter calls, and of each timing
+# under the latency model, at this factor on a vCenter's times.
+CALLS_RUNS ?= 3
+LATENCY_RUNS ?= 3
+LATENCY_SCALE ?= 0.05
 # `make test` runs each fuzz target this long (its seeds, the cached
 # corpus, then new inputs); `make fuzz` runs each for FUZZTIME (1m).
 FUZZ_SHORT ?= 3s
@@ -146,7 +151,8 @@ bench:
 ## table of ratios and writes per replica; then 0→100 VMs through the
 ## example operator beside raw provider clones, a settled set's cost, 100
 ## sets of 3 at once and a hung guest healed, as bench-heal (the examples
-## module's own harness).
+## module's own harness). The VM times move with the simulator's CPU;
+## bench-calls gives the figures that do not (it is not part of bench-e2e).
 .PHONY: bench-e2e
 bench-e2e: tools-kwok
 	go run ./internal/cmd/benche2e
@@ -171,6 +177,20 @@ bench-heal: tools
 .PHONY: bench-hooks
 bench-hooks: tools
 	go -C examples run ./internal/cmd/benchvms -hooks-only -heal-runs $(HEAL_RUNS)
+
+## bench-calls: vCenter calls and tasks per VM, counted at the simulator's
+## gate, through the example operator beside the same work straight
+## through the provider (0→100 VMs; a rollout of 20 VMs from 4 to 8 GiB,
+## by replacement), CALLS_RUNS times, with the ratio (goal ≤ 1.2 beyond
+## the operator's watch) and a table by method; then 0→20 VMs and the same
+## rollout timed under the latency model (vcsim.RealWorld, a vCenter's
+## documented times, scaled by LATENCY_SCALE: 0.05 makes a 2-minute full
+## clone 6 s), LATENCY_RUNS times, operator beside provider. Counts do not
+## move with the machine's load; about 20 minutes at 3 runs each.
+.PHONY: bench-calls
+bench-calls: tools
+	go -C examples run ./internal/cmd/benchvms -calls-only -calls-runs $(CALLS_RUNS) \
+		-latency -latency-runs $(LATENCY_RUNS) -latency-scale $(LATENCY_SCALE)
 
 ## fuzz: every native Go fuzz target of both modules, each for FUZZTIME
 ## (default 1m), printing how many inputs each ran and failing when one

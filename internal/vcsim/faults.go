@@ -2,7 +2,6 @@ package vcsim
 
 import (
 	"bytes"
-	"encoding/xml"
 	"io"
 	"math/rand/v2"
 	"net/http"
@@ -34,8 +33,9 @@ import (
 // test lets them go. Record keeps the requests of one method's calls, for
 // a test to read what the client asked.
 //
-// It also counts the calls that reach the gate, by method (Calls); a
-// Faults without Methods injects nothing and only counts.
+// It also counts the calls that reach the gate, by method, and the tasks
+// they start (Calls, Counts); a Faults without Methods injects nothing and
+// only counts. With Latency set, the gate also plays it (see Latency).
 //
 // Set the fields before the simulator starts and do not change them after.
 type Faults struct {
@@ -44,6 +44,10 @@ type Faults struct {
 	Methods []string
 	// Seed seeds the random source, for repeatable runs.
 	Seed uint64
+	// Latency, if not nil, is the latency the gate plays; a call it delays
+	// is counted when it arrives, and a fault injected in it is answered
+	// after its round trip.
+	Latency *Latency
 
 	// callCount counts the calls reaching the gate, failed or served.
 	callCount
@@ -117,7 +121,7 @@ func (f *Faults) SetProbability(p float64) {
 // Serialized is a setup function for New that serializes the simulator as
 // the package's Serialized does and injects f's faults at its gate.
 func (f *Faults) Serialized(m *simulator.Model) {
-	serialize(m, f)
+	serialize(m, f, f.Latency)
 }
 
 // Injected returns how many calls have failed so far; it is safe to call at
@@ -163,9 +167,7 @@ func (f *Faults) ignore(w http.ResponseWriter, method string, body []byte) bool 
 	if !hit {
 		return false
 	}
-	w.Header().Set("Content-Type", "text/xml; charset=utf-8")
-	_, _ = io.WriteString(w, xml.Header+`<soapenv:Envelope xmlns:soapenv="http://schemas.xmlsoap.org/soap/envelope/">`+
-		`<soapenv:Body><`+method+`Response xmlns="urn:vim25"></`+method+`Response></soapenv:Body></soapenv:Envelope>`)
+	writeAnswer(w, `<`+method+`Response xmlns="urn:vim25"></`+method+`Response>`)
 	return true
 }
 

@@ -28,7 +28,9 @@ const longPollInterval = 100 * time.Millisecond
 // that wait at the gate. So it asks the simulator to answer at once
 // (maxWaitSeconds 0), each time holding the gate, every
 // longPollInterval, until there is an update, the caller's wait is over,
-// or the caller has gone.
+// or the caller has gone; with a latency, also each time another call has
+// been served (gate.changed), so that a task's end reaches its waiter at
+// once.
 func (g *gate) waitForUpdates(w http.ResponseWriter, r *http.Request, body []byte) {
 	var deadline time.Time // zero: wait as long as it takes
 	if m := maxWait.FindSubmatch(body); m != nil {
@@ -49,6 +51,7 @@ func (g *gate) waitForUpdates(w http.ResponseWriter, r *http.Request, body []byt
 		if g.faults != nil {
 			g.faults.took("")
 		}
+		changed := g.changed // nil without a latency: never ready
 		g.mu.Unlock()
 		res := rec.Result()
 		answer := rec.Body.Bytes()
@@ -67,6 +70,7 @@ func (g *gate) waitForUpdates(w http.ResponseWriter, r *http.Request, body []byt
 		case <-r.Context().Done():
 			return
 		case <-time.After(longPollInterval):
+		case <-changed:
 		}
 	}
 }

@@ -28,17 +28,20 @@ import (
 // embedded simulator uses it; the end-to-end benchmarks serve calls
 // concurrently.
 func Serialized(m *simulator.Model) {
-	serialize(m, nil)
+	serialize(m, nil, nil)
 }
 
 // serialize installs the gate, which consults faults (if not nil) before it
-// passes each call on.
-func serialize(m *simulator.Model, faults *Faults) {
+// passes each call on and plays latency (if not nil).
+func serialize(m *simulator.Model, faults *Faults, latency *Latency) {
 	svc := m.Service
 	if svc.ServeMux == nil {
 		svc.ServeMux = http.NewServeMux()
 	}
-	g := &gate{sdk: svc.ServeSDK, tasks: m.Map(), faults: faults}
+	g := &gate{sdk: svc.ServeSDK, tasks: m.Map(), faults: faults, latency: latency, stop: make(chan struct{})}
+	if latency != nil {
+		g.changed = make(chan struct{})
+	}
 	// The simulator registers its SOAP handler for every method on these
 	// paths when the server starts; a POST pattern is more specific, so
 	// every SOAP call comes here first.
@@ -49,10 +52,24 @@ func serialize(m *simulator.Model, faults *Faults) {
 
 // gate serves SOAP calls one at a time.
 type gate struct {
-	mu     sync.Mutex
-	sdk    http.HandlerFunc
-	tasks  *simulator.Registry
-	faults *Faults
+	mu      sync.Mutex
+	sdk     http.HandlerFunc
+	tasks   *simulator.Registry
+	faults  *Faults
+	latency *Latency
+
+	// The tasks the gate answered deferred calls with (deferred.go), which
+	// it completes itself and never waits for; under mu.
+	placeholders map[types.ManagedObjectReference]bool
+	stop         chan struct{} // closed by close: deferred calls are dropped
+	stopOnce     sync.Once
+	deferred     sync.WaitGroup // deferred calls waiting or being served
+
+	// changed, with a latency, is closed and replaced (under mu) each time
+	// a call other than a long poll has been served, waking the long polls
+	// waiting for updates (longpoll.go) at once, as vCenter answers them;
+	// without one it is nil and they look every longPollInterval.
+	changed chan struct{}
 }
 
 // taskReturn finds the task a *_Task method returns.
@@ -70,11 +87,14 @@ func (g *gate) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		method = string(m[1])
 	}
 	if g.faults != nil {
-		g.faults.count(method)
+		g.faults.count(method, body)
 		g.faults.record(method, body)
 		if !g.faults.wait(r.Context(), method) {
 			panic(http.ErrAbortHandler) // no answer: the connection closes
 		}
+	}
+	if g.latency != nil && !g.roundTrip(r.Context()) {
+		panic(http.ErrAbortHandler)
 	}
 	if method == "WaitForUpdatesEx" {
 		g.waitForUpdates(w, r, body)
@@ -89,8 +109,26 @@ func (g *gate) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 			return
 		}
 	}
+	if g.latency != nil && defers(method) {
+		if d := g.latency.TaskTime(method, body); d > 0 && g.deferCall(w, r, method, body, d) {
+			return
+		}
+	}
 	r.Body = io.NopCloser(bytes.NewReader(body))
-	g.serve(w, r, method)
+	n := g.serve(w, r, method)
+	g.wake()
+	if g.faults != nil {
+		g.faults.countTasks(method, n)
+	}
+}
+
+// wake wakes the long polls waiting for updates, if the gate plays a
+// latency. The gate's lock is held.
+func (g *gate) wake() {
+	if g.changed != nil {
+		close(g.changed)
+		g.changed = make(chan struct{})
+	}
 }
 
 // keepsTask lists the methods that start a task without returning it: the
@@ -103,8 +141,9 @@ var keepsTask = map[string]bool{"ShutdownGuest": true, "StandbyGuest": true}
 // serve passes one call of method to the simulator and waits for the
 // tasks it started, then for any task those started in turn (a destroy
 // deletes the VM's files in a task of its own, which would otherwise run
-// on into the next call). The gate's lock is held.
-func (g *gate) serve(w http.ResponseWriter, r *http.Request, method string) {
+// on into the next call), but not for the gate's own placeholders. It
+// returns how many tasks the call returned. The gate's lock is held.
+func (g *gate) serve(w http.ResponseWriter, r *http.Request, method string) int {
 	tee := &teeWriter{ResponseWriter: w}
 	g.sdk(tee, r)
 	returned := taskReturn.FindAllSubmatch(tee.body.Bytes(), -1)
@@ -115,13 +154,14 @@ func (g *gate) serve(w http.ResponseWriter, r *http.Request, method string) {
 		}
 	}
 	if len(returned) == 0 && !keepsTask[method] {
-		return
+		return 0
 	}
 	for _, o := range g.tasks.AllReference("Task") {
-		if t, ok := o.(*simulator.Task); ok {
+		if t, ok := o.(*simulator.Task); ok && !g.placeholders[t.Self] {
 			t.Wait()
 		}
 	}
+	return len(returned)
 }
 
 // teeWriter keeps a copy of the response body.

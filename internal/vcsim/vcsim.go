@@ -4,9 +4,11 @@ import (
 	"crypto/tls"
 	"encoding/pem"
 	"fmt"
+	"net/http"
 	"net/url"
 
 	"github.com/vmware/govmomi/simulator"
+	"github.com/vmware/govmomi/vim25"
 
 	"github.com/replicakit/replicakit/vmprovider/vsphere"
 )
@@ -31,6 +33,8 @@ type Sim struct {
 	CA []byte
 	// Username and Password are the credentials it accepts.
 	Username, Password string
+
+	gate *gate // the serializing gate, if a setup function installed one
 }
 
 // Credentials is a setup function for New that makes the simulator accept
@@ -72,11 +76,26 @@ func New(setup ...func(*simulator.Model)) (*Sim, error) {
 		CA:       pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: s.Certificate().Raw}),
 		Username: user.Username(),
 		Password: password,
+		gate:     gateOf(m),
 	}, nil
 }
 
-// Close stops the server and removes the model.
+// gateOf returns the gate serving m's SOAP calls, or nil.
+func gateOf(m *simulator.Model) *gate {
+	if m.Service.ServeMux == nil {
+		return nil
+	}
+	h, _ := m.Service.ServeMux.Handler(&http.Request{Method: http.MethodPost, URL: &url.URL{Path: vim25.Path}})
+	g, _ := h.(*gate)
+	return g
+}
+
+// Close stops the server and removes the model, first dropping the calls
+// a Latency deferred that are still waiting.
 func (s *Sim) Close() {
+	if s.gate != nil {
+		s.gate.close()
+	}
 	s.Server.Close()
 	s.Model.Remove()
 }

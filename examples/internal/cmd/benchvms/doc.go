@@ -21,6 +21,19 @@
 // and off, -heal-runs times each; beside the floor, the windows plus one
 // provider Reset and one provider Create (clone and power-on; vcsim boots
 // nothing) measured on a simulator of their own in the same run.
-// -heal-only measures that alone (`make bench-heal`). -cpuprofile writes
-// the process's CPU profile.
+// -heal-only measures that alone (`make bench-heal`).
+//
+// Two measurements run only when asked for, as they do not move with the
+// simulator's CPU (`make bench-calls` runs both). -calls-only counts, at
+// the simulator's gate (vcsim.Counts), the vCenter calls and tasks per VM
+// of 0→N VMs and of a rollout of 20 VMs from 4 to 8 GiB (by replacement),
+// through the operator beside the same work straight through the provider
+// (N creates, 8 at a time; 20 creates and deletes, one at a time), each
+// -calls-runs times, and prints the calls beyond the operator's watch,
+// their ratio to the provider's and a table by method. -latency times
+// 0→20 VMs and the same rollout, operator beside provider, on simulators
+// playing a real vCenter's times (vcsim.RealWorld: a full clone 2
+// minutes) scaled by -latency-scale, -latency-runs times. Both run the
+// scenarios of scenario.go, where linked clones and in-place rollouts
+// will be a few lines each. -cpuprofile writes the process's CPU profile.
 package main

@@ -18,7 +18,6 @@ import (
 	"github.com/replicakit/replicakit/examples/vmset/controllers"
 	"github.com/replicakit/replicakit/internal/benchkit"
 	"github.com/replicakit/replicakit/internal/vcsim"
-	"github.com/replicakit/replicakit/vmprovider"
 	"github.com/replicakit/replicakit/vmprovider/vsphere"
 )
 
@@ -152,7 +151,13 @@ type vmOperator struct {
 // vCenter through a watch keeping fields or on every reconcile, and seeing
 // only namespaces.
 func (b *bench) startOperator(ctx context.Context, watch bool, fields vsphere.Fields, namespaces ...string) (*vmOperator, error) {
-	o := &vmOperator{b: b, calls: &vcsim.Faults{}}
+	return b.startOperatorOn(ctx, &vcsim.Faults{}, watch, fields, namespaces...)
+}
+
+// startOperatorOn is startOperator with the simulator's gate set up by
+// calls (its latency, say), which then counts its calls.
+func (b *bench) startOperatorOn(ctx context.Context, calls *vcsim.Faults, watch bool, fields vsphere.Fields, namespaces ...string) (*vmOperator, error) {
+	o := &vmOperator{b: b, calls: calls}
 	sim, err := vcsim.New(o.calls.Serialized)
 	if err != nil {
 		return nil, err
@@ -264,33 +269,6 @@ func kubernetesSettled(ctx context.Context, b *bench, ns string, sets, n int) bo
 // fresh simulator (serialized, as the operator's), DefaultMaxTasks at a
 // time.
 func rawClones(ctx context.Context, n int) (time.Duration, error) {
-	sim, err := vcsim.New(vcsim.Serialized)
-	if err != nil {
-		return 0, err
-	}
-	defer sim.Close()
-	p, err := vsphere.New(ctx, sim.Config())
-	if err != nil {
-		return 0, err
-	}
-	defer func() { _ = p.Close(context.Background()) }() // logging out of the simulator: nothing to measure
-	start := time.Now()
-	sem := make(chan struct{}, vsphere.DefaultMaxTasks)
-	var wg sync.WaitGroup
-	var mu sync.Mutex
-	var first error
-	for i := range n {
-		sem <- struct{}{}
-		wg.Go(func() {
-			defer func() { <-sem }()
-			_, err := p.Create(ctx, vmprovider.Spec{Name: fmt.Sprintf("raw-%d", i), Owner: vmprovider.Owner{UID: "bench"}, PowerOn: true})
-			if err != nil {
-				mu.Lock()
-				first = err
-				mu.Unlock()
-			}
-		})
-	}
-	wg.Wait()
-	return time.Since(start), first
+	r, err := raw(ctx, scenario{replicas: n}, nil)
+	return r.took, err
 }
