@@ -181,12 +181,15 @@ bench-hooks: tools
 ## bench-calls: vCenter calls and tasks per VM, counted at the simulator's
 ## gate, through the example operator beside the same work straight
 ## through the provider (0→100 VMs; a rollout of 20 VMs from 4 to 8 GiB,
-## by replacement), CALLS_RUNS times, with the ratio (goal ≤ 1.2 beyond
-## the operator's watch) and a table by method; then 0→20 VMs and the same
-## rollout timed under the latency model (vcsim.RealWorld, a vCenter's
-## documented times, scaled by LATENCY_SCALE: 0.05 makes a 2-minute full
-## clone 6 s), LATENCY_RUNS times, operator beside provider. Counts do not
-## move with the machine's load; about 20 minutes at 3 runs each.
+## by replacement and in place with memory hot-add), CALLS_RUNS times,
+## with the ratio (goal ≤ 1.2 beyond the operator's watch) and a table by
+## method; then 0→20 VMs (full clones and linked) and the two rollouts
+## timed under the latency model (vcsim.RealWorld, a vCenter's documented
+## times, scaled by LATENCY_SCALE: 0.05 makes a 2-minute full clone 6 s),
+## LATENCY_RUNS times, operator beside provider, and in place beside by
+## replacement (goals ≤ 0.1 of the time and of the tasks, no VM
+## unavailable) and linked beside full. Counts do not move with the
+## machine's load; about 25 minutes at 3 runs each.
 .PHONY: bench-calls
 bench-calls: tools
 	go -C examples run ./internal/cmd/benchvms -calls-only -calls-runs $(CALLS_RUNS) \

@@ -21,6 +21,7 @@ func callScenarios(n int) []scenario {
 	return []scenario{
 		{name: fmt.Sprintf("0→%d VMs", n), replicas: n},
 		memoryRollout(fmt.Sprintf("a rollout of %d VMs from 4 to 8 GiB (by replacement)", rolloutVMs), rolloutVMs),
+		memoryRolloutInPlace(fmt.Sprintf("a rollout of %d VMs from 4 to 8 GiB in place (hot-add)", rolloutVMs), rolloutVMs),
 	}
 }
 
@@ -98,8 +99,11 @@ func (b *bench) countCalls(ctx context.Context, scs []scenario, runs int) error 
 
 // rawName says what a scenario's raw equivalent does.
 func rawName(sc scenario) string {
-	if sc.change == nil {
+	switch {
+	case sc.change == nil:
 		return fmt.Sprintf("%d provider creates, %d at a time", sc.replicas, vsphere.DefaultMaxTasks)
+	case sc.inPlace:
+		return fmt.Sprintf("%d provider resizes, %d at a time", sc.replicas, vsphere.DefaultMaxTasks)
 	}
 	return fmt.Sprintf("%d provider creates of the new VM and deletes of the old, one at a time", sc.replicas)
 }

@@ -9,6 +9,7 @@ import (
 
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	"github.com/replicakit/replicakit/examples/internal/rollwatch"
 	"github.com/replicakit/replicakit/examples/internal/vmcheck"
 	vmv1 "github.com/replicakit/replicakit/examples/vmset/api/v1alpha1"
 	"github.com/replicakit/replicakit/examples/vmset/controllers"
@@ -32,20 +33,10 @@ import (
 // (one surge VM, none unavailable) does: a provider Create of the new VM
 // (shaped by spec after change), then a Delete of the old.
 //
-// Measurements to come are a few lines each in callScenarios or
-// latencyScenarios:
-//
-//   - 0→20 linked beside full: a scenario whose set sets the template's
-//     linked clones (the VirtualMachine field the operator will have for
-//     vmprovider.Spec.LinkedClone) and whose spec sets
-//     vmprovider.Spec.LinkedClone, beside the full-clone one. The latency
-//     model already plays a linked clone's time for a request asking for
-//     createNewChildDiskBacking.
-//   - a rollout of 20 VMs from 4 to 8 GiB in place beside by
-//     replacement: the rollout scenario with a set that sets the
-//     strategy's in-place method; its raw equivalent would be a
-//     reconfigure (ReconfigVM_Task, modelled at 2 s) of each VM with a
-//     power cycle, which the provider does not offer yet (rawPlan.inPlace).
+// A scenario with inPlace rolls its change out in place (the set's
+// strategy method InPlaceIfPossible, its VMs cloned with memory hot-add
+// on): the VMs stay, and its raw equivalent is replicas provider Resizes
+// of the VMs made beforehand, vsphere.DefaultMaxTasks at a time.
 type scenario struct {
 	name     string
 	replicas int
@@ -56,6 +47,8 @@ type scenario struct {
 	// spec shapes the raw equivalent's provider spec: before change's
 	// rollout with old true, after it with old false.
 	spec func(s *vmprovider.Spec, old bool)
+	// inPlace says the rollout changes the VMs where they run.
+	inPlace bool
 }
 
 // memory4G and memory8G are the template's memory before and after the
@@ -82,11 +75,41 @@ func memoryRollout(name string, n int) scenario {
 	}
 }
 
+// memoryRolloutInPlace is memoryRollout of VMs cloned with memory hot-add
+// on, under the in-place method: each VM takes the memory while it runs.
+func memoryRolloutInPlace(name string, n int) scenario {
+	sc := memoryRollout(name, n)
+	sc.inPlace = true
+	sc.set = func(s *vmv1.VirtualMachineReplicaSet) {
+		s.Spec.Template.Spec.MemoryMiB, s.Spec.Template.Spec.MemoryHotAdd = memory4G, true
+		s.Spec.Strategy.Method = "InPlaceIfPossible"
+	}
+	spec := sc.spec
+	sc.spec = func(s *vmprovider.Spec, old bool) {
+		spec(s, old)
+		s.MemoryHotAdd = true
+	}
+	return sc
+}
+
+// linkedClones is 0→n with linked clones.
+func linkedClones(name string, n int) scenario {
+	return scenario{
+		name:     name,
+		replicas: n,
+		set:      func(s *vmv1.VirtualMachineReplicaSet) { s.Spec.CloneMode = controllers.CloneLinked },
+		spec:     func(s *vmprovider.Spec, _ bool) { s.LinkedClone = true },
+	}
+}
+
 // result is one run of a scenario or of its raw equivalent: how long it
-// took and what its simulator's gate counted meanwhile.
+// took and what its simulator's gate counted meanwhile; for a rollout
+// through the operator, the fewest VirtualMachines an independent watch
+// saw available meanwhile.
 type result struct {
 	took   time.Duration
 	counts vcsim.Counts
+	fewest int
 }
 
 // trailing is how long after the operator settled its calls are still
@@ -137,6 +160,17 @@ func (b *bench) throughOperator(ctx context.Context, sc scenario, lat *vcsim.Lat
 		}
 		old = st.Live
 	}
+	var watch *rollwatch.Watcher
+	if sc.change != nil {
+		bounds, err := rollwatch.BoundsOf(set)
+		if err != nil {
+			return result{}, err
+		}
+		if watch, err = rollwatch.Start(ctx, b.env.Config, set, bounds); err != nil {
+			return result{}, err
+		}
+		defer watch.Stop()
+	}
 	before := op.calls.Counts()
 	start := time.Now()
 	if sc.change == nil {
@@ -158,6 +192,9 @@ func (b *bench) throughOperator(ctx context.Context, sc scenario, lat *vcsim.Lat
 	}
 	time.Sleep(trailing)
 	r := result{took: took, counts: op.calls.Counts().Minus(before)}
+	if watch != nil {
+		r.fewest = watch.Stop().FewestAvailable
+	}
 	// vCenter, to confirm, after the counts: the harness's own reads are
 	// not the operator's.
 	st, err := vmcheck.Observe(ctx, b.c, op.sim.Config(), ns, "")
@@ -165,8 +202,8 @@ func (b *bench) throughOperator(ctx context.Context, sc scenario, lat *vcsim.Lat
 		err = fmt.Errorf("vCenter: %v", st)
 	}
 	for _, n := range old {
-		if err == nil && slices.Contains(st.Live, n) {
-			err = fmt.Errorf("%s still live after the rollout: %v", n, st)
+		if err == nil && slices.Contains(st.Live, n) != sc.inPlace {
+			err = fmt.Errorf("%s live after the rollout %v (in place %v): %v", n, slices.Contains(st.Live, n), sc.inPlace, st)
 		}
 	}
 	if err != nil {
@@ -204,7 +241,7 @@ func rolledOut(ctx context.Context, b *bench, ns, from string) bool {
 // VMs made) to the last call done.
 func raw(ctx context.Context, sc scenario, lat *vcsim.Latency) (result, error) {
 	calls := &vcsim.Faults{Latency: lat}
-	sim, err := vcsim.New(calls.Serialized)
+	sim, err := vcsim.New(calls.Serialized, vcsim.Hotplug)
 	if err != nil {
 		return result{}, err
 	}
@@ -233,6 +270,14 @@ func raw(ctx context.Context, sc scenario, lat *vcsim.Latency) (result, error) {
 		if err := loop(ctx, sc.replicas, workers, each); err != nil {
 			return result{}, err
 		}
+		if sc.inPlace {
+			each = func(ctx context.Context, i int) error {
+				to := spec(i, false)
+				return p.Resize(ctx, spec(i, true).Name, "bench", vmprovider.Resize{CPUs: to.CPUs, MemoryMiB: to.MemoryMiB,
+					Revision: vmprovider.TemplateRevision(to)})
+			}
+			return timed(ctx, calls, sc.replicas, workers, each)
+		}
 		workers = 1 // one surge VM at a time
 		each = func(ctx context.Context, i int) error {
 			if _, err := p.Create(ctx, spec(i, false)); err != nil {
@@ -241,9 +286,15 @@ func raw(ctx context.Context, sc scenario, lat *vcsim.Latency) (result, error) {
 			return p.Delete(ctx, spec(i, true).Name, "bench")
 		}
 	}
+	return timed(ctx, calls, sc.replicas, workers, each)
+}
+
+// timed runs loop(n, workers, each) and returns how long it took and what
+// calls counted meanwhile.
+func timed(ctx context.Context, calls *vcsim.Faults, n, workers int, each func(context.Context, int) error) (result, error) {
 	before := calls.Counts()
 	start := time.Now()
-	if err := loop(ctx, sc.replicas, workers, each); err != nil {
+	if err := loop(ctx, n, workers, each); err != nil {
 		return result{}, err
 	}
 	return result{took: time.Since(start), counts: calls.Counts().Minus(before)}, nil

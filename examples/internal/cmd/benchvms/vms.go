@@ -158,7 +158,7 @@ func (b *bench) startOperator(ctx context.Context, watch bool, fields vsphere.Fi
 // calls (its latency, say), which then counts its calls.
 func (b *bench) startOperatorOn(ctx context.Context, calls *vcsim.Faults, watch bool, fields vsphere.Fields, namespaces ...string) (*vmOperator, error) {
 	o := &vmOperator{b: b, calls: calls}
-	sim, err := vcsim.New(o.calls.Serialized)
+	sim, err := vcsim.New(o.calls.Serialized, vcsim.Hotplug)
 	if err != nil {
 		return nil, err
 	}
