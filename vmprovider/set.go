@@ -112,6 +112,53 @@ import (
 // of the next Scale, wrapping ErrHookFailed). The Set has no method that
 // deletes itself: Scale(ctx, 0, now) drains every VM through PreDelete.
 //
+// # In-place updates
+//
+// With a Rollout whose Method updates in place
+// (replicaset.UpdateInPlaceIfPossible or UpdateInPlaceOnly) and a
+// Provider that can resize (Resizer; for Endpoints, the VM's endpoint's
+// Provider), a VM whose Template changed only in size (CPUs, MemoryMiB:
+// the same BaseRevision) is changed where it runs, keeping its name,
+// instance UUID, disks and addresses. Each pass tells the planner how each
+// VM on an older revision could take the Template (InPlaceFor, from what
+// the List reported), and resizes the VMs the plan updates (Plan.Update)
+// after its creates and deletes, at most Options.MaxInFlight at once: to
+// the Template's size, revision and base revision in one change, so that
+// a VM records the new revision only with its new size. A live update
+// keeps the VM ready; a power cycle stops it (its guest shut down first,
+// as for a deletion) and counts against MaxUnavailable as the deletion of
+// an available VM does. With MaxUnavailable 0, InPlaceIfPossible replaces
+// the VMs that need one with surge VMs, and InPlaceOnly holds them: the
+// plan's hold (replicaset.HoldInPlaceOnly) names each and what blocks it.
+//
+// A resize the platform refused is not asked for again for that
+// revision: the next passes report the VM InPlaceNone with the failure as
+// what blocks it, so InPlaceIfPossible replaces it and InPlaceOnly holds
+// it, saying why; a live resize refused as needing the VM off
+// (ErrNeedsPowerCycle) is made by a power cycle instead. A resize that
+// got no answer (a cancelled ctx, ErrUnreachable, a network error) is
+// asked for again by the next pass. The Set keeps the refusals in memory:
+// a restarted program, or a pass with a Template of another revision,
+// tries again. A Provider that cannot resize changes no VM in place:
+// every VM on an older revision is InPlaceNone ("the provider cannot
+// resize VMs"), replaced or held.
+//
+// With Lifecycle, a power cycle drains first: the VM prepares as for a
+// deletion (Plan.PrepareUpdate), PreDelete is called for it with a ctx
+// that PreparingUpdate recognizes, and the first pass after PreDelete
+// released it (or its timeout passed, with HookContinue) power-cycles
+// it; the preparation ends with the update, and LaunchGate is called for
+// the VM again. A rollback, a pause, or a change that no longer fits
+// takes it back (Plan.Cancel). A live update needs no drain.
+//
+// With a Rollout and a Provider that can resize, whatever the Method, new
+// VMs record their base revision (Spec.BaseRevision), and VMs made before
+// base revisions were recorded are given it, when they are on the
+// Template's revision (see Rollout), so that a later Template that changes
+// only their size reaches them in place. A VM on another revision that
+// records none cannot be changed in place: it is replaced (held, under
+// InPlaceOnly).
+//
 // # Refusals
 //
 // A Scale that lists the VMs but makes no plan (a zone without a
@@ -150,7 +197,9 @@ type Set struct {
 	// Spec.Zones as scaling spreads them. So changing the Template (with
 	// SetTemplate while other goroutines call Scale) starts a rollout, and
 	// applying the old Template again is a rollback: VMs still on it count
-	// as updated at once.
+	// as updated at once. Its Method may have VMs whose Template changed
+	// only in size changed where they run instead ("In-place updates"
+	// above).
 	//
 	// A VM that records no revision (made by a Set without Rollout, or by
 	// an earlier replicakit) counts as on the Template's revision of the
@@ -161,14 +210,20 @@ type Set struct {
 	// MarkRevision) leaves the revision to the Set's memory, which a new
 	// Set does not share: a program restarted after the Template changed
 	// counts such VMs as current. Implement MarkRevision in wrappers.
+	// A Provider that can resize (Resizer) records the Template's base
+	// revision with the revision, in one change, and on every VM that
+	// records the Template's revision but no base revision (made by an
+	// earlier replicakit): such VMs were made from the Template. VMs on
+	// other revisions are left without one, and replaced by the rollout.
 	// Nil plans exactly as before and records no revision.
 	Rollout *replicaset.Strategy
 	// Lifecycle, when set, gives the Set lifecycle hooks as Go
-	// callbacks: a VM chosen to leave is deleted only once
+	// callbacks: a VM chosen to leave is deleted, or one to be
+	// power-cycled for an in-place update is stopped, only once
 	// Lifecycle.PreDelete released it or its timeout passed, and a VM
 	// counts as ready only once Lifecycle.LaunchGate let it ("Lifecycle
-	// hooks" above). Nil: off, and the Set forgets its preparations and
-	// cancels the callbacks still running.
+	// hooks" and "In-place updates" above). Nil: off, and the Set forgets
+	// its preparations and cancels the callbacks still running.
 	Lifecycle *Lifecycle
 	// Zones maps every zone Spec.Zones lists to where its VMs go
 	// (Actuator.Zones); Scale refuses a listed zone without one.
@@ -220,6 +275,9 @@ type Set struct {
 	heal healState
 	// hooks is what lifecycle hooks keep between passes (Lifecycle).
 	hooks hookState
+	// resizeFailed holds, by healthKey, the in-place updates the
+	// platform refused, for the revision they were to (describeInPlace).
+	resizeFailed map[string]resizeFailure
 }
 
 // SetTemplate replaces the Template between passes: safe while other

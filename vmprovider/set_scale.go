@@ -37,6 +37,12 @@ import (
 // and calls LaunchGate for ready VMs whose gate is closed; the error holds
 // what the callbacks returned since the last pass, each error wrapping
 // ErrHookFailed ("Lifecycle hooks" on Set).
+//
+// With an in-place Rollout, the pass also resizes the VMs the plan
+// updates in place (Plan.Update), after its creates and deletes, and,
+// with Lifecycle, calls PreDelete for those that begin to prepare for a
+// power cycle (Plan.PrepareUpdate); a resize that failed is in the error
+// ("In-place updates" on Set).
 func (s *Set) Scale(ctx context.Context, desired int, now time.Time) (replicaset.Plan, execute.Result, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -66,6 +72,7 @@ func (s *Set) Scale(ctx context.Context, desired int, now time.Time) (replicaset
 	}
 	markErr := s.markUnrecorded(ctx, vms, current, spec.Revision, o.unreachable)
 	s.assume(current, spec.Revision)
+	s.describeInPlace(vms, current, &spec)
 	s.observeHealth(vms, current, now)
 	plan, err := replicaset.Compute(spec, current, s.Policy, now)
 	if err != nil {
@@ -89,6 +96,9 @@ func (s *Set) Scale(ctx context.Context, desired int, now time.Time) (replicaset
 	s.refused = nil
 	tmpl := s.Template
 	tmpl.Revision = spec.Revision
+	if spec.Revision != "" && s.recordsBase() {
+		tmpl.BaseRevision = BaseRevision(s.Template)
+	}
 	rec := &recorder{Provider: s.Provider}
 	rec.scoped, _ = s.Provider.(EndpointScoped)
 	act := setActuator{Actuator: Actuator{Provider: rec, Template: tmpl, Zones: s.Zones}, rec: rec, vms: make(map[string]VM, len(vms)), dups: o.dups}
@@ -98,11 +108,12 @@ func (s *Set) Scale(ctx context.Context, desired int, now time.Time) (replicaset
 	s.runHooks(ctx, plan, vms, current, act.vms, now)
 	restartErr := s.restart(ctx, plan.Restart, act.vms, o.dups, now)
 	res := execute.Plan(ctx, act, plan, names, s.Options)
+	updateErr := s.update(ctx, plan.Update, act.vms, spec.Revision, now)
 	s.made(rec, now)
 	s.backoff.Fail(res.FailedZones, now.Add(cmp.Or(s.ZoneBackoff, DefaultZoneBackoff)))
 	s.failing = plan.Create > 0 && len(res.Created) < plan.Create
 	s.healed(plan, res.Deleted, now)
-	return plan, res, errors.Join(res.Err, restartErr, markErr, o.err)
+	return plan, res, errors.Join(res.Err, updateErr, restartErr, markErr, o.err)
 }
 
 // spec is the planner's spec for a pass toward desired VMs at now. The
