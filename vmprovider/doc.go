@@ -83,8 +83,20 @@
 // phrase saying what blocks it. A provider that is a [Resizer] makes the
 // change: the size and both revisions together or not at all, refusing a
 // change that needs the VM off unless the caller allows the power cycle
-// ([ErrNeedsPowerCycle]). VMs made before base revisions were recorded
-// are replaced, never changed in place.
+// ([ErrNeedsPowerCycle]).
+//
+// A Set whose Rollout's Method updates in place
+// (replicaset.UpdateInPlaceIfPossible, UpdateInPlaceOnly) over a Resizer
+// does this for each VM on an older revision as a step of the rollout,
+// within its bounds: a live change at once, a power cycle within
+// MaxUnavailable and, with a [Lifecycle], only once PreDelete drained the
+// VM, told so by its ctx ([PreparingUpdate]). A change that cannot be
+// made in place, or that vCenter refused, falls back as the method says:
+// a new VM, or a hold that names the VM and why. Its VMs record their
+// base revision; VMs made before base revisions were recorded are given
+// it when they are on the Template's revision, and the others are
+// replaced, never changed in place. See the Set's documentation,
+// "In-place updates".
 //
 // # Self-healing
 //

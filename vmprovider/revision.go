@@ -1,6 +1,7 @@
 package vmprovider
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
@@ -107,32 +108,76 @@ func (s *Set) assume(current []replicaset.Replica, revision string) {
 // markUnrecorded records revision on every VM in current (the replicas
 // of vms) that records none, when the Provider can (RevisionMarker, on the
 // VM's endpoint when it is EndpointScoped): such VMs count as on it
-// already, and marked they are replaced by the next rollout. It returns
-// the marks that failed, joined; those VMs are marked in a later pass, as
-// are those in the unreachable zones.
+// already, and marked they are replaced, or changed in place, by the next
+// rollout. When the Provider can resize (Resizer, ResizeOn on the VM's
+// endpoint) it records the Template's base revision too, in the same
+// change (Resize at zero sizes), on those VMs and on every VM on revision
+// that records no base revision (made before base revisions were
+// recorded): a VM on the Template's revision was made from the Template,
+// so its base is the Template's. VMs on other revisions that record none
+// are left as they are: their base is unknown, so InPlaceFor has them
+// replaced. It returns the marks that failed, joined; those VMs are marked
+// in a later pass, as are those in the unreachable zones. The Set's lock
+// is held.
 func (s *Set) markUnrecorded(ctx context.Context, vms []VM, current []replicaset.Replica, revision string, unreachable []string) error {
-	m, ok := s.Provider.(RevisionMarker)
-	if revision == "" || !ok {
+	m, marker := s.Provider.(RevisionMarker)
+	// Base revisions are recorded on VMs that lack one only under an
+	// in-place method: a Set that never changes VMs in place makes no
+	// reconfigure for them.
+	recordBase := s.recordsBase() && s.Rollout != nil && s.Rollout.Method != replicaset.UpdateReplace
+	if revision == "" || !marker && !recordBase {
 		return nil
 	}
 	scoped, _ := s.Provider.(EndpointScoped)
+	base := BaseRevision(s.Template)
 	var errs []error
 	for i := range current {
-		r, vm := &current[i], vms[i]
-		if r.Revision != "" || r.Deleting || slices.Contains(unreachable, r.Zone) {
+		r, vm := &current[i], &vms[i]
+		unrecorded := r.Revision == ""
+		if r.Deleting || slices.Contains(unreachable, r.Zone) ||
+			!unrecorded && (!recordBase || r.Revision != revision || vm.BaseRevision != "") {
 			continue
 		}
+		var resize func(context.Context, Resize) error
+		if recordBase {
+			resize, _ = s.resizer(*vm)
+		}
 		var err error
-		if scoped != nil && vm.Endpoint != "" {
+		switch {
+		case resize != nil:
+			var to Resize
+			if unrecorded {
+				to.Revision = revision
+			}
+			if vm.BaseRevision == "" {
+				to.BaseRevision = base
+			}
+			if err = resize(ctx, to); err != nil {
+				what := fmt.Sprintf("base revision %q", to.BaseRevision)
+				switch {
+				case to.BaseRevision == "":
+					what = fmt.Sprintf("revision %q", to.Revision)
+				case unrecorded:
+					what = fmt.Sprintf("revision %q and %s", to.Revision, what)
+				}
+				errs = append(errs, fmt.Errorf("record %s on VM %q: %w", what, vm.Name, err))
+				continue
+			}
+			vm.BaseRevision = cmp.Or(vm.BaseRevision, base)
+		case !unrecorded || !marker:
+			continue
+		case scoped != nil && vm.Endpoint != "":
 			err = scoped.MarkRevisionOn(ctx, vm.Endpoint, vm.Name, s.Template.Owner.UID, revision)
-		} else {
+		default:
 			err = m.MarkRevision(ctx, vm.Name, s.Template.Owner.UID, revision)
 		}
 		if err != nil {
 			errs = append(errs, fmt.Errorf("record revision %q on VM %q: %w", revision, vm.Name, err))
 			continue
 		}
-		r.Revision = revision
+		if unrecorded {
+			r.Revision, vm.Revision = revision, revision
+		}
 	}
 	return errors.Join(errs...)
 }

@@ -1,12 +1,7 @@
 package vmprovider
 
 import (
-	"cmp"
-	"context"
-	"errors"
-	"fmt"
 	"math/rand/v2"
-	"slices"
 	"sync"
 	"time"
 
@@ -117,6 +112,55 @@ import (
 // of the next Scale, wrapping ErrHookFailed). The Set has no method that
 // deletes itself: Scale(ctx, 0, now) drains every VM through PreDelete.
 //
+// # In-place updates
+//
+// With a Rollout whose Method updates in place
+// (replicaset.UpdateInPlaceIfPossible or UpdateInPlaceOnly) and a
+// Provider that can resize (Resizer; for Endpoints, the VM's endpoint's
+// Provider), a VM whose Template changed only in size (CPUs, MemoryMiB:
+// the same BaseRevision) is changed where it runs, keeping its name,
+// instance UUID, disks and addresses. Each pass tells the planner how each
+// VM on an older revision could take the Template (InPlaceFor, from what
+// the List reported), and resizes the VMs the plan updates (Plan.Update)
+// after its creates and deletes, at most Options.MaxInFlight at once: to
+// the Template's size, revision and base revision in one change, so that
+// a VM records the new revision only with its new size. A live update
+// keeps the VM ready; a power cycle stops it (its guest shut down first,
+// as for a deletion) and counts against MaxUnavailable as the deletion of
+// an available VM does. With MaxUnavailable 0, InPlaceIfPossible replaces
+// the VMs that need one with surge VMs, and InPlaceOnly holds them: the
+// plan's hold (replicaset.HoldInPlaceOnly) names each and what blocks it.
+//
+// A resize the platform refused is not asked for again for that
+// revision: the next passes report the VM InPlaceNone with the failure as
+// what blocks it, so InPlaceIfPossible replaces it and InPlaceOnly holds
+// it, saying why; a live resize refused as needing the VM off
+// (ErrNeedsPowerCycle) is made by a power cycle instead. A resize that
+// got no answer (a cancelled ctx, ErrUnreachable, a network error) is
+// asked for again by the next pass. The Set keeps the refusals in memory:
+// a restarted program, or a pass with a Template of another revision,
+// tries again. A Provider that cannot resize changes no VM in place:
+// every VM on an older revision is InPlaceNone ("the provider cannot
+// resize VMs"), replaced or held.
+//
+// With Lifecycle, a power cycle drains first: the VM prepares as for a
+// deletion (Plan.PrepareUpdate), PreDelete is called for it with a ctx
+// that PreparingUpdate recognizes, and the first pass after PreDelete
+// released it (or its timeout passed, with HookContinue) power-cycles
+// it; the preparation ends with the update, and LaunchGate is called for
+// the VM again. A rollback, a pause, or a change that no longer fits
+// takes it back (Plan.Cancel). A live update needs no drain.
+//
+// With a Rollout and a Provider that can resize, whatever the Method, new
+// VMs record their base revision (Spec.BaseRevision: part of the clone,
+// no call more). Under an in-place Method, VMs made before base revisions
+// were recorded are given it, when they are on the Template's revision
+// (see Rollout), one reconfigure each, so that a later Template that
+// changes only their size reaches them in place; under UpdateReplace they
+// are left as they are, and a Set that turns an in-place Method on gives
+// it to them then. A VM on another revision that records none cannot be
+// changed in place: it is replaced (held, under InPlaceOnly).
+//
 // # Refusals
 //
 // A Scale that lists the VMs but makes no plan (a zone without a
@@ -155,7 +199,9 @@ type Set struct {
 	// Spec.Zones as scaling spreads them. So changing the Template (with
 	// SetTemplate while other goroutines call Scale) starts a rollout, and
 	// applying the old Template again is a rollback: VMs still on it count
-	// as updated at once.
+	// as updated at once. Its Method may have VMs whose Template changed
+	// only in size changed where they run instead ("In-place updates"
+	// above).
 	//
 	// A VM that records no revision (made by a Set without Rollout, or by
 	// an earlier replicakit) counts as on the Template's revision of the
@@ -166,14 +212,21 @@ type Set struct {
 	// MarkRevision) leaves the revision to the Set's memory, which a new
 	// Set does not share: a program restarted after the Template changed
 	// counts such VMs as current. Implement MarkRevision in wrappers.
+	// Under an in-place Method, a Provider that can resize (Resizer)
+	// records the Template's base revision with the revision, in one
+	// change, and on every VM that records the Template's revision but no
+	// base revision (made by an earlier replicakit): such VMs were made
+	// from the Template. VMs on other revisions are left without one, and
+	// replaced by the rollout.
 	// Nil plans exactly as before and records no revision.
 	Rollout *replicaset.Strategy
 	// Lifecycle, when set, gives the Set lifecycle hooks as Go
-	// callbacks: a VM chosen to leave is deleted only once
+	// callbacks: a VM chosen to leave is deleted, or one to be
+	// power-cycled for an in-place update is stopped, only once
 	// Lifecycle.PreDelete released it or its timeout passed, and a VM
 	// counts as ready only once Lifecycle.LaunchGate let it ("Lifecycle
-	// hooks" above). Nil: off, and the Set forgets its preparations and
-	// cancels the callbacks still running.
+	// hooks" and "In-place updates" above). Nil: off, and the Set forgets
+	// its preparations and cancels the callbacks still running.
 	Lifecycle *Lifecycle
 	// Zones maps every zone Spec.Zones lists to where its VMs go
 	// (Actuator.Zones); Scale refuses a listed zone without one.
@@ -225,6 +278,9 @@ type Set struct {
 	heal healState
 	// hooks is what lifecycle hooks keep between passes (Lifecycle).
 	hooks hookState
+	// resizeFailed holds, by healthKey, the in-place updates the
+	// platform refused, for the revision they were to (describeInPlace).
+	resizeFailed map[string]resizeFailure
 }
 
 // SetTemplate replaces the Template between passes: safe while other
@@ -260,144 +316,3 @@ const DefaultZoneBackoff = replicaset.DefaultZoneBackoff
 // than a clone of a large VM takes, and costing no more than a name left
 // unused for that long.
 const DefaultLostNameHold = 15 * time.Minute
-
-// ordinals is what Names offers when it can read a name's ordinal back.
-type ordinals interface {
-	Ordinal(name string) (int, bool)
-}
-
-// Scale makes one pass toward desired VMs at now, and returns the plan it
-// carried out and what happened. The error is a listing or planning error,
-// or the executor's joined errors. When some endpoints of the Provider
-// (Endpoints) did not answer, the pass plans around their VMs, which are
-// unknown (Plan.Unknown; see "Unreachable endpoints" on Set), and the error
-// holds the *UnreachableError as well; when VMs share a name, it holds an
-// error wrapping ErrDuplicateName for each such name, and the pass plans
-// with each of them as a replica ("Names held twice" on Set).
-//
-// A Scale that lists the VMs but makes no plan (a zone without a
-// placement, a spec or policy the planner refuses, no free name) refuses:
-// Status, RolloutStatus and ZoneStatus report its error, wrapping
-// ErrRefused, until a later Scale carries out a plan.
-//
-// With Spec.Remediation, the pass also resets the VMs the plan restarts
-// (Plan.Restart) and replaces those it replaces (Plan.Replace, in
-// Plan.Delete and Plan.Create); a reset that fails is in the error, and
-// its VM is due again next pass ("Self-healing" on Set).
-//
-// With Lifecycle, the pass calls PreDelete for the VMs that begin to
-// prepare to leave (Plan.Prepare) and cancels it for those taken back
-// (Plan.Cancel), deletes the VMs whose preparation is over (Plan.Delete),
-// and calls LaunchGate for ready VMs whose gate is closed; the error holds
-// what the callbacks returned since the last pass, each error wrapping
-// ErrHookFailed ("Lifecycle hooks" on Set).
-func (s *Set) Scale(ctx context.Context, desired int, now time.Time) (replicaset.Plan, execute.Result, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	o, err := s.observe(ctx, now)
-	if err != nil {
-		return replicaset.Plan{}, execute.Result{}, err
-	}
-	o.err = errors.Join(o.err, s.hookErrors(o.vms))
-	vms, current := o.vms, o.current
-	if o, ok := s.Names.(ordinals); ok {
-		for i := range current {
-			current[i].Ordinal, current[i].HasOrdinal = o.Ordinal(vms[i].Name)
-		}
-	}
-	spec := s.spec(desired, now)
-	spec.Unreachable = o.unreachable
-	for _, z := range spec.Zones {
-		if _, ok := s.Zones[z]; !ok {
-			err := fmt.Errorf("zone %q has no placement in Set.Zones: %w", z, ErrInvalidSpec)
-			s.refused = err
-			return replicaset.Plan{}, execute.Result{}, errors.Join(err, o.err)
-		}
-	}
-	if err := s.remediationErr(); err != nil {
-		s.refused = err
-		return replicaset.Plan{}, execute.Result{}, errors.Join(err, o.err)
-	}
-	markErr := s.markUnrecorded(ctx, vms, current, spec.Revision, o.unreachable)
-	s.assume(current, spec.Revision)
-	s.observeHealth(vms, current, now)
-	plan, err := replicaset.Compute(spec, current, s.Policy, now)
-	if err != nil {
-		s.refused = err
-		return plan, execute.Result{}, errors.Join(err, markErr, o.err)
-	}
-	existing := make([]string, len(vms), len(vms)+len(s.lost))
-	for i, vm := range vms {
-		existing[i] = vm.Name
-	}
-	for _, l := range s.lost {
-		if !slices.Contains(existing, l.vm.Name) {
-			existing = append(existing, l.vm.Name)
-		}
-	}
-	names, err := s.namer(now).Names(plan.Create, existing)
-	if err != nil {
-		s.refused = err
-		return plan, execute.Result{}, errors.Join(err, markErr, o.err)
-	}
-	s.refused = nil
-	tmpl := s.Template
-	tmpl.Revision = spec.Revision
-	rec := &recorder{Provider: s.Provider}
-	rec.scoped, _ = s.Provider.(EndpointScoped)
-	act := setActuator{Actuator: Actuator{Provider: rec, Template: tmpl, Zones: s.Zones}, rec: rec, vms: make(map[string]VM, len(vms)), dups: o.dups}
-	for i := range current {
-		act.vms[current[i].Name] = vms[i]
-	}
-	s.runHooks(ctx, plan, vms, current, act.vms, now)
-	restartErr := s.restart(ctx, plan.Restart, act.vms, o.dups, now)
-	res := execute.Plan(ctx, act, plan, names, s.Options)
-	s.made(rec, now)
-	s.backoff.Fail(res.FailedZones, now.Add(cmp.Or(s.ZoneBackoff, DefaultZoneBackoff)))
-	s.failing = plan.Create > 0 && len(res.Created) < plan.Create
-	s.healed(plan, res.Deleted, now)
-	return plan, res, errors.Join(res.Err, restartErr, markErr, o.err)
-}
-
-// spec is the planner's spec for a pass toward desired VMs at now. The
-// Set's lock is held.
-func (s *Set) spec(desired int, now time.Time) replicaset.Spec {
-	spec := s.Spec
-	spec.Desired = desired
-	spec.ZoneBackoff = s.backoff.Active(now)
-	spec.CreatesFailing = s.failing
-	spec.Revision, spec.Strategy = "", replicaset.Strategy{}
-	spec.RemediationHistory = replicaset.RemediationHistory{}
-	spec.Lifecycle = s.Lifecycle.planner()
-	if spec.Remediation != nil {
-		if rev := TemplateRevision(s.Template); rev != s.heal.revision {
-			s.heal.history.Failures, s.heal.history.Last = 0, time.Time{}
-			s.heal.revision = rev
-		}
-		spec.RemediationHistory = s.heal.history
-	}
-	if s.Rollout != nil {
-		spec.Revision, spec.Strategy = TemplateRevision(s.Template), *s.Rollout
-	}
-	return spec
-}
-
-// namer is Names, with the Set's own source where it needs one.
-func (s *Set) namer(now time.Time) naming.Namer {
-	own := func() rand.Source {
-		if s.source == nil {
-			s.source = rand.NewPCG(uint64(now.UnixNano()), uint64(time.Now().UnixNano()))
-		}
-		return s.source
-	}
-	switch g := s.Names.(type) {
-	case nil:
-		return naming.Random{Source: own()}
-	case naming.Random:
-		if g.Source == nil {
-			g.Source = own()
-		}
-		return g
-	}
-	return s.Names
-}

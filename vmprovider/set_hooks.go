@@ -81,6 +81,24 @@ import (
 // did, such as its place in a load balancer. LaunchGate must be safe to
 // call again for a VM (a restarted program calls it for every VM).
 //
+// # In-place updates
+//
+// Under a Set.Rollout that updates in place, a VM whose update needs a
+// power cycle prepares first too (replicaset.Plan.PrepareUpdate):
+// PreDelete is called for it as above, with a ctx for which
+// PreparingUpdate reports true and the resize to come, so that it drains
+// the VM without taking it out of service for good. Once PreDelete
+// released it (or its timeout passed with HookContinue; HookAbandon holds
+// it as above), the next Scale stops, changes and starts the VM, ends its
+// preparation, and has it pass LaunchGate again; the update may be to a
+// Template set since, if that too changes only the VM's size. Timeout,
+// errors and ctx are as for a deletion; a rollback, a pause or a change
+// that no longer fits takes the VM back (its ctx cancelled), and a
+// scale-down may delete it instead, once released. A live update calls
+// no callback. Any power cycle, drained or not, has the VM pass
+// LaunchGate again, as does a preparation whose VM shows its update made
+// (by a pass whose answer was lost).
+//
 // # Restarts
 //
 // The Set keeps the preparations and the gates passed in memory, by VM
@@ -144,6 +162,11 @@ type preparation struct {
 	name  string    // the VM's name, for errors
 	since time.Time // the pass that chose it
 	held  bool      // PreDelete has not yet returned nil
+	// update says it prepares for an in-place update that powers the VM
+	// off (replicaset.Plan.PrepareUpdate), not to leave, from revision
+	// from: once the VM records another, the update was made.
+	update bool
+	from   string
 	// called reports that PreDelete was called for it (a nil PreDelete
 	// releases at once, and undoes nothing a gate did).
 	called bool
@@ -195,8 +218,16 @@ func (s *Set) describeLifecycle(vms []VM, current []replicaset.Replica) {
 	defer h.mu.Unlock()
 	for i := range current {
 		key := healthKey(vms[i])
+		if p := h.preparing[key]; p != nil && p.update && vms[i].Revision != p.from {
+			// Its update shows (made by a pass whose answer was lost): it
+			// is over, and the VM passes its launch gate again.
+			p.stop()
+			delete(h.preparing, key)
+			h.stopGate(key)
+			delete(h.gates, key)
+		}
 		if p := h.preparing[key]; p != nil {
-			current[i].Preparing = &replicaset.Preparing{Since: p.since}
+			current[i].Preparing = &replicaset.Preparing{Since: p.since, Update: p.update}
 			if p.held {
 				current[i].Preparing.Hooks = []string{preDeleteHook}
 			}
@@ -308,19 +339,9 @@ func (s *Set) runHooks(ctx context.Context, plan replicaset.Plan, vms []VM, curr
 		h.stopGate(key)
 	}
 	for _, r := range plan.Prepare {
-		vm := byName[r.Name]
-		key := healthKey(vm)
-		leaving[key] = true
-		h.stopGate(key)
-		p := &preparation{name: vm.Name, since: now}
-		h.preparing[key] = p
-		if lc.PreDelete != nil {
-			var cctx context.Context
-			cctx, p.cancel = context.WithCancel(base)
-			p.held, p.called = true, true
-			go s.preDelete(cctx, lc.PreDelete, vm, key, p)
-		}
+		s.prepare(byName[r.Name], base, leaving, false, now)
 	}
+	s.hooksForUpdates(plan, byName, base, leaving, now)
 	if lc.LaunchGate == nil {
 		return
 	}
@@ -343,40 +364,4 @@ func (s *Set) runHooks(ctx context.Context, plan replicaset.Plan, vms []VM, curr
 		g.running = true
 		go s.launchGate(cctx, lc.LaunchGate, vm, key, g)
 	}
-}
-
-// preDelete calls fn for vm, whose preparation p is kept at key, and
-// records what it returned, unless the Set stopped it meanwhile.
-func (s *Set) preDelete(ctx context.Context, fn func(context.Context, VM) error, vm VM, key string, p *preparation) {
-	err := fn(ctx, vm)
-	h := &s.hooks
-	h.mu.Lock()
-	defer h.mu.Unlock()
-	if p.stopped || h.preparing[key] != p {
-		return
-	}
-	if err != nil {
-		p.err = err
-		return
-	}
-	p.held = false
-}
-
-// launchGate calls fn for vm, whose gate g is kept at key, and records
-// what it returned, unless the Set stopped it meanwhile.
-func (s *Set) launchGate(ctx context.Context, fn func(context.Context, VM) error, vm VM, key string, g *gate) {
-	err := fn(ctx, vm)
-	h := &s.hooks
-	h.mu.Lock()
-	defer h.mu.Unlock()
-	if h.gates[key] != g {
-		return
-	}
-	g.running = false
-	g.cancel()
-	if err != nil {
-		g.err = err
-		return
-	}
-	g.passed = true
 }

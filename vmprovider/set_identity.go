@@ -6,9 +6,12 @@ import (
 	"errors"
 	"fmt"
 	"maps"
+	"math/rand/v2"
 	"slices"
 	"strings"
+	"time"
 
+	"github.com/replicakit/replicakit/naming"
 	"github.com/replicakit/replicakit/replicaset"
 )
 
@@ -95,4 +98,29 @@ func (a setActuator) Delete(ctx context.Context, r replicaset.Replica) error {
 		return fmt.Errorf("VM %q on endpoint %q: the Provider cannot delete by endpoint (EndpointScoped), so neither copy is removed: %w", vm.Name, vm.Endpoint, ErrDuplicateName)
 	}
 	return a.rec.deleteVM(ctx, vm, a.Template.Owner.UID)
+}
+
+// ordinals is what Names offers when it can read a name's ordinal back.
+type ordinals interface {
+	Ordinal(name string) (int, bool)
+}
+
+// namer is Names, with the Set's own source where it needs one.
+func (s *Set) namer(now time.Time) naming.Namer {
+	own := func() rand.Source {
+		if s.source == nil {
+			s.source = rand.NewPCG(uint64(now.UnixNano()), uint64(time.Now().UnixNano()))
+		}
+		return s.source
+	}
+	switch g := s.Names.(type) {
+	case nil:
+		return naming.Random{Source: own()}
+	case naming.Random:
+		if g.Source == nil {
+			g.Source = own()
+		}
+		return g
+	}
+	return s.Names
 }

@@ -147,7 +147,7 @@ func (r *recorder) Create(ctx context.Context, spec Spec) (VM, error) {
 		r.vms = append(r.vms, vm)
 	case !errors.Is(err, ErrInvalidSpec) && !errors.Is(err, ErrNotOwned):
 		r.lost = append(r.lost, VM{Name: spec.Name, Owner: spec.Owner.UID, OwnerName: spec.Owner.Name,
-			Zone: spec.Zone, Revision: spec.Revision, Endpoint: spec.Placement.Endpoint})
+			Zone: spec.Zone, Revision: spec.Revision, BaseRevision: spec.BaseRevision, Endpoint: spec.Placement.Endpoint})
 	}
 	return vm, err
 }
