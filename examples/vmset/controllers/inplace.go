@@ -53,6 +53,12 @@ const (
 	ReasonResizeFailed = "ResizeFailed"
 )
 
+// ReasonPowerCycling is the Ready condition's reason, with the status
+// False, from when the controller begins a power cycle to resize a VM
+// that runs until the VM runs again: it is off, or about to be, and
+// serves nothing meanwhile.
+const ReasonPowerCycling = "PowerCycling"
+
 // InPlace implements kube.InPlaceRollout: a VirtualMachine made from an
 // older template takes the current one where it runs when only its CPUs,
 // memory or readiness changed; how (live, or by a power cycle) is what
