@@ -75,8 +75,8 @@ lint:
 ## built): a smoke run that the targets still find nothing quickly, not a
 ## search (`make fuzz` is one). Of the chaos suite it runs one small
 ## scenario of each kind (everything at two cycles of 4, zone-outage,
-## rollout-revert, vcenter-partition, the four healing ones and the four
-## lifecycle-hook ones small;
+## rollout-revert, vcenter-partition, the four healing ones, the four
+## lifecycle-hook ones and inplace-faults small;
 ## `make chaos` runs them all at full size); of the reliability tests, the leader killed mid-clone,
 ## kube-apiserver restarted mid-scale-up and the soak for 90 s (`make
 ## reliability` runs every moment, `make soak` the long soak).
@@ -207,7 +207,8 @@ fuzz:
 ## outage, a rollout and its revert, a vCenter partition, healing
 ## through a blip, a partition, a rollout and a bad template, and lifecycle
 ## hooks: a crashed drainer, a rollout with remediation, the set deleted
-## while its VMs drain and a restart while they prepare), printing its
+## while its VMs drain and a restart while they prepare, and in-place
+## memory rollouts through refused reconfigures), printing its
 ## table; `make test` runs one small scenario of each kind. Each
 ## scenario's random faults are seeded from REPLICAKIT_CHAOS_SEED when
 ## set (a failure prints its seed and the command that replays it).

@@ -24,7 +24,13 @@
 // with remediation, the set deleted while its VMs drain, and the
 // operator restarted while they prepare; a gate checker, a watch of its
 // own, checks that every VM deleted had prepared and was released or
-// timed out first. It prints a table of the runs.
+// timed out first. One more rolls a set's memory in place
+// (spec.strategy.method) live and by power cycles, under InPlaceIfPossible
+// and InPlaceOnly, while vCenter refuses reconfigures (one VM for good,
+// every VM of a zone, some at random) and the operator restarts with a
+// reconfigure in flight; a watch of its own and a poll of vCenter check
+// at every read that no VM is recorded on a revision whose memory vCenter
+// does not show. It prints a table of the runs.
 //
 // `make test` runs one small scenario of each kind; `make chaos` runs
 // every scenario at full size (REPLICAKIT_CHAOS=large). Each scenario

@@ -129,3 +129,36 @@ func ExampleReplicaSetAdapter_CheckHealth() {
 	// reset prod-web-x2bkp
 	// <nil>
 }
+
+// TestReplicaSetAdapter_InPlaceRefusal: a VirtualMachine whose resize
+// vCenter refused for its current spec (Resized False, ResizeFailed, of
+// its generation) cannot take the template in place; one refused for an
+// earlier spec, since changed to the template's size, can: its
+// controller tries the new spec, so the refusal says nothing of it.
+func TestReplicaSetAdapter_InPlaceRefusal(t *testing.T) {
+	want := &vmv1.VirtualMachine{Spec: vmv1.VirtualMachineSpec{CPUs: 1, MemoryMiB: 384, MemoryHotAdd: true}}
+	vm := func(refusedAt int64) *vmv1.VirtualMachine {
+		return &vmv1.VirtualMachine{
+			ObjectMeta: metav1.ObjectMeta{Generation: 3},
+			Spec:       vmv1.VirtualMachineSpec{CPUs: 1, MemoryMiB: 384, MemoryHotAdd: true}, // changed to the template's by the set
+			Status: vmv1.VirtualMachineStatus{
+				PowerState: string(vmv1.PoweredOn),
+				Hardware:   &vmv1.VirtualMachineHardware{CPUs: 1, MemoryMiB: 512, MemoryHotAdd: true},
+				Conditions: []metav1.Condition{{Type: controllers.ConditionResized, Status: metav1.ConditionFalse,
+					Reason: controllers.ReasonResizeFailed, Message: "refused", ObservedGeneration: refusedAt}},
+			},
+		}
+	}
+	for _, tc := range []struct {
+		desc      string
+		refusedAt int64
+		want      replicaset.InPlace
+	}{
+		{"refused for its current spec", 3, replicaset.InPlaceNone},
+		{"refused for an earlier spec (768 MiB, say)", 2, replicaset.InPlacePowerCycle},
+	} {
+		if got, why := (controllers.ReplicaSetAdapter{}).InPlace(vm(tc.refusedAt), want); got != tc.want {
+			t.Errorf("%s: InPlace %v (%s), want %v", tc.desc, got, why, tc.want)
+		}
+	}
+}

@@ -53,18 +53,28 @@ const (
 	ReasonResizeFailed = "ResizeFailed"
 )
 
+// ReasonPowerCycling is the Ready condition's reason, with the status
+// False, from when the controller begins a power cycle to resize a VM
+// that runs until the VM runs again: it is off, or about to be, and
+// serves nothing meanwhile.
+const ReasonPowerCycling = "PowerCycling"
+
 // InPlace implements kube.InPlaceRollout: a VirtualMachine made from an
 // older template takes the current one where it runs when only its CPUs,
 // memory or readiness changed; how (live, or by a power cycle) is what
 // its hardware in vCenter allows (vmprovider.SizeChange). A change of
-// anything else, or a reconfigure vCenter refused for the size asked,
+// anything else, or a reconfigure vCenter refused for the size asked
+// (ResizeFailed, recorded for the VirtualMachine's current generation),
 // needs a new VM.
 func (ReplicaSetAdapter) InPlace(vm, want *vmv1.VirtualMachine) (replicaset.InPlace, string) {
 	if fields := fixedChanges(vm.Spec, want.Spec); len(fields) > 0 {
 		return replicaset.InPlaceNone, strings.Join(fields, ", ") + " changed, which needs a new VM"
 	}
+	// A refusal is of the spec it was recorded for (its generation), as
+	// the VM's controller reads it: a spec changed since is tried anew.
 	c := meta.FindStatusCondition(vm.Status.Conditions, ConditionResized)
-	if c != nil && c.Reason == ReasonResizeFailed && vm.Spec.CPUs == want.Spec.CPUs && vm.Spec.MemoryMiB == want.Spec.MemoryMiB {
+	if c != nil && c.Reason == ReasonResizeFailed && c.ObservedGeneration == vm.Generation &&
+		vm.Spec.CPUs == want.Spec.CPUs && vm.Spec.MemoryMiB == want.Spec.MemoryMiB {
 		return replicaset.InPlaceNone, "vCenter refused the reconfigure: " + c.Message
 	}
 	hw := vm.Status.Hardware

@@ -6,11 +6,15 @@ import (
 	"slices"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/vmware/govmomi/find"
 	"github.com/vmware/govmomi/vim25/mo"
+	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/intstr"
+	"k8s.io/apimachinery/pkg/util/wait"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/replicakit/replicakit/examples/internal/rollwatch"
@@ -21,6 +25,7 @@ import (
 	"github.com/replicakit/replicakit/internal/vcsim"
 	"github.com/replicakit/replicakit/internal/vcsimtest"
 	"github.com/replicakit/replicakit/replicaset/kube"
+	"github.com/replicakit/replicakit/vmprovider"
 	"github.com/replicakit/replicakit/vmprovider/vsphere"
 )
 
@@ -139,8 +144,8 @@ func TestInPlace_HotAddMemory(t *testing.T) {
 }
 
 // TestInPlace_PowerCycle: lowering the memory needs each VM off; with
-// maxUnavailable 1 the VMs are power-cycled one at a time, and each
-// keeps its instance UUID.
+// maxUnavailable 1 the VMs are power-cycled one at a time (a watch sees
+// exactly 2 Ready at the fewest), and each keeps its instance UUID.
 func TestInPlace_PowerCycle(t *testing.T) {
 	e, sim := start(t)
 	const ns = "powercycle"
@@ -159,8 +164,8 @@ func TestInPlace_PowerCycle(t *testing.T) {
 	x.mu.Lock()
 	fewest := x.fewest
 	x.mu.Unlock()
-	if fewest < 2 {
-		t.Errorf("the watch saw %d Ready VirtualMachines, below 3 − maxUnavailable 1", fewest)
+	if fewest != 2 {
+		t.Errorf("the watch saw %d Ready VirtualMachines at the fewest, want 2: 3 − maxUnavailable 1, each VM not Ready while it is power-cycled", fewest)
 	}
 	for _, n := range names {
 		guest, hard, err := vcsim.PowerOffs(context.Background(), sim.Config(), ns+"-"+n)
@@ -238,4 +243,67 @@ func TestCloneMode_Linked(t *testing.T) {
 	if m.Snapshot == nil || len(m.Snapshot.RootSnapshotList) != 1 || m.Snapshot.RootSnapshotList[0].Name != vsphere.LinkedCloneSnapshot {
 		t.Fatalf("the template's snapshots are %+v, want one, %s", m.Snapshot, vsphere.LinkedCloneSnapshot)
 	}
+}
+
+// TestInPlace_PowerCycleNotReady: while a power cycle resizes a VM (vCenter
+// holds its reconfigure, the VM off), its VirtualMachine is not Ready and
+// says why; once the VM runs again with its new memory, it is Ready.
+func TestInPlace_PowerCycleNotReady(t *testing.T) {
+	e, sim, faults := startCounting(t)
+	ctx := context.Background()
+	const ns = "cyclenotready"
+	if err := e.Client.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}); err != nil {
+		t.Fatal(err)
+	}
+	vm := &vmv1.VirtualMachine{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "vm"}, Spec: vmv1.VirtualMachineSpec{CPUs: 1, MemoryMiB: 1024}}
+	if err := e.Client.Create(ctx, vm); err != nil {
+		t.Fatal(err)
+	}
+	ready := func(what string, ok func(*vmv1.VirtualMachine, *metav1.Condition) bool) *metav1.Condition {
+		t.Helper()
+		var c *metav1.Condition
+		err := wait.PollUntilContextTimeout(ctx, 20*time.Millisecond, 30*time.Second, true, func(ctx context.Context) (bool, error) {
+			if err := e.Client.Get(ctx, client.ObjectKeyFromObject(vm), vm); err != nil {
+				return false, nil
+			}
+			c = meta.FindStatusCondition(vm.Status.Conditions, "Ready")
+			return c != nil && ok(vm, c), nil
+		})
+		if err != nil {
+			t.Errorf("the VirtualMachine was not %s in 30 s: Ready %+v, status %+v", what, c, vm.Status)
+		}
+		return c
+	}
+	ready("Ready", func(_ *vmv1.VirtualMachine, c *metav1.Condition) bool { return c.Status == metav1.ConditionTrue })
+
+	held := faults.Hold("ReconfigVM_Task")
+	defer held.Release()
+	patch := client.MergeFrom(vm.DeepCopy())
+	vm.Spec.MemoryMiB = 512
+	vm.Annotations = map[string]string{controllers.AnnotationPowerCycle: "allowed"}
+	if err := e.Client.Patch(ctx, vm, patch); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case <-held.Caught():
+	case <-time.After(30 * time.Second):
+		t.Fatal("no reconfigure reached vCenter in 30 s")
+	}
+	p, err := vsphere.New(ctx, sim.Config())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer func() { _ = p.Close(ctx) }()
+	if got, err := p.Get(ctx, controllers.VSphereName(vm)); err != nil || got.Power != vmprovider.PoweredOff {
+		t.Fatalf("with the power cycle's reconfigure held, vCenter has the VM %s (%v); want it off", got.Power, err)
+	}
+	c := ready("not Ready while its VM is off for the power cycle", func(_ *vmv1.VirtualMachine, c *metav1.Condition) bool {
+		return c.Status == metav1.ConditionFalse
+	})
+	t.Logf("while powered off for the resize: Ready %s %s: %s", c.Status, c.Reason, c.Message)
+
+	held.Release()
+	ready("Ready again with 512 MiB", func(vm *vmv1.VirtualMachine, c *metav1.Condition) bool {
+		return c.Status == metav1.ConditionTrue && vm.Status.Hardware != nil && vm.Status.Hardware.MemoryMiB == 512
+	})
 }

@@ -50,6 +50,16 @@ func (r *VirtualMachineReconciler) resize(ctx context.Context, vm *vmv1.VirtualM
 		return got, cond(metav1.ConditionFalse, ReasonResizeNeedsPowerCycle, why+
 			"; annotate the VirtualMachine "+AnnotationPowerCycle+"=allowed to let it be powered off for it"), nil
 	}
+	if cycle && got.Power == vmprovider.PoweredOn {
+		// The VM stops serving for the cycle: say so before it goes off,
+		// not once it is back (the cycle takes the guest's shutdown, the
+		// reconfigure and a boot).
+		off := metav1.Condition{Type: "Ready", Status: metav1.ConditionFalse, Reason: ReasonPowerCycling,
+			Message: fmt.Sprintf("vSphere VM %s is powered off and on again to resize it to %d CPUs and %d MiB: %s", name, want.CPUs, want.MemoryMiB, why)}
+		if err := r.setStatus(ctx, vm, got, off); err != nil {
+			return got, nil, err
+		}
+	}
 	to := vmprovider.Resize{CPUs: want.CPUs, MemoryMiB: want.MemoryMiB, PowerCycle: cycle,
 		Revision: cmp.Or(vm.Annotations[kube.AnnotationInPlaceRevision], vm.Labels[kube.RevisionLabel])}
 	owner := string(vm.UID)

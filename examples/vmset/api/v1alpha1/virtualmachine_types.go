@@ -153,7 +153,9 @@ type VirtualMachineStatus struct {
 	// reaches the VM where it runs: live when hot-add allows it, else by
 	// a power cycle when the VirtualMachine is annotated
 	// vm.replicakit.io/power-cycle: allowed (a set does so when its
-	// strategy allows it); the Resized condition says where it stands.
+	// strategy allows it; Ready is False, reason PowerCycling, from the
+	// cycle's start until the VM runs again); the Resized condition says
+	// where it stands.
 	// +optional
 	Hardware *VirtualMachineHardware `json:"hardware,omitempty"`
 	// ObservedGeneration is the generation this status describes.
