@@ -448,11 +448,14 @@
 //     set, and is in Plan.Update once its hooks released it (or timed
 //     out with HookContinue). While it prepares it is planned as the
 //     power cycle under way (on the wanted revision, not available), so
-//     it is never updated and replaced at once. A rollback, a pause or a
-//     change that no longer fits takes it back (Plan.Cancel), so that no
+//     it is never updated and replaced at once. A rollback, a pause,
+//     another method or a change that no longer fits takes it back
+//     (Plan.Cancel) in the pass that finds it, whatever the rules would
+//     choose for it then (its hooks were told it comes back), so that no
 //     replica drains for an update that will not come (kruise#1156); a
-//     scale-down may delete it instead, once its hooks released it. A live
-//     update needs no drain.
+//     later pass may choose it to leave, and it prepares again, for that.
+//     A scale-down while the update still applies may delete it instead,
+//     once its hooks released it. A live update needs no drain.
 //   - The rules plan the rest on a view in which the replicas updated
 //     in place are on the wanted revision and a power cycle is not ready:
 //     they replace the replicas left (UpdateInPlaceIfPossible) or, under

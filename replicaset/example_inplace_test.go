@@ -33,15 +33,19 @@ func ExampleUpdateMethod() {
 	for _, u := range p.Update {
 		fmt.Printf("%s power cycle: %v\n", u.Replica.Name, u.PowerCycle)
 	}
+	for _, f := range p.Fallback {
+		fmt.Printf("%s replaced: %s\n", f.Replica.Name, f.Reason)
+	}
 
 	// In place only: what cannot change in place waits, and says why.
 	spec.Strategy.Method = replicaset.UpdateInPlaceOnly
 	p, _ = replicaset.Compute(spec, set[3:], deletionpolicy.Oldest{}, now)
 	fmt.Println(p.Holds[0].Reason)
 	// Output:
-	// create=1 delete=[] deleting=[] deferred=0 holds=[MaxUnavailable:1] update=[web-0 web-1 web-2~]
+	// create=1 delete=[] deleting=[] deferred=0 holds=[MaxUnavailable:1] update=[web-0 web-1 web-2~] fallback=[web-3]
 	// web-0 power cycle: false
 	// web-1 power cycle: false
 	// web-2 power cycle: true
+	// web-3 replaced: another template VM
 	// 1 replica on an older revision cannot be updated in place, and the update method InPlaceOnly replaces none: web-3 (another template VM)
 }

@@ -40,8 +40,13 @@ func computeGated(spec Spec, current []Replica, policy Ranker, now time.Time) (P
 				updating[view[i].Name] = true
 				view[i].Preparing, view[i].Revision, view[i].Ready = nil, spec.Revision, false
 			case view[i].Preparing.Update:
-				back = append(back, i) // rolled back, or no longer in place: taken back
-				view[i].Preparing = nil
+				// Rolled back, paused, another method, or no longer in
+				// place: taken back in this pass, whatever the rules
+				// would choose (its hooks were told it comes back); a
+				// later pass may choose it to leave, and it prepares
+				// again, for that.
+				back = append(back, i)
+				view[i].Preparing, view[i].Protected = nil, true
 			default:
 				view[i].Deleting = true
 			}

@@ -93,6 +93,18 @@ func (k InPlace) String() string {
 	return fmt.Sprintf("InPlace(%d)", int(k))
 }
 
+// Fallback is a replica on an older revision that an in-place method
+// would change where it runs but cannot now (Plan.Fallback).
+type Fallback struct {
+	// Replica is the replica, as it was passed to Compute.
+	Replica Replica
+	// Reason says why it is not changed in place, in a phrase:
+	// Replica.InPlaceBlocker, or what else keeps it from an in-place
+	// update ("protected from scale-in", a power cycle MaxUnavailable 0
+	// does not allow).
+	Reason string
+}
+
 // Update is one in-place update a plan asks for (Plan.Update): bring
 // Replica onto Spec.Revision where it runs.
 type Update struct {

@@ -203,6 +203,9 @@ func (ip *inPlacePass) merge(p *Plan, method UpdateMethod, desired int, lim Limi
 			ip.deferred, plural(ip.deferred, "replica waits", "replicas wait"))})
 	}
 	if method != UpdateInPlaceOnly {
+		for i, r := range ip.blocked {
+			p.Fallback = append(p.Fallback, Fallback{Replica: r, Reason: ip.blockedWhy[i]})
+		}
 		return
 	}
 	for i, h := range p.Holds {

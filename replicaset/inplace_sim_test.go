@@ -225,6 +225,13 @@ func checkInPlace(t *rapid.T, spec replicaset.Spec, rs []replicaset.Replica, p r
 			t.Fatalf("updates %s while its hooks %v hold it: %v", r.Name, r.Preparing.Hooks, p)
 		}
 	}
+	for _, f := range p.Fallback {
+		r, ok := byName[f.Replica.Name]
+		if spec.Strategy.Method != replicaset.UpdateInPlaceIfPossible || !ok || r.Deleting ||
+			r.Revision == "" || r.Revision == spec.Revision || seen[r.Name] == "Update" || f.Reason == "" {
+			t.Fatalf("falls back on %s (%+v) under %v: %v", f.Replica.Name, f, spec.Strategy.Method, p)
+		}
+	}
 	for _, r := range p.PrepareUpdate {
 		if o := byName[r.Name]; o.Preparing != nil || o.Deleting || o.InPlace != replicaset.InPlacePowerCycle {
 			t.Fatalf("prepares %s for an update: preparing %v, deleting %v, kind %v", r.Name, o.Preparing != nil, o.Deleting, o.InPlace)

@@ -2,6 +2,7 @@ package replicaset_test
 
 import (
 	"fmt"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -55,7 +56,8 @@ func TestInPlace_Plans(t *testing.T) {
 		name:     "a power cycle MaxUnavailable 0 forbids falls back to a surge replacement",
 		strategy: replicaset.Strategy{Method: replicaset.UpdateInPlaceIfPossible},
 		current:  onA(3, replicaset.InPlacePowerCycle, "memory lowered"),
-		want:     "create=1 delete=[] deleting=[] deferred=0 holds=[MaxSurge:2 MaxUnavailable:3]",
+		want:     "create=1 delete=[] deleting=[] deferred=0 holds=[MaxSurge:2 MaxUnavailable:3] fallback=[web-0 web-1 web-2]",
+		reason:   "",
 	}, {
 		name:     "InPlaceOnly holds a power cycle MaxUnavailable 0 forbids, and says why",
 		strategy: replicaset.Strategy{Method: replicaset.UpdateInPlaceOnly},
@@ -72,7 +74,7 @@ func TestInPlace_Plans(t *testing.T) {
 		name:     "InPlaceIfPossible replaces what it cannot update",
 		strategy: replicaset.Strategy{Method: replicaset.UpdateInPlaceIfPossible},
 		current:  mixed,
-		want:     "create=1 delete=[] deleting=[] deferred=0 holds=[MaxSurge:1 MaxUnavailable:2] update=[web-0 web-1]",
+		want:     "create=1 delete=[] deleting=[] deferred=0 holds=[MaxSurge:1 MaxUnavailable:2] update=[web-0 web-1] fallback=[web-2 web-3]",
 	}, {
 		name:     "the partition keeps replicas on their revision",
 		strategy: replicaset.Strategy{Method: replicaset.UpdateInPlaceIfPossible, Partition: replicaset.Count(3)},
@@ -166,9 +168,23 @@ func TestInPlace_Gate(t *testing.T) {
 		t.Fatalf("released, web-0 is not power-cycled: %v", p)
 	}
 	rs[0].Preparing.Hooks = []string{"drain"}
-	spec.Revision = "A" // rolled back while web-0 prepares
-	if p, _ = replicaset.Compute(spec, rs, deletionpolicy.Oldest{}, now.Add(3*time.Minute)); len(p.Cancel) != 1 ||
+	rolledBack := spec
+	rolledBack.Revision = "A" // rolled back while web-0 prepares
+	if p, _ = replicaset.Compute(rolledBack, rs, deletionpolicy.Oldest{}, now.Add(3*time.Minute)); len(p.Cancel) != 1 ||
 		p.Cancel[0].Name != "web-0" || len(p.Update)+len(p.Delete) != 0 {
 		t.Fatalf("rolled back, web-0 is not taken back: %v", p)
+	}
+	// Replace now: the rules would replace web-0 within MaxUnavailable 1,
+	// but its hooks were told it comes back: it is taken back first, and
+	// prepares again, to leave, on a later pass.
+	replace := spec
+	replace.Strategy.Method = replicaset.UpdateReplace
+	p, _ = replicaset.Compute(replace, rs, deletionpolicy.Oldest{}, now.Add(3*time.Minute))
+	if len(p.Cancel) != 1 || p.Cancel[0].Name != "web-0" || slices.ContainsFunc(p.Delete, func(r replicaset.Replica) bool { return r.Name == "web-0" }) {
+		t.Fatalf("method Replace while web-0 drains for an update: %v; want it taken back, not deleted", p)
+	}
+	rs[0].Preparing = nil
+	if p, _ = replicaset.Compute(replace, rs, deletionpolicy.Oldest{}, now.Add(4*time.Minute)); len(p.Prepare) != 1 {
+		t.Fatalf("the pass after: %v; want a replica prepared to leave", p)
 	}
 }

@@ -33,11 +33,21 @@ type Plan struct {
 	// Update lists the replicas to change in place in this pass, onto
 	// Spec.Revision (Strategy.Method): the caller changes each and
 	// records the new revision on it (Replica.Revision) only once the
-	// change shows, and clears its Replica.Preparing if it has one. An
-	// update that cannot be made reports the replica InPlaceNone next
-	// pass, with the reason in InPlaceBlocker. Empty under
-	// UpdateReplace.
+	// change shows, clearing its Replica.Preparing, if it has one, in the
+	// same write (not when the change starts: a replica still preparing
+	// for its power cycle is not prepared again). A replica whose change
+	// is under way is listed again on every pass until its new revision
+	// is recorded, so carry an update out idempotently. An update that
+	// cannot be made reports the replica InPlaceNone next pass, with the
+	// reason in InPlaceBlocker. Empty under UpdateReplace.
 	Update []Update
+	// Fallback lists the replicas on older revisions that
+	// UpdateInPlaceIfPossible leaves to the rules, which replace them,
+	// because they cannot be changed in place now, each with why, so
+	// that a binding can say why a rollout in place clones. Under
+	// UpdateInPlaceOnly the same replicas are held instead, and
+	// HoldInPlaceOnly names them; under UpdateReplace it is empty.
+	Fallback []Fallback
 	// PrepareUpdate lists the replicas that begin to prepare for an
 	// in-place update that powers them off (Spec.Lifecycle): the caller
 	// records Replica.Preparing on each as for Prepare, with Update set,
@@ -256,8 +266,8 @@ func (p Plan) IsZero() bool {
 // " holds=[MaxUnavailable:2 Partition:1]", replicas in unreachable
 // zones " unknown=[d e]", remediation " restart=[f] replace=[g]", and
 // lifecycle hooks " prepare=[h] cancel=[i]", in-place updates
-// " update=[j k~]" (a tilde marks a power cycle) and
-// " prepare-update=[l]".
+// " update=[j k~]" (a tilde marks a power cycle), " fallback=[l]" and
+// " prepare-update=[m]".
 func (p Plan) String() string {
 	var b strings.Builder
 	fmt.Fprintf(&b, "create=%d delete=%s deleting=%s deferred=%d",
@@ -302,6 +312,13 @@ func (p Plan) String() string {
 			}
 		}
 		fmt.Fprintf(&b, " update=[%s]", strings.Join(us, " "))
+	}
+	if len(p.Fallback) > 0 {
+		fs := make([]string, len(p.Fallback))
+		for i, f := range p.Fallback {
+			fs[i] = f.Replica.Name
+		}
+		fmt.Fprintf(&b, " fallback=[%s]", strings.Join(fs, " "))
 	}
 	if len(p.PrepareUpdate) > 0 {
 		fmt.Fprintf(&b, " prepare-update=%s", names(p.PrepareUpdate))

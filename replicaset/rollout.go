@@ -322,9 +322,9 @@ func (ro *rollout) replace() {
 	switch {
 	case lim.Unavailable > 0:
 	case spec.CreatesFailing:
-		reason += "; creates are failing, so no replica is coming up to take their place: MaxUnavailable above 0 would let the rollout replace replicas in place, within it"
+		reason += "; creates are failing, so no replica is coming up to take their place: MaxUnavailable above 0 would let the rollout replace replicas without a surge replica, within it"
 	case ro.onNew-ro.newAvail == 0 && p.Create == 0:
-		reason += "; no replica is coming up to take their place: MaxUnavailable above 0 would let the rollout replace replicas in place, within it"
+		reason += "; no replica is coming up to take their place: MaxUnavailable above 0 would let the rollout replace replicas without a surge replica, within it"
 	}
 	ro.hold(HoldMaxUnavailable, waiting, reason)
 }

@@ -214,7 +214,7 @@ func (s Strategy) validate() []error {
 	}
 	if s.Type == RollingUpdate && s.bothZero() {
 		errs = append(errs, fmt.Errorf("strategy MaxSurge %s and MaxUnavailable %s are both zero, so no replica could ever be replaced: "+
-			"set MaxSurge above zero to replace each replica once its replacement is available, or MaxUnavailable above zero to replace replicas in place: %w",
+			"set MaxSurge above zero to replace each replica once its replacement is available, or MaxUnavailable above zero to replace replicas without a surge replica: %w",
 			s.MaxSurge, s.MaxUnavailable, ErrInvalidSpec))
 	}
 	return errs

@@ -61,7 +61,11 @@ func ExampleSet_inPlace() {
 
 	after, _ := p.List(ctx, "uid-web")
 	for i, vm := range after {
-		fmt.Printf("%s: %d MiB, %v, the same VM: %v\n", vm.Name, vm.MemoryMiB, vm.Power, vm.InstanceUUID == before[i].InstanceUUID)
+		// The simulator derives a VM's instance UUID from its path, so a VM
+		// made anew under the same name would keep it: its creation time
+		// tells.
+		same := vm.InstanceUUID == before[i].InstanceUUID && vm.CreatedAt.Equal(before[i].CreatedAt)
+		fmt.Printf("%s: %d MiB, %v, the same VM: %v\n", vm.Name, vm.MemoryMiB, vm.Power, same)
 	}
 	// Output:
 	// create=0 delete=[] deleting=[] deferred=0 update=[web-0 web-1] <nil>

@@ -3,6 +3,7 @@ package kube
 import (
 	"fmt"
 	"slices"
+	"strings"
 	"testing"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -181,6 +182,44 @@ func TestConditions_InPlacePowerCycle(t *testing.T) {
 			v := settle(o, d, succeeded(d))
 			if c := condition(v.status.Conditions, ConditionReady); c.Status != tc.ready || c.Reason != tc.reason {
 				t.Errorf("Ready %s (%s: %s), want %s (%s)", c.Status, c.Reason, c.Message, tc.ready, tc.reason)
+			}
+		})
+	}
+}
+
+// TestRolledOut_InPlace: a rollout that changes children in place
+// progresses, though MaxUnavailable holds the power cycles still to come,
+// and says which children it replaces because they cannot change in
+// place, and why.
+func TestRolledOut_InPlace(t *testing.T) {
+	old := func(name string, kind replicaset.InPlace, blocker string) child {
+		c := kid(name, onRev("r1"))
+		c.replica.InPlace, c.replica.InPlaceBlocker = kind, blocker
+		return c
+	}
+	for _, tc := range []struct {
+		name     string
+		strategy replicaset.Strategy
+		kids     []child
+		reason   string
+		says     string
+	}{
+		{"power cycles within MaxUnavailable", replicaset.Strategy{Method: replicaset.UpdateInPlaceIfPossible, MaxUnavailable: replicaset.Count(1)},
+			kids(old("a", replicaset.InPlacePowerCycle, "memory lowered"), old("b", replicaset.InPlacePowerCycle, "memory lowered"), old("c", replicaset.InPlacePowerCycle, "memory lowered")),
+			ReasonRolloutProgressing, "changing 1 in place"},
+		{"one replaced, as it cannot change in place", replicaset.Strategy{Method: replicaset.UpdateInPlaceIfPossible},
+			kids(old("a", replicaset.InPlaceLive, ""), old("b", replicaset.InPlaceLive, ""), old("c", replicaset.InPlaceNone, "another template")),
+			ReasonRolloutProgressing, "replacing, as they cannot change in place: c (another template)"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			o := observed(3, tc.kids, func(o *observation) {
+				o.spec.Rollout = &tc.strategy
+				o.revision = "r2"
+			})
+			d := decide(o, ordinal)
+			v := settle(o, d, succeeded(d))
+			if c := condition(v.status.Conditions, ConditionRolledOut); c.Reason != tc.reason || !strings.Contains(c.Message, tc.says) {
+				t.Errorf("RolledOut %s: %s; want %s, saying %q", c.Reason, c.Message, tc.reason, tc.says)
 			}
 		})
 	}

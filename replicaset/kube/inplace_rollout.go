@@ -40,10 +40,11 @@ const (
 // a power cycle within MaxUnavailable, after the pre-delete hooks'
 // drain), and the binding records the new revision on a child only once
 // the child shows the change. The package documentation's In-place
-// updates section says how the pieces fit. Check the signature at
-// compile time:
+// updates section says how the pieces fit, and the example operator's
+// controllers.ReplicaSetAdapter is one (VirtualMachines whose CPUs and
+// memory change in place). Check the signature at compile time:
 //
-//	var _ kube.InPlaceRollout[*VMSet, *VM] = vmSetAdapter{}
+//	var _ kube.InPlaceRollout[*WorkerPool, *corev1.Pod] = poolAdapter{}
 type InPlaceRollout[O, C client.Object] interface {
 	// InPlace says how child, made from an older template, could be
 	// brought onto want (a child NewChild built from the owner's current
@@ -53,19 +54,29 @@ type InPlaceRollout[O, C client.Object] interface {
 	// what keeps it from a live change or any ("memory lowered from 8192
 	// to 4096 MiB", "template changed"), which status quotes when the
 	// rollout holds. Judge by what the child runs with now (its status),
-	// not by its spec, which an earlier pass may have changed already. A
-	// child whose change failed for good (its controller says so in its
-	// status) is InPlaceNone, with the failure as the phrase: the
-	// method's fallback then applies (replaced, or held and named). Both
-	// are read only.
+	// not by its spec, which an earlier pass may have changed already.
+	// want is NewChild's object as built, not defaulted by the API
+	// server: compare only the fields the template sets. A child whose
+	// change failed for good (its controller says so in its status) is
+	// InPlaceNone, with the failure as the phrase, so that the method's
+	// fallback applies (replaced, or held and named); tie the failure to
+	// the spec it was for (its observedGeneration), or a later template
+	// is never tried in place. Both are read only.
 	InPlace(child, want C) (replicaset.InPlace, string)
 	// ApplyInPlace changes child (a copy, never the cache's object) to
 	// take want's template where it runs, a power cycle allowed or not,
 	// and reports whether it changed anything; the binding patches the
-	// difference, and the child's own controller carries it out.
+	// difference to the child (a merge patch of the object itself, no
+	// subresource), and the child's own controller carries it out. Record
+	// on the child whether a power cycle is allowed (the example
+	// operator's annotation vm.replicakit.io/power-cycle), for its
+	// controller to read and to remove once done: the binding removes only
+	// its own annotations. It is called on every pass until the child
+	// shows the change, so it must change nothing the second time.
 	ApplyInPlace(child, want C, powerCycle bool) bool
-	// ShowsInPlace reports whether child runs with want's template now
-	// (its status reports the change made): only then does the binding
+	// ShowsInPlace reports whether child runs with want's template now:
+	// its status describes its current generation, reports the change
+	// made, and no power cycle is pending. Only then does the binding
 	// record the new revision on it. Both are read only.
 	ShowsInPlace(child, want C) bool
 }

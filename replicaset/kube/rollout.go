@@ -119,6 +119,7 @@ func rolledOut(o *observation, d decision, rs replicaset.RolloutStatus) metav1.C
 		rs.Updated, o.spec.Replicas, o.revision, rs.UpdatedAvailable, rs.Old)
 	var held []string
 	kind := ""
+	inPlace := len(d.plan.Update) + len(d.plan.PrepareUpdate)
 	for _, h := range d.plan.Holds {
 		if h.By == replicaset.HoldMaxSurge {
 			continue // new children waiting for room: the rollout still moves
@@ -145,8 +146,10 @@ func rolledOut(o *observation, d decision, rs replicaset.RolloutStatus) metav1.C
 		c.Reason, c.Message = ReasonReplicaFailure, counts+"; nothing moves until the spec is fixed (ReplicaFailure)"
 	case o.spec.Rollout.Paused:
 		c.Reason, c.Message = ReasonRolloutPaused, counts
-	case len(held) > 0 && len(d.delete) == 0 && len(d.create) == 0 && !waitsOnItsOwn(d.plan.Holds, rs, len(d.plan.Deleting)):
+	case len(held) > 0 && len(d.delete) == 0 && len(d.create) == 0 && inPlace == 0 && !waitsOnItsOwn(d.plan.Holds, rs, len(d.plan.Deleting)):
 		c.Reason, c.Message = ReasonRolloutHeld, counts+"; held by "+kind+": "+strings.Join(held, "; ")
+	case inPlace > 0:
+		c.Reason, c.Message = ReasonRolloutProgressing, fmt.Sprintf("%s; changing %d in place", counts, inPlace)
 	case len(d.delete) == 0 && len(d.create) == 0 && rs.Updated > rs.UpdatedAvailable:
 		c.Reason, c.Message = ReasonRolloutProgressing, fmt.Sprintf("%s; waiting for %d on revision %s to become available",
 			counts, rs.Updated-rs.UpdatedAvailable, o.revision)
@@ -156,7 +159,24 @@ func rolledOut(o *observation, d decision, rs replicaset.RolloutStatus) metav1.C
 	default:
 		c.Reason, c.Message = ReasonRolloutProgressing, counts
 	}
+	if c.Status == metav1.ConditionFalse && len(d.plan.Fallback) > 0 {
+		c.Message += "; replacing, as they cannot change in place: " + fallbacks(d.plan.Fallback)
+	}
 	return c
+}
+
+// fallbacks names the first replicas of fs, each with why it is not
+// changed in place.
+func fallbacks(fs []replicaset.Fallback) string {
+	const most = 3
+	var parts []string
+	for _, f := range fs[:min(len(fs), most)] {
+		parts = append(parts, fmt.Sprintf("%s (%s)", f.Replica.Name, f.Reason))
+	}
+	if len(fs) > most {
+		parts = append(parts, fmt.Sprintf("and %d more", len(fs)-most))
+	}
+	return strings.Join(parts, "; ")
 }
 
 // waitsOnItsOwn reports whether a rollout whose pass did nothing is only

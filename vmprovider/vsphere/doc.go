@@ -69,7 +69,16 @@
 // them with vmprovider.Endpoints.
 //
 // The package's tests and examples run against vcsim, govmomi's in-process
-// vCenter simulator.
+// vCenter simulator, wrapped so that it behaves as vCenter does where it
+// does not: govmomi's simulator (v0.56.0) drops cpuHotAddEnabled and
+// memoryHotAddEnabled from a clone's spec (its clones report hot-add off,
+// so an in-place raise needs a power cycle), ignores the disk move type
+// (a linked clone is a full copy), applies any resize to a running VM,
+// and derives a VM's instance UUID from its path (a VM made anew under
+// the same name keeps it: compare creation times). To try the provider
+// on the plain simulator, run simulator.VPX() and give New its URL with
+// Config{Datacenter: "DC0", ResourcePool: "/DC0/host/DC0_C0", Datastore:
+// "LocalDS_0", Template: "DC0_H0_VM0"}, and expect those differences.
 //
 // # Linked clones
 //

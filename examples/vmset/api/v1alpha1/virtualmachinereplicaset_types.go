@@ -233,7 +233,7 @@ type Remediation struct {
 // as replicaset.Strategy, which states the order and the bounds.
 // maxSurge and maxUnavailable may not both be 0 in a rolling update, as
 // in a Deployment: no VM could ever be replaced.
-// +kubebuilder:validation:XValidation:rule="(has(self.type) && self.type == 'OnDelete') || !has(self.maxSurge) || !has(self.maxUnavailable) || !((self.maxSurge == 0 || self.maxSurge == '0' || self.maxSurge == '0%') && (self.maxUnavailable == 0 || self.maxUnavailable == '0' || self.maxUnavailable == '0%'))",message="spec.strategy.maxSurge and spec.strategy.maxUnavailable may not both be 0: no VM could ever be replaced; set maxSurge above 0 to replace each VM once its replacement is available, or maxUnavailable above 0 to replace VMs in place"
+// +kubebuilder:validation:XValidation:rule="(has(self.type) && self.type == 'OnDelete') || !has(self.maxSurge) || !has(self.maxUnavailable) || !((self.maxSurge == 0 || self.maxSurge == '0' || self.maxSurge == '0%') && (self.maxUnavailable == 0 || self.maxUnavailable == '0' || self.maxUnavailable == '0%'))",message="spec.strategy.maxSurge and spec.strategy.maxUnavailable may not both be 0: no VM could ever be replaced; set maxSurge above 0 to replace each VM once its replacement is available, or maxUnavailable above 0 to replace VMs without a surge VM"
 type UpdateStrategy struct {
 	// Type is RollingUpdate (the default) or OnDelete (only VMs deleted
 	// for other reasons come back on the new template).
