@@ -81,6 +81,12 @@ type InPlaceRollout[O, C client.Object] interface {
 	ShowsInPlace(child, want C) bool
 }
 
+// unconfirmedRevision is the revision a child counts as on while it is
+// changed in place back to the revision its label already names (a
+// rollback that came before the change it undoes showed): not the
+// current one, so that the rollout carries the change through.
+const unconfirmedRevision = "in-place-unconfirmed"
+
 // inPlaceRollout returns the Adapter as an InPlaceRollout when the spec
 // updates children in place, nil otherwise.
 func (r *Reconciler[O, C]) inPlaceRollout(s Spec) InPlaceRollout[O, C] {
@@ -95,19 +101,28 @@ func (r *Reconciler[O, C]) inPlaceRollout(s Spec) InPlaceRollout[O, C] {
 // needs: a child changed in place to a revision other than the current
 // one while its label says the current one (a rollback mid-way) counts
 // as on the revision it was being changed to, so that it is changed back;
-// and every child on an older revision says how it could take the
-// current template (InPlaceRollout.InPlace).
+// one being changed back to the current revision counts as on an older
+// one until it shows the change (unconfirmedRevision), so that the
+// rollout goes on with it rather than leave it half-changed; and every
+// child on an older revision says how it could take the current template
+// (InPlaceRollout.InPlace).
 func describeInPlace[O, C client.Object](ip InPlaceRollout[O, C], want C, revision string, cs []child) {
 	for i := range cs {
 		c := &cs[i]
 		r := &c.replica
-		if to, ok := c.obj.GetAnnotations()[AnnotationInPlaceRevision]; ok && r.Revision == revision && to != revision {
-			r.Revision = to
+		typed, isC := c.obj.(C)
+		if to, ok := c.obj.GetAnnotations()[AnnotationInPlaceRevision]; ok && r.Revision == revision {
+			switch {
+			case to != revision:
+				r.Revision = to
+			case isC && !ip.ShowsInPlace(typed, want):
+				r.Revision = unconfirmedRevision
+			}
 		}
 		if r.Revision == "" || r.Revision == revision || r.Revision == UnmatchedRevision {
 			continue
 		}
-		if typed, ok := c.obj.(C); ok {
+		if isC {
 			r.InPlace, r.InPlaceBlocker = ip.InPlace(typed, want)
 		}
 	}
@@ -164,7 +179,15 @@ func inPlaceSteps[O, C client.Object](ip InPlaceRollout[O, C], o *observation, w
 			}
 			changed := ip.ApplyInPlace(typed, want, u.PowerCycle)
 			if obj.GetAnnotations()[AnnotationInPlaceRevision] != o.revision {
-				setAnnotations(obj, map[string]string{AnnotationInPlaceRevision: o.revision})
+				m := map[string]string{AnnotationInPlaceRevision: o.revision}
+				if u.PowerCycle && o.spec.Lifecycle != nil {
+					// It comes back as a new child does: its launch
+					// gates closed until they open again.
+					for _, g := range o.spec.Lifecycle.LaunchGates {
+						m[LaunchGateAnnotation(domain, g)] = o.owner.GetName()
+					}
+				}
+				setAnnotations(obj, m)
 				changed = true
 			}
 			return changed
@@ -190,6 +213,7 @@ func inPlaceSteps[O, C client.Object](ip InPlaceRollout[O, C], o *observation, w
 		if c.replica.Deleting || !ok || a[AnnotationInPlaceRevision] != o.revision || !ip.ShowsInPlace(typed, want) {
 			continue
 		}
+		_, forUpdate := a[AnnotationPreparingUpdate]
 		edit(c, func(obj client.Object) bool {
 			l := maps.Clone(obj.GetLabels())
 			if l == nil {
@@ -197,9 +221,13 @@ func inPlaceSteps[O, C client.Object](ip InPlaceRollout[O, C], o *observation, w
 			}
 			l[RevisionLabel] = o.revision
 			obj.SetLabels(l)
-			m := map[string]string{AnnotationInPlaceRevision: "", AnnotationUpdatedInPlace: stamp(o.now),
-				AnnotationPreparing: "", AnnotationPreparingUpdate: ""}
-			maps.Copy(m, hooks)
+			m := map[string]string{AnnotationInPlaceRevision: "", AnnotationUpdatedInPlace: stamp(o.now)}
+			if forUpdate {
+				// The power cycle it drained for is done; a preparation
+				// to leave stays, the rules' own.
+				m[AnnotationPreparing], m[AnnotationPreparingUpdate] = "", ""
+				maps.Copy(m, hooks)
+			}
 			setAnnotations(obj, m)
 			return true
 		})

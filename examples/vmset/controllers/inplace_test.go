@@ -24,6 +24,7 @@ import (
 	"github.com/replicakit/replicakit/internal/testenv"
 	"github.com/replicakit/replicakit/internal/vcsim"
 	"github.com/replicakit/replicakit/internal/vcsimtest"
+	"github.com/replicakit/replicakit/replicaset"
 	"github.com/replicakit/replicakit/replicaset/kube"
 	"github.com/replicakit/replicakit/vmprovider"
 	"github.com/replicakit/replicakit/vmprovider/vsphere"
@@ -306,4 +307,35 @@ func TestInPlace_PowerCycleNotReady(t *testing.T) {
 	ready("Ready again with 512 MiB", func(vm *vmv1.VirtualMachine, c *metav1.Condition) bool {
 		return c.Status == metav1.ConditionTrue && vm.Status.Hardware != nil && vm.Status.Hardware.MemoryMiB == 512
 	})
+}
+
+// TestDescribe_PowerCycleOrdered: a VirtualMachine that the set allowed a
+// power cycle and that does not yet run with its spec's size is not ready
+// for the set, though its own Ready condition still says so (its
+// controller has not taken it down yet): the next pass must not spend
+// MaxUnavailable's budget on another VM (found in review).
+func TestDescribe_PowerCycleOrdered(t *testing.T) {
+	vm := &vmv1.VirtualMachine{
+		Spec: vmv1.VirtualMachineSpec{CPUs: 1, MemoryMiB: 512},
+		Status: vmv1.VirtualMachineStatus{InstanceUUID: "u", PowerState: "PoweredOn",
+			Hardware:   &vmv1.VirtualMachineHardware{CPUs: 1, MemoryMiB: 1024},
+			Conditions: []metav1.Condition{{Type: "Ready", Status: metav1.ConditionTrue}}},
+	}
+	var r replicaset.Replica
+	controllers.ReplicaSetAdapter{}.Describe(vm, &r)
+	if !r.Ready {
+		t.Fatalf("without the annotation: not ready; want ready")
+	}
+	vm.Annotations = map[string]string{controllers.AnnotationPowerCycle: "allowed"}
+	r = replicaset.Replica{}
+	controllers.ReplicaSetAdapter{}.Describe(vm, &r)
+	if r.Ready {
+		t.Errorf("a power cycle ordered and not yet made: ready; want not ready")
+	}
+	vm.Status.Hardware.MemoryMiB = 512
+	r = replicaset.Replica{}
+	controllers.ReplicaSetAdapter{}.Describe(vm, &r)
+	if !r.Ready {
+		t.Errorf("the power cycle made (512 MiB): not ready; want ready")
+	}
 }

@@ -252,7 +252,10 @@ func (ReplicaSetAdapter) NewChild(s *vmv1.VirtualMachineReplicaSet) (*vmv1.Virtu
 // may serve); failed while vCenter refuses to clone it or its zone's
 // placement is gone (Ready False with the reason CreateFailed or
 // ZoneUnavailable: with zones, the set replaces it in another zone);
-// ready while its Ready condition is true.
+// ready while its Ready condition is true, but not once a power cycle for
+// a resize is allowed and the VM does not yet run with its spec's size
+// (AnnotationPowerCycle: the set ordered it, and the next pass must not
+// count the VM as available before its controller has taken it down).
 func (ReplicaSetAdapter) Describe(vm *vmv1.VirtualMachine, r *replicaset.Replica) {
 	ready := meta.FindStatusCondition(vm.Status.Conditions, "Ready")
 	switch {
@@ -265,7 +268,9 @@ func (ReplicaSetAdapter) Describe(vm *vmv1.VirtualMachine, r *replicaset.Replica
 	default:
 		r.Phase = replicaset.PhaseRunning
 	}
-	if ready != nil && ready.Status == metav1.ConditionTrue {
+	cycling := vm.Annotations[AnnotationPowerCycle] == "allowed" &&
+		(vm.Status.Hardware == nil || !sized(vm.Status.Hardware, vm.Spec.CPUs, vm.Spec.MemoryMiB))
+	if ready != nil && ready.Status == metav1.ConditionTrue && !cycling {
 		r.Ready, r.ReadySince = true, ready.LastTransitionTime.Time
 	}
 }

@@ -64,7 +64,13 @@ func (r *VirtualMachineReconciler) resize(ctx context.Context, vm *vmv1.VirtualM
 		Revision: cmp.Or(vm.Annotations[kube.AnnotationInPlaceRevision], vm.Labels[kube.RevisionLabel])}
 	owner := string(vm.UID)
 	if err := rs.Resize(ctx, name, owner, to); err != nil {
-		if transient(err) || errors.Is(err, vmprovider.ErrUnreachable) {
+		// What vCenter holds now, not what it held before: a power cycle
+		// may have left the VM resized but off (its power-on failed).
+		if now, gerr := p.Get(ctx, name); gerr == nil {
+			got = now
+		}
+		if transient(err) || errors.Is(err, vmprovider.ErrUnreachable) ||
+			hardwareOf(got) != nil && sized(hardwareOf(got), want.CPUs, want.MemoryMiB) && got.Power != vmprovider.PoweredOn {
 			return got, cond(metav1.ConditionFalse, ReasonResizeRetrying, err.Error()), err
 		}
 		r.event(vm, corev1.EventTypeWarning, ReasonResizeFailed, "Resize", "vCenter refused to resize VM %s: %v", name, err)

@@ -1,0 +1,127 @@
+package kube
+
+import (
+	"testing"
+
+	corev1 "k8s.io/api/core/v1"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/replicakit/replicakit/replicaset"
+)
+
+// sizeIP is an InPlaceRollout over annotations: "size" is what a child
+// asks for, "running" what it runs with.
+type sizeIP struct{}
+
+func (sizeIP) InPlace(child, want client.Object) (replicaset.InPlace, string) {
+	return replicaset.InPlaceLive, ""
+}
+func (sizeIP) ApplyInPlace(child, want client.Object, pc bool) bool {
+	a := child.GetAnnotations()
+	ch := a["size"] != want.GetAnnotations()["size"]
+	a["size"] = want.GetAnnotations()["size"]
+	child.SetAnnotations(a)
+	return ch
+}
+func (sizeIP) ShowsInPlace(child, want client.Object) bool {
+	return child.GetAnnotations()["running"] == want.GetAnnotations()["size"]
+}
+
+// setupInPlace describes o's children as a pass with sizeIP would.
+func setupInPlace(o *observation, want client.Object) {
+	ip := sizeIP{}
+	lc := &lifecycleRead{domain: DefaultHookDomain, now: testNow}
+	for i := range o.children {
+		_ = lc.describe(o.children[i].obj, &o.children[i].replica)
+	}
+	describeInPlace[client.Object, client.Object](ip, want, o.revision, o.children)
+	o.inPlaceSteps = func(members []child, updates []inPlaceUpdate, p replicaset.Plan) []inPlaceUpdate {
+		return inPlaceSteps[client.Object, client.Object](ip, o, want, DefaultHookDomain, members, updates, p)
+	}
+}
+
+// TestInPlace_RollbackInFlightCountsAsOld: a rollback B→A in flight
+// (label A, in-place annotation A, the child still running B's size)
+// counts as on an older revision until it shows A, so the rollout goes on
+// with it (found in review).
+func TestInPlace_RollbackInFlightCountsAsOld(t *testing.T) {
+	want := &corev1.ConfigMap{}
+	want.SetAnnotations(map[string]string{"size": "4"})
+	c := kid("web-0", withAnnotation(AnnotationInPlaceRevision, "A"), withAnnotation("size", "4"), withAnnotation("running", "8"))
+	c.obj.SetLabels(map[string]string{"app": "web", RevisionLabel: "A"})
+	c.replica.Revision = "A"
+	o := observed(1, kids(c), func(o *observation) {
+		o.revision = "A"
+		o.spec.Rollout = &replicaset.Strategy{Method: replicaset.UpdateInPlaceIfPossible}
+	})
+	setupInPlace(o, want)
+	t.Logf("replica revision %q inPlace %v", o.children[0].replica.Revision, o.children[0].replica.InPlace)
+	d := decide(o, ordinal)
+	t.Logf("plan %v, %d updates", d.plan, len(d.update))
+	if o.children[0].replica.Revision == "A" {
+		t.Errorf("a child whose in-place change back to A does not show counts as on A: the rollout is done with it half-changed")
+	}
+}
+
+// TestInPlace_RecordingKeepsPrepare: a child that shows its in-place
+// change and is chosen to prepare to leave in the same pass keeps the
+// preparation in the pass's write (found in review).
+func TestInPlace_RecordingKeepsPrepare(t *testing.T) {
+	want := &corev1.ConfigMap{}
+	want.SetAnnotations(map[string]string{"size": "8"})
+	c0 := kid("web-0", withAnnotation("size", "8"), withAnnotation("running", "8"))
+	c0.obj.SetLabels(map[string]string{"app": "web", RevisionLabel: "B"})
+	c0.replica.Revision = "B"
+	c1 := kid("web-1", withAnnotation(AnnotationInPlaceRevision, "B"), withAnnotation("size", "8"), withAnnotation("running", "8"))
+	c1.obj.SetLabels(map[string]string{"app": "web", RevisionLabel: "A"})
+	c1.replica.Revision = "A"
+	o := observed(1, kids(c0, c1), func(o *observation) {
+		o.revision = "B"
+		o.spec.Rollout = &replicaset.Strategy{Method: replicaset.UpdateInPlaceIfPossible}
+		o.spec.Lifecycle = &Lifecycle{PreDelete: []string{"drain"}}
+	})
+	setupInPlace(o, want)
+	d := decide(o, ordinal)
+	t.Logf("plan %v", d.plan)
+	for _, u := range d.update {
+		t.Logf("%s: labels %v annotations %v", u.from.GetName(), u.to.GetLabels(), u.to.GetAnnotations())
+		for _, p := range d.plan.Prepare {
+			if p.Name == u.from.GetName() {
+				if _, ok := u.to.GetAnnotations()[AnnotationPreparing]; !ok {
+					t.Errorf("%s is in Plan.Prepare but its write removes %s", p.Name, AnnotationPreparing)
+				}
+			}
+		}
+	}
+}
+
+// TestInPlace_RecordingKeepsDeletePreparation: a child already preparing
+// to leave (not for an update) that now shows its earlier in-place change
+// keeps its preparation (found in review).
+func TestInPlace_RecordingKeepsDeletePreparation(t *testing.T) {
+	want := &corev1.ConfigMap{}
+	want.SetAnnotations(map[string]string{"size": "8"})
+	c0 := kid("web-0", withAnnotation("size", "8"), withAnnotation("running", "8"))
+	c0.obj.SetLabels(map[string]string{"app": "web", RevisionLabel: "B"})
+	c0.replica.Revision = "B"
+	c1 := kid("web-1", withAnnotation(AnnotationInPlaceRevision, "B"), withAnnotation("size", "8"), withAnnotation("running", "8"),
+		withAnnotation(AnnotationPreparing, stamp(testNow)), withAnnotation(PreDeleteHookAnnotation(DefaultHookDomain, "drain"), "web"))
+	c1.obj.SetLabels(map[string]string{"app": "web", RevisionLabel: "A"})
+	c1.replica.Revision = "A"
+	o := observed(1, kids(c0, c1), func(o *observation) {
+		o.revision = "B"
+		o.spec.Rollout = &replicaset.Strategy{Method: replicaset.UpdateInPlaceIfPossible}
+		o.spec.Lifecycle = &Lifecycle{PreDelete: []string{"drain"}}
+	})
+	setupInPlace(o, want)
+	d := decide(o, ordinal)
+	t.Logf("plan %v", d.plan)
+	for _, u := range d.update {
+		t.Logf("%s: labels %v annotations %v", u.from.GetName(), u.to.GetLabels(), u.to.GetAnnotations())
+		if u.from.GetName() == "web-1" {
+			if _, ok := u.to.GetAnnotations()[AnnotationPreparing]; !ok && len(d.plan.Cancel) == 0 {
+				t.Errorf("web-1's deletion preparation is removed by the recording, with no Plan.Cancel")
+			}
+		}
+	}
+}
