@@ -143,6 +143,13 @@ func (s *sizer) step(ctx context.Context, c client.Client, cm *corev1.ConfigMap)
 	s.most = max(s.most, n)
 }
 
+// mostCycling is the most children it had cycling at once.
+func (s *sizer) mostCycling() int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.most
+}
+
 func atoi(s string) int { n, _ := strconv.Atoi(s); return n }
 
 // startResizable runs the Widget reconciler with the resizable Adapter
@@ -219,8 +226,8 @@ func TestInPlace_HotAdd(t *testing.T) {
 	x := watchChildren(t, w, before)
 	mergePatch(t, c, w, `{"spec":{"template":{"data":{"size":"8"}}}}`)
 	rolledOutInPlace(t, c, w, before, "8")
-	if fewest, most := x.bounds(); fewest != 3 || most != 3 || s.most != 0 {
-		t.Errorf("a hot-add rollout had %d to %d children (3 wanted) and cycled %d at once (0 wanted)", fewest, most, s.most)
+	if fewest, most := x.bounds(); fewest != 3 || most != 3 || s.mostCycling() != 0 {
+		t.Errorf("a hot-add rollout had %d to %d children (3 wanted) and cycled %d at once (0 wanted)", fewest, most, s.mostCycling())
 	}
 }
 
@@ -232,8 +239,8 @@ func TestInPlace_PowerCycle(t *testing.T) {
 	before := childObjects(t, c, w)
 	mergePatch(t, c, w, `{"spec":{"template":{"data":{"size":"4"}}}}`)
 	rolledOutInPlace(t, c, w, before, "4")
-	if s.most != 1 {
-		t.Errorf("cycled %d children at once, want 1 (MaxUnavailable 1)", s.most)
+	if n := s.mostCycling(); n != 1 {
+		t.Errorf("cycled %d children at once, want 1 (MaxUnavailable 1)", n)
 	}
 }
 
