@@ -1,6 +1,7 @@
 package replicaset
 
 import (
+	"fmt"
 	"slices"
 	"time"
 )
@@ -144,25 +145,26 @@ func computeGated(spec Spec, current []Replica, policy Ranker, now time.Time) (P
 			p.Update = append(p.Update, Update{Replica: r, PowerCycle: r.InPlace != InPlaceLive})
 		})
 	}
+	// Deletions and power cycles the hooks released count toward the
+	// per-pass cap too: those over it stay preparing, deferred to the next
+	// pass, and are not reported as timed out yet.
 	limit := spec.maxPerPass()
-	if len(p.Update) > limit {
-		over := len(p.Update) - limit
+	if over := len(p.Update) - limit; over > 0 {
 		p.Update = p.Update[:limit]
 		p.Deferred += over
-		p.Lifecycle.Preparing += over // those released stay preparing
+		p.Lifecycle.Preparing += over
+		addHold(&p, Hold{By: HoldMaxPerPass, Waiting: over, Reason: fmt.Sprintf(
+			"%d %s to be updated in place on the next pass (MaxPerPass)", over, plural(over, "replica waits", "replicas wait"))})
 	}
-	// Deletions the hooks released count toward the per-pass cap too:
-	// those over it stay preparing, deferred to the next pass.
-	if len(p.Delete) > limit {
-		over := len(p.Delete) - limit
+	if over := len(p.Delete) - limit; over > 0 {
 		p.Delete = p.Delete[:limit]
 		p.Deferred += over
 		p.Lifecycle.Preparing += over
-		p.Lifecycle.TimedOut = slices.DeleteFunc(p.Lifecycle.TimedOut, func(r Replica) bool {
-			return !slices.ContainsFunc(p.Delete, func(d Replica) bool { return d.Name == r.Name && d.UID == r.UID }) &&
-				!slices.ContainsFunc(p.Update, func(u Update) bool { return u.Replica.Name == r.Name && u.Replica.UID == r.UID })
-		})
 	}
+	p.Lifecycle.TimedOut = slices.DeleteFunc(p.Lifecycle.TimedOut, func(r Replica) bool {
+		return !slices.ContainsFunc(p.Delete, func(d Replica) bool { return d.Name == r.Name && d.UID == r.UID }) &&
+			!slices.ContainsFunc(p.Update, func(u Update) bool { return u.Replica.Name == r.Name && u.Replica.UID == r.UID })
+	})
 	lc.hookHolds(&p)
 	return p, nil
 }

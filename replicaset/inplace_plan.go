@@ -191,14 +191,14 @@ func (ip *inPlacePass) merge(p *Plan, method UpdateMethod, desired int, lim Limi
 		}
 	}
 	if ip.waiting > 0 {
-		p.Holds = append(p.Holds, Hold{By: HoldMaxUnavailable, Waiting: ip.waiting, Reason: fmt.Sprintf(
+		addHold(p, Hold{By: HoldMaxUnavailable, Waiting: ip.waiting, Reason: fmt.Sprintf(
 			"%d %s to be updated in place: another power cycle (or live update of a replica not yet available) "+
 				"would take the replicas available or serving below %d (Desired %d − MaxUnavailable %d)",
 			ip.waiting, plural(ip.waiting, "replica waits", "replicas wait"), desired-lim.Unavailable, desired, lim.Unavailable)})
 	}
 	if ip.deferred > 0 {
 		p.Deferred += ip.deferred
-		p.Holds = append(p.Holds, Hold{By: HoldMaxPerPass, Waiting: ip.deferred, Reason: fmt.Sprintf(
+		addHold(p, Hold{By: HoldMaxPerPass, Waiting: ip.deferred, Reason: fmt.Sprintf(
 			"%d %s to be updated in place on the next pass (MaxPerPass)",
 			ip.deferred, plural(ip.deferred, "replica waits", "replicas wait"))})
 	}
@@ -215,6 +215,19 @@ func (ip *inPlacePass) merge(p *Plan, method UpdateMethod, desired int, lim Limi
 				h.Waiting, plural(h.Waiting, "replica on an older revision cannot", "replicas on older revisions cannot"), ip.describeBlocked())}
 		}
 	}
+}
+
+// addHold adds h to p's holds, or to the hold of its kind the rules gave
+// already: one hold per bound, its reasons joined.
+func addHold(p *Plan, h Hold) {
+	for i := range p.Holds {
+		if p.Holds[i].By == h.By {
+			p.Holds[i].Waiting += h.Waiting
+			p.Holds[i].Reason += "; " + h.Reason
+			return
+		}
+	}
+	p.Holds = append(p.Holds, h)
 }
 
 // describeBlocked names the first replicas that cannot be updated in

@@ -188,3 +188,27 @@ func TestInPlace_Gate(t *testing.T) {
 		t.Fatalf("the pass after: %v; want a replica prepared to leave", p)
 	}
 }
+
+// TestInPlace_UpdateCapTimedOut: power cycles whose hooks timed out, over
+// the per-pass cap, stay preparing: only the one updated is reported as
+// timed out, and a hold says the other waits for the next pass (found in
+// review).
+func TestInPlace_UpdateCapTimedOut(t *testing.T) {
+	now := replicagen.Now()
+	rs := onA(3, replicaset.InPlacePowerCycle, "memory lowered")
+	for i := range rs[:2] {
+		rs[i].Preparing = &replicaset.Preparing{Since: now.Add(-time.Hour), Hooks: []string{"drain"}, Update: true}
+	}
+	spec := replicaset.Spec{Desired: 3, Revision: "B", MaxPerPass: 1, Lifecycle: &replicaset.Lifecycle{Timeout: time.Minute},
+		Strategy: replicaset.Strategy{Method: replicaset.UpdateInPlaceIfPossible, MaxUnavailable: replicaset.Count(2)}}
+	p, err := replicaset.Compute(spec, rs, deletionpolicy.Oldest{}, now)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(p.Update) != 1 || len(p.Lifecycle.TimedOut) != 1 || p.Lifecycle.TimedOut[0].Name != p.Update[0].Replica.Name {
+		t.Errorf("plan %v, timed out %v: want one update, and it alone timed out", p, namesOf(p.Lifecycle.TimedOut))
+	}
+	if !slices.ContainsFunc(p.Holds, func(h replicaset.Hold) bool { return h.By == replicaset.HoldMaxPerPass && h.Waiting == 1 }) {
+		t.Errorf("holds %+v: want MaxPerPass holding 1", p.Holds)
+	}
+}

@@ -157,7 +157,9 @@ func transient(ctx context.Context, err error) bool {
 // kept (resizeFailed), so that the next pass reports the VM InPlaceNone,
 // or InPlacePowerCycle for a live update it refused as needing the VM
 // off; one that got no answer is asked for again by the next pass's plan.
-// It returns the failures, joined. The Set's lock is held.
+// A VM the Template wants on that the resize found off, or that a failed
+// power cycle may have left off, is powered on again. It returns the
+// failures, joined. The Set's lock is held.
 func (s *Set) update(ctx context.Context, updates []replicaset.Update, byName map[string]VM, revision string, now time.Time) error {
 	if len(updates) == 0 {
 		return nil
@@ -200,6 +202,15 @@ func (s *Set) update(ctx context.Context, updates []replicaset.Update, byName ma
 	var failed []error
 	for i, u := range updates {
 		vm, err := byName[u.Replica.Name], errs[i]
+		if started[i] && (err == nil && vm.Power != PoweredOn || err != nil && u.PowerCycle) {
+			// A resize leaves a VM off as it found it, and a failed power
+			// cycle may leave it off: one the Template wants on is
+			// started again (a cycle cut short by a restart, a power-on
+			// that failed after the change).
+			if perr := s.powerOn(ctx, vm); perr != nil {
+				failed = append(failed, perr)
+			}
+		}
 		switch {
 		case err == nil:
 			s.updated(vm, s.resizeTo(revision, u.PowerCycle), now)
@@ -226,6 +237,18 @@ func (s *Set) update(ctx context.Context, updates []replicaset.Update, byName ma
 		failed = append(failed, fmt.Errorf("update VM %q in place (%s) to revision %s: %w", vm.Name, how, revision, err))
 	}
 	return errors.Join(failed...)
+}
+
+// powerOn powers vm on when the Template asks for VMs that run (a VM
+// already on is left alone).
+func (s *Set) powerOn(ctx context.Context, vm VM) error {
+	if !s.Template.PowerOn {
+		return nil
+	}
+	if err := s.Provider.SetPower(ctx, vm.Name, s.Template.Owner.UID, PoweredOn); err != nil {
+		return fmt.Errorf("power VM %q on after its in-place update: %w", vm.Name, err)
+	}
+	return nil
 }
 
 // resizeFailure keeps f for vm. The Set's lock is held.

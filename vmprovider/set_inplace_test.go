@@ -368,3 +368,33 @@ func uuids(t *testing.T, p vmprovider.Provider) map[string]string {
 	}
 	return out
 }
+
+// TestSetInPlace_PowersOnAfterCutCycle: a power cycle cut short (the
+// program died with the VM off, before its reconfigure): the next pass
+// resizes it, and powers it on again, as Template.PowerOn asks (found in
+// review: it was resized and left off for good).
+func TestSetInPlace_PowersOnAfterCutCycle(t *testing.T) {
+	c := &clock{t: time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)}
+	s, p := inPlaceSet(c, replicaset.Strategy{Method: replicaset.UpdateInPlaceIfPossible, MaxUnavailable: replicaset.Count(1)})
+	ctx := context.Background()
+	for i := 0; i < 3; i++ {
+		if _, _, err := s.Scale(ctx, 2, c.now()); err != nil {
+			t.Fatal(err)
+		}
+		c.t = c.t.Add(time.Minute)
+	}
+	s.SetTemplate(withMemory(s, 512)) // a decrease: a power cycle
+	// The program died after powering web-0 off, before its reconfigure.
+	if err := p.SetPower(ctx, "web-0", "uid-ip", vmprovider.PoweredOff); err != nil {
+		t.Fatal(err)
+	}
+	for i := 0; i < 6; i++ {
+		plan, _, err := s.Scale(ctx, 2, c.now())
+		t.Logf("pass %d: %v %v", i, plan, err)
+		c.t = c.t.Add(time.Minute)
+	}
+	vm, _ := p.Get(ctx, "web-0")
+	if vm.Power != vmprovider.PoweredOn {
+		t.Errorf("web-0 resized to %d MiB and left %s; Template.PowerOn is true", vm.MemoryMiB, vm.Power)
+	}
+}

@@ -303,8 +303,8 @@ func cyclingInPlace(o *observation, members []child, missing int) bool {
 			continue
 		}
 		a := c.obj.GetAnnotations()
-		if _, ok := a[AnnotationPreparingUpdate]; !ok && a[AnnotationInPlaceRevision] == "" {
-			return false
+		if a[AnnotationPreparingUpdate] != o.revision && a[AnnotationInPlaceRevision] != o.revision {
+			return false // not ready for another reason, or a stale mark
 		}
 		cycling++
 	}

@@ -85,17 +85,23 @@ func (ReplicaSetAdapter) InPlace(vm, want *vmv1.VirtualMachine) (replicaset.InPl
 }
 
 // ApplyInPlace implements kube.InPlaceRollout: the VirtualMachine takes
-// the template's CPUs, memory and readiness, and, when the plan allows a
-// power cycle, AnnotationPowerCycle.
+// the template's CPUs, memory and readiness, and AnnotationPowerCycle
+// exactly when the plan allows a power cycle.
 func (ReplicaSetAdapter) ApplyInPlace(vm, want *vmv1.VirtualMachine, powerCycle bool) bool {
 	before := vm.Spec
 	vm.Spec.CPUs, vm.Spec.MemoryMiB, vm.Spec.Readiness = want.Spec.CPUs, want.Spec.MemoryMiB, want.Spec.Readiness
 	changed := before != vm.Spec
-	if powerCycle && vm.Annotations[AnnotationPowerCycle] != "allowed" {
+	switch _, allowed := vm.Annotations[AnnotationPowerCycle]; {
+	case powerCycle && vm.Annotations[AnnotationPowerCycle] != "allowed":
 		if vm.Annotations == nil {
 			vm.Annotations = map[string]string{}
 		}
 		vm.Annotations[AnnotationPowerCycle] = "allowed"
+		changed = true
+	case !powerCycle && allowed:
+		// A live update: an allowance left from an earlier plan would
+		// let the controller power-cycle the VM outside the budget.
+		delete(vm.Annotations, AnnotationPowerCycle)
 		changed = true
 	}
 	return changed
