@@ -430,7 +430,9 @@
 //     not delete (it takes replicas on older revisions first), within the
 //     per-pass cap (the rest are Deferred, HoldMaxPerPass). Protected,
 //     marked, failed and (with Remediation) unhealthy replicas are left
-//     to the rules, as is every replica in an unreachable zone.
+//     to the rules, as is every replica in an unreachable zone. In-place
+//     updates are not ordered by zone: Strategy.ZoneByZone orders only
+//     the replacements.
 //   - A live update (Update.PowerCycle false) keeps the replica
 //     available: a rollout of replicas that all take their change live
 //     creates nothing, deletes nothing, and is done in one pass (a

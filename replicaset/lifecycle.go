@@ -149,9 +149,9 @@ type LifecycleStatus struct {
 	// Waiting lists the preparing replicas whose hooks still hold them
 	// within their timeout (Lifecycle.Deadline of Preparing.Since).
 	Waiting []Replica
-	// TimedOut lists the replicas in Plan.Delete whose hooks still held
-	// them when their timeout passed (HookContinue): a binding says so,
-	// in an event.
+	// TimedOut lists the replicas in Plan.Delete (or, for a power cycle,
+	// Plan.Update) whose hooks still held them when their timeout passed
+	// (HookContinue): a binding says so, in an event.
 	TimedOut []Replica
 	// Abandoned lists the preparing replicas whose hooks held them past
 	// their timeout with HookAbandon: nothing deletes them until their

@@ -31,8 +31,9 @@ var (
 type Spec struct {
 	// Desired is the number of replicas wanted. It must not be negative.
 	Desired int
-	// MaxPerPass caps the creates and, separately, the deletes one plan may
-	// ask for; the rest waits for later passes (Plan.Deferred). A capped
+	// MaxPerPass caps the creates and, separately, the deletes and the
+	// in-place updates (Plan.Update) one plan may ask for; the rest waits
+	// for later passes (Plan.Deferred). A capped
 	// scale-down deletes the first MaxPerPass replicas of Compute's
 	// deletion order. Zero means DefaultMaxPerPass; for no cap, use
 	// math.MaxInt. It must not be negative.

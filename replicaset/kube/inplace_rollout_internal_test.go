@@ -63,16 +63,17 @@ func TestInPlace_RollbackInFlightCountsAsOld(t *testing.T) {
 	}
 }
 
-// TestInPlace_RecordingKeepsPrepare: a child that shows its in-place
-// change and is chosen to prepare to leave in the same pass keeps the
-// preparation in the pass's write (found in review).
-func TestInPlace_RecordingKeepsPrepare(t *testing.T) {
+// recordingPass decides a pass of an owner on revision B with a drain
+// hook, whose child web-0 is on B and whose child web-1 (on A, marked for
+// B, with extra options) runs B's size: the pass records web-1's change.
+func recordingPass(t *testing.T, extra ...kidOpt) decision {
+	t.Helper()
 	want := &corev1.ConfigMap{}
 	want.SetAnnotations(map[string]string{"size": "8"})
 	c0 := kid("web-0", withAnnotation("size", "8"), withAnnotation("running", "8"))
 	c0.obj.SetLabels(map[string]string{"app": "web", RevisionLabel: "B"})
 	c0.replica.Revision = "B"
-	c1 := kid("web-1", withAnnotation(AnnotationInPlaceRevision, "B"), withAnnotation("size", "8"), withAnnotation("running", "8"))
+	c1 := kid("web-1", append([]kidOpt{withAnnotation(AnnotationInPlaceRevision, "B"), withAnnotation("size", "8"), withAnnotation("running", "8")}, extra...)...)
 	c1.obj.SetLabels(map[string]string{"app": "web", RevisionLabel: "A"})
 	c1.replica.Revision = "A"
 	o := observed(1, kids(c0, c1), func(o *observation) {
@@ -83,6 +84,14 @@ func TestInPlace_RecordingKeepsPrepare(t *testing.T) {
 	setupInPlace(o, want)
 	d := decide(o, ordinal)
 	t.Logf("plan %v", d.plan)
+	return d
+}
+
+// TestInPlace_RecordingKeepsPrepare: a child that shows its in-place
+// change and is chosen to prepare to leave in the same pass keeps the
+// preparation in the pass's write (found in review).
+func TestInPlace_RecordingKeepsPrepare(t *testing.T) {
+	d := recordingPass(t)
 	for _, u := range d.update {
 		t.Logf("%s: labels %v annotations %v", u.from.GetName(), u.to.GetLabels(), u.to.GetAnnotations())
 		for _, p := range d.plan.Prepare {
@@ -99,23 +108,7 @@ func TestInPlace_RecordingKeepsPrepare(t *testing.T) {
 // to leave (not for an update) that now shows its earlier in-place change
 // keeps its preparation (found in review).
 func TestInPlace_RecordingKeepsDeletePreparation(t *testing.T) {
-	want := &corev1.ConfigMap{}
-	want.SetAnnotations(map[string]string{"size": "8"})
-	c0 := kid("web-0", withAnnotation("size", "8"), withAnnotation("running", "8"))
-	c0.obj.SetLabels(map[string]string{"app": "web", RevisionLabel: "B"})
-	c0.replica.Revision = "B"
-	c1 := kid("web-1", withAnnotation(AnnotationInPlaceRevision, "B"), withAnnotation("size", "8"), withAnnotation("running", "8"),
-		withAnnotation(AnnotationPreparing, stamp(testNow)), withAnnotation(PreDeleteHookAnnotation(DefaultHookDomain, "drain"), "web"))
-	c1.obj.SetLabels(map[string]string{"app": "web", RevisionLabel: "A"})
-	c1.replica.Revision = "A"
-	o := observed(1, kids(c0, c1), func(o *observation) {
-		o.revision = "B"
-		o.spec.Rollout = &replicaset.Strategy{Method: replicaset.UpdateInPlaceIfPossible}
-		o.spec.Lifecycle = &Lifecycle{PreDelete: []string{"drain"}}
-	})
-	setupInPlace(o, want)
-	d := decide(o, ordinal)
-	t.Logf("plan %v", d.plan)
+	d := recordingPass(t, withAnnotation(AnnotationPreparing, stamp(testNow)), withAnnotation(PreDeleteHookAnnotation(DefaultHookDomain, "drain"), "web"))
 	for _, u := range d.update {
 		t.Logf("%s: labels %v annotations %v", u.from.GetName(), u.to.GetLabels(), u.to.GetAnnotations())
 		if u.from.GetName() == "web-1" {

@@ -99,6 +99,21 @@ func inPlaceRolled(t *testing.T, e *testenv.Env, sim *vcsimtest.Sim, ns, rev str
 	}
 }
 
+// checkPowerOffs checks that vCenter recorded want power-offs (through
+// the guest or hard) of the VM of each of names.
+func checkPowerOffs(t *testing.T, sim *vcsimtest.Sim, ns string, names []string, want int) {
+	t.Helper()
+	for _, n := range names {
+		guest, hard, err := vcsim.PowerOffs(context.Background(), sim.Config(), ns+"-"+n)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if guest+hard != want {
+			t.Errorf("%s was powered off %d times, want %d", n, guest+hard, want)
+		}
+	}
+}
+
 // revisionOf returns the set's current revision once it reports one for
 // all n replicas.
 func revisionOf(t *testing.T, e *testenv.Env, sim *vcsimtest.Sim, ns string, n int32) string {
@@ -133,15 +148,7 @@ func TestInPlace_HotAddMemory(t *testing.T) {
 	if fewest != 3 || most != 3 {
 		t.Errorf("the watch saw %d Ready at the fewest and %d live at the most, want 3 and 3", fewest, most)
 	}
-	for _, n := range names {
-		guest, hard, err := vcsim.PowerOffs(context.Background(), sim.Config(), ns+"-"+n)
-		if err != nil {
-			t.Fatal(err)
-		}
-		if guest+hard != 0 {
-			t.Errorf("%s was powered off %d times", n, guest+hard)
-		}
-	}
+	checkPowerOffs(t, sim, ns, names, 0)
 }
 
 // TestInPlace_PowerCycle: lowering the memory needs each VM off; with
@@ -168,15 +175,7 @@ func TestInPlace_PowerCycle(t *testing.T) {
 	if fewest != 2 {
 		t.Errorf("the watch saw %d Ready VirtualMachines at the fewest, want 2: 3 − maxUnavailable 1, each VM not Ready while it is power-cycled", fewest)
 	}
-	for _, n := range names {
-		guest, hard, err := vcsim.PowerOffs(context.Background(), sim.Config(), ns+"-"+n)
-		if err != nil {
-			t.Fatal(err)
-		}
-		if guest+hard != 1 {
-			t.Errorf("%s was powered off %d times, want once", n, guest+hard)
-		}
-	}
+	checkPowerOffs(t, sim, ns, names, 1)
 }
 
 // TestInPlace_OnlyHolds: under InPlaceOnly, lowering the CPUs (which
@@ -337,5 +336,27 @@ func TestDescribe_PowerCycleOrdered(t *testing.T) {
 	controllers.ReplicaSetAdapter{}.Describe(vm, &r)
 	if !r.Ready {
 		t.Errorf("the power cycle made (512 MiB): not ready; want ready")
+	}
+}
+
+// TestApplyInPlace_PowerCycleAllowance: the set allows a power cycle
+// exactly when its plan makes one: a live update removes an allowance an
+// earlier plan left, so that the controller does not power-cycle the VM
+// outside MaxUnavailable's budget (found in review).
+func TestApplyInPlace_PowerCycleAllowance(t *testing.T) {
+	want := &vmv1.VirtualMachine{Spec: vmv1.VirtualMachineSpec{CPUs: 1, MemoryMiB: 2048}}
+	vm := &vmv1.VirtualMachine{Spec: vmv1.VirtualMachineSpec{CPUs: 1, MemoryMiB: 1024}}
+	a := controllers.ReplicaSetAdapter{}
+	if !a.ApplyInPlace(vm, want, true) || vm.Annotations[controllers.AnnotationPowerCycle] != "allowed" || vm.Spec.MemoryMiB != 2048 {
+		t.Fatalf("a power cycle: %v, %+v; want 2048 MiB and the allowance", vm.Annotations, vm.Spec)
+	}
+	if !a.ApplyInPlace(vm, want, false) {
+		t.Fatalf("a live update after it changed nothing; want the allowance removed")
+	}
+	if _, ok := vm.Annotations[controllers.AnnotationPowerCycle]; ok {
+		t.Errorf("a live update left %s", controllers.AnnotationPowerCycle)
+	}
+	if a.ApplyInPlace(vm, want, false) {
+		t.Errorf("a live update repeated changed the VirtualMachine again")
 	}
 }
