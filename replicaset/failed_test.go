@@ -94,7 +94,9 @@ func TestReplaceFailed_AgainstNaive(t *testing.T) {
 				return slices.ContainsFunc(want, func(x replicaset.Replica) bool { return x.Name == r.Name })
 			})
 			if over := len(want) + len(q.Delete) - limit; over > 0 {
-				q.Delete, q.Deferred = q.Delete[:len(q.Delete)-over], q.Deferred+over
+				// The replaced count toward the cap from the start, so
+				// the zones' spread is that of the deletes left.
+				q.Delete, q.Deferred, q.Unbalanced = q.Delete[:len(q.Delete)-over], q.Deferred+over, p.Unbalanced
 			}
 			q.Delete = append(slices.Clone(want), q.Delete...)
 		}

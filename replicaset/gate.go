@@ -6,224 +6,181 @@ import (
 	"time"
 )
 
-// computeGated is Compute with Spec.Lifecycle: every deletion the rules
-// decide passes the pre-delete gate. Replicas already preparing are
-// planned for as replicas being deleted (they are leaving: they count
-// toward the surge, never as available, and are never chosen twice),
-// except those a scale-up takes back; the plan's new deletions become
-// preparations, and preparations whose hooks are done become deletions.
-func computeGated(spec Spec, current []Replica, policy Ranker, now time.Time) (Plan, error) {
-	if err := checkPreparing(current); err != nil {
-		return Plan{}, err
-	}
-	lc := spec.Lifecycle
-	preparing := map[string]int{} // by name: index in current
-	for i := range current {
-		if r := &current[i]; r.Preparing != nil && !r.Deleting {
-			preparing[r.Name] = i
-		}
-	}
-	view := current
-	var back []int
-	updating := map[string]bool{} // preparing for an in-place update that goes on
-	if len(preparing) > 0 {
-		view = slices.Clone(current)
-		back = takeBack(&spec, current, len(preparing))
-		for _, i := range back {
-			view[i].Preparing = nil
-		}
-		for _, i := range preparing {
-			switch {
-			case view[i].Preparing == nil:
-			case view[i].Preparing.Update && stillUpdates(&spec, &current[i]):
-				// Planned as the power cycle it prepares for: on the
-				// wanted revision, not available, not leaving.
-				updating[view[i].Name] = true
-				view[i].Preparing, view[i].Revision, view[i].Ready = nil, spec.Revision, false
-			case view[i].Preparing.Update:
-				// Rolled back, paused, another method, or no longer in
-				// place: taken back in this pass, whatever the rules
-				// would choose (its hooks were told it comes back); a
-				// later pass may choose it to leave, and it prepares
-				// again, for that.
-				back = append(back, i)
-				view[i].Preparing, view[i].Protected = nil, true
-			default:
-				view[i].Deleting = true
-			}
-		}
-	}
-	p, err := compute(spec, view, policy, now)
-	if err != nil {
-		return Plan{}, err
-	}
-	original := func(r Replica) (Replica, bool) {
-		i, ok := preparing[r.Name]
-		if !ok || current[i].UID != r.UID {
-			return r, false
-		}
-		return current[i], true
-	}
-
-	// A replica taken back that the rules chose again stays preparing.
-	chosenAgain := map[string]bool{}
-	for _, r := range p.Delete {
-		chosenAgain[r.Name] = true
-	}
-	for _, i := range back {
-		if chosenAgain[current[i].Name] {
-			continue // settled below with the others
-		}
-		p.Cancel = append(p.Cancel, current[i])
-	}
-
-	// Power cycles prepare first too, unless there is nothing to drain.
-	var updates []Update
-	for _, u := range p.Update {
-		if !u.PowerCycle || skipsGate(&u.Replica) {
-			updates = append(updates, u)
-			continue
-		}
-		p.PrepareUpdate = append(p.PrepareUpdate, u.Replica)
-		p.Lifecycle.Preparing++
-	}
-	p.Update = updates
-
-	// New deletions prepare first, unless there is nothing to drain.
-	var deletes []Replica
-	for _, r := range p.Delete {
-		if orig, ok := original(r); ok {
-			p.Deleting = append(p.Deleting, orig) // settled below
-			continue
-		}
-		if skipsGate(&r) {
-			deletes = append(deletes, r)
-			continue
-		}
-		p.Prepare = append(p.Prepare, r)
-		p.Lifecycle.Preparing++
-	}
-	p.Delete = deletes
-
-	// Replicas already preparing come back as being deleted: settle them.
-	var settling []Replica
-	deleting := p.Deleting[:0:0]
-	for _, r := range p.Deleting {
-		if orig, ok := original(r); ok {
-			settling = append(settling, orig)
-			continue
-		}
-		deleting = append(deleting, r)
-	}
-	p.Deleting = deleting
-	for i, r := range p.Unknown {
-		if orig, ok := original(r); ok {
-			p.Unknown[i] = orig // left alone, preparing, while its zone is cut off
-			p.Lifecycle.Preparing++
-		}
-	}
-	for _, r := range sortedByIdentity(settling) {
-		lc.settle(&p, r, now, func(r Replica) { p.Delete = append(p.Delete, r) })
-	}
-	// Power cycles whose hooks released the replica (or timed out) go
-	// on, unless the rules chose it to leave (settled above) or it is
-	// out of reach.
-	settled := map[string]bool{}
-	for _, rs := range [][]Replica{settling, p.Unknown} {
-		for _, r := range rs {
-			settled[r.Name] = true
-		}
-	}
-	var cycling []Replica
-	for name := range updating {
-		if !settled[name] {
-			cycling = append(cycling, current[preparing[name]])
-		}
-	}
-	for _, r := range sortedByIdentity(cycling) {
-		lc.settle(&p, r, now, func(r Replica) {
-			p.Update = append(p.Update, Update{Replica: r, PowerCycle: r.InPlace != InPlaceLive})
-		})
-	}
-	// Deletions and power cycles the hooks released count toward the
-	// per-pass cap too: those over it stay preparing, deferred to the next
-	// pass, and are not reported as timed out yet.
-	limit := spec.maxPerPass()
-	if over := len(p.Update) - limit; over > 0 {
-		p.Update = p.Update[:limit]
-		p.Deferred += over
-		p.Lifecycle.Preparing += over
-		addHold(&p, Hold{By: HoldMaxPerPass, Waiting: over, Reason: fmt.Sprintf(
-			"%d %s to be updated in place on the next pass (MaxPerPass)", over, plural(over, "replica waits", "replicas wait"))})
-	}
-	if over := len(p.Delete) - limit; over > 0 {
-		p.Delete = p.Delete[:limit]
-		p.Deferred += over
-		p.Lifecycle.Preparing += over
-	}
-	p.Lifecycle.TimedOut = slices.DeleteFunc(p.Lifecycle.TimedOut, func(r Replica) bool {
-		return !slices.ContainsFunc(p.Delete, func(d Replica) bool { return d.Name == r.Name && d.UID == r.UID }) &&
-			!slices.ContainsFunc(p.Update, func(u Update) bool { return u.Replica.Name == r.Name && u.Replica.UID == r.UID })
-	})
-	lc.hookHolds(&p)
-	return p, nil
-}
-
-// takeBack returns the indexes in current of the preparing replicas
-// taken back: those protected from scale-in since they began to prepare
-// (the rules would never have chosen them), and those a scale-up takes
-// back, before it creates anything new: a cancelled drain is a patch, a
-// clone is minutes. A scale-up takes back only replicas the rules would
-// keep: running, ready (a launch gate closed or not), on the wanted
-// revision, in a reachable listed zone, not unhealthy and not marked for
-// deletion; those that began to prepare last first (they have drained
+// takeBack takes back, before anything new is created, as many of the
+// replicas preparing to leave (leaving, indexes in current) as bring the
+// live replicas to the desired count: a cancelled drain is a patch, a
+// clone is minutes. It takes only replicas the rules would keep
+// (keepable), those that began to prepare last first (they have drained
 // least), then by identity.
-func takeBack(spec *Spec, current []Replica, preparing int) []int {
-	var back []int
-	live := 0
-	for i := range current {
-		switch r := &current[i]; {
-		case r.Deleting:
-		case r.Preparing == nil || r.Preparing.Update:
-			live++
-		case r.Protected:
-			back = append(back, i)
-			live++
-		}
+func (ps *pass) takeBack(leaving []int) {
+	need := ps.desired - ps.live
+	if need <= 0 || len(leaving) == 0 {
+		return
 	}
-	need := spec.Desired - live
-	if need <= 0 {
-		return back
-	}
-	cands := make([]int, 0, preparing)
-	for i := range current {
-		if r := &current[i]; r.Preparing != nil && !r.Preparing.Update && !r.Deleting && !r.Protected && keepable(spec, r) {
-			cands = append(cands, i)
-		}
-	}
+	cands := slices.DeleteFunc(leaving, func(i int) bool { return !ps.keepable(i) })
 	slices.SortFunc(cands, func(a, b int) int {
-		ra, rb := &current[a], &current[b]
+		ra, rb := &ps.cur[a], &ps.cur[b]
 		if c := rb.Preparing.Since.Compare(ra.Preparing.Since); c != 0 {
 			return c
 		}
 		return compareIdentity(ra, rb)
 	})
-	return append(back, cands[:min(need, len(cands))]...)
+	for _, i := range cands[:min(need, len(cands))] {
+		ps.set(i, ps.fl[i]&^(fGone|fLeaving)|fLive|fBack)
+		ps.back = append(ps.back, i)
+	}
 }
 
-// keepable reports whether a preparing replica is one the rules would keep
-// were it not leaving. A closed launch gate does not stop it: a new
-// replica would have one too.
-func keepable(spec *Spec, r *Replica) bool {
-	switch {
-	case r.Phase != PhaseRunning, !r.Ready, r.MarkedForDeletion,
-		!spec.onRevision(r),
-		len(spec.Zones) > 0 && !slices.Contains(spec.Zones, r.Zone),
-		slices.Contains(spec.Unreachable, r.Zone),
-		spec.Remediation != nil && r.Health != nil && (r.Health.Unhealthy || r.Health.Now):
+// keepable reports whether current[i], preparing to leave, is one the
+// rules would keep were it not leaving: running, ready, on the wanted
+// revision, in a listed zone that answers, not unhealthy and not marked
+// for deletion. A closed launch gate does not stop it: a new replica
+// would have one too.
+func (ps *pass) keepable(i int) bool {
+	switch r := &ps.cur[i]; {
+	case r.Phase != PhaseRunning, !r.Ready, r.MarkedForDeletion, ps.fl[i]&fNew == 0,
+		len(ps.spec.Zones) > 0 && ps.zoneAt(i) < 0,
+		ps.spec.Remediation != nil && r.Health != nil && (r.Health.Unhealthy || r.Health.Now):
 		return false
 	}
 	return true
+}
+
+// emit writes the pass's decisions into its plan: the deletions (the
+// replaced replicas first, then those chosen, in order), the in-place
+// updates, the restarts and the holds, each deletion and power cycle
+// through the pre-delete gate when the spec has a Lifecycle.
+func (ps *pass) emit() {
+	p := &ps.p
+	for _, h := range ps.inPlaceHolds {
+		addHold(p, h)
+	}
+	p.Holds = append(p.Holds, ps.heal.holds...)
+	if ps.unknownOld > 0 {
+		p.Holds = append(p.Holds, Hold{By: HoldUnreachable, Waiting: ps.unknownOld,
+			Reason: fmt.Sprintf("%d replicas on older revisions are in unreachable zones; they are replaced once their zones answer again", ps.unknownOld)})
+	}
+	if ps.spec.Strategy.Method == UpdateInPlaceIfPossible {
+		p.Fallback = ps.fallback
+	}
+	p.Replace = ps.replicas(ps.replaced)
+	for _, i := range ps.replaced {
+		ps.fl[i] |= fChosen
+	}
+	for _, i := range ps.restart {
+		if ps.fl[i]&fChosen == 0 {
+			p.Restart = append(p.Restart, ps.cur[i])
+		}
+	}
+	var updates []Update
+	for _, i := range ps.updates {
+		// Deletion and a restart go first.
+		if ps.fl[i]&fChosen == 0 && !slices.Contains(ps.restart, i) {
+			updates = append(updates, Update{Replica: ps.cur[i], PowerCycle: ps.cur[i].InPlace == InPlacePowerCycle})
+		}
+	}
+	dels := append(slices.Clone(ps.replaced), ps.chosen...)
+	p.Unbalanced = ps.unbalanced(ps.rebalanceHeld)
+	if len(ps.spec.Zones) > 0 && !ps.zoned() {
+		// Every listed zone is unreachable: creates wait for one to answer.
+		p.Deferred += p.Create
+		p.Create = 0
+	}
+	if ps.spec.Lifecycle == nil {
+		p.Delete = ps.replicas(dels)
+		p.Update = updates
+		return
+	}
+	ps.gate(dels, updates)
+}
+
+// gate carries deletions and power cycles through the pre-delete gate:
+// a replica that ran prepares first (Plan.Prepare, Plan.PrepareUpdate);
+// one already preparing goes once its hooks released it or timed out with
+// HookContinue (settle); a preparation taken back is cancelled; and
+// deletions and updates the hooks released keep to the per-pass cap.
+func (ps *pass) gate(dels []int, updates []Update) {
+	p, lc, now := &ps.p, ps.spec.Lifecycle, ps.env.Now
+	for _, i := range slices.Concat(ps.back, ps.cancelUpdate) {
+		if ps.fl[i]&fChosen == 0 {
+			p.Cancel = append(p.Cancel, ps.cur[i])
+		}
+	}
+	for _, u := range updates {
+		if !u.PowerCycle || skipsGate(&u.Replica) {
+			p.Update = append(p.Update, u)
+			continue
+		}
+		p.PrepareUpdate = append(p.PrepareUpdate, u.Replica)
+		p.Lifecycle.Preparing++
+	}
+	var settling, cycling []int
+	for _, i := range dels {
+		switch r := &ps.cur[i]; {
+		case r.Preparing != nil:
+			settling = append(settling, i) // it prepares already
+		case skipsGate(r):
+			p.Delete = append(p.Delete, *r)
+		default:
+			p.Prepare = append(p.Prepare, *r)
+			p.Lifecycle.Preparing++
+		}
+	}
+	for i, f := range ps.fl[:len(ps.cur)] {
+		switch {
+		case f&fLeaving != 0:
+			settling = append(settling, i)
+		case f&(fCycling|fChosen) == fCycling:
+			cycling = append(cycling, i)
+		}
+	}
+	byIdentity := func(a, b int) int { return compareIdentity(&ps.cur[a], &ps.cur[b]) }
+	slices.SortFunc(settling, byIdentity)
+	slices.SortFunc(cycling, byIdentity)
+	for _, i := range settling {
+		lc.settle(p, ps.cur[i], now, func(r Replica) { p.Delete = append(p.Delete, r) })
+	}
+	for _, i := range cycling {
+		lc.settle(p, ps.cur[i], now, func(r Replica) {
+			p.Update = append(p.Update, Update{Replica: r, PowerCycle: r.InPlace != InPlaceLive})
+		})
+	}
+	// Deletions and power cycles the hooks released count toward the
+	// per-pass cap too: those over it stay preparing, deferred to the next
+	// pass, and are not reported as timed out yet. A power cycle under way
+	// is no replica on an older revision waiting, so no hold counts it.
+	if over := len(p.Update) - ps.limit; over > 0 {
+		p.Update = p.Update[:ps.limit]
+		p.Deferred += over
+		p.Lifecycle.Preparing += over
+	}
+	if over := len(p.Delete) - ps.limit; over > 0 {
+		p.Delete = p.Delete[:ps.limit]
+		p.Deferred += over
+		p.Lifecycle.Preparing += over
+	}
+	// A replica replaced that prepared already goes once its hooks
+	// release it: it is replaced in the pass that deletes it.
+	p.Replace = slices.DeleteFunc(p.Replace, func(r Replica) bool {
+		return r.Preparing != nil && !slices.ContainsFunc(p.Delete, func(d Replica) bool { return d.Name == r.Name && d.UID == r.UID })
+	})
+	p.Lifecycle.TimedOut = slices.DeleteFunc(p.Lifecycle.TimedOut, func(r Replica) bool {
+		return !slices.ContainsFunc(p.Delete, func(d Replica) bool { return d.Name == r.Name && d.UID == r.UID }) &&
+			!slices.ContainsFunc(p.Update, func(u Update) bool { return u.Replica.Name == r.Name && u.Replica.UID == r.UID })
+	})
+	lc.hookHolds(p)
+}
+
+// replicas returns the replicas at the indexes is.
+func (ps *pass) replicas(is []int) []Replica {
+	if len(is) == 0 {
+		return nil
+	}
+	out := make([]Replica, len(is))
+	for k, i := range is {
+		out[k] = ps.cur[i]
+	}
+	return out
 }
 
 // Drain plans one pass of the owner's own deletion: every replica leaves,
@@ -257,8 +214,10 @@ func Drain(spec Spec, current []Replica, now time.Time) (Plan, error) {
 	if err := v.err(); err != nil {
 		return Plan{}, err
 	}
-	if err := checkPreparing(current); err != nil {
-		return Plan{}, err
+	for i := range current {
+		if r := &current[i]; r.Preparing != nil && r.Preparing.Since.IsZero() {
+			return Plan{}, fmt.Errorf("replica %q prepares to leave with no start time (Preparing.Since): %w", r.Name, ErrInvalidReplica)
+		}
 	}
 	var p Plan
 	var settling []Replica
@@ -275,11 +234,12 @@ func Drain(spec Spec, current []Replica, now time.Time) (Plan, error) {
 			settling = append(settling, r)
 		}
 	}
-	sortedByIdentity(p.Deleting)
-	sortedByIdentity(p.Delete)
-	sortedByIdentity(p.Prepare)
+	sortByIdentity(p.Deleting)
+	sortByIdentity(p.Delete)
+	sortByIdentity(p.Prepare)
+	sortByIdentity(settling)
 	if spec.Lifecycle != nil {
-		for _, r := range sortedByIdentity(settling) {
+		for _, r := range settling {
 			spec.Lifecycle.settle(&p, r, now, func(r Replica) { p.Delete = append(p.Delete, r) })
 		}
 		spec.Lifecycle.hookHolds(&p)

@@ -190,7 +190,10 @@ func checkGate(t *rapid.T, spec replicaset.Spec, rs []replicaset.Replica, p repl
 		if r.Preparing == nil || r.Deleting || seen[r.Name] != "" {
 			continue
 		}
-		healthy := spec.Remediation == nil || r.Health == nil || !r.Health.Unhealthy && !r.Health.Now
+		// With Remediation, one unhealthy, asked for, or whose launch gate
+		// stayed closed past its start-up window is remediated, not kept.
+		healthy := spec.Remediation == nil || r.Health == nil || !r.Health.Unhealthy && !r.Health.Now &&
+			!(r.LaunchGated && !r.Health.Started.IsZero() && !now.Before(r.Health.Started.Add(cmp.Or(spec.Remediation.StartupWindow, replicaset.DefaultStartupWindow))))
 		if r.Phase == replicaset.PhaseRunning && r.Ready && !r.MarkedForDeletion &&
 			(r.Revision == "" || r.Revision == spec.Revision) && healthy {
 			t.Fatalf("creates %d with %d live of %d, yet leaves %s preparing: %v", p.Create, live, spec.Desired, r.Name, p)

@@ -8,6 +8,81 @@ import (
 	"time"
 )
 
+// remediate decides what leaves first (the package documentation's
+// Self-healing, and Zones on failed replicas): the replicas remediation
+// replaces or restarts, or, without Remediation, those that failed in a
+// listed zone; up to MaxPerPass of them are replaced, counted from now on
+// as being deleted.
+func (ps *pass) remediate() {
+	switch {
+	case ps.spec.Remediation != nil:
+		ps.heal = ps.decideHealing()
+		ps.p.Health = ps.heal.status
+		ps.replaced, ps.restart = ps.heal.replace, ps.heal.restart
+	case ps.spec.ReplaceFailed && ps.zoned():
+		at, stay := ps.failedInZones()
+		if stay {
+			names := make([]string, len(at))
+			for k, i := range at {
+				names[k] = ps.cur[i].Name
+			}
+			ps.heal.holds = healHolds(map[HoldKind][]string{HoldZoneBackoff: names}, HealthStatus{}, 0, 0, 0, time.Time{})
+			return
+		}
+		ps.replaced = at
+	}
+	ps.replaced = ps.replaced[:min(len(ps.replaced), ps.limit)]
+	for _, i := range ps.replaced {
+		ps.set(i, ps.fl[i]&^fLive|fGone)
+	}
+	ps.deletes = len(ps.replaced)
+}
+
+// replaceRemediated makes the replacements of the replicas remediation
+// replaces as far as the surge allows (live replicas and those being
+// deleted, the replaced ones included, within desired + MaxSurge) and the
+// per-pass cap; the rest are made by later passes, once the replaced
+// replicas are gone. A failed replica replaced without Remediation, or
+// with Spec.ReplaceDeleting, is replaced as any replica being deleted is.
+func (ps *pass) replaceRemediated() {
+	if ps.spec.Remediation == nil || ps.spec.ReplaceDeleting {
+		return
+	}
+	room := min(ps.desired+ps.lim.Surge-(ps.live+ps.gone+ps.p.Create), ps.limit-ps.p.Create)
+	ps.create(min(len(ps.replaced), max(0, room)))
+}
+
+// failedInZones returns the indexes in current, in identity order, of the
+// replicas that failed in a listed zone (PhaseFailed, live, not fixed;
+// see the package documentation's Zones section), and whether they stay
+// where they are because no listed zone is healthy: each backs off
+// (Spec.ZoneBackoff at now) or holds one of them.
+func (ps *pass) failedInZones() (at []int, stay bool) {
+	if !ps.zoned() {
+		return nil, false
+	}
+	sick := make([]bool, len(ps.zones))
+	for i := range ps.cur {
+		if ps.cur[i].Phase != PhaseFailed || ps.fl[i]&(fLive|fFixed) != fLive {
+			continue
+		}
+		if z := ps.zoneAt(i); z >= 0 {
+			at = append(at, i)
+			sick[z] = true
+		}
+	}
+	if len(at) == 0 {
+		return nil, false
+	}
+	slices.SortFunc(at, func(a, b int) int { return compareIdentity(&ps.cur[a], &ps.cur[b]) })
+	for z, zone := range ps.zones {
+		if !sick[z] && !slices.ContainsFunc(ps.spec.ZoneBackoff, func(b ZoneBackoff) bool { return b.Zone == zone && ps.env.Now.Before(b.Until) }) {
+			return at, false
+		}
+	}
+	return at, true
+}
+
 // healing is what a pass decides of its replicas' health before it plans:
 // which to replace and which to restart (indexes in current), what holds
 // the others, and what it found.
@@ -25,8 +100,9 @@ type due struct {
 	failed bool // PhaseFailed
 }
 
-// decideHealing applies the Self-healing rules to current at now.
-func decideHealing(spec *Spec, current []Replica, now time.Time) healing {
+// decideHealing applies the Self-healing rules to the known replicas.
+func (ps *pass) decideHealing() healing {
+	spec, current, now := ps.spec, ps.cur, ps.env.Now
 	rm := spec.Remediation
 	startup, window := rm.windows()
 	var h healing
@@ -51,23 +127,28 @@ func decideHealing(spec *Spec, current []Replica, now time.Time) healing {
 		stormEnd = now // over in this pass, or holding it anyway
 	}
 	for i := range current {
+		f := ps.fl[i]
+		if f&fUnknown != 0 {
+			continue
+		}
 		r := &current[i]
 		hl := r.Health
+		gone := f&fGone != 0
 		// Most replicas are healthy, or have no health: nothing to do.
-		if !r.Deleting && r.Phase != PhaseFailed && !recovering && !r.LaunchGated &&
+		if !gone && r.Phase != PhaseFailed && !recovering && !r.LaunchGated &&
 			(hl == nil || hl.Healthy && !hl.Unhealthy && !hl.Now && !hl.Restarted) {
 			continue
 		}
 		if hl == nil {
 			hl = &none
 		}
-		if r.Deleting {
+		if gone {
 			if hl.Unhealthy || hl.Restarted || r.Phase == PhaseFailed {
 				h.status.InFlight++
 			}
 			continue
 		}
-		healthyNow := r.ready() && !hl.Unhealthy
+		healthyNow := r.ready() && f&fCycling == 0 && !hl.Unhealthy
 		if recovering && hl.Healthy && !r.LaunchGated && !hl.Started.Before(hist.Last) {
 			h.status.Recovered = true
 		}
@@ -126,9 +207,9 @@ func decideHealing(spec *Spec, current []Replica, now time.Time) healing {
 		hist = RemediationHistory{Storming: hist.Storming, Storm: hist.Storm}
 	}
 
-	failing := failingZones(current, unhealthyIn)
+	failing := ps.failingZones(unhealthyIn)
 	h.status.FailingZones = failing
-	storm := h.status.Unhealthy > rm.maxUnhealthy(spec.Desired)
+	storm := h.status.Unhealthy > rm.maxUnhealthy(ps.desired)
 	h.status.Storm = storm
 	maxFailures := cmp.Or(rm.MaxFailures, DefaultMaxFailures)
 	h.status.Suspended = hist.Failures >= maxFailures
@@ -140,7 +221,7 @@ func decideHealing(spec *Spec, current []Replica, now time.Time) healing {
 		}
 		h.status.BackoffUntil = resume
 	}
-	room := max(rm.maxInFlight(spec.Desired)-h.status.InFlight, 0)
+	room := max(rm.maxInFlight(ps.desired)-h.status.InFlight, 0)
 	if !storm && !h.status.Suspended && resume.IsZero() {
 		h.status.Allowed = room
 	}
@@ -158,7 +239,7 @@ func decideHealing(spec *Spec, current []Replica, now time.Time) healing {
 	})
 	stay := false // failed replicas stay: no listed zone is healthy
 	if slices.ContainsFunc(dues, func(d due) bool { return d.failed }) {
-		_, stay = failedInZones(spec, current, now)
+		_, stay = ps.failedInZones()
 	}
 	held := map[HoldKind][]string{}
 	for _, d := range dues {
@@ -167,7 +248,7 @@ func decideHealing(spec *Spec, current []Replica, now time.Time) healing {
 		switch {
 		case r.Health != nil && r.Health.Skip:
 			by = HoldSkipRemediation
-		case d.failed && stay && slices.Contains(spec.Zones, r.Zone):
+		case d.failed && stay && ps.zoneAt(d.i) >= 0:
 			by = HoldZoneBackoff
 		case !d.asked && storm:
 			by = HoldTooManyUnhealthy
@@ -180,8 +261,11 @@ func decideHealing(spec *Spec, current []Replica, now time.Time) healing {
 		case room == 0:
 			by = HoldInFlight
 		}
+		if ps.fl[d.i]&fBack != 0 {
+			continue // taken back in this pass: remediated from the next one
+		}
 		restart := rm.Restart && (r.Health == nil || !r.Health.Restarted) && !d.failed
-		if by == 0 && !restart && r.Protected {
+		if by == 0 && !restart && ps.fl[d.i]&fFixed != 0 {
 			by = HoldProtected // never deleted; a restart may still be tried
 		}
 		if by != 0 {
@@ -205,7 +289,7 @@ func decideHealing(spec *Spec, current []Replica, now time.Time) healing {
 	if !resume.IsZero() {
 		next(resume) // when the backoff ends, status says so
 	}
-	h.holds = healHolds(held, h.status, len(h.restart)+len(h.replace), rm.maxInFlight(spec.Desired), rm.maxUnhealthy(spec.Desired), resume)
+	h.holds = healHolds(held, h.status, len(h.restart)+len(h.replace), rm.maxInFlight(ps.desired), rm.maxUnhealthy(ps.desired), resume)
 	return h
 }
 
@@ -219,7 +303,7 @@ func boolFirst(a bool) int {
 
 // failingZones returns the zones where most live replicas, and at least
 // two, are unhealthy, in name order.
-func failingZones(current []Replica, unhealthyIn map[string]int) []string {
+func (ps *pass) failingZones(unhealthyIn map[string]int) []string {
 	var candidates []string
 	for z, n := range unhealthyIn {
 		if n >= 2 {
@@ -230,8 +314,8 @@ func failingZones(current []Replica, unhealthyIn map[string]int) []string {
 		return nil
 	}
 	live := map[string]int{}
-	for i := range current {
-		if r := &current[i]; !r.Deleting && slices.Contains(candidates, r.Zone) {
+	for i := range ps.cur {
+		if r := &ps.cur[i]; ps.fl[i]&fLive != 0 && slices.Contains(candidates, r.Zone) {
 			live[r.Zone]++
 		}
 	}
@@ -254,6 +338,7 @@ func healHolds(held map[HoldKind][]string, st HealthStatus, starting, maxInFligh
 		if len(names) == 0 {
 			continue
 		}
+		slices.Sort(names)
 		list := strings.Join(names, ", ")
 		var reason string
 		switch by {
@@ -280,49 +365,4 @@ func healHolds(held map[HoldKind][]string, st HealthStatus, starting, maxInFligh
 		out = append(out, Hold{By: by, Waiting: len(names), Reason: reason})
 	}
 	return out
-}
-
-// computeHealing is Compute for a set with Spec.Remediation and every
-// zone reachable: it decides what to remediate, plans with the replicas
-// it replaces as if already being deleted (so that the plan neither
-// counts them as available nor chooses them again), then deletes them
-// first and makes their replacements as far as the surge allows.
-func computeHealing(spec Spec, current []Replica, policy Ranker, now time.Time) (Plan, error) {
-	h := decideHealing(&spec, current, now)
-	p, _, err := planReplacing(&spec, current, h.replace, policy, now, true)
-	if err != nil {
-		return Plan{}, err
-	}
-	p.Health = h.status
-	p.Holds = append(p.Holds, h.holds...)
-	for _, i := range h.restart {
-		// A replica the plan deletes anyway (a scale-down) needs no restart.
-		if !slices.ContainsFunc(p.Delete, func(d Replica) bool { return compareIdentity(&d, &current[i]) == 0 }) {
-			p.Restart = append(p.Restart, current[i])
-		}
-	}
-	return p, nil
-}
-
-// addReplacements adds to p creates for the replicas it replaces, as far
-// as the surge allows (live replicas and those being deleted, the
-// replaced ones included, within Desired + MaxSurge) and the per-pass
-// cap, each in its replica's zone when the spec lists zones and that zone
-// is not backing off. The rest are made by later passes, once the
-// replaced replicas are gone.
-func addReplacements(spec *Spec, planned, replaced []Replica, p *Plan, limit int, now time.Time) {
-	counted := len(planned) + p.Create // live or being deleted: both count without ReplaceDeleting
-	room := min(spec.Desired+spec.Strategy.Limits(spec.Desired).Surge-counted, limit-p.Create)
-	off := backingOff(*spec, now)
-	for k := 0; k < len(replaced) && room > 0; k++ {
-		if len(spec.Zones) > 0 {
-			z := slices.Index(spec.Zones, replaced[k].Zone)
-			if z < 0 || off[z] {
-				continue
-			}
-			p.CreateZones = append(p.CreateZones, spec.Zones[z])
-		}
-		p.Create++
-		room--
-	}
 }

@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"slices"
 	"strings"
-	"time"
 )
 
 // inPlaceOn reports whether a pass under spec updates replicas in place:
@@ -16,24 +15,24 @@ func inPlaceOn(spec *Spec) bool {
 }
 
 // inPlaceBar says why r, a live replica on an older revision, is not
-// updated in place under spec, whose strategy resolves to lim: "" when it
-// can be. A replica the rules handle for another reason (protected,
-// marked for deletion, failed, unhealthy under remediation) is not, and
-// neither is one whose change cannot be made in place, or needs a power
-// cycle while MaxUnavailable allows no replica to be unavailable.
-func inPlaceBar(spec *Spec, r *Replica, lim Limits) string {
+// updated in place: "" when it can be. A replica the rules handle for
+// another reason (fixed, marked for deletion, failed, unhealthy under
+// remediation) is not, and neither is one whose change cannot be made in
+// place, or needs a power cycle while MaxUnavailable allows no replica to
+// be unavailable.
+func (ps *pass) inPlaceBar(r *Replica, fixed bool) string {
 	switch {
-	case r.Protected:
+	case fixed:
 		return "protected from scale-in"
 	case r.MarkedForDeletion:
 		return "marked for deletion"
 	case r.Phase == PhaseFailed:
 		return "failed"
-	case spec.Remediation != nil && r.Health != nil && r.Health.Unhealthy:
+	case ps.spec.Remediation != nil && r.Health != nil && r.Health.Unhealthy:
 		return "unhealthy"
 	case r.InPlace == InPlaceNone:
 		return cmp.Or(r.InPlaceBlocker, "its change cannot be made in place")
-	case r.InPlace == InPlacePowerCycle && lim.Unavailable == 0:
+	case r.InPlace == InPlacePowerCycle && ps.lim.Unavailable == 0:
 		return cmp.Or(r.InPlaceBlocker, "its change needs a power cycle") +
 			", and MaxUnavailable 0 lets no replica be unavailable for a power cycle"
 	case r.InPlace != InPlaceLive && r.InPlace != InPlacePowerCycle:
@@ -42,218 +41,131 @@ func inPlaceBar(spec *Spec, r *Replica, lim Limits) string {
 	return ""
 }
 
-// inPlacePass is one pass's in-place updates: what it changes, what waits,
-// and the view of the replicas the rules then plan on.
-type inPlacePass struct {
-	updates        []Update
-	view           []Replica
-	waiting        int // held by MaxUnavailable
-	deferred       int // over the per-pass cap
-	blocked        []Replica
-	blockedWhy     []string
-	availB, serveB int // what may still become unavailable, or stop serving
-	limit          int
+// stillUpdates reports whether r, preparing for an in-place update
+// (Preparing.Update), is still to be updated: the spec updates in place,
+// r is on an older revision, and its change can still be made in place.
+// A rollback, a pause or a change that no longer fits takes it back
+// (Plan.Cancel), so that no replica drains for an update that will not
+// come (kruise#1156: a rollback while a pod prepared for an in-place
+// update hung it).
+func (ps *pass) stillUpdates(r *Replica) bool {
+	return inPlaceOn(ps.spec) && !onRevision(ps.spec.Revision, r) && ps.inPlaceBar(r, r.Protected) == ""
 }
 
-// computeInPlace is compute under an in-place Strategy.Method. Replicas
-// on older revisions whose change can be made in place move onto the
-// wanted revision without being replaced, as many as the partition
-// allows, less those a scale-down will delete: live updates at once (they stay available), power cycles
-// within MaxUnavailable's budget (they are unavailable until they come
-// back), both within the per-pass cap. The rules (compute) then plan on
-// a view in which those replicas are on the wanted revision, and a power
-// cycle under way is not ready, so that they replace only the rest
-// (UpdateInPlaceIfPossible) or none (UpdateInPlaceOnly, as if paused), and
-// every bound is kept on what the in-place updates leave.
-func computeInPlace(spec Spec, current []Replica, policy Ranker, now time.Time) (Plan, error) {
-	lim := spec.Strategy.Limits(spec.Desired)
-	ip := inPlacePass{limit: spec.maxPerPass()}
-	var live, avail, serving, old int
+// inPlace plans the in-place updates (the package documentation's
+// In-place updates section): replicas on older revisions whose change can
+// be made in place move onto the wanted revision without being replaced,
+// as many as the partition allows, less those a scale-down will delete:
+// live updates first, then power cycles, within the budget (a power cycle
+// takes a replica out of service as a deletion does) and the per-pass
+// cap. Each candidate, updated or waiting, is on the wanted revision from
+// then on in the pass, so the rules replace none of them; what is left
+// on older revisions is replaced (UpdateInPlaceIfPossible) or held
+// (UpdateInPlaceOnly).
+func (ps *pass) inPlace() {
+	if !inPlaceOn(ps.spec) {
+		return
+	}
+	ps.inPlaceOnly = ps.spec.Strategy.Method == UpdateInPlaceOnly
 	var cands []int
-	for i := range current {
-		r := &current[i]
-		if r.Deleting || slices.Contains(spec.Unreachable, r.Zone) {
+	for i := range ps.cur {
+		if ps.fl[i]&(fLive|fNew) != fLive {
 			continue
 		}
-		live++
-		onNew := spec.onRevision(r)
-		a := available(r, spec.MinReady, now)
-		if a {
-			avail++
-		}
-		if a || mayServe(r, onNew) {
-			serving++
-		}
-		if onNew {
-			continue
-		}
-		old++
-		if why := inPlaceBar(&spec, r, lim); why != "" {
-			ip.blocked = append(ip.blocked, *r)
-			ip.blockedWhy = append(ip.blockedWhy, why)
+		if why := ps.inPlaceBar(&ps.cur[i], ps.fl[i]&fFixed != 0); why != "" {
+			ps.fallback = append(ps.fallback, Fallback{Replica: ps.cur[i], Reason: why})
 			continue
 		}
 		cands = append(cands, i)
 	}
+	slices.SortFunc(ps.fallback, func(a, b Fallback) int { return compareIdentity(&a.Replica, &b.Replica) })
 	// Live updates first, then power cycles of replicas that cost the
-	// budgets nothing, then of those that may serve, then of those
+	// budget nothing, then of those that may serve, then of those
 	// available; by identity within each.
-	costOf := func(r *Replica) int {
+	costOf := func(i int) int {
+		f, live := ps.fl[i], ps.cur[i].InPlace == InPlaceLive
 		switch {
-		case r.InPlace == InPlaceLive && !mayServe(r, false) || r.InPlace == InPlaceLive && available(r, spec.MinReady, now):
+		case live && (f&fServe == 0 || f&fAvail != 0):
 			return 0
-		case r.InPlace == InPlaceLive:
+		case live:
 			return 1
-		case !mayServe(r, false):
+		case f&fServe == 0:
 			return 2
-		case !available(r, spec.MinReady, now):
+		case f&fAvail == 0:
 			return 3
 		}
 		return 4
 	}
 	slices.SortFunc(cands, func(a, b int) int {
-		if c := cmp.Compare(costOf(&current[a]), costOf(&current[b])); c != 0 {
+		if c := cmp.Compare(costOf(a), costOf(b)); c != 0 {
 			return c
 		}
-		return compareIdentity(&current[a], &current[b])
+		return compareIdentity(&ps.cur[a], &ps.cur[b])
 	})
-	floor := spec.Desired - lim.Unavailable
-	ip.availB, ip.serveB = avail-floor, serving-floor
 	// A scale-down takes replicas on older revisions first: those it
 	// will delete are not updated. The rules choose which; as many as
-	// the excess stay on their revision in the view.
-	excess := max(0, live-spec.Desired)
-	move := min(len(cands), max(0, old-lim.Partition-excess))
-	if move > 0 {
-		ip.view = slices.Clone(current)
-	}
+	// the excess stay on their revision.
+	excess := max(0, ps.live-ps.desired)
+	move := min(len(cands), max(0, ps.old-ps.lim.Partition-excess))
+	waiting, deferred := 0, 0
 	for _, i := range cands[:move] {
-		ip.take(current, i, costOf(&current[i]), spec.Revision)
-	}
-	view := current
-	if ip.view != nil {
-		view = ip.view
-	}
-	if spec.Strategy.Method == UpdateInPlaceOnly {
-		spec.Strategy.Paused = true // the rules replace nothing for its revision
-	}
-	p, err := computeRules(spec, view, policy, now)
-	if err != nil {
-		return Plan{}, err
-	}
-	ip.merge(&p, spec.Strategy.Method, spec.Desired, lim)
-	return p, nil
-}
-
-// take plans the in-place update of current[i], a candidate of the given
-// cost (computeInPlace's costOf), or counts why it waits. Either way the
-// view has it on the wanted revision, so that the rules do not replace it.
-func (ip *inPlacePass) take(current []Replica, i, cost int, revision string) {
-	r := &current[i]
-	ip.view[i].Revision = revision
-	switch {
-	case len(ip.updates) == ip.limit:
-		ip.deferred++
-		return
-	case cost == 4 && (ip.availB < 1 || ip.serveB < 1), (cost == 1 || cost == 3) && ip.serveB < 1:
-		ip.waiting++
-		return
-	}
-	switch cost {
-	case 4:
-		ip.availB--
-		ip.serveB--
-	case 1, 3:
-		ip.serveB--
-	}
-	pc := r.InPlace == InPlacePowerCycle
-	if pc {
-		ip.view[i].Ready = false // unavailable while it cycles
-	}
-	ip.updates = append(ip.updates, Update{Replica: *r, PowerCycle: pc})
-}
-
-// merge puts the pass's updates and holds into p, the rules' plan on the
-// view: an update of a replica the rules delete or restart is dropped
-// (deletion and a restart go first); under UpdateInPlaceOnly the hold of
-// the replicas left on older revisions says why they are not changed in
-// place.
-func (ip *inPlacePass) merge(p *Plan, method UpdateMethod, desired int, lim Limits) {
-	gone := map[string]bool{}
-	for _, rs := range [][]Replica{p.Delete, p.Restart} {
-		for _, r := range rs {
-			gone[r.Name] = true
+		// Updated or waiting, it is on the wanted revision from now on in
+		// the pass; one that waits still serves as it did.
+		cost, f := costOf(i), ps.fl[i]|fNew
+		switch {
+		case len(ps.updates) == ps.limit:
+			deferred++
+		case cost == 4 && (ps.budget < 1 || ps.serveBudget < 1), (cost == 1 || cost == 3) && ps.serveBudget < 1:
+			waiting++
+		default:
+			switch cost {
+			case 4:
+				ps.budget--
+				ps.serveBudget--
+			case 1, 3:
+				ps.serveBudget--
+			}
+			switch {
+			case ps.cur[i].InPlace == InPlacePowerCycle:
+				f &^= fAvail | fServe // out of service while it cycles
+			case f&fAvail == 0:
+				f &^= fServe // not available: counted as no longer serving
+			}
+			ps.updates = append(ps.updates, i)
 		}
+		ps.set(i, f)
+		ps.moved++
 	}
-	for _, u := range ip.updates {
-		if !gone[u.Replica.Name] {
-			p.Update = append(p.Update, u)
-		}
-	}
-	if ip.waiting > 0 {
-		addHold(p, Hold{By: HoldMaxUnavailable, Waiting: ip.waiting, Reason: fmt.Sprintf(
+	// The rules spend what the state now leaves.
+	ps.resolveBudget()
+	if waiting > 0 {
+		lim := ps.lim
+		ps.inPlaceHolds = append(ps.inPlaceHolds, Hold{By: HoldMaxUnavailable, Waiting: waiting, Reason: fmt.Sprintf(
 			"%d %s to be updated in place: another power cycle (or live update of a replica not yet available) "+
 				"would take the replicas available or serving below %d (Desired %d − MaxUnavailable %d)",
-			ip.waiting, plural(ip.waiting, "replica waits", "replicas wait"), desired-lim.Unavailable, desired, lim.Unavailable)})
+			waiting, plural(waiting, "replica waits", "replicas wait"), ps.desired-lim.Unavailable, ps.desired, lim.Unavailable)})
 	}
-	if ip.deferred > 0 {
-		p.Deferred += ip.deferred
-		addHold(p, Hold{By: HoldMaxPerPass, Waiting: ip.deferred, Reason: fmt.Sprintf(
+	if deferred > 0 {
+		ps.p.Deferred += deferred
+		ps.inPlaceHolds = append(ps.inPlaceHolds, Hold{By: HoldMaxPerPass, Waiting: deferred, Reason: fmt.Sprintf(
 			"%d %s to be updated in place on the next pass (MaxPerPass)",
-			ip.deferred, plural(ip.deferred, "replica waits", "replicas wait"))})
-	}
-	if method != UpdateInPlaceOnly {
-		for i, r := range ip.blocked {
-			p.Fallback = append(p.Fallback, Fallback{Replica: r, Reason: ip.blockedWhy[i]})
-		}
-		return
-	}
-	for i, h := range p.Holds {
-		if h.By == HoldPaused {
-			p.Holds[i] = Hold{By: HoldInPlaceOnly, Waiting: h.Waiting, Reason: fmt.Sprintf(
-				"%d %s be updated in place, and the update method InPlaceOnly replaces none: %s",
-				h.Waiting, plural(h.Waiting, "replica on an older revision cannot", "replicas on older revisions cannot"), ip.describeBlocked())}
-		}
+			deferred, plural(deferred, "replica waits", "replicas wait"))})
 	}
 }
 
-// addHold adds h to p's holds, or to the hold of its kind the rules gave
-// already: one hold per bound, its reasons joined.
-func addHold(p *Plan, h Hold) {
-	for i := range p.Holds {
-		if p.Holds[i].By == h.By {
-			p.Holds[i].Waiting += h.Waiting
-			p.Holds[i].Reason += "; " + h.Reason
-			return
-		}
-	}
-	p.Holds = append(p.Holds, h)
-}
-
-// describeBlocked names the first replicas that cannot be updated in
+// describeFallback names the first replicas that cannot be updated in
 // place, each with why.
-func (ip *inPlacePass) describeBlocked() string {
+func (ps *pass) describeFallback() string {
 	const most = 3
 	var parts []string
-	for i, r := range ip.blocked[:min(len(ip.blocked), most)] {
-		parts = append(parts, fmt.Sprintf("%s (%s)", r.Name, ip.blockedWhy[i]))
+	for _, f := range ps.fallback[:min(len(ps.fallback), most)] {
+		parts = append(parts, fmt.Sprintf("%s (%s)", f.Replica.Name, f.Reason))
 	}
-	if len(ip.blocked) > most {
-		parts = append(parts, fmt.Sprintf("and %d more", len(ip.blocked)-most))
+	if len(ps.fallback) > most {
+		parts = append(parts, fmt.Sprintf("and %d more", len(ps.fallback)-most))
 	}
 	if len(parts) == 0 {
 		return "none of them is a replica the rules may change"
 	}
 	return strings.Join(parts, "; ")
-}
-
-// stillUpdates reports whether r, preparing for an in-place update
-// (Preparing.Update), is still to be updated: spec updates in place, r is
-// on an older revision, and its change can still be made in place. A
-// rollback, a pause or a change that no longer fits takes it back
-// (Plan.Cancel), so that no replica drains for an update that will not
-// come (kruise#1156: a rollback while a pod prepared for an in-place
-// update hung it).
-func stillUpdates(spec *Spec, r *Replica) bool {
-	return inPlaceOn(spec) && !spec.onRevision(r) && inPlaceBar(spec, r, spec.Strategy.Limits(spec.Desired)) == ""
 }

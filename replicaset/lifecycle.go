@@ -2,7 +2,6 @@ package replicaset
 
 import (
 	"fmt"
-	"slices"
 	"strings"
 	"time"
 )
@@ -246,10 +245,4 @@ func checkPreparing(current []Replica) error {
 		}
 	}
 	return nil
-}
-
-// sortedByIdentity returns rs sorted by name, then UID.
-func sortedByIdentity(rs []Replica) []Replica {
-	slices.SortFunc(rs, func(a, b Replica) int { return compareIdentity(&a, &b) })
-	return rs
 }

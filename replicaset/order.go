@@ -2,24 +2,23 @@ package replicaset
 
 import "slices"
 
-// keyColumns is how many sort columns a victim has: marked, then the four
-// elements of its Rank.
+// keyColumns is how many sort columns a victim has: its tier, then the
+// four elements of its Rank.
 const keyColumns = 1 + len(Rank{})
 
 // column returns v's sort column c as an unsigned key that orders as the
-// deletion order does: marked replicas (0) before the rest (1), and rank
-// elements with the sign bit flipped, so that int64 order is uint64 order.
+// deletion order does: the tier, and rank elements with the sign bit
+// flipped, so that int64 order is uint64 order.
 func (v *victim) column(c int) uint64 {
 	if c == 0 {
-		if v.marked {
-			return 0
-		}
-		return 1
+		return uint64(v.tier)
 	}
 	return uint64(v.rank[c-1]) ^ 1<<63
 }
 
-// inOrder returns the first n of vs in deletion order (compareVictims).
+// sortFirst orders idx, positions in vs (len(idx) == len(vs)), so that
+// its first n are vs's first n in deletion order (compareVictims); the
+// rest it leaves in no order.
 //
 // It packs each victim's key into the words of the columns that vary
 // among vs (one word for a policy such as Random), then runs a most
@@ -31,20 +30,33 @@ func (v *victim) column(c int) uint64 {
 // indirect comparisons and was most of Compute's time; a least
 // significant digit sort took eight passes over every victim for a
 // 64-bit rank, where this takes about log256(n) and stops at n.
-func inOrder(vs []victim, n int, w *scratch) []Replica {
-	out := make([]Replica, n)
-	for i, j := range firstInOrder(vs, n, w) {
-		out[i] = *vs[j].r
-	}
-	return out
+func sortFirst(vs []victim, idx []int32, n int, w *scratch) {
+	s := newKeySort(vs, idx, w)
+	s.sort(0, len(vs), 0, n)
 }
 
-// firstInOrder returns the positions in vs of its first n victims in
-// deletion order (see inOrder), in w's memory: valid until w's next use.
-func firstInOrder(vs []victim, n int, w *scratch) []int32 {
-	s := newKeySort(vs, w)
-	s.sort(0, len(vs), 0, n)
-	return s.idx[:n]
+// queue yields victims in deletion order, sorting only as far as it is
+// read: a pass that takes few of many orders few.
+type queue struct {
+	vs     []victim
+	idx    []int32
+	sorted int // idx[:sorted] is in order
+	next   int
+}
+
+// pop returns the next victim's position in q.vs, or -1 when none is
+// left; hint is how many more the caller expects to read.
+func (q *queue) pop(hint int, w *scratch) int {
+	if q.next == len(q.vs) {
+		return -1
+	}
+	if q.next == q.sorted {
+		// The order is total, so sorting more keeps the prefix read.
+		q.sorted = min(len(q.vs), max(q.next+hint, 2*q.sorted, 16))
+		sortFirst(q.vs, q.idx, q.sorted, w)
+	}
+	q.next++
+	return int(q.idx[q.next-1])
 }
 
 // keySort sorts indices into vs by their packed keys.
@@ -59,8 +71,8 @@ type keySort struct {
 // smallBucket is the size below which a bucket is insertion sorted.
 const smallBucket = 24
 
-func newKeySort(vs []victim, w *scratch) *keySort {
-	s := &keySort{vs: vs, idx: w.int32s(intsOrder, len(vs)), tmp: w.int32s(intsScatter, len(vs))}
+func newKeySort(vs []victim, idx []int32, w *scratch) *keySort {
+	s := &keySort{vs: vs, idx: idx, tmp: w.int32s(intsScatter, len(vs))}
 	if len(vs) == 0 {
 		return s
 	}

@@ -10,12 +10,12 @@ import (
 	"pgregory.net/rapid"
 )
 
-// TestInOrder_MatchesASort: inOrder's first n are a full sort's first n
-// under compareVictims, for sets large enough to take the radix path
+// TestQueue_MatchesASort: a queue pops its victims in the order of a full
+// sort under compareVictims, for sets large enough to take the radix path
 // (buckets over smallBucket), with ranks from a few values (long runs of
 // equal keys, decided by identity) to full 64-bit ones, in one or several
-// columns, marked or not.
-func TestInOrder_MatchesASort(t *testing.T) {
+// columns, in one tier or several, read in part or whole.
+func TestQueue_MatchesASort(t *testing.T) {
 	w := new(scratch)
 	rapid.Check(t, func(t *rapid.T) {
 		size := rapid.IntRange(1, 400).Draw(t, "size")
@@ -29,15 +29,18 @@ func TestInOrder_MatchesASort(t *testing.T) {
 			for c := range columns {
 				rank[c] = rapid.Int64Range(-spread, spread).Draw(t, "rank")
 			}
-			vs[i] = victim{marked: rapid.IntRange(0, 9).Draw(t, "marked") == 0, rank: rank, r: &replicas[i]}
+			vs[i] = victim{tier: uint8(rapid.IntRange(0, tiers-1).Draw(t, "tier") % 3), rank: rank, r: &replicas[i]}
 		}
 		n := rapid.IntRange(0, size).Draw(t, "n")
+		hint := rapid.IntRange(0, size).Draw(t, "hint")
 		want := slices.Clone(vs)
 		slices.SortFunc(want, compareVictims)
-		got := inOrder(vs, n, w) // w reused dirty: inOrder must not rely on cleared memory
+		// w reused dirty: the queue must not rely on cleared memory.
+		q := queue{vs: vs, idx: make([]int32, len(vs))}
 		for i := range n {
-			if got[i].Name != want[i].r.Name || got[i].UID != want[i].r.UID {
-				t.Fatalf("position %d of %d: %s/%s, want %s/%s", i, n, got[i].Name, got[i].UID, want[i].r.Name, want[i].r.UID)
+			j := q.pop(hint, w)
+			if got := vs[j].r; got.Name != want[i].r.Name || got.UID != want[i].r.UID {
+				t.Fatalf("position %d of %d: %s/%s, want %s/%s", i, n, got.Name, got.UID, want[i].r.Name, want[i].r.UID)
 			}
 		}
 	})
@@ -51,13 +54,22 @@ func TestScratch_ResetDropsReplicas(t *testing.T) {
 	for _, n := range []int{300, 40} {
 		rs := make([]Replica, n)
 		for i := range rs {
-			rs[i] = Replica{Name: fmt.Sprintf("r%d", i), CreatedAt: time.Unix(int64(i*7%n), 0)}
+			rs[i] = Replica{Name: fmt.Sprintf("r%d", i), CreatedAt: time.Unix(int64(i*7%n), 0), Zone: []string{"a", "b", "c"}[i%3], Phase: PhaseRunning, Ready: i%5 > 0}
 		}
-		_ = chooseVictims(rs, n/2, n, rankByCreation{}, Env{}, w)
+		ps, err := newPass(&Spec{Desired: n / 2, Zones: []string{"a", "b"}}, rs, rankByCreation{}, time.Time{}, w)
+		if err != nil {
+			t.Fatal(err)
+		}
+		ps.scale()
+		if len(ps.chosen) != n/2 {
+			t.Fatalf("chose %d of %d, want %d", len(ps.chosen), n, n/2)
+		}
 		w.reset()
-		for i, v := range w.victim[:cap(w.victim)] {
-			if v.r != nil {
-				t.Fatalf("after a call with %d replicas, victim %d still points to %s", n, i, v.r.Name)
+		for k := range w.victim {
+			for i, v := range w.victim[k][:cap(w.victim[k])] {
+				if v.r != nil {
+					t.Fatalf("after a call with %d replicas, victim %d of buffer %d still points to %s", n, i, k, v.r.Name)
+				}
 			}
 		}
 	}
@@ -94,10 +106,11 @@ func TestZoneIndex_MatchesAScan(t *testing.T) {
 		} else {
 			zones = rapid.SliceOfNDistinct(name, 1, 12, rapid.ID).Draw(t, "zones")
 		}
-		zc := newZoneCounts(Spec{Zones: zones}, 0, new(scratch))
+		var byKey [256]int8
+		zoneIndex(&byKey, zones)
 		asked := append(slices.Clone(zones), "", "z200", rapid.StringMatching(`[ab0z1-9]{0,4}`).Draw(t, "other"))
 		for _, zone := range asked {
-			if got, want := zc.index(zone), slices.Index(zones, zone); got != want {
+			if got, want := zoneIndexOf(&byKey, zones, zone), slices.Index(zones, zone); got != want {
 				t.Fatalf("index(%q) = %d, want %d in %q", zone, got, want, zones)
 			}
 		}

@@ -18,7 +18,8 @@ import (
 // naiveCompute is the reference Compute is checked against: the semantics
 // written as plainly as possible, each victim chosen by a scan of every
 // candidate left (with zones, counts updated after each), and each create
-// placed in turn, rescanning everything.
+// placed in turn, rescanning everything. It covers specs without
+// revisions, remediation, hooks or unreachable zones (replicagen.Spec).
 func naiveCompute(spec replicaset.Spec, rs []replicaset.Replica, policy replicaset.Ranker, now time.Time) replicaset.Plan {
 	var p replicaset.Plan
 	var live, candidates []replicaset.Replica
@@ -46,7 +47,7 @@ func naiveCompute(spec replicaset.Spec, rs []replicaset.Replica, policy replicas
 	if counted < spec.Desired {
 		p.Create = min(spec.Desired-counted, limit)
 		p.Deferred = spec.Desired - counted - p.Create
-		p.CreateZones = naiveCreateZones(spec, zones, p.Create, now)
+		p.CreateZones = naiveCreateZones(spec, rs, p.Create, now)
 		return p
 	}
 	if len(live) <= spec.Desired {
@@ -58,23 +59,33 @@ func naiveCompute(spec replicaset.Spec, rs []replicaset.Replica, policy replicas
 	want -= p.Shortfall.Count
 	n := min(want, limit)
 	p.Deferred = want - n
-	// Each victim in turn: the best remaining candidate, zones' counts
-	// updated after each.
+	// The one deletion order: marked first (by the policy alone); then,
+	// with zones, replicas in no listed zone; then broken; then, with
+	// zones, from the zone with the most live replicas left (the later
+	// listed on a tie); then not available; then the policy's order,
+	// then identity.
+	listed := func(r replicaset.Replica) bool { return slices.Contains(spec.Zones, r.Zone) }
 	before := func(a, b replicaset.Replica) bool {
-		if len(spec.Zones) > 0 {
-			ta, tb := naiveTier(spec, a), naiveTier(spec, b)
-			if ta != tb {
-				return ta < tb
+		if a.MarkedForDeletion != b.MarkedForDeletion {
+			return a.MarkedForDeletion
+		}
+		if !a.MarkedForDeletion {
+			if len(spec.Zones) > 0 && listed(a) != listed(b) {
+				return !listed(a)
 			}
-			if ta == 3 && a.Zone != b.Zone {
+			ha, hb := naiveTier(spec, a, now), naiveTier(spec, b, now)
+			if (ha == 0) != (hb == 0) {
+				return ha == 0
+			}
+			if len(spec.Zones) > 0 && listed(a) && a.Zone != b.Zone {
 				if zones[a.Zone] != zones[b.Zone] {
 					return zones[a.Zone] > zones[b.Zone]
 				}
 				return slices.Index(spec.Zones, a.Zone) > slices.Index(spec.Zones, b.Zone)
 			}
-		}
-		if a.MarkedForDeletion != b.MarkedForDeletion {
-			return a.MarkedForDeletion
+			if ha != hb {
+				return ha < hb
+			}
 		}
 		if c := policy.Rank(a, env).Compare(policy.Rank(b, env)); c != 0 {
 			return c < 0
@@ -112,10 +123,12 @@ func naiveZoneCounts(spec replicaset.Spec, live []replicaset.Replica) map[string
 	return zones
 }
 
-// naiveCreateZones places n creates one by one in the least populated
-// listed zone not backing off (any, when all are), the first listed on a
-// tie.
-func naiveCreateZones(spec replicaset.Spec, zones map[string]int, n int, now time.Time) []string {
+// naiveCreateZones places n creates one by one in the listed zone not
+// backing off (any, when all are) with the fewest live replicas, then the
+// fewest not yet available, then the fewest counting those being
+// deleted, then the first listed; each create counts as a live replica
+// not yet available.
+func naiveCreateZones(spec replicaset.Spec, rs []replicaset.Replica, n int, now time.Time) []string {
 	if len(spec.Zones) == 0 || n == 0 {
 		return nil
 	}
@@ -128,32 +141,45 @@ func naiveCreateZones(spec replicaset.Spec, zones map[string]int, n int, now tim
 	if len(ok) == 0 {
 		ok = spec.Zones
 	}
+	live, coming, occ := map[string]int{}, map[string]int{}, map[string]int{}
+	for _, r := range rs {
+		occ[r.Zone]++
+		if !r.Deleting {
+			live[r.Zone]++
+			if !r.Available(spec.MinReady, now) {
+				coming[r.Zone]++
+			}
+		}
+	}
+	key := func(z string) []int { return []int{live[z], coming[z], occ[z]} }
 	var out []string
 	for range n {
 		best := ok[0]
 		for _, z := range ok {
-			if zones[z] < zones[best] {
+			if slices.Compare(key(z), key(best)) < 0 {
 				best = z
 			}
 		}
-		zones[best]++
+		live[best]++
+		coming[best]++
+		occ[best]++
 		out = append(out, best)
 	}
 	return out
 }
 
-// naiveTier is a candidate's zone tier: 0 marked, 1 in no listed zone, 2
-// not provisioned or failed, 3 the rest.
-func naiveTier(spec replicaset.Spec, r replicaset.Replica) int {
+// naiveTier is a candidate's health tier: 0 broken (not provisioned or
+// failed; with Rebalance only failed), 1 not available (not with
+// Rebalance), 2 the rest.
+func naiveTier(spec replicaset.Spec, r replicaset.Replica, now time.Time) int {
+	rebalance := spec.Rebalance && len(spec.Zones) > 0
 	switch {
-	case r.MarkedForDeletion:
+	case r.Phase == replicaset.PhaseFailed, r.Phase == replicaset.PhasePending && !rebalance:
 		return 0
-	case !slices.Contains(spec.Zones, r.Zone):
+	case !r.Available(spec.MinReady, now) && !rebalance:
 		return 1
-	case r.Phase == replicaset.PhasePending || r.Phase == replicaset.PhaseFailed:
-		return 2
 	}
-	return 3
+	return 2
 }
 
 func TestCompute_Properties(t *testing.T) { rapid.Check(t, computeProperties) }

@@ -3,9 +3,8 @@ package replicaset
 import "sync"
 
 // scratch is the working memory of one Compute call: validation's hash
-// tables, the victims with their keys and order, each replica's zone, the
-// table that finds a zone by its key, and a rollout's candidate groups and
-// choices.
+// tables, each replica's flags and zone, the victims with their keys and
+// order, and the table that finds a zone by its key.
 // Compute takes one from a pool and returns it, so a controller planning
 // pass after pass allocates it once per size rather than on every call.
 // Allocated afresh, it was a large object per call to clear and then to
@@ -16,10 +15,11 @@ import "sync"
 // about 100 to 160 bytes per replica of the largest set it served, until the
 // garbage collector empties the pool.
 type scratch struct {
-	words  [3][]uint64 // by wordsSlots, wordsKeys, wordsChosen
-	ints   [5][]int32  // by intsOrder, intsScatter, intsZones, intsGroupOf, intsAt
-	victim []victim
-	used   int // victims handed out since the scratch left the pool
+	words  [2][]uint64 // by wordsSlots, wordsKeys
+	ints   [3][]int32  // by intsOrder, intsScatter, intsZones
+	flags  []flags
+	victim [2][]victim // the candidates, and the same in buckets (pass.each)
+	used   int         // victims handed out since the scratch left the pool
 	// zoneKeys is zoneCounts.byKey.
 	zoneKeys [256]int8
 }
@@ -27,17 +27,14 @@ type scratch struct {
 // The buffers by name, each holding one kind of data in a call, so that
 // no user overwrites another's while it is still read.
 const (
-	wordsSlots  = iota // validation's two hash sets (newIndexSets)
-	wordsKeys          // the victims' packed sort keys (newKeySort)
-	wordsChosen        // the replicas a rollout pass chose (rollout.chosen)
+	wordsSlots = iota // validation's two hash sets (newIndexSets)
+	wordsKeys         // the victims' packed sort keys (newKeySort)
 )
 
 const (
-	intsOrder   = iota // the victims' order (keySort.idx)
+	intsOrder   = iota // the victims' order (queue.idx)
 	intsScatter        // a radix pass's scatter (keySort.tmp)
-	intsZones          // each replica's zone (zoneCounts.of)
-	intsGroupOf        // each replica's group in a rollout (computeRollout)
-	intsAt             // where in current a rollout's victims are (rollout.first)
+	intsZones          // each replica's zone (pass.zoneOf)
 )
 
 var scratchPool = sync.Pool{New: func() any { return new(scratch) }}
@@ -53,7 +50,9 @@ func (w *scratch) put() {
 // reset drops the pointers into the caller's replicas of the victims w
 // handed out.
 func (w *scratch) reset() {
-	clear(w.victim[:w.used])
+	for k := range w.victim {
+		clear(w.victim[k][:min(w.used, cap(w.victim[k]))])
+	}
 	w.used = 0
 }
 
@@ -73,12 +72,20 @@ func (w *scratch) int32s(k, n int) []int32 {
 	return w.ints[k][:n]
 }
 
-// victims returns an empty slice with room for n victims, to be filled
-// within that room.
-func (w *scratch) victims(n int) []victim {
-	if cap(w.victim) < n {
-		w.victim = make([]victim, 0, n)
+// victims returns victim buffer k, empty, with room for n victims, to be
+// filled within that room.
+func (w *scratch) victims(k, n int) []victim {
+	if cap(w.victim[k]) < n {
+		w.victim[k] = make([]victim, 0, n)
 	}
 	w.used = max(w.used, n)
-	return w.victim[:0]
+	return w.victim[k][:0]
+}
+
+// flagsFor returns the flags buffer with length n, its contents undefined.
+func (w *scratch) flagsFor(n int) []flags {
+	if cap(w.flags) < n {
+		w.flags = make([]flags, n)
+	}
+	return w.flags[:n]
 }

@@ -258,7 +258,7 @@ func SummarizeRollout(spec Spec, current []Replica, now time.Time) RolloutStatus
 			deleting = true
 			continue
 		}
-		if spec.Revision != "" && !spec.onRevision(r) {
+		if !onRevision(spec.Revision, r) {
 			s.Old++
 			if olds == nil {
 				olds = map[string]int{}

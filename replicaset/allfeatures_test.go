@@ -1,0 +1,308 @@
+package replicaset_test
+
+import (
+	"fmt"
+	"slices"
+	"testing"
+	"time"
+
+	gocmp "github.com/google/go-cmp/cmp"
+	"github.com/google/go-cmp/cmp/cmpopts"
+	"pgregory.net/rapid"
+
+	"github.com/replicakit/replicakit/internal/replicagen"
+	"github.com/replicakit/replicakit/replicaset"
+	"github.com/replicakit/replicakit/replicaset/replicasettest"
+)
+
+// TestAllFeatures_Check: one pass from any input with every feature drawn
+// at once keeps every invariant replicasettest.Check states, and the plan
+// is the same for the same input in any order (doc.go, Invariants,
+// Determinism: the plan's lists are all in an order Compute decides).
+func TestAllFeatures_Check(t *testing.T) {
+	rapid.Check(t, func(t *rapid.T) {
+		in := replicasettest.Inputs().Draw(t, "input")
+		_, policy := replicagen.Policy(t)
+		p, err := replicaset.Compute(in.Spec, in.Replicas, policy, in.Now)
+		if err != nil {
+			t.Fatalf("Compute of a valid input: %v", err)
+		}
+		if err := replicasettest.Check(in, p); err != nil {
+			t.Fatalf("plan %v:\n%v", p, err)
+		}
+		again, err := replicaset.Compute(in.Spec, rapid.Permutation(in.Replicas).Draw(t, "shuffled"), policy, in.Now)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if diff := gocmp.Diff(p, again, cmpopts.EquateEmpty()); diff != "" {
+			t.Fatalf("plan depends on input order (-first +shuffled):\n%s", diff)
+		}
+	})
+}
+
+// allWorld is a platform under every feature at once, playing a binding:
+// deletes take a pass or two, creates come up Pending and then Running
+// and ready (behind a launch gate now and then), preparations record
+// hooks that release late or never, updates in place record the new
+// revision (or fail, after which the replica reports InPlaceNone),
+// restarts record Health.Restart, guests hang and clones fail, and zones
+// stop answering and answer again. Replicas in an unreachable zone are
+// frozen: nothing is observed of them, nothing happens to them.
+type allWorld struct {
+	spec    replicaset.Spec
+	set     []replicaset.Replica
+	now     time.Time
+	serial  int
+	settled bool // no faults: hooks release, gates open, nothing hangs or fails
+	kind    map[string]replicaset.InPlace
+	release map[string]time.Time // when a preparing replica's hooks release it; zero: never
+	gateAt  map[string]time.Time // when a launch gate opens; zero: never
+	hung    map[string]bool
+}
+
+const allStep = time.Minute
+
+func (w *allWorld) unknown(r *replicaset.Replica) bool {
+	return slices.Contains(w.spec.Unreachable, r.Zone)
+}
+
+// observe brings the replicas up to w.now, as a binding reads them.
+func (w *allWorld) observe() {
+	for i := range w.set {
+		r := &w.set[i]
+		if w.unknown(r) {
+			continue
+		}
+		if k, ok := w.kind[r.Name]; ok {
+			r.InPlace = k
+		}
+		if p := r.Preparing; p != nil && len(p.Hooks) > 0 {
+			if at := w.release[r.Name]; w.settled || !at.IsZero() && !w.now.Before(at) {
+				r.Preparing = &replicaset.Preparing{Since: p.Since, Update: p.Update}
+			}
+		}
+		if at, ok := w.gateAt[r.Name]; r.LaunchGated && (w.settled || ok && !at.IsZero() && !w.now.Before(at)) {
+			r.LaunchGated = false
+		}
+		if r.Health != nil && r.Phase != replicaset.PhasePending {
+			if r.Health.Started.IsZero() {
+				r.Health.Started = w.now
+			}
+			h := r.Health.Observe(r.Ready && !w.hung[r.Name] && r.Phase == replicaset.PhaseRunning, "Hung", w.now)
+			if w.settled {
+				h.Now, h.Skip = false, false
+			}
+			r.Health = &h
+		}
+	}
+}
+
+// apply carries p out and lets a step pass.
+func (w *allWorld) apply(t *rapid.T, p replicaset.Plan) {
+	idx := map[string]int{}
+	for i, r := range w.set {
+		idx[r.Name] = i
+	}
+	prepare := func(rs []replicaset.Replica, update bool) {
+		for _, r := range rs {
+			rr := &w.set[idx[r.Name]]
+			rr.Preparing = &replicaset.Preparing{Since: w.now, Update: update}
+			if rapid.Bool().Draw(t, "hooked") {
+				rr.Preparing.Hooks = []string{"drain"}
+				w.release[r.Name] = time.Time{}
+				if w.settled || !chanceOf(t, 5, "neverReleases") {
+					w.release[r.Name] = w.now.Add(time.Duration(rapid.IntRange(0, 4).Draw(t, "releaseAfter")) * allStep)
+				}
+			}
+		}
+	}
+	prepare(p.Prepare, false)
+	prepare(p.PrepareUpdate, true)
+	for _, r := range p.Cancel {
+		w.set[idx[r.Name]].Preparing = nil
+	}
+	for _, r := range p.Delete {
+		w.set[idx[r.Name]].Deleting = true
+	}
+	for _, r := range p.Restart {
+		rr := &w.set[idx[r.Name]]
+		h := rr.Health.Restart(w.now)
+		rr.Health, rr.Ready, rr.ReadySince = &h, false, time.Time{}
+		w.hung[r.Name] = false
+	}
+	for _, u := range p.Update {
+		rr := &w.set[idx[u.Replica.Name]]
+		if !w.settled && chanceOf(t, 6, "updateFails") {
+			w.kind[rr.Name] = replicaset.InPlaceNone // failed for good: the binding says so
+			rr.InPlaceBlocker = "its last update failed"
+			continue
+		}
+		rr.Revision, rr.Preparing = w.spec.Revision, nil
+		if u.PowerCycle {
+			rr.Ready, rr.ReadySince = false, time.Time{}
+		}
+	}
+	w.spec.RemediationHistory = w.spec.RemediationHistory.After(p, w.now)
+	for i := range p.Create {
+		w.serial++
+		name := fmt.Sprintf("n%d", w.serial)
+		w.kind[name] = replicaset.InPlace(rapid.IntRange(0, 2).Draw(t, "kind"))
+		r := replicaset.Replica{Name: name, UID: "uid-" + name, CreatedAt: w.now,
+			Phase: replicaset.PhasePending, Revision: w.spec.Revision}
+		if i < len(p.CreateZones) {
+			r.Zone = p.CreateZones[i]
+		}
+		if w.spec.Lifecycle != nil && !w.settled && chanceOf(t, 3, "gated") {
+			r.LaunchGated = true
+			w.gateAt[name] = time.Time{}
+			if !chanceOf(t, 4, "gateNeverOpens") {
+				w.gateAt[name] = w.now.Add(time.Duration(rapid.IntRange(1, 6).Draw(t, "gateAfter")) * allStep)
+			}
+		}
+		if w.spec.Remediation != nil {
+			r.Health = &replicaset.Health{}
+		}
+		w.set = append(w.set, r)
+	}
+	w.now = w.now.Add(allStep)
+	var next []replicaset.Replica
+	for _, r := range w.set {
+		switch {
+		case w.unknown(&r):
+		case r.Deleting && (w.settled || !chanceOf(t, 3, "deleteLingers")):
+			continue
+		case r.Deleting:
+		case r.Phase == replicaset.PhasePending && !w.settled && chanceOf(t, 8, "cloneFails"):
+			r.Phase = replicaset.PhaseFailed
+		case !r.Ready && r.Phase != replicaset.PhaseFailed && (w.settled || chanceOf(t, 2, "comesUp")):
+			r.Phase, r.Ready, r.ReadySince = replicaset.PhaseRunning, true, w.now
+		case !w.settled && r.Phase == replicaset.PhaseRunning && chanceOf(t, 25, "hangs"):
+			w.hung[r.Name] = true
+		}
+		next = append(next, r)
+	}
+	w.set = next
+}
+
+// chanceOf draws true one time in n.
+func chanceOf(t *rapid.T, n int, label string) bool { return rapid.IntRange(1, n).Draw(t, label) == 1 }
+
+// settle ends every fault: zones answer, nothing backs off or fails,
+// hooks release, gates open, guests are healthy, and the owner lifts
+// protection, pauses and OnDelete, as TestGate_Passes does.
+func (w *allWorld) settle() {
+	w.settled = true
+	w.spec.Unreachable, w.spec.ZoneBackoff, w.spec.CreatesFailing = nil, nil, false
+	w.spec.Strategy.Paused, w.spec.Strategy.Type = false, replicaset.RollingUpdate
+	if w.spec.Strategy.MaxSurge.String() == "0" || w.spec.Strategy.MaxSurge.String() == "0%" {
+		if w.spec.Strategy.MaxUnavailable.String() == "0" || w.spec.Strategy.MaxUnavailable.String() == "0%" {
+			w.spec.Strategy.MaxUnavailable = replicaset.Amount{} // OnDelete allowed both zero
+		}
+	}
+	w.spec.RemediationHistory = replicaset.RemediationHistory{}
+	for i := range w.set {
+		r := &w.set[i]
+		r.Protected, r.MarkedForDeletion = false, false
+		w.hung[r.Name] = false
+		if r.Phase != replicaset.PhaseRunning && !r.Deleting {
+			r.Phase, r.Ready, r.ReadySince = replicaset.PhaseRunning, true, w.now
+		}
+		if r.Ready && r.ReadySince.IsZero() {
+			r.ReadySince = w.now // a healthy binding knows when it became ready
+		}
+		if r.Health != nil {
+			r.Health = &replicaset.Health{Started: r.Health.Started, Healthy: true}
+		}
+	}
+}
+
+// TestAllFeatures_Passes drives a world with every feature drawn at once
+// (replicasettest.Spec, and replicas in every state to start from) pass
+// after pass through faults, zones that stop and start answering, and
+// changes of count, revision, pause and method, and runs
+// replicasettest.Check on every pass. Then the world settles, and the set
+// must converge within a bounded number of passes: the desired count,
+// none being deleted or preparing, no replica on an older revision beyond
+// the partition but, under UpdateInPlaceOnly, those that cannot be
+// changed in place; and a fixed point.
+func TestAllFeatures_Passes(t *testing.T) {
+	rapid.Check(t, func(t *rapid.T) {
+		w := &allWorld{now: replicasettest.Now(), spec: replicasettest.Spec().Draw(t, "spec"),
+			set: replicasettest.Replicas(8).Draw(t, "replicas"), kind: map[string]replicaset.InPlace{},
+			release: map[string]time.Time{}, gateAt: map[string]time.Time{}, hung: map[string]bool{}}
+		_, policy := replicagen.Policy(t)
+		pass := func(what string, i int) replicaset.Plan {
+			w.observe()
+			in := replicasettest.Input{Spec: w.spec, Replicas: w.set, Now: w.now}
+			p, err := replicaset.Compute(in.Spec, in.Replicas, policy, in.Now)
+			if err != nil {
+				t.Fatalf("%s pass %d: %v", what, i, err)
+			}
+			if err := replicasettest.Check(in, p); err != nil {
+				t.Fatalf("%s pass %d: plan %v:\n%v", what, i, p, err)
+			}
+			return p
+		}
+		for i := range rapid.IntRange(0, 25).Draw(t, "passes") {
+			if chanceOf(t, 4, "change") {
+				switch rapid.IntRange(0, 4).Draw(t, "what") {
+				case 0:
+					w.spec.Revision = rapid.SampledFrom([]string{"", "v2", "v3"}).Draw(t, "revision")
+				case 1:
+					w.spec.Desired = rapid.IntRange(0, 8).Draw(t, "desired")
+				case 2:
+					w.spec.Strategy.Paused = !w.spec.Strategy.Paused
+				case 3:
+					w.spec.Strategy.Method = replicaset.UpdateMethod(rapid.IntRange(0, 2).Draw(t, "method"))
+				case 4:
+					z := rapid.SampledFrom([]string{"a", "b", "c", "x"}).Draw(t, "zone")
+					if j := slices.Index(w.spec.Unreachable, z); j >= 0 {
+						w.spec.Unreachable = slices.Delete(slices.Clone(w.spec.Unreachable), j, j+1)
+					} else {
+						w.spec.Unreachable = append(slices.Clone(w.spec.Unreachable), z)
+					}
+				}
+			}
+			w.apply(t, pass("faulty", i))
+		}
+
+		w.settle()
+		lim := w.spec.Strategy.Limits(w.spec.Desired)
+		for i := 0; ; i++ {
+			p := pass("settled", i)
+			waiting := slices.ContainsFunc(p.Holds, func(h replicaset.Hold) bool {
+				return h.By != replicaset.HoldPartition && h.By != replicaset.HoldInPlaceOnly
+			})
+			if p.IsZero() && len(p.Deleting) == 0 && !waiting {
+				live, olds, stuck, preparing := 0, 0, 0, 0
+				for _, r := range w.set {
+					live++
+					if w.spec.Lifecycle != nil && r.Preparing != nil {
+						preparing++
+					}
+					if w.spec.Revision != "" && r.Revision != "" && r.Revision != w.spec.Revision {
+						olds++
+						if r.InPlace == replicaset.InPlaceNone || r.InPlace == replicaset.InPlacePowerCycle && lim.Unavailable == 0 {
+							stuck++
+						}
+					}
+				}
+				if w.spec.Strategy.Method != replicaset.UpdateInPlaceOnly {
+					stuck = 0
+				}
+				if live != w.spec.Desired || olds > max(lim.Partition, stuck) || preparing > 0 {
+					t.Fatalf("settled with %d live (desired %d), %d old (partition %d, %d that cannot change in place), %d preparing: %v",
+						live, w.spec.Desired, olds, lim.Partition, stuck, preparing, p)
+				}
+				if again := pass("fixed point", i); !again.IsZero() {
+					t.Fatalf("a settled set plans again: %v", again)
+				}
+				return
+			}
+			if i > 300 {
+				t.Fatalf("not converged after %d passes: %v", i, p)
+			}
+			w.apply(t, p)
+		}
+	})
+}

@@ -1,0 +1,159 @@
+package replicaset
+
+import "slices"
+
+// The deletion order's tiers, lowest deleted first, after the marked
+// replicas and a rollout's stage (which callers of each walk apart): a
+// group (in no listed zone; in the zone a ZoneByZone rollout updates;
+// the rest), and inside it, health (broken: not provisioned or failed;
+// not available; the rest). Replicas of the last group that are not
+// broken are taken zone by zone, those not available first inside a
+// zone: a scale-down keeps the zones level before it prefers one
+// replica to another.
+const (
+	groupUnlisted = iota
+	groupUpdating
+	groupListed
+	healthBroken = 0
+	healthDown   = 1
+	healthUp     = 2
+	tiers        = 9
+)
+
+// order is how one walk of the deletion order reads its candidates.
+type order struct {
+	// match selects the candidates (live, not fixed, not chosen) walked.
+	match func(i int) bool
+	// tiered walks the tiers; without it, the policy's rank and identity
+	// alone order the walk (marked replicas).
+	tiered bool
+	// updating is the zone a ZoneByZone rollout updates, whose replicas
+	// form a group of their own; -1 for none.
+	updating int
+	// need is how many the caller expects to take, a hint.
+	need int
+	// budgeted says f takes available replicas only within the pass's
+	// budget: once it is spent, a tier of available replicas is left
+	// after its first candidate (which f passes over, and so says why).
+	budgeted bool
+}
+
+// tierOf returns current[i]'s tier under o.
+func (ps *pass) tierOf(i int, o order) uint8 {
+	if !o.tiered {
+		return 0
+	}
+	r := &ps.cur[i]
+	group, health := groupListed, healthUp
+	switch z := ps.zoneAt(i); {
+	case ps.zoned() && z < 0:
+		group = groupUnlisted
+	case z >= 0 && z == o.updating:
+		group = groupUpdating
+	}
+	switch {
+	case r.Phase == PhaseFailed, r.Phase == PhasePending && !ps.rebalancing():
+		health = healthBroken
+	case ps.fl[i]&fAvail == 0 && !ps.rebalancing():
+		health = healthDown
+	}
+	return uint8(group*3 + health)
+}
+
+// each calls f with the candidates o matches in the deletion order, until
+// f returns false: by tier, and inside a tier of replicas in listed zones
+// (with zones), one at a time from the zone with the most live replicas
+// left (the later listed on a tie), skipping zones with no candidate
+// left; inside a zone, or without zones, by the policy's rank, then name,
+// then UID. f takes the candidate (choose) or passes it over; either way
+// the walk goes on to the next.
+func (ps *pass) each(o order, f func(i int) bool) {
+	vs := ps.w.victims(0, ps.candidates)
+	for i := range ps.cur {
+		if ps.fl[i]&(fLive|fFixed|fChosen) == fLive && o.match(i) {
+			vs = append(vs, victim{tier: ps.tierOf(i, o), rank: ps.policy.Rank(ps.cur[i], ps.env), r: &ps.cur[i], i: int32(i)})
+		}
+	}
+	if len(vs) == 0 {
+		return
+	}
+	idx := ps.w.int32s(intsOrder, len(vs))
+	// Buckets side by side: each tier, and with zones each listed zone of
+	// the tiers whose replicas are taken zone by zone.
+	k := 0
+	if o.tiered && ps.zoned() {
+		k = len(ps.zones)
+	}
+	bucket := func(v *victim) int {
+		t := int(v.tier)
+		if k > 0 && t/3 == groupListed && t%3 == healthUp {
+			t-- // one drain for the replicas not broken
+		}
+		b := t * (k + 1)
+		if k > 0 && t/3 == groupListed {
+			b += 1 + ps.zoneAt(int(v.i))
+		}
+		return b
+	}
+	start := make([]int, tiers*(k+1)+1)
+	for j := range vs {
+		start[bucket(&vs[j])+1]++
+	}
+	one := slices.Contains(start, len(vs)) // a single bucket: no need to move them
+	for b := 1; b < len(start); b++ {
+		start[b] += start[b-1]
+	}
+	sorted := vs
+	if !one {
+		sorted = ps.w.victims(1, len(vs))[:len(vs)]
+		next := slices.Clone(start)
+		for j := range vs {
+			b := bucket(&vs[j])
+			sorted[next[b]] = vs[j]
+			next[b]++
+		}
+	}
+	qs := make([]queue, len(start)-1)
+	for b := range qs {
+		qs[b] = queue{vs: sorted[start[b]:start[b+1]], idx: idx[start[b]:start[b+1]]}
+	}
+	// spent reports whether a tier of available replicas is out of the
+	// budget's reach.
+	spent := func(t int) bool {
+		return o.budgeted && t%3 == healthUp && !ps.rebalancing() && (ps.budget == 0 || ps.serveBudget == 0)
+	}
+	for t := range tiers {
+		base := t * (k + 1)
+		if k == 0 || t/3 != groupListed {
+			q := &qs[base]
+			for j := q.pop(o.need, ps.w); j >= 0; j = q.pop(o.need, ps.w) {
+				if !f(int(q.vs[j].i)) {
+					return
+				}
+				if spent(t) {
+					break
+				}
+			}
+			continue
+		}
+		for {
+			best := -1
+			for z := range k {
+				if q := &qs[base+1+z]; q.next < len(q.vs) && (best < 0 || ps.z[z].live >= ps.z[best].live) {
+					best = z
+				}
+			}
+			if best < 0 {
+				break
+			}
+			q := &qs[base+1+best]
+			v := &q.vs[q.pop(o.need, ps.w)]
+			if !f(int(v.i)) {
+				return
+			}
+			if spent(int(v.tier)) {
+				q.next = len(q.vs) // the rest of the zone's are available too
+			}
+		}
+	}
+}

@@ -1,0 +1,413 @@
+package replicaset
+
+import (
+	"slices"
+	"time"
+)
+
+// flags are what a pass knows of one replica: decided once, when the
+// pass classifies it, and changed after that only by the pass's own
+// actions (a replica chosen, replaced, or moved onto the wanted revision
+// in place).
+type flags uint16
+
+const (
+	// fLive: the replica counts as live, and the rules may choose it.
+	fLive flags = 1 << iota
+	// fGone: being deleted, preparing to leave, or replaced in this
+	// pass; it counts as being deleted.
+	fGone
+	// fNew: on the wanted revision, or moving onto it in place.
+	fNew
+	// fAvail: available (Replica.Available, a power cycle under way not).
+	fAvail
+	// fServe: available, or on an older revision and running: it may
+	// serve (mayServe).
+	fServe
+	// fFixed: never chosen in this pass: protected from scale-in, or a
+	// preparation for an in-place update taken back.
+	fFixed
+	// fChosen: chosen to leave in this pass.
+	fChosen
+	// fLeaving: prepares to leave (Replica.Preparing) and is not taken
+	// back; emit settles it.
+	fLeaving
+	// fCycling: prepares for an in-place update that still applies:
+	// planned as the power cycle under way.
+	fCycling
+	// fBack: taken back from preparing (Plan.Cancel), unless chosen again.
+	fBack
+	// fUnknown: in an unreachable zone (Plan.Unknown).
+	fUnknown
+)
+
+// counts are a pass's counts of its known replicas, kept by tally.
+type counts struct {
+	live, gone          int // live, and counted as being deleted
+	avail, serving      int // live and available, and live that may serve
+	onNew, newAvail     int // live on the wanted revision, and those available
+	old, oldCandidates  int // live on older revisions, and those not fixed
+	candidates, protect int // live and not fixed, and fixed
+}
+
+// zoneTally counts one listed zone's known replicas as the pass plans:
+// victims chosen leave it, creates placed arrive.
+type zoneTally struct {
+	live   int // live replicas
+	free   int // live replicas the rules may choose (not fixed)
+	occ    int // live replicas and those counted as being deleted
+	old    int // live, not fixed, on older revisions, not yet chosen
+	onNew  int // live on the wanted revision
+	coming int // live on the wanted revision, not yet available
+}
+
+// pass is one call of Compute: its input, what it decided of each
+// replica, the one budget every action spends, and the plan it builds.
+type pass struct {
+	spec   *Spec
+	cur    []Replica
+	policy Ranker
+	env    Env
+	w      *scratch
+
+	fl     []flags  // by index into cur
+	zoneOf []int32  // by index into cur: its index into zones, or -1; nil without zones
+	zones  []string // the listed zones that answer
+	off    []bool   // by zone: backing off (backingOff)
+	z      []zoneTally
+	strays int // live, unfixed replicas on older revisions in no listed zone
+
+	desired int    // the known replicas' desired count (Desired, or K)
+	lim     Limits // Strategy resolved for desired
+	limit   int    // the per-pass cap
+	counts
+
+	// budget is how many available replicas the pass may still take out
+	// of service: available − (desired − Unavailable), never below zero;
+	// serveBudget the same of the replicas that may serve. Deletions,
+	// preparations and power cycles all spend them.
+	budget, serveBudget int
+	heldServing         bool // a replica that may serve was kept for serveBudget alone
+
+	deletes  int   // deletions planned, replaced replicas included, for the cap
+	chosen   []int // the replicas chosen to leave, in order (choose)
+	replaced []int // remediated or failed replicas, replaced in this pass
+	unlisted int   // live replicas in no listed zone
+
+	rebalanceHeld int   // deletes Spec.Rebalance holds back
+	restart       []int // replicas to restart
+	update        int   // the zone a ZoneByZone rollout updates, or -1
+	heal          healing
+
+	unknownCounted, unknownOld int // unknown replicas that count toward Desired; those on older revisions
+	fallback                   []Fallback
+	inPlaceOnly                bool  // UpdateInPlaceOnly: the rules replace nothing for its revision
+	updates                    []int // replicas updated in place
+	moved                      int   // replicas moved onto the wanted revision in place (updated or waiting)
+	inPlaceHolds               []Hold
+	back, cancelUpdate         []int // taken back from preparing: to leave, and for an update
+
+	p Plan
+}
+
+// newPass returns a pass over current, classified (classify).
+func newPass(spec *Spec, current []Replica, policy Ranker, now time.Time, w *scratch) (*pass, error) {
+	ps := &pass{spec: spec, cur: current, policy: policy, w: w, update: -1,
+		env: Env{Now: now, MinReady: spec.MinReady, Seed: spec.Seed}, limit: spec.maxPerPass()}
+	return ps, ps.classify()
+}
+
+// classify validates the replicas and decides, once, the state of each
+// (flags) and the pass's counts, desired count and limits.
+func (ps *pass) classify() error {
+	spec, cur := ps.spec, ps.cur
+	gated := spec.Lifecycle != nil
+	for _, z := range spec.Zones {
+		if !slices.Contains(spec.Unreachable, z) {
+			ps.zones = append(ps.zones, z)
+		}
+	}
+	if len(spec.Unreachable) > 0 {
+		for i := range cur {
+			if r := &cur[i]; slices.Contains(spec.Unreachable, r.Zone) && (!r.Deleting || !spec.ReplaceDeleting) {
+				ps.unknownCounted++
+			}
+		}
+	}
+	ps.desired = spec.Desired
+	if len(spec.Unreachable) > 0 {
+		// Known replicas stand in for unknown ones, at most a surge's worth.
+		surge := spec.Strategy.Limits(spec.Desired).Surge
+		ps.desired = max(0, spec.Desired-ps.unknownCounted) + min(ps.unknownCounted, surge, spec.Desired)
+	}
+	ps.lim = spec.Strategy.Limits(ps.desired)
+	ps.fl = ps.w.flagsFor(len(cur))
+	var byKey *[256]int8
+	if len(ps.zones) > 0 {
+		ps.zoneOf = ps.w.int32s(intsZones, len(cur))
+		ps.z = make([]zoneTally, len(ps.zones))
+		ps.off = backingOff(ps.zones, spec.ZoneBackoff, ps.env.Now)
+		byKey = &ps.w.zoneKeys
+		zoneIndex(byKey, ps.zones)
+	}
+	v := newValidator(len(cur), ps.w)
+	if gated {
+		if err := checkPreparing(cur); err != nil {
+			return err
+		}
+	}
+	var leaving []int
+	for i := range cur {
+		v.check(cur, i)
+		r := &cur[i]
+		if len(spec.Unreachable) > 0 && slices.Contains(spec.Unreachable, r.Zone) {
+			ps.fl[i] = fUnknown
+			ps.p.Unknown = append(ps.p.Unknown, *r)
+			if !r.Deleting && spec.Revision != "" && !onRevision(spec.Revision, r) {
+				ps.unknownOld++
+			}
+			if gated && r.Preparing != nil && !r.Deleting {
+				ps.p.Lifecycle.Preparing++ // left alone, preparing, while its zone is cut off
+			}
+			continue
+		}
+		if ps.zoneOf != nil {
+			ps.zoneOf[i] = int32(zoneIndexOf(byKey, ps.zones, r.Zone))
+		}
+		var f flags
+		switch {
+		case r.Deleting:
+			f = fGone
+			ps.p.Deleting = append(ps.p.Deleting, *r)
+		case !gated || r.Preparing == nil:
+			f = fLive
+		case r.Preparing.Update && ps.stillUpdates(r):
+			f = fLive | fCycling // the power cycle it prepares for, under way
+		case r.Preparing.Update:
+			// Rolled back, paused, another method, or no longer in place:
+			// taken back in this pass, whatever the rules would choose
+			// (its hooks were told it comes back); a later pass may
+			// choose it to leave, and it prepares again, for that.
+			f = fLive | fFixed | fBack
+			ps.cancelUpdate = append(ps.cancelUpdate, i)
+		case r.Protected:
+			f = fLive | fBack // the rules would never have chosen it
+			ps.back = append(ps.back, i)
+		default:
+			f = fGone | fLeaving
+			leaving = append(leaving, i)
+		}
+		if r.Protected {
+			f |= fFixed
+		}
+		onNew := f&fCycling != 0 || onRevision(spec.Revision, r)
+		avail := f&fCycling == 0 && available(r, spec.MinReady, ps.env.Now)
+		if onNew {
+			f |= fNew
+		}
+		if avail {
+			f |= fAvail
+		}
+		if avail || mayServe(r, onNew) {
+			f |= fServe
+		}
+		ps.fl[i] = f
+		ps.tally(i, 1)
+	}
+	if err := v.err(); err != nil {
+		return err
+	}
+	sortByIdentity(ps.p.Deleting)
+	sortByIdentity(ps.p.Unknown)
+	byIdentity := func(a, b int) int { return compareIdentity(&cur[a], &cur[b]) }
+	slices.SortFunc(ps.back, byIdentity)
+	slices.SortFunc(ps.cancelUpdate, byIdentity)
+	ps.takeBack(leaving)
+	return nil
+}
+
+// tally adds (d = 1) or removes (d = −1) current[i] to or from the
+// pass's counts, as its flags say.
+func (ps *pass) tally(i, d int) {
+	f := ps.fl[i]
+	z := -1
+	if ps.zoneOf != nil {
+		z = int(ps.zoneOf[i])
+	}
+	if f&fGone != 0 {
+		ps.gone += d
+		if z >= 0 {
+			ps.z[z].occ += d
+		}
+		return
+	}
+	if f&fLive == 0 {
+		return
+	}
+	c := &ps.counts
+	c.live += d
+	avail, fixed, onNew := f&fAvail != 0, f&fFixed != 0, f&fNew != 0
+	if avail {
+		c.avail += d
+	}
+	if f&fServe != 0 {
+		c.serving += d
+	}
+	if fixed {
+		c.protect += d
+	} else {
+		c.candidates += d
+	}
+	switch {
+	case onNew:
+		c.onNew += d
+		if avail {
+			c.newAvail += d
+		}
+	default:
+		c.old += d
+		if !fixed {
+			c.oldCandidates += d
+		}
+	}
+	if z < 0 {
+		if ps.zoneOf != nil {
+			ps.unlisted += d
+		}
+		if !onNew && !fixed {
+			ps.strays += d
+		}
+		return
+	}
+	t := &ps.z[z]
+	t.live += d
+	t.occ += d
+	if !fixed {
+		t.free += d
+	}
+	switch {
+	case onNew:
+		t.onNew += d
+		if !avail {
+			t.coming += d
+		}
+	case !fixed:
+		t.old += d
+	}
+}
+
+// set changes current[i]'s flags, keeping the counts.
+func (ps *pass) set(i int, f flags) {
+	ps.tally(i, -1)
+	ps.fl[i] = f
+	ps.tally(i, 1)
+}
+
+// rolling reports whether replicas on older revisions remain beyond the
+// partition: a rollout is in progress, or would be without Paused or
+// OnDelete.
+func (ps *pass) rolling() bool { return ps.old > ps.lim.Partition }
+
+// inRollout reports whether a rollout is in progress in this pass: some
+// live replica is on an older revision, or moves onto the wanted one in
+// place. Its bounds then hold through the pass, and Rebalance waits.
+func (ps *pass) inRollout() bool { return ps.old+ps.moved > 0 }
+
+// zoned reports whether the pass places replicas in listed zones.
+func (ps *pass) zoned() bool { return len(ps.zones) > 0 }
+
+// zoneAt returns current[i]'s zone, or -1.
+func (ps *pass) zoneAt(i int) int {
+	if ps.zoneOf == nil {
+		return -1
+	}
+	return int(ps.zoneOf[i])
+}
+
+// resolveBudget sets the one availability budget, once remediation has
+// decided what leaves first.
+func (ps *pass) resolveBudget() {
+	floor := ps.desired - ps.lim.Unavailable
+	ps.budget = max(0, ps.avail-floor)
+	ps.serveBudget = max(0, ps.serving-floor)
+}
+
+// spend charges taking current[i] out of service (a deletion, a
+// preparation, a power cycle) to the budgets and reports whether they
+// allow it: an available replica costs one of each, one that may serve
+// one of serveBudget, any other nothing.
+func (ps *pass) spend(i int) bool {
+	switch f := ps.fl[i]; {
+	case f&fAvail != 0:
+		if ps.budget == 0 || ps.serveBudget == 0 {
+			return false
+		}
+		ps.budget--
+		ps.serveBudget--
+	case f&fServe != 0:
+		if ps.serveBudget == 0 {
+			ps.heldServing = true
+			return false
+		}
+		ps.serveBudget--
+	}
+	return true
+}
+
+// choose adds current[i] to the plan's deletions.
+func (ps *pass) choose(i int) {
+	ps.fl[i] |= fChosen
+	ps.deletes++
+	ps.chosen = append(ps.chosen, i)
+	if z := ps.zoneAt(i); z >= 0 {
+		t := &ps.z[z]
+		t.live--
+		if ps.fl[i]&fFixed == 0 {
+			t.free--
+		}
+		if ps.fl[i]&fNew != 0 {
+			t.onNew--
+		} else if ps.fl[i]&fFixed == 0 {
+			t.old--
+		}
+	}
+}
+
+// hold records a Hold, or adds to the hold of its kind already recorded:
+// one hold per bound, its reasons joined.
+func (ps *pass) hold(by HoldKind, waiting int, reason string) {
+	addHold(&ps.p, Hold{By: by, Waiting: waiting, Reason: reason})
+}
+
+// addHold adds h to p's holds, or to the hold of its kind already there.
+func addHold(p *Plan, h Hold) {
+	for i := range p.Holds {
+		if p.Holds[i].By == h.By {
+			p.Holds[i].Waiting += h.Waiting
+			p.Holds[i].Reason += "; " + h.Reason
+			return
+		}
+	}
+	p.Holds = append(p.Holds, h)
+}
+
+// mayServe reports whether a live replica that is not available may serve
+// all the same: it is on an older revision and neither broken (not
+// provisioned, or failed) nor seen to be anything but running. A VM whose
+// guest agent is late or whose readiness the binding failed to observe
+// serves while it looks unavailable; a replica on the wanted revision
+// that was never available has served nothing yet.
+func mayServe(r *Replica, onNew bool) bool {
+	return !onNew && r.Phase != PhasePending && r.Phase != PhaseFailed
+}
+
+// onRevision reports whether r is on revision rev: its revision is rev or
+// unknown, or rev is empty (a set without revisions).
+func onRevision(rev string, r *Replica) bool {
+	return rev == "" || r.Revision == "" || r.Revision == rev
+}
+
+// sortByIdentity sorts rs by name, then UID.
+func sortByIdentity(rs []Replica) {
+	slices.SortFunc(rs, func(a, b Replica) int { return compareIdentity(&a, &b) })
+}
