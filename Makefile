@@ -141,6 +141,18 @@ bench:
 	go test -run '^$$' -bench . -benchmem -count $(BENCH_COUNT) -benchtime $(BENCH_TIME) ./... \
 		| go run ./internal/cmd/benchratio
 
+## bench-base: a package's benchmarks (PKG, default ./replicaset; BENCH, a
+## -bench pattern) beside the same benchmarks at BASE, an earlier commit
+## (default 16e2253, the planner before issue 42 made Compute one pass),
+## the two binaries taking turns in one run; each printed as this
+## checkout over BASE (hack/benchbase.sh).
+BASE ?= 16e2253
+PKG ?= ./replicaset
+BENCH ?= .
+.PHONY: bench-base
+bench-base:
+	@BASE=$(BASE) PKG=$(PKG) BENCH='$(BENCH)' BENCH_COUNT=$(BENCH_COUNT) BENCH_TIME=$(BENCH_TIME) bash hack/benchbase.sh
+
 ## bench-e2e: the binding beside kube-controller-manager's ReplicaSet
 ## controller on one API server (0→500, 500→0, cascade, at 20/30 and
 ## 1000/1000), a raw create loop, many owners in one namespace (100×5, 400×5,

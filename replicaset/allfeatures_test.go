@@ -30,7 +30,7 @@ func TestAllFeatures_Check(t *testing.T) {
 		if err := replicasettest.Check(in, p); err != nil {
 			t.Fatalf("plan %v:\n%v", p, err)
 		}
-		again, err := replicaset.Compute(in.Spec, rapid.Permutation(in.Replicas).Draw(t, "shuffled"), policy, in.Now)
+		again, err := checkedCompute(t, in.Spec, rapid.Permutation(in.Replicas).Draw(t, "shuffled"), policy, in.Now)
 		if err != nil {
 			t.Fatal(err)
 		}

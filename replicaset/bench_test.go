@@ -197,3 +197,55 @@ func benchReplica(rng *rand.Rand, now time.Time, i int) replicaset.Replica {
 		Ready:     true,
 	}
 }
+
+// BenchmarkComputeFeatures measures a pass over n available replicas at
+// the desired count, plain (every replica on the wanted revision) and
+// mid-rollout (half on an older one, rollingSpec), with no feature, with
+// self-healing (a Health on every replica, 1% of them unhealthy past
+// their window) and with lifecycle hooks (1% preparing to leave, held by
+// a hook). `make bench-base` runs it beside the same benchmark at an
+// earlier commit.
+func BenchmarkComputeFeatures(b *testing.B) {
+	for _, n := range []int{1_000, 100_000} {
+		replicas, now := rolloutSet(n)
+		for _, mode := range []string{"plain", "mid-rollout"} {
+			spec := rollingSpec(n)
+			set := slices.Clone(replicas)
+			if mode == "plain" {
+				for i := range set {
+					set[i].Revision = "B"
+				}
+			}
+			for _, feature := range []string{"none", "health", "hooks"} {
+				spec, set := spec, slices.Clone(set)
+				switch feature {
+				case "health":
+					spec.Remediation = &replicaset.Remediation{}
+					for i := range set {
+						set[i].Health = &replicaset.Health{Started: set[i].CreatedAt, Healthy: true}
+						if i%100 == 0 {
+							set[i].Ready = false
+							set[i].Health = &replicaset.Health{Started: set[i].CreatedAt, Healthy: true, Unhealthy: true, Since: now.Add(-time.Hour)}
+						}
+					}
+				case "hooks":
+					spec.Lifecycle = &replicaset.Lifecycle{}
+					for i := range set {
+						if i%100 == 0 {
+							set[i].Preparing = &replicaset.Preparing{Since: now.Add(-time.Minute), Hooks: []string{"drain"}}
+						}
+					}
+				}
+				policy := deletionpolicy.Random{Seed: 7}
+				b.Run(fmt.Sprintf("n=%d/%s/%s", n, mode, feature), func(b *testing.B) {
+					b.ReportAllocs()
+					for b.Loop() {
+						if _, err := replicaset.Compute(spec, set, policy, now); err != nil {
+							b.Fatal(err)
+						}
+					}
+				})
+			}
+		}
+	}
+}

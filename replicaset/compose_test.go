@@ -65,7 +65,7 @@ func TestCompose_InPlaceHealing(t *testing.T) {
 			}
 			rs[2].Health = &replicaset.Health{Healthy: true, Unhealthy: true, Since: composeNow.Add(-time.Hour),
 				Started: composeNow.Add(-2 * time.Hour), Reason: "HeartbeatRed"}
-			p, err := replicaset.Compute(spec, rs, deletionpolicy.Oldest{}, composeNow)
+			p, err := checkedCompute(t, spec, rs, deletionpolicy.Oldest{}, composeNow)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -92,7 +92,7 @@ func TestCompose_PartitionFloor(t *testing.T) {
 				rs = append(rs, r)
 			}
 			rs = append(rs, ranFor2h("b0", "v1", "b"), ranFor2h("b1", "v1", "b"))
-			p, err := replicaset.Compute(spec, rs, deletionpolicy.Oldest{}, composeNow)
+			p, err := checkedCompute(t, spec, rs, deletionpolicy.Oldest{}, composeNow)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -116,7 +116,7 @@ func TestCompose_FallbackOnce(t *testing.T) {
 		r.InPlaceBlocker = "another template"
 		rs = append(rs, r)
 	}
-	p, err := replicaset.Compute(spec, rs, deletionpolicy.Oldest{}, composeNow)
+	p, err := checkedCompute(t, spec, rs, deletionpolicy.Oldest{}, composeNow)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -148,7 +148,7 @@ func TestCompose_OneDeletionOrder(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			spec := replicaset.Spec{Desired: tc.desired, Revision: "v2"}
-			p, err := replicaset.Compute(spec, tc.rs, deletionpolicy.Oldest{}, composeNow)
+			p, err := checkedCompute(t, spec, tc.rs, deletionpolicy.Oldest{}, composeNow)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -180,7 +180,7 @@ func TestCompose_HoldsOnce(t *testing.T) {
 		}
 		rs = append(rs, r)
 	}
-	p, err := replicaset.Compute(spec, rs, deletionpolicy.HighestOrdinal{}, composeNow)
+	p, err := checkedCompute(t, spec, rs, deletionpolicy.HighestOrdinal{}, composeNow)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -118,7 +118,7 @@ func TestCompute(t *testing.T) {
 	}}
 	for _, tt := range tests {
 		t.Run(tt.desc, func(t *testing.T) {
-			got, err := replicaset.Compute(tt.spec, tt.replicas, deletionpolicy.Oldest{}, now)
+			got, err := checkedCompute(t, tt.spec, tt.replicas, deletionpolicy.Oldest{}, now)
 			if err != nil {
 				t.Fatalf("Compute(%+v) error: %v", tt.spec, err)
 			}
@@ -135,7 +135,7 @@ func TestCompute(t *testing.T) {
 func TestCompute_NoCap(t *testing.T) {
 	const n = 1_200
 	zones := []string{"a", "b", "c"}
-	up, err := replicaset.Compute(replicaset.Spec{Desired: n, MaxPerPass: math.MaxInt, Zones: zones}, nil, deletionpolicy.Oldest{}, now)
+	up, err := checkedCompute(t, replicaset.Spec{Desired: n, MaxPerPass: math.MaxInt, Zones: zones}, nil, deletionpolicy.Oldest{}, now)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -150,7 +150,7 @@ func TestCompute_NoCap(t *testing.T) {
 	for i := range set {
 		set[i] = replicaset.Replica{Name: fmt.Sprintf("r-%d", i), Zone: zones[i%3]}
 	}
-	down, err := replicaset.Compute(replicaset.Spec{MaxPerPass: math.MaxInt, Zones: zones}, set, deletionpolicy.Oldest{}, now)
+	down, err := checkedCompute(t, replicaset.Spec{MaxPerPass: math.MaxInt, Zones: zones}, set, deletionpolicy.Oldest{}, now)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -168,7 +168,7 @@ func TestCompute_SeedStory(t *testing.T) {
 	serial := 0
 	pass := func(desired int) replicaset.Plan {
 		t.Helper()
-		p, err := replicaset.Compute(replicaset.Spec{Desired: desired}, set, policy, now)
+		p, err := checkedCompute(t, replicaset.Spec{Desired: desired}, set, policy, now)
 		if err != nil {
 			t.Fatalf("Compute(desired=%d): %v", desired, err)
 		}
@@ -268,7 +268,7 @@ func TestCompute_BadInput(t *testing.T) {
 	}}
 	for _, tt := range tests {
 		t.Run(tt.desc, func(t *testing.T) {
-			_, err := replicaset.Compute(tt.spec, tt.replicas, tt.policy, now)
+			_, err := checkedCompute(t, tt.spec, tt.replicas, tt.policy, now)
 			if !errors.Is(err, tt.want) {
 				t.Fatalf("Compute(%+v) error = %v, want %v", tt.spec, err, tt.want)
 			}

@@ -11,9 +11,11 @@
 //
 // The rules [Compute] plans by are stated once, under the headings below
 // ([Counting], [Deletion order], [Zones], [Rollouts], [Unreachable zones],
-// [Self-healing], [Lifecycle hooks], [In-place updates]);
-// the rest of replicakit points here. [Invariants] lists what every plan
-// guarantees, and the property tests check each of them.
+// [Self-healing], [Lifecycle hooks], [In-place updates]), and [One pass]
+// says which wins when two meet; the rest of replicakit points here.
+// [Invariants] lists what every plan guarantees: one checker
+// (replicasettest.Check) states each of them, and the property tests run
+// it on every pass with every feature drawn at once.
 //
 // # Usage
 //
@@ -62,49 +64,53 @@
 //
 // # Deletion order
 //
-// The order is total, and the same under every policy:
+// One order, total and the same under every policy, for every deletion
+// a pass chooses (scale-down, rollout, rebalancing), whether a rollout is
+// in progress or not:
 //
 //  1. replicas already being deleted come first and are never chosen again
-//     (Plan.Deleting);
-//  2. then replicas marked for deletion;
-//  3. then the policy's order (Ranker.Rank, lowest first);
-//  4. then name, then UID, so that the order is total and reproducible.
+//     (Plan.Deleting); if they cover the excess, nothing else is chosen;
+//  2. then replicas marked for deletion, in the policy's order;
+//  3. then, with Spec.Zones, replicas in no listed zone (a zone removed
+//     from the list, or none known);
+//  4. then broken replicas: not provisioned, which includes those still
+//     being provisioned, or failed (PhasePending, PhaseFailed);
+//  5. then the rest, with Spec.Zones one at a time from the listed zone
+//     with the most live replicas left (protected ones count, and victims
+//     chosen before leave; the later listed zone on a tie), skipping zones
+//     with no candidate left; inside a zone, or without zones, replicas
+//     not available first, then the policy's order (Ranker.Rank, lowest
+//     first);
 //
-// Protected replicas are never chosen; if protection leaves too few
-// candidates, Plan.Shortfall says how many short and why. Zones and
-// rollouts refine tier 3, as their sections say.
+// and everywhere name, then UID, so that the order is total and
+// reproducible. Tiers 3 and 4 are in the policy's order too. Protected
+// replicas are never chosen; if protection leaves too few candidates,
+// Plan.Shortfall says how many short and why. A rollout walks the order
+// in stages (Rollouts below); with Spec.Rebalance, replicas still coming
+// up are not broken nor taken first as not available (only failed ones
+// are), so that a replica created to move the set is not the first to go.
+//
+// A scale-down of healthy replicas so never takes a zone further from
+// balance: after a pass that is neither capped nor held back by
+// protection, live replicas per listed zone differ by at most one (or by
+// no more than before).
 //
 // # Zones
 //
 // With Spec.Zones listed, each planned create is assigned a zone
-// (Plan.CreateZones): the listed zone with the fewest live replicas first,
-// counting those assigned before it, the earlier listed zone on a tie, and
-// skipping zones in Spec.ZoneBackoff until their backoff ends (all of them
-// again when every listed zone is backing off). The deletion order
-// becomes:
-//
-//  1. replicas already being deleted, as above;
-//  2. then replicas marked for deletion;
-//  3. then replicas in no listed zone (a zone removed from the list, or
-//     none known);
-//  4. then broken replicas: not provisioned, which includes those still
-//     being provisioned, or failed (PhasePending, PhaseFailed); with
-//     Spec.Rebalance only failed ones, so that a replica created to move
-//     the set is not the first to go; a replica in any other phase,
-//     PhaseUnknown included, is not broken here;
-//  5. then the rest, one at a time from the listed zone with the most live
-//     replicas left (protected ones count, and victims chosen before leave),
-//     the later listed zone on a tie, skipping zones with no candidate left;
-//     inside that zone, the policy's order;
-//
-// within tiers 2 to 4, the policy's order; ties everywhere by name, then
-// UID. So a scale-down of healthy replicas never takes a zone further from
-// balance: after a pass that is neither capped nor held back by
-// protection, live replicas per listed zone differ by at most one (or by
-// no more than before). Replicas are never moved from one zone to another
-// to restore balance unless Spec.Rebalance asks for it (one at a time,
-// create before delete; see Spec.Rebalance); Plan.Unbalanced says when
-// and why zones stay apart, and [SummarizeZones] reports status per zone.
+// (Plan.CreateZones) by one picker, for every create of every rule: the
+// listed zone with the fewest live replicas on the wanted revision (all
+// live replicas, in a set without revisions), counting the creates
+// placed before it; on a tie, the zone with the most replicas on older
+// revisions that no replacement is on its way for, which in a set without
+// revisions is the zone with the fewest replicas not yet available; then
+// the fewest replicas counting those being deleted; then the earlier
+// listed; skipping zones in Spec.ZoneBackoff until their backoff ends
+// (all of them again when every listed zone is backing off). Replicas
+// are never moved from one zone to another to restore balance unless
+// Spec.Rebalance asks for it (one at a time, create before delete; see
+// Spec.Rebalance); Plan.Unbalanced says when and why zones stay apart,
+// and [SummarizeZones] reports status per zone.
 //
 // With Spec.ReplaceFailed (which the bindings set for every set with
 // zones, and which Remediation implies), a replica that failed in a listed
@@ -142,20 +148,18 @@
 // U, Partition P, resolved for Desired D by the one rounding rule
 // Strategy.Limits states), a pass:
 //
-//   - scales as above, but deletes in this order: marked replicas; then
-//     replicas on older revisions while more than P remain; then replicas
-//     on Spec.Revision, except that a rolling update that is neither
-//     paused nor OnDelete scales none of them down while replicas on older
-//     revisions remain to be replaced (else it would scale down the surge
-//     replicas that are to replace them); then replicas on older revisions
-//     that P would keep; within each, broken (PhasePending, PhaseFailed),
-//     then not available, then the policy's order;
+//   - scales as above, but walks the deletion order in stages: marked
+//     replicas; then replicas on older revisions while more than P
+//     remain; then replicas on Spec.Revision, except that a rolling
+//     update that is neither paused nor OnDelete scales none of them
+//     down while replicas on older revisions remain to be replaced (else
+//     it would scale down the surge replicas that are to replace them);
+//     then replicas on older revisions that P would keep;
 //   - then, for a RollingUpdate that is not Paused, while more than P
 //     replicas are on older revisions: creates replicas on Spec.Revision
 //     up to D − P of them, while live replicas plus those being deleted
 //     stay within D + S; and deletes replicas on older revisions beyond P
-//     in the replacement order: marked, then broken, then not available,
-//     then the policy's order.
+//     in the deletion order, none in a zone backing off (HoldZoneBackoff).
 //
 // Serving. A replica on an older revision that runs but is not seen
 // available (its phase neither PhasePending nor PhaseFailed) may serve all
@@ -179,35 +183,24 @@
 // Spec.ReplaceDeleting, replicas being deleted are replaced at once only
 // within D + S while a rollout is in progress.
 //
-// Over zones, a create goes to the listed zone with the fewest replicas on
-// Spec.Revision; on a tie, to the zone with the most replicas on older
-// revisions that no replacement is on its way for (a replica on
-// Spec.Revision not yet available is one), so that zones keep the shares
-// they had; then to the zone with the fewest replicas of any revision,
-// counting those being deleted; then to the earlier listed; skipping zones
-// backing off. So old replicas at zone-a=2, zone-b=1 get their first
-// replacement in zone-a; and since the fewest replicas on Spec.Revision
-// come first, once the replicas on older revisions are gone the zones are
-// within one of each other, wherever those replicas were. A scale-down takes marked replicas, then replicas in
-// no listed zone, then one at a time from the zone with the most live
-// replicas left (the later listed on a tie), inside it the first
-// candidate the order above allows. Replacement takes marked replicas,
-// then those in no listed zone, then within each of broken, not available
-// and the rest one at a time from the zone with the most live replicas
-// left; it replaces nothing in a zone backing off (HoldZoneBackoff).
-// Spec.Rebalance is not applied while replicas on older revisions remain.
+// Over zones, creates go where the one picker (Zones above) puts them:
+// old replicas at zone-a=2, zone-b=1 get their first replacement in
+// zone-a; and since the fewest replicas on Spec.Revision come first, once
+// the replicas on older revisions are gone the zones are within one of
+// each other, wherever those replicas were. Spec.Rebalance is not
+// applied while a rollout is in progress.
 //
 // Strategy.ZoneByZone replaces replicas one zone at a time: the zone
 // updated is the first listed zone, not backing off, that still holds
 // replicas on older revisions to replace. Nothing outside it is replaced
 // (HoldZoneByZone); a scale-down takes its replicas on older revisions
-// before any in another listed zone; it has at most as many surge
-// replicas coming as it has replicas left to replace; and its creates go
-// to the listed zone with the fewest live replicas that stay (in the zone
-// updated, not counting its replicas on older revisions), then to the
-// zone updated, then as above, so that a surge replica comes up in the
-// zone whose replica it replaces, and a replica lost elsewhere is made
-// again where the zones are fewest.
+// right after those in no listed zone; it has at most as many surge
+// replicas coming as it has replicas left to replace; and the picker puts
+// its creates in the listed zone with the fewest live replicas that stay
+// (in the zone updated, not counting its replicas on older revisions),
+// then in the zone updated, then as above, so that a surge replica comes
+// up in the zone whose replica it replaces, and a replica lost elsewhere
+// is made again where the zones are fewest.
 //
 // # Unreachable zones
 //
@@ -261,12 +254,13 @@
 // caller records the restart in its Health, gets the start-up window
 // again; otherwise (and for a failed replica) it is replaced
 // (Plan.Replace): deleted in this pass, first in Plan.Delete, and a
-// replacement created in its zone in the same pass while live replicas
-// and those being deleted stay within Desired + MaxSurge (Strategy.Limits),
-// the rest by later passes once it is gone. A replica being replaced
-// counts as unavailable, so the plan's rollout bounds (Rollouts above)
-// hold of the other replicas; a replica the plan deletes anyway is not
-// also restarted.
+// replacement created (where the picker puts it) in the same pass while
+// live replicas and those being deleted stay within Desired + MaxSurge
+// (Strategy.Limits), the rest by later passes once it is gone. A replica
+// being replaced counts as being deleted from the start of the pass, so
+// the rollout's bounds (Rollouts above) hold of the other replicas; a
+// replica the plan deletes anyway is not also restarted, and a restart
+// takes no replica out of the count.
 //
 // The guards, in this order, each on by default (a Hold names the
 // replicas each keeps waiting):
@@ -388,8 +382,9 @@
 // it creates anything new: a cancelled drain is a patch, a clone is
 // minutes. It takes back only replicas the rules would keep (running,
 // ready, whether a launch gate is closed or not, on the wanted revision,
-// in a reachable listed zone, not unhealthy, not marked for deletion), those that began to prepare last
-// first, and only as many as bring the live replicas to Desired. A
+// in a reachable listed zone, not unhealthy, not marked for deletion),
+// those that began to prepare last first, and only as many as bring the
+// live replicas to the desired count (K, with unreachable zones). A
 // preparing replica protected from scale-in since it began to prepare is
 // taken back whatever the count, as the rules would never have chosen it.
 // Replicas in unreachable zones stay preparing, in Plan.Unknown, until
@@ -458,11 +453,16 @@
 //     later pass may choose it to leave, and it prepares again, for that.
 //     A scale-down while the update still applies may delete it instead,
 //     once its hooks released it. A live update needs no drain.
-//   - The rules plan the rest on a view in which the replicas updated
-//     in place are on the wanted revision and a power cycle is not ready:
-//     they replace the replicas left (UpdateInPlaceIfPossible) or, under
-//     UpdateInPlaceOnly, none, as if the rollout were paused, and every
-//     bound of the Rollouts section holds on what both leave.
+//   - A replica updated in place, or waiting for its update, is on the
+//     wanted revision from then on in the pass (a power cycle out of
+//     service, one waiting serving as before): the rules replace the
+//     replicas left (UpdateInPlaceIfPossible) or, under
+//     UpdateInPlaceOnly, none, as if the rollout were paused
+//     (HoldInPlaceOnly), and every bound of the Rollouts section holds on
+//     what both leave. A replica whose power cycle the per-pass cap
+//     defers after its hooks released it stays preparing (Plan.Deferred):
+//     it is a power cycle under way, not a replica waiting on an older
+//     revision, so no hold counts it.
 //   - The binding records the new revision on a replica only once its
 //     change shows (for a VM, once vCenter reports the new hardware), so
 //     a failed update leaves it on its revision, planned again next pass;
@@ -470,89 +470,102 @@
 //     failure as its InPlaceBlocker, and the method's fallback applies:
 //     replaced, or held with the reason named.
 //
+// # One pass
+//
+// Compute is one pass, as raft's Step is one entry for every message: it
+// validates the input once; classifies every replica once (unknown, in an
+// unreachable zone; being deleted; preparing to leave; preparing for a
+// power cycle still to come; taken back; live, and of the live ones on the
+// wanted revision or not, available, may serve, broken, marked,
+// protected, in which zone); resolves one budget; and chooses actions in
+// one priority, each through the budget's one check, which returns the
+// hold that stops it. Every feature is a state of a replica or a use of
+// that budget, so when two rules meet, the priority below decides, and
+// says why:
+//
+//  1. Replicas in unreachable zones are set aside, and the known replicas
+//     are planned for K (Unreachable zones): every bound below, the
+//     take-back of preparations, the in-place budget and remediation's
+//     guards included, is resolved for K.
+//  2. Preparations are settled into states: a replica preparing to leave
+//     counts as being deleted unless a scale-up takes it back; one
+//     preparing for a power cycle that still applies is that power cycle
+//     under way; one whose update no longer applies is taken back and
+//     chosen by nothing in this pass.
+//  3. Remediation goes first: the replicas it replaces leave before any
+//     other rule looks (they count as being deleted, and are not held by
+//     MaxUnavailable: an unhealthy replica is no replica to count on), and
+//     up to MaxPerPass of them use the per-pass cap of deletes first.
+//  4. The budget is resolved once from what is left: the available
+//     replicas, and those that may serve, above D − MaxUnavailable. Every
+//     action that takes a replica out of service spends it: a deletion, a
+//     preparation, a power cycle.
+//  5. In-place updates, leaving to the scale-down as many replicas on
+//     older revisions as it will delete; what they spend, the rules
+//     below cannot.
+//  6. Scaling, in the deletion order; while a rollout is in progress
+//     (a replica on an older revision, or moving onto the wanted one in
+//     place), within the budget and MaxSurge.
+//  7. Replacement, of what in-place updates and scaling left.
+//  8. Remediation's replacements, in what MaxSurge leaves after the
+//     rollout's creates.
+//  9. Rebalancing, only in a pass where nothing else acts.
+//
+// The plan is then emitted through the pre-delete gate (Lifecycle hooks):
+// deletions and power cycles of replicas that ran become preparations,
+// preparations whose hooks released them become deletions or power
+// cycles, and both keep to the per-pass cap.
+//
 // # Invariants
 //
-// For every valid input, Compute guarantees:
+// For every valid input, each plan Compute returns keeps these, each
+// stated once (replicasettest.Check states the same list as code, for a
+// binding's own tests):
 //
-//   - Counting: with no cap in the way, live + len(Delete) balances Desired:
-//     live − len(Delete) == Desired after a scale-down, and
-//     counted + Create == Desired after a scale-up, where counted includes
-//     replicas being deleted unless Spec.ReplaceDeleting is set.
-//   - Caps: Create and len(Delete) are each at most the per-pass cap.
-//   - Deletion order: the one stated above, under every policy; a replica
-//     already being deleted is never in Delete, it is listed in Deleting.
-//   - Protected replicas are never in Delete; a Shortfall says how many short.
-//   - Zones: with Spec.Zones, every create has a zone (Plan.CreateZones),
-//     never one backing off while another is not; a set whose replicas are
-//     healthy, unmarked and unprotected and spread within one of balance
-//     stays so after every pass while no zone backs off, capped or not;
-//     while no zone backs off, creates never take zones further apart, nor
-//     do scale-downs of healthy replicas when none is protected;
-//     Plan.Unbalanced is set exactly when the zones will end more than one
-//     apart. With Spec.Rebalance, passes move a set back into balance one
-//     replica at a time, create before delete, and never take its
-//     available replicas below the desired count (or below where they
-//     were).
-//   - Rollouts (Spec.Revision), while some live replica is on an older
-//     revision: available replicas, and replicas that may serve, never go
-//     below Desired − MaxUnavailable through a pass (nor lower when
-//     already below); while replicas on older revisions remain to be
-//     replaced, live and deleting replicas never exceed Desired + MaxSurge
-//     through a pass; a rollout's deletes respect Partition exactly; the
-//     last available replica on the wanted revision is never deleted while
-//     Desired is above zero; with ZoneByZone, no replica on an older
-//     revision outside the zone updated is deleted while one inside it
-//     could be; a healthy set converges with no replica on an older
-//     revision beyond Partition, and a settled set is a fixed point; a
-//     rollout over zones within one of each other ends within one, one
-//     zone at a time or not, and no replica is replaced in a zone backing
-//     off. Without Spec.Revision, or with no live replica
-//     on an older revision, Compute plans as it did before revisions
-//     existed.
-//   - Unreachable zones (Spec.Unreachable): their replicas are in
-//     Plan.Unknown and in no other part of the plan; no create goes to
-//     them; the other replicas are planned exactly as a set of their own
-//     of K = max(0, D − u) + min(u, MaxSurge, D) replicas, so every
-//     invariant above holds of them with K for Desired; replicas on older
-//     revisions there are held (HoldUnreachable). Through partitions that
-//     come and go, the set never holds more than D + MaxSurge replicas
-//     (a rollout's surge on top) unless more than D are unknown, and once
-//     every zone answers it converges as any set does.
-//   - Self-healing (Spec.Remediation): only replicas due are remediated,
-//     never one opted out or unknown, never more than MaxInFlight allows;
-//     none but those asked for past the storm, zone, suspension and
-//     backoff guards; a replaced replica is in Delete, a restarted one is
-//     not; replacements keep live and deleting replicas within
-//     Desired + MaxSurge; a pass with nothing due plans as without
-//     remediation. Through passes, a storm whose replicas recover one by
-//     one within the window of its end replaces nothing, a flap shorter than the window is never remediated, a set
-//     whose replicas hang a few at a time ends healthy at its count, and a
-//     template whose replicas never become healthy is suspended after
-//     MaxFailures failed replacements.
-//   - Lifecycle hooks (Spec.Lifecycle): no replica that ran is in Delete
-//     unless it was preparing and its hooks released it or timed out with
-//     HookContinue; none is in two of Delete, Prepare and Cancel; a
-//     preparing replica is never in Prepare again; every bound above holds
-//     with preparing replicas counted as being deleted; a scale-up that
-//     creates leaves no replica preparing that it would keep; once hooks
-//     release, a set converges with none preparing.
-//   - In-place updates (Strategy.Method): only live replicas on an older
-//     revision whose change can be made in place are in Update, a power
-//     cycle only with MaxUnavailable above zero and, with Spec.Lifecycle,
-//     only once hooks released a replica that ran; none is in Update and
-//     in Delete, Prepare, PrepareUpdate, Cancel or Restart; UpdateReplace
-//     plans exactly as before in-place updates existed; UpdateInPlaceOnly
-//     replaces no replica for its revision; every rollout bound above
-//     holds with a power cycle counted unavailable; a healthy set
-//     converges with no replica on an older revision beyond Partition,
-//     but, under UpdateInPlaceOnly, those that cannot be changed in place.
-//   - Determinism: the same spec, replicas (in any order), policy and time
-//     give the same plan.
-//   - Convergence: carrying out plans repeatedly reaches Desired (or the
-//     shortfall) in a bounded number of passes.
+//   - Each replica is in at most one of Delete, Prepare, Cancel, Update,
+//     PrepareUpdate, Restart, Deleting and Unknown, and at most once in
+//     each; Replace is part of Delete and Prepare, Fallback lists each
+//     replica once.
+//   - Nothing is done to a replica already being deleted (it is in
+//     Deleting) nor to one in an unreachable zone (it is in Unknown,
+//     exactly those), and no create goes to such a zone.
+//   - Create, Delete and Update each keep to the per-pass cap; with zones,
+//     every create has a zone, never one backing off while another is not.
+//   - No protected replica is in Delete or Prepare; a Shortfall says how
+//     many short. Deletions follow the deletion order, under every policy.
+//   - With Spec.Lifecycle, no replica that ran is deleted or power-cycled
+//     unless its preparation's hooks released it or timed out with
+//     HookContinue.
+//   - Counting: with nothing capped, short or held, the plan lands on the
+//     desired count (Counting).
+//   - While a rollout is in progress, the available replicas, and those
+//     that may serve, stay at D − MaxUnavailable or above through the pass
+//     (or no lower than they were), deletions, preparations and power
+//     cycles counted together; while replicas on older revisions remain
+//     beyond the partition, live, deleting and preparing replicas plus
+//     creates stay within D + MaxSurge (or do not grow); a rollout's
+//     deletes keep Partition replicas on older revisions; the last
+//     available replica on the wanted revision stays while D is above
+//     zero; each replica on an older revision beyond the partition that
+//     stays is counted by exactly one hold. D is K with unreachable zones.
+//   - The same spec, replicas in any order, policy and time give the same
+//     plan.
 //
-// The property tests in this package check each of these, and check Compute
-// against a deliberately naive reference implementation.
+// Through passes, carrying plans out: a set converges on its desired count
+// (or its shortfall) in a bounded number of passes, with no replica on an
+// older revision beyond Partition (under UpdateInPlaceOnly, but those that
+// cannot change in place), none preparing once hooks release, zones within
+// one of each other after a rollout over zones that were, and a settled
+// set is a fixed point; a storm whose replicas recover within the window
+// of its end replaces nothing, a flap shorter than the window is never
+// remediated, and a template whose replicas never become healthy is
+// suspended after MaxFailures failed replacements; through partitions
+// that come and go the set holds at most D + MaxSurge replicas (a
+// rollout's surge on top) unless more than D are unknown.
+//
+// The property tests check each of these with every feature drawn at
+// once, and check Compute against deliberately naive reference
+// implementations.
 //
 // [Counting]: https://pkg.go.dev/github.com/replicakit/replicakit/replicaset#hdr-Counting
 // [Deletion order]: https://pkg.go.dev/github.com/replicakit/replicakit/replicaset#hdr-Deletion_order
@@ -562,5 +575,6 @@
 // [Self-healing]: https://pkg.go.dev/github.com/replicakit/replicakit/replicaset#hdr-Self_healing
 // [Lifecycle hooks]: https://pkg.go.dev/github.com/replicakit/replicakit/replicaset#hdr-Lifecycle_hooks
 // [In-place updates]: https://pkg.go.dev/github.com/replicakit/replicakit/replicaset#hdr-In_place_updates
+// [One pass]: https://pkg.go.dev/github.com/replicakit/replicakit/replicaset#hdr-One_pass
 // [Invariants]: https://pkg.go.dev/github.com/replicakit/replicakit/replicaset#hdr-Invariants
 package replicaset

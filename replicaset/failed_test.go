@@ -39,7 +39,7 @@ func TestReplaceFailed_AgainstNaive(t *testing.T) {
 		rs := replicagen.Replicas(30).Draw(t, "replicas")
 		_, policy := replicagen.Policy(t)
 		now := replicagen.Now()
-		p, err := replicaset.Compute(spec, rs, policy, now)
+		p, err := checkedCompute(t, spec, rs, policy, now)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -84,7 +84,7 @@ func TestReplaceFailed_AgainstNaive(t *testing.T) {
 				planned[i].Deleting = true
 			}
 		}
-		q, err := replicaset.Compute(plain, planned, policy, now)
+		q, err := checkedCompute(t, plain, planned, policy, now)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -108,7 +108,7 @@ func TestReplaceFailed_AgainstNaive(t *testing.T) {
 		}
 
 		shuffled := rapid.Permutation(rs).Draw(t, "shuffled")
-		again, err := replicaset.Compute(spec, shuffled, policy, now)
+		again, err := checkedCompute(t, spec, shuffled, policy, now)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -142,7 +142,7 @@ func TestHealing_FailedInZones(t *testing.T) {
 		{"every zone holds a failed replica", []replicaset.Replica{failed("a1", "a"), up("a2", "a"), up("a3", "a"), failed("b1", "b"), up("b2", "b"), up("b3", "b")}, nil, replicaset.HoldZoneBackoff},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
-			p, err := replicaset.Compute(spec, tt.set, deletionpolicy.Random{}, now)
+			p, err := checkedCompute(t, spec, tt.set, deletionpolicy.Random{}, now)
 			if err != nil {
 				t.Fatal(err)
 			}

@@ -214,10 +214,8 @@ func Drain(spec Spec, current []Replica, now time.Time) (Plan, error) {
 	if err := v.err(); err != nil {
 		return Plan{}, err
 	}
-	for i := range current {
-		if r := &current[i]; r.Preparing != nil && r.Preparing.Since.IsZero() {
-			return Plan{}, fmt.Errorf("replica %q prepares to leave with no start time (Preparing.Since): %w", r.Name, ErrInvalidReplica)
-		}
+	if err := checkPreparing(current); err != nil {
+		return Plan{}, err
 	}
 	var p Plan
 	var settling []Replica

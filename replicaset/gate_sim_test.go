@@ -272,7 +272,7 @@ func gatePasses(t *rapid.T) {
 	_, policy := replicagen.Policy(t)
 	pass := func(what string, i int) replicaset.Plan {
 		w.observe()
-		p, err := replicaset.Compute(w.spec, w.set, policy, w.now)
+		p, err := checkedCompute(t, w.spec, w.set, policy, w.now)
 		if err != nil {
 			t.Fatalf("%s pass %d: %v", what, i, err)
 		}

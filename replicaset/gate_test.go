@@ -78,7 +78,7 @@ func TestGate_Cases(t *testing.T) {
 			"create=0 delete=[] deleting=[] deferred=0 holds=[MaxSurge:1 MaxUnavailable:1 PreDelete:1]"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			p, err := replicaset.Compute(tc.spec, tc.set, deletionpolicy.Oldest{}, now)
+			p, err := checkedCompute(t, tc.spec, tc.set, deletionpolicy.Oldest{}, now)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -95,7 +95,7 @@ func TestGate_Status(t *testing.T) {
 	rs := running(4, now)
 	rs[2].Preparing = &replicaset.Preparing{Since: now.Add(-time.Minute), Hooks: []string{"drain", "lb"}}
 	rs[3].Preparing = &replicaset.Preparing{Since: now.Add(-11 * time.Minute), Hooks: []string{"drain"}}
-	p, err := replicaset.Compute(replicaset.Spec{Desired: 2, Lifecycle: lc}, rs, deletionpolicy.Oldest{}, now)
+	p, err := checkedCompute(t, replicaset.Spec{Desired: 2, Lifecycle: lc}, rs, deletionpolicy.Oldest{}, now)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -132,7 +132,7 @@ func TestGate_LaunchGate(t *testing.T) {
 		rs[i].Health = &replicaset.Health{Started: now.Add(-time.Hour), Healthy: true}
 	}
 	spec := replicaset.Spec{Desired: 3, Remediation: rm, Lifecycle: &replicaset.Lifecycle{}}
-	p, err := replicaset.Compute(spec, rs, deletionpolicy.Oldest{}, now)
+	p, err := checkedCompute(t, spec, rs, deletionpolicy.Oldest{}, now)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -145,7 +145,7 @@ func TestGate_LaunchGate(t *testing.T) {
 		t.Errorf("replacing a replica whose gate never opened: %d failures recorded, want 1", h.Failures)
 	}
 	rs[0].Health.Started = now.Add(-5 * time.Minute)
-	p, err = replicaset.Compute(spec, rs, deletionpolicy.Oldest{}, now)
+	p, err = checkedCompute(t, spec, rs, deletionpolicy.Oldest{}, now)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -162,7 +162,7 @@ func TestGate_CapTrimsTimedOut(t *testing.T) {
 	for i := 2; i < 4; i++ {
 		rs[i].Preparing = &replicaset.Preparing{Since: now.Add(-time.Hour), Hooks: []string{"drain"}}
 	}
-	p, err := replicaset.Compute(replicaset.Spec{Desired: 2, MaxPerPass: 1, Lifecycle: &replicaset.Lifecycle{}}, rs, deletionpolicy.Oldest{}, now)
+	p, err := checkedCompute(t, replicaset.Spec{Desired: 2, MaxPerPass: 1, Lifecycle: &replicaset.Lifecycle{}}, rs, deletionpolicy.Oldest{}, now)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -175,12 +175,12 @@ func TestGate_Invalid(t *testing.T) {
 	now := replicagen.Now()
 	rs := running(2, now)
 	rs[1].Preparing = &replicaset.Preparing{Hooks: []string{"drain"}}
-	_, err := replicaset.Compute(replicaset.Spec{Desired: 2, Lifecycle: &replicaset.Lifecycle{}}, rs, deletionpolicy.Oldest{}, now)
+	_, err := checkedCompute(t, replicaset.Spec{Desired: 2, Lifecycle: &replicaset.Lifecycle{}}, rs, deletionpolicy.Oldest{}, now)
 	if !errors.Is(err, replicaset.ErrInvalidReplica) {
 		t.Errorf("preparing with no start: %v, want ErrInvalidReplica", err)
 	}
 	for _, lc := range []replicaset.Lifecycle{{Timeout: -1}, {DefaultResult: 7}} {
-		if _, err := replicaset.Compute(replicaset.Spec{Lifecycle: &lc}, nil, deletionpolicy.Oldest{}, now); !errors.Is(err, replicaset.ErrInvalidSpec) {
+		if _, err := checkedCompute(t, replicaset.Spec{Lifecycle: &lc}, nil, deletionpolicy.Oldest{}, now); !errors.Is(err, replicaset.ErrInvalidSpec) {
 			t.Errorf("lifecycle %+v: %v, want ErrInvalidSpec", lc, err)
 		}
 	}

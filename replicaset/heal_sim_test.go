@@ -72,7 +72,7 @@ func (w *healWorld) observe() []replicaset.Replica {
 // pass plans at w.now and carries the plan out.
 func (w *healWorld) pass(t *rapid.T) replicaset.Plan {
 	w.vms = slices.DeleteFunc(w.vms, func(v *healVM) bool { return v.deleting })
-	p, err := replicaset.Compute(w.spec, w.observe(), deletionpolicy.Random{}, w.now)
+	p, err := checkedCompute(t, w.spec, w.observe(), deletionpolicy.Random{}, w.now)
 	if err != nil {
 		t.Fatalf("at %v: %v", w.now, err)
 	}

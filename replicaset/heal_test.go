@@ -141,7 +141,7 @@ func healingGuards(t *rapid.T) {
 		spec.Unreachable = []string{rapid.SampledFrom([]string{"a", "b", "c"}).Draw(t, "unreachable")}
 	}
 	policy := deletionpolicy.Random{}
-	p, err := replicaset.Compute(spec, rs, policy, now)
+	p, err := checkedCompute(t, spec, rs, policy, now)
 	if err != nil {
 		t.Fatalf("Compute: %v", err)
 	}
@@ -301,7 +301,7 @@ func healingGuards(t *rapid.T) {
 	if len(remediated) == 0 {
 		plain := spec
 		plain.Remediation = nil
-		q, err := replicaset.Compute(plain, rs, policy, now)
+		q, err := checkedCompute(t, plain, rs, policy, now)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -404,7 +404,7 @@ func TestRemediationHistory_After(t *testing.T) {
 		{"one started after, healthy since", []replicaset.Replica{healthy("a", last.Add(time.Second))}, true},
 		{"only replicas started before", []replicaset.Replica{healthy("a", last.Add(-time.Second))}, false},
 	} {
-		p, err := replicaset.Compute(spec, c.replicas, deletionpolicy.Random{}, now)
+		p, err := checkedCompute(t, spec, c.replicas, deletionpolicy.Random{}, now)
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -94,7 +94,7 @@ func TestInPlace_Plans(t *testing.T) {
 	}} {
 		t.Run(tc.name, func(t *testing.T) {
 			spec := replicaset.Spec{Desired: len(tc.current), Revision: "B", Strategy: tc.strategy, MaxPerPass: tc.maxPass}
-			p, err := replicaset.Compute(spec, tc.current, deletionpolicy.Oldest{}, now)
+			p, err := checkedCompute(t, spec, tc.current, deletionpolicy.Oldest{}, now)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -123,7 +123,7 @@ func holdSays(p replicaset.Plan, s string) bool {
 func TestInPlace_HotAddNeverUnavailable(t *testing.T) {
 	rs := onA(20, replicaset.InPlaceLive, "")
 	spec := replicaset.Spec{Desired: 20, Revision: "B", Strategy: replicaset.Strategy{Method: replicaset.UpdateInPlaceIfPossible}}
-	p, err := replicaset.Compute(spec, rs, deletionpolicy.Oldest{}, replicagen.Now())
+	p, err := checkedCompute(t, spec, rs, deletionpolicy.Oldest{}, replicagen.Now())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -138,7 +138,7 @@ func TestInPlace_HotAddNeverUnavailable(t *testing.T) {
 	for i := range rs {
 		rs[i].Revision = "B"
 	}
-	if p, err = replicaset.Compute(spec, rs, deletionpolicy.Oldest{}, replicagen.Now()); err != nil || !p.IsZero() {
+	if p, err = checkedCompute(t, spec, rs, deletionpolicy.Oldest{}, replicagen.Now()); err != nil || !p.IsZero() {
 		t.Fatalf("after the updates: %v, %v; want a zero plan", p, err)
 	}
 }
@@ -150,7 +150,7 @@ func TestInPlace_Gate(t *testing.T) {
 	spec := replicaset.Spec{Desired: 2, Revision: "B", Lifecycle: &replicaset.Lifecycle{Timeout: time.Hour},
 		Strategy: replicaset.Strategy{Method: replicaset.UpdateInPlaceIfPossible, MaxUnavailable: replicaset.Count(1)}}
 	rs := onA(2, replicaset.InPlacePowerCycle, "memory lowered")
-	p, err := replicaset.Compute(spec, rs, deletionpolicy.Oldest{}, now)
+	p, err := checkedCompute(t, spec, rs, deletionpolicy.Oldest{}, now)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -158,19 +158,19 @@ func TestInPlace_Gate(t *testing.T) {
 		t.Fatalf("first pass: %s, want %s", got, want)
 	}
 	rs[0].Preparing = &replicaset.Preparing{Since: now, Hooks: []string{"drain"}, Update: true}
-	if p, _ = replicaset.Compute(spec, rs, deletionpolicy.Oldest{}, now.Add(time.Minute)); len(p.Update) != 0 ||
+	if p, _ = checkedCompute(t, spec, rs, deletionpolicy.Oldest{}, now.Add(time.Minute)); len(p.Update) != 0 ||
 		!holdSays(p, "web-0 on drain until") {
 		t.Fatalf("hooks hold web-0, yet: %v %+v", p, p.Holds)
 	}
 	rs[0].Preparing.Hooks = nil
-	if p, _ = replicaset.Compute(spec, rs, deletionpolicy.Oldest{}, now.Add(2*time.Minute)); len(p.Update) != 1 ||
+	if p, _ = checkedCompute(t, spec, rs, deletionpolicy.Oldest{}, now.Add(2*time.Minute)); len(p.Update) != 1 ||
 		p.Update[0].Replica.Name != "web-0" || !p.Update[0].PowerCycle {
 		t.Fatalf("released, web-0 is not power-cycled: %v", p)
 	}
 	rs[0].Preparing.Hooks = []string{"drain"}
 	rolledBack := spec
 	rolledBack.Revision = "A" // rolled back while web-0 prepares
-	if p, _ = replicaset.Compute(rolledBack, rs, deletionpolicy.Oldest{}, now.Add(3*time.Minute)); len(p.Cancel) != 1 ||
+	if p, _ = checkedCompute(t, rolledBack, rs, deletionpolicy.Oldest{}, now.Add(3*time.Minute)); len(p.Cancel) != 1 ||
 		p.Cancel[0].Name != "web-0" || len(p.Update)+len(p.Delete) != 0 {
 		t.Fatalf("rolled back, web-0 is not taken back: %v", p)
 	}
@@ -179,12 +179,12 @@ func TestInPlace_Gate(t *testing.T) {
 	// prepares again, to leave, on a later pass.
 	replace := spec
 	replace.Strategy.Method = replicaset.UpdateReplace
-	p, _ = replicaset.Compute(replace, rs, deletionpolicy.Oldest{}, now.Add(3*time.Minute))
+	p, _ = checkedCompute(t, replace, rs, deletionpolicy.Oldest{}, now.Add(3*time.Minute))
 	if len(p.Cancel) != 1 || p.Cancel[0].Name != "web-0" || slices.ContainsFunc(p.Delete, func(r replicaset.Replica) bool { return r.Name == "web-0" }) {
 		t.Fatalf("method Replace while web-0 drains for an update: %v; want it taken back, not deleted", p)
 	}
 	rs[0].Preparing = nil
-	if p, _ = replicaset.Compute(replace, rs, deletionpolicy.Oldest{}, now.Add(4*time.Minute)); len(p.Prepare) != 1 {
+	if p, _ = checkedCompute(t, replace, rs, deletionpolicy.Oldest{}, now.Add(4*time.Minute)); len(p.Prepare) != 1 {
 		t.Fatalf("the pass after: %v; want a replica prepared to leave", p)
 	}
 }
@@ -201,7 +201,7 @@ func TestInPlace_UpdateCapTimedOut(t *testing.T) {
 	}
 	spec := replicaset.Spec{Desired: 3, Revision: "B", MaxPerPass: 1, Lifecycle: &replicaset.Lifecycle{Timeout: time.Minute},
 		Strategy: replicaset.Strategy{Method: replicaset.UpdateInPlaceIfPossible, MaxUnavailable: replicaset.Count(2)}}
-	p, err := replicaset.Compute(spec, rs, deletionpolicy.Oldest{}, now)
+	p, err := checkedCompute(t, spec, rs, deletionpolicy.Oldest{}, now)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -162,6 +162,9 @@ func (ps *pass) classify() error {
 		r := &cur[i]
 		if len(spec.Unreachable) > 0 && slices.Contains(spec.Unreachable, r.Zone) {
 			ps.fl[i] = fUnknown
+			if ps.zoneOf != nil {
+				ps.zoneOf[i] = -1
+			}
 			ps.p.Unknown = append(ps.p.Unknown, *r)
 			if !r.Deleting && spec.Revision != "" && !onRevision(spec.Revision, r) {
 				ps.unknownOld++

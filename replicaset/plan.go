@@ -187,50 +187,20 @@ const (
 	HoldInPlaceOnly
 )
 
+// holdNames are the HoldKinds' names, by value.
+var holdNames = [...]string{HoldPaused: "Paused", HoldOnDelete: "OnDelete", HoldPartition: "Partition",
+	HoldMaxSurge: "MaxSurge", HoldMaxUnavailable: "MaxUnavailable", HoldProtected: "Protected",
+	HoldMaxPerPass: "MaxPerPass", HoldLastAvailable: "LastAvailable", HoldZoneBackoff: "ZoneBackoff",
+	HoldZoneByZone: "ZoneByZone", HoldUnreachable: "Unreachable", HoldSkipRemediation: "SkipRemediation",
+	HoldTooManyUnhealthy: "TooManyUnhealthy", HoldZoneUnhealthy: "ZoneUnhealthy", HoldSuspended: "Suspended",
+	HoldRemediationBackoff: "RemediationBackoff", HoldInFlight: "InFlight", HoldPreDelete: "PreDelete",
+	HoldHookAbandoned: "HookAbandoned", HoldInPlaceOnly: "InPlaceOnly"}
+
 // String returns the name of the setting or bound, as Plan.String and
 // status show it.
 func (k HoldKind) String() string {
-	switch k {
-	case HoldPaused:
-		return "Paused"
-	case HoldOnDelete:
-		return "OnDelete"
-	case HoldPartition:
-		return "Partition"
-	case HoldMaxSurge:
-		return "MaxSurge"
-	case HoldMaxUnavailable:
-		return "MaxUnavailable"
-	case HoldProtected:
-		return "Protected"
-	case HoldMaxPerPass:
-		return "MaxPerPass"
-	case HoldLastAvailable:
-		return "LastAvailable"
-	case HoldZoneBackoff:
-		return "ZoneBackoff"
-	case HoldZoneByZone:
-		return "ZoneByZone"
-	case HoldUnreachable:
-		return "Unreachable"
-	case HoldSkipRemediation:
-		return "SkipRemediation"
-	case HoldTooManyUnhealthy:
-		return "TooManyUnhealthy"
-	case HoldZoneUnhealthy:
-		return "ZoneUnhealthy"
-	case HoldSuspended:
-		return "Suspended"
-	case HoldRemediationBackoff:
-		return "RemediationBackoff"
-	case HoldInFlight:
-		return "InFlight"
-	case HoldPreDelete:
-		return "PreDelete"
-	case HoldInPlaceOnly:
-		return "InPlaceOnly"
-	case HoldHookAbandoned:
-		return "HookAbandoned"
+	if k > 0 && int(k) < len(holdNames) {
+		return holdNames[k]
 	}
 	return fmt.Sprintf("HoldKind(%d)", int(k))
 }

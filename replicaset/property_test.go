@@ -192,7 +192,7 @@ func computeProperties(t *rapid.T) {
 	name, policy := replicagen.Policy(t)
 	now := replicagen.Now()
 
-	p, err := replicaset.Compute(spec, rs, policy, now)
+	p, err := checkedCompute(t, spec, rs, policy, now)
 	if err != nil {
 		t.Fatalf("Compute: %v", err)
 	}
@@ -273,7 +273,7 @@ func computeProperties(t *rapid.T) {
 	// Same input in another order: same plan. And the naive reference
 	// agrees on everything.
 	shuffled := rapid.Permutation(rs).Draw(t, "shuffled")
-	again, err := replicaset.Compute(spec, shuffled, policy, now)
+	again, err := checkedCompute(t, spec, shuffled, policy, now)
 	if err != nil {
 		t.Fatalf("Compute(shuffled): %v", err)
 	}
@@ -316,7 +316,7 @@ func TestCompute_Converges(t *testing.T) {
 		}
 		serial := 0
 		for pass := 0; ; pass++ {
-			p, err := replicaset.Compute(spec, set, policy, replicagen.Now())
+			p, err := checkedCompute(t, spec, set, policy, replicagen.Now())
 			if err != nil {
 				t.Fatalf("pass %d: Compute: %v", pass, err)
 			}
@@ -385,7 +385,7 @@ func computeArbitraryInput(t *rapid.T) {
 	}), 0, 5).Draw(t, "replicas")
 	_, policy := replicagen.Policy(t)
 
-	_, err := replicaset.Compute(spec, rs, policy, replicagen.Now())
+	_, err := checkedCompute(t, spec, rs, policy, replicagen.Now())
 	if valid := validInput(spec, rs); valid != (err == nil) {
 		t.Fatalf("Compute(%+v, %d replicas): valid=%v but err=%v", spec, len(rs), valid, err)
 	}

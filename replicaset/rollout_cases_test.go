@@ -158,7 +158,7 @@ func TestCompute_RolloutCases(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			p, err := replicaset.Compute(tt.spec, tt.set, policy, replicagen.Now())
+			p, err := checkedCompute(t, tt.spec, tt.set, policy, replicagen.Now())
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -183,7 +183,7 @@ var emptyEqual = gocmp.Comparer(func(a, b []string) bool { return strings.Join(a
 func TestCompute_RolloutFailingCreates(t *testing.T) {
 	spec := replicaset.Spec{Desired: 3, Revision: "B", CreatesFailing: true}
 	set := on("a", "A", 3) // the surge create asked for before never came
-	p, err := replicaset.Compute(spec, set, deletionpolicy.Random{}, replicagen.Now())
+	p, err := checkedCompute(t, spec, set, deletionpolicy.Random{}, replicagen.Now())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -198,7 +198,7 @@ func TestCompute_RolloutFailingCreates(t *testing.T) {
 	}
 
 	spec.Strategy.MaxUnavailable = replicaset.Count(1)
-	p, err = replicaset.Compute(spec, set, deletionpolicy.Random{}, replicagen.Now())
+	p, err = checkedCompute(t, spec, set, deletionpolicy.Random{}, replicagen.Now())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -274,7 +274,7 @@ func TestCompute_RolloutKeepsZoneShares(t *testing.T) {
 			}
 			serial := 0
 			for pass := 0; ; pass++ {
-				p, err := replicaset.Compute(spec, set, deletionpolicy.Random{}, replicagen.Now())
+				p, err := checkedCompute(t, spec, set, deletionpolicy.Random{}, replicagen.Now())
 				if err != nil {
 					t.Fatal(err)
 				}

@@ -29,7 +29,7 @@ func notReady(rs []replicaset.Replica) []replicaset.Replica {
 func TestCompute_OldNotAvailableMayServe(t *testing.T) {
 	set := append(notReady(on("a", "A", 3)), notReady(on("b", "B", 1))...)
 	spec := replicaset.Spec{Desired: 3, Revision: "B"}
-	p, err := replicaset.Compute(spec, set, deletionpolicy.HighestOrdinal{}, replicagen.Now())
+	p, err := checkedCompute(t, spec, set, deletionpolicy.HighestOrdinal{}, replicagen.Now())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -39,7 +39,7 @@ func TestCompute_OldNotAvailableMayServe(t *testing.T) {
 	// Once the new replica is available, one old replica may go: four
 	// may serve, three must.
 	set[3].Ready = true
-	p, err = replicaset.Compute(spec, set, deletionpolicy.HighestOrdinal{}, replicagen.Now())
+	p, err = checkedCompute(t, spec, set, deletionpolicy.HighestOrdinal{}, replicagen.Now())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -49,7 +49,7 @@ func TestCompute_OldNotAvailableMayServe(t *testing.T) {
 	// A broken old replica (failed) does not serve: it goes at once.
 	set[3].Ready = false
 	set[0].Phase = replicaset.PhaseFailed
-	p, err = replicaset.Compute(spec, set, deletionpolicy.HighestOrdinal{}, replicagen.Now())
+	p, err = checkedCompute(t, spec, set, deletionpolicy.HighestOrdinal{}, replicagen.Now())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -67,7 +67,7 @@ func TestCompute_ZoneByZoneScaleDown(t *testing.T) {
 		zoned(on("b", "B", 2), "a", "b")...)
 	spec := replicaset.Spec{Desired: 9, Revision: "B", Zones: []string{"a", "b", "c"},
 		Strategy: replicaset.Strategy{ZoneByZone: true}}
-	p, err := replicaset.Compute(spec, set, deletionpolicy.HighestOrdinal{}, replicagen.Now())
+	p, err := checkedCompute(t, spec, set, deletionpolicy.HighestOrdinal{}, replicagen.Now())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -90,7 +90,7 @@ func TestCompute_ZoneByZoneSurgeInUpdateZone(t *testing.T) {
 		zoned(on("b", "B", 2), "a", "a")...)
 	spec := replicaset.Spec{Desired: 9, Revision: "B", Zones: []string{"a", "b", "c"},
 		Strategy: replicaset.Strategy{ZoneByZone: true}}
-	p, err := replicaset.Compute(spec, set, deletionpolicy.HighestOrdinal{}, replicagen.Now())
+	p, err := checkedCompute(t, spec, set, deletionpolicy.HighestOrdinal{}, replicagen.Now())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -139,7 +139,7 @@ func TestCompute_RebalanceWaitsOnBackoffSaysSo(t *testing.T) {
 	spec := replicaset.Spec{Desired: 4, Zones: []string{"a", "b"}, Rebalance: true,
 		ZoneBackoff: []replicaset.ZoneBackoff{{Zone: "a", Until: replicagen.Now().Add(time.Minute)}}}
 	set := zoned(on("w", "", 4), "a", "b", "b", "b")
-	p, err := replicaset.Compute(spec, set, deletionpolicy.HighestOrdinal{}, replicagen.Now())
+	p, err := checkedCompute(t, spec, set, deletionpolicy.HighestOrdinal{}, replicagen.Now())
 	if err != nil {
 		t.Fatal(err)
 	}

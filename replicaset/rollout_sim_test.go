@@ -125,7 +125,7 @@ func rolloutPasses(t *rapid.T) {
 				spec.Strategy.Paused = !spec.Strategy.Paused
 			}
 		}
-		p, err := replicaset.Compute(spec, s.set, policy, replicagen.Now())
+		p, err := checkedCompute(t, spec, s.set, policy, replicagen.Now())
 		if err != nil {
 			t.Fatalf("pass %d: %v", pass, err)
 		}
@@ -144,7 +144,7 @@ func rolloutPasses(t *rapid.T) {
 	lim := spec.Strategy.Limits(spec.Desired)
 	bound := 3*(len(s.set)+spec.Desired) + 10
 	for pass := 0; ; pass++ {
-		p, err := replicaset.Compute(spec, s.set, policy, replicagen.Now())
+		p, err := checkedCompute(t, spec, s.set, policy, replicagen.Now())
 		if err != nil {
 			t.Fatalf("healthy pass %d: %v", pass, err)
 		}
@@ -155,7 +155,7 @@ func rolloutPasses(t *rapid.T) {
 			if c.live != spec.Desired || c.old > lim.Partition {
 				t.Fatalf("settled with %d live (desired %d), %d on older revisions (partition %d): %v", c.live, spec.Desired, c.old, lim.Partition, p)
 			}
-			again, err := replicaset.Compute(spec, s.set, policy, replicagen.Now())
+			again, err := checkedCompute(t, spec, s.set, policy, replicagen.Now())
 			if err != nil || !again.IsZero() || len(again.Delete) > 0 {
 				t.Fatalf("a settled set is not a fixed point: %v, %v", again, err)
 			}
@@ -196,7 +196,7 @@ func TestRollout_ZonesBalanced(t *testing.T) {
 			if pass < 8 && flips && rapid.IntRange(0, 9).Draw(t, "rollBack") == 0 {
 				spec.Revision = map[string]string{"A": "B", "B": "A"}[spec.Revision]
 			}
-			p, err := replicaset.Compute(spec, s.set, policy, replicagen.Now())
+			p, err := checkedCompute(t, spec, s.set, policy, replicagen.Now())
 			if err != nil {
 				t.Fatalf("pass %d: %v", pass, err)
 			}

@@ -44,10 +44,10 @@ func TestCompute_ManyAgainstNaive(t *testing.T) {
 		spec.MaxPerPass = rapid.SampledFrom([]int{0, 3, 40}).Draw(t, "maxPerPass")
 		_, policy := replicagen.Policy(t)
 
-		if _, err := replicaset.Compute(replicaset.Spec{Desired: len(other) / 3, Zones: spec.Zones}, other, policy, now); err != nil {
+		if _, err := checkedCompute(t, replicaset.Spec{Desired: len(other) / 3, Zones: spec.Zones}, other, policy, now); err != nil {
 			t.Fatalf("Compute of the other set: %v", err)
 		}
-		p, err := replicaset.Compute(spec, rs, policy, now)
+		p, err := checkedCompute(t, spec, rs, policy, now)
 		if err != nil {
 			t.Fatalf("Compute: %v", err)
 		}
@@ -86,7 +86,7 @@ func TestCompute_ConcurrentPlansAreTheirOwn(t *testing.T) {
 	policy := deletionpolicy.Random{Seed: 3}
 	want := make([]replicaset.Plan, len(inputs))
 	for i, in := range inputs {
-		p, err := replicaset.Compute(in.spec, in.rs, policy, now)
+		p, err := checkedCompute(t, in.spec, in.rs, policy, now)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -100,7 +100,7 @@ func TestCompute_ConcurrentPlansAreTheirOwn(t *testing.T) {
 		wg.Go(func() {
 			for k := range 3 * len(inputs) {
 				i := (k + w) % len(inputs)
-				p, err := replicaset.Compute(inputs[i].spec, inputs[i].rs, policy, now)
+				p, err := checkedCompute(t, inputs[i].spec, inputs[i].rs, policy, now)
 				if err != nil {
 					t.Error(err)
 					return

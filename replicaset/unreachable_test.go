@@ -76,7 +76,7 @@ func TestCompute_UnreachableProperties(t *testing.T) {
 		}
 		spec.Unreachable = unreachableGen().Draw(t, "unreachable")
 		_, policy := replicagen.Policy(t)
-		p, err := replicaset.Compute(spec, rs, policy, replicagen.Now())
+		p, err := checkedCompute(t, spec, rs, policy, replicagen.Now())
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -94,7 +94,7 @@ func TestCompute_UnreachableProperties(t *testing.T) {
 				t.Fatalf("a create goes to unreachable zone %s: %v", z, p)
 			}
 		}
-		want, err := replicaset.Compute(inner, known, policy, replicagen.Now())
+		want, err := checkedCompute(t, inner, known, policy, replicagen.Now())
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -199,7 +199,7 @@ func TestUnreachable_PartitionsComeAndGo(t *testing.T) {
 					}
 				}
 			}
-			p, err := replicaset.Compute(spec, s.set, policy, replicagen.Now())
+			p, err := checkedCompute(t, spec, s.set, policy, replicagen.Now())
 			if err != nil {
 				t.Fatalf("pass %d: %v", pass, err)
 			}
@@ -235,7 +235,7 @@ func TestUnreachable_PartitionsComeAndGo(t *testing.T) {
 		spec.Unreachable = nil
 		lim := spec.Strategy.Limits(spec.Desired)
 		for pass := 0; ; pass++ {
-			p, err := replicaset.Compute(spec, s.set, policy, replicagen.Now())
+			p, err := checkedCompute(t, spec, s.set, policy, replicagen.Now())
 			if err != nil {
 				t.Fatalf("healed pass %d: %v", pass, err)
 			}
@@ -284,7 +284,7 @@ func (s *sim) applyPartitioned(t *rapid.T, spec replicaset.Spec, p replicaset.Pl
 func TestCompute_UnreachableBadSpec(t *testing.T) {
 	for _, u := range [][]string{{""}, {"a", "a"}} {
 		spec := replicaset.Spec{Desired: 1, Zones: []string{"a", "b"}, Unreachable: u}
-		if _, err := replicaset.Compute(spec, nil, deletionpolicy.Random{}, replicagen.Now()); !errors.Is(err, replicaset.ErrInvalidSpec) {
+		if _, err := checkedCompute(t, spec, nil, deletionpolicy.Random{}, replicagen.Now()); !errors.Is(err, replicaset.ErrInvalidSpec) {
 			t.Errorf("Unreachable %q: got %v, want ErrInvalidSpec", u, err)
 		}
 	}
@@ -292,7 +292,7 @@ func TestCompute_UnreachableBadSpec(t *testing.T) {
 	// caught as it is without unreachable zones.
 	spec := replicaset.Spec{Desired: 2, Zones: []string{"a", "b"}, Unreachable: []string{"b"}}
 	rs := []replicaset.Replica{{Name: "r", Zone: "a"}, {Name: "r", Zone: "b"}}
-	if _, err := replicaset.Compute(spec, rs, deletionpolicy.Random{}, replicagen.Now()); !errors.Is(err, replicaset.ErrInvalidReplica) {
+	if _, err := checkedCompute(t, spec, rs, deletionpolicy.Random{}, replicagen.Now()); !errors.Is(err, replicaset.ErrInvalidReplica) {
 		t.Errorf("a name in both: got %v, want ErrInvalidReplica", err)
 	}
 }

@@ -127,7 +127,7 @@ func TestCompute_Zones(t *testing.T) {
 	}}
 	for _, tt := range tests {
 		t.Run(tt.desc, func(t *testing.T) {
-			got, err := replicaset.Compute(tt.spec, tt.replicas, deletionpolicy.Oldest{}, now)
+			got, err := checkedCompute(t, tt.spec, tt.replicas, deletionpolicy.Oldest{}, now)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -140,7 +140,7 @@ func TestCompute_Zones(t *testing.T) {
 
 func TestCompute_ZonesBadSpec(t *testing.T) {
 	for _, zones := range [][]string{{"a", "a"}, {"a", ""}} {
-		_, err := replicaset.Compute(replicaset.Spec{Desired: 1, Zones: zones}, nil, deletionpolicy.Random{}, now)
+		_, err := checkedCompute(t, replicaset.Spec{Desired: 1, Zones: zones}, nil, deletionpolicy.Random{}, now)
 		if !errors.Is(err, replicaset.ErrInvalidSpec) {
 			t.Errorf("zones %q: %v, want ErrInvalidSpec", zones, err)
 		}
@@ -197,7 +197,7 @@ func TestZones_StayBalanced(t *testing.T) {
 		for step := range rapid.IntRange(1, 6).Draw(t, "steps") {
 			spec := replicaset.Spec{Desired: rapid.IntRange(0, 30).Draw(t, "desired"), Zones: zones, Seed: 3,
 				MaxPerPass: rapid.IntRange(0, 3).Draw(t, "maxPerPass")}
-			p, err := replicaset.Compute(spec, set, policy, replicagen.Now())
+			p, err := checkedCompute(t, spec, set, policy, replicagen.Now())
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -225,7 +225,7 @@ func TestZones_NeverFurtherApart(t *testing.T) {
 		}
 		rs := replicagen.Replicas(40).Draw(t, "replicas")
 		_, policy := replicagen.Policy(t)
-		p, err := replicaset.Compute(spec, rs, policy, replicagen.Now())
+		p, err := checkedCompute(t, spec, rs, policy, replicagen.Now())
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -265,7 +265,7 @@ func TestZones_RouteAroundAFailingZone(t *testing.T) {
 		serial := 0
 		for pass := 0; pass < 10; pass++ {
 			spec := replicaset.Spec{Desired: desired, Zones: zones, ZoneBackoff: backoff}
-			p, err := replicaset.Compute(spec, set, deletionpolicy.Random{}, replicagen.Now())
+			p, err := checkedCompute(t, spec, set, deletionpolicy.Random{}, replicagen.Now())
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -396,7 +396,7 @@ func TestCompute_Rebalance(t *testing.T) {
 	a1, a2, a3 := in("a", aged("a1", 3*time.Hour)), in("a", aged("a2", 2*time.Hour)), in("a", aged("a3", time.Hour))
 	step := func(rs ...replicaset.Replica) replicaset.Plan {
 		t.Helper()
-		p, err := replicaset.Compute(spec, rs, deletionpolicy.Oldest{}, now)
+		p, err := checkedCompute(t, spec, rs, deletionpolicy.Oldest{}, now)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -468,7 +468,7 @@ func TestZones_RebalanceConverges(t *testing.T) {
 					set[i].Phase, set[i].Ready = replicaset.PhaseRunning, true
 				}
 			}
-			p, err := replicaset.Compute(spec, set, policy, replicagen.Now())
+			p, err := checkedCompute(t, spec, set, policy, replicagen.Now())
 			if err != nil {
 				t.Fatal(err)
 			}

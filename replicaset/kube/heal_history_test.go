@@ -41,10 +41,17 @@ func TestHeal_FailedDeleteIsNoFailedReplacement(t *testing.T) {
 		})
 	w := widget(ns, "history", 3)
 	_ = unstructured.SetNestedStringMap(w.Object, map[string]string{"health": "bad"}, "spec", "template", "data")
-	_ = unstructured.SetNestedMap(w.Object, map[string]any{"startupWindowSeconds": int64(1), "maxUnhealthy": int64(3)},
+	// The start-up window is an hour until the set has its 3 children, so
+	// that none is replaced before converge sees them (a busy machine may
+	// take longer than a short window to make them); then it is 1s.
+	_ = unstructured.SetNestedMap(w.Object, map[string]any{"startupWindowSeconds": int64(3600), "maxUnhealthy": int64(3)},
 		"spec", "remediation")
 	createObject(t, c, w)
 	converge(t, c, w, 3)
+	patch := []byte(`{"spec":{"remediation":{"startupWindowSeconds":1}}}`)
+	if err := c.Patch(t.Context(), w, client.RawPatch("application/merge-patch+json", patch)); err != nil {
+		t.Fatal(err)
+	}
 
 	// The moment: a replacement's delete was tried and refused; the pass
 	// that tried it wrote the history before its events.

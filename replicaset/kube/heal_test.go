@@ -52,7 +52,10 @@ func TestHeal_ReplacesUnhealthyHoldsStorm(t *testing.T) {
 	})
 	ctx := t.Context()
 	w := widget(ns, "heal", 3)
-	_ = unstructured.SetNestedMap(w.Object, map[string]any{"unhealthyWindowSeconds": int64(1), "startupWindowSeconds": int64(2)},
+	// The start-up window is long: a replacement that a busy machine takes
+	// more than a moment to make healthy is not what is tested here, and
+	// must not be replaced in turn.
+	_ = unstructured.SetNestedMap(w.Object, map[string]any{"unhealthyWindowSeconds": int64(1), "startupWindowSeconds": int64(3600)},
 		"spec", "remediation")
 	createObject(t, c, w)
 	live := converge(t, c, w, 3)
