@@ -204,7 +204,7 @@ func (w *allWorld) settle() {
 		r := &w.set[i]
 		r.Protected, r.MarkedForDeletion = false, false
 		w.hung[r.Name] = false
-		if r.Phase != replicaset.PhaseRunning && !r.Deleting {
+		if (r.Phase != replicaset.PhaseRunning || !r.Ready) && !r.Deleting {
 			r.Phase, r.Ready, r.ReadySince = replicaset.PhaseRunning, true, w.now
 		}
 		if r.Ready && r.ReadySince.IsZero() {

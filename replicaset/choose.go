@@ -22,8 +22,14 @@ const (
 
 // order is how one walk of the deletion order reads its candidates.
 type order struct {
-	// match selects the candidates (live, not fixed, not chosen) walked.
+	// match selects the candidates (live, not fixed, not chosen) walked,
+	// by their flags: with mask, those whose flags masked are want.
+	mask, want flags
+	// match, when set, selects further.
 	match func(i int) bool
+	// size is how many candidates may match at most; a walk of none is
+	// skipped.
+	size int
 	// tiered walks the tiers; without it, the policy's rank and identity
 	// alone order the walk (marked replicas).
 	tiered bool
@@ -38,23 +44,29 @@ type order struct {
 	budgeted bool
 }
 
-// tierOf returns current[i]'s tier under o.
-func (ps *pass) tierOf(i int, o order) uint8 {
+// tierOf returns current[i]'s tier under o; rebalancing is
+// ps.rebalancing().
+func (ps *pass) tierOf(i int, o *order, rebalancing bool) uint8 {
 	if !o.tiered {
 		return 0
 	}
-	r := &ps.cur[i]
-	group, health := groupListed, healthUp
-	switch z := ps.zoneAt(i); {
-	case ps.zoned() && z < 0:
-		group = groupUnlisted
-	case z >= 0 && z == o.updating:
-		group = groupUpdating
+	r, group, health := &ps.cur[i], groupListed, healthUp
+	if ps.zoneOf != nil {
+		switch z := ps.zoneOf[i]; {
+		case z < 0:
+			group = groupUnlisted
+		case int(z) == o.updating:
+			group = groupUpdating
+		}
+	}
+	broken, avail := ps.fl[i]&fBroken != 0, ps.fl[i]&fAvail != 0
+	if ps.lazy {
+		broken, avail = r.Phase == PhasePending || r.Phase == PhaseFailed, available(r, ps.env.MinReady, ps.env.Now)
 	}
 	switch {
-	case r.Phase == PhaseFailed, r.Phase == PhasePending && !ps.rebalancing():
+	case broken && (r.Phase == PhaseFailed || !rebalancing):
 		health = healthBroken
-	case ps.fl[i]&fAvail == 0 && !ps.rebalancing():
+	case !avail && !rebalancing:
 		health = healthDown
 	}
 	return uint8(group*3 + health)
@@ -68,29 +80,47 @@ func (ps *pass) tierOf(i int, o order) uint8 {
 // then UID. f takes the candidate (choose) or passes it over; either way
 // the walk goes on to the next.
 func (ps *pass) each(o order, f func(i int) bool) {
-	vs := ps.w.victims(0, ps.candidates)
-	for i := range ps.cur {
-		if ps.fl[i]&(fLive|fFixed|fChosen) == fLive && o.match(i) {
-			vs = append(vs, victim{tier: ps.tierOf(i, o), rank: ps.policy.Rank(ps.cur[i], ps.env), r: &ps.cur[i], i: int32(i)})
+	if o.size == 0 {
+		return
+	}
+	vs := ps.w.victims(0, o.size)
+	mask, want := o.mask|fLive|fFixed|fChosen, o.want|fLive
+	rebalancing := ps.rebalancing()
+	for i, f := range ps.fl[:len(ps.cur)] {
+		if f&mask == want && (o.match == nil || o.match(i)) {
+			vs = append(vs, victim{tier: ps.tierOf(i, &o, rebalancing), rank: ps.policy.Rank(ps.cur[i], ps.env), r: &ps.cur[i], i: int32(i)})
 		}
 	}
 	if len(vs) == 0 {
 		return
 	}
 	idx := ps.w.int32s(intsOrder, len(vs))
-	// Buckets side by side: each tier, and with zones each listed zone of
-	// the tiers whose replicas are taken zone by zone.
-	k := 0
-	if o.tiered && ps.zoned() {
-		k = len(ps.zones)
+	// spent reports whether a tier of available replicas is out of the
+	// budget's reach.
+	spent := func(t int) bool {
+		return o.budgeted && t%3 == healthUp && !rebalancing && (ps.budget == 0 || ps.serveBudget == 0)
 	}
+	if !o.tiered || !ps.zoned() {
+		// The tier is the first column of the order, and the tier of
+		// available replicas the last: one queue.
+		q := queue{vs: vs, idx: idx}
+		for j := q.pop(o.need, ps.w); j >= 0; j = q.pop(o.need, ps.w) {
+			if !f(int(vs[j].i)) || spent(int(vs[j].tier)) {
+				return
+			}
+		}
+		return
+	}
+	// Buckets side by side: each tier, and each listed zone of the tiers
+	// whose replicas are taken zone by zone.
+	k := len(ps.zones)
 	bucket := func(v *victim) int {
 		t := int(v.tier)
-		if k > 0 && t/3 == groupListed && t%3 == healthUp {
+		if t/3 == groupListed && t%3 == healthUp {
 			t-- // one drain for the replicas not broken
 		}
 		b := t * (k + 1)
-		if k > 0 && t/3 == groupListed {
+		if t/3 == groupListed {
 			b += 1 + ps.zoneAt(int(v.i))
 		}
 		return b
@@ -99,32 +129,23 @@ func (ps *pass) each(o order, f func(i int) bool) {
 	for j := range vs {
 		start[bucket(&vs[j])+1]++
 	}
-	one := slices.Contains(start, len(vs)) // a single bucket: no need to move them
 	for b := 1; b < len(start); b++ {
 		start[b] += start[b-1]
 	}
-	sorted := vs
-	if !one {
-		sorted = ps.w.victims(1, len(vs))[:len(vs)]
-		next := slices.Clone(start)
-		for j := range vs {
-			b := bucket(&vs[j])
-			sorted[next[b]] = vs[j]
-			next[b]++
-		}
+	sorted := ps.w.victims(1, len(vs))[:len(vs)]
+	next := slices.Clone(start)
+	for j := range vs {
+		b := bucket(&vs[j])
+		sorted[next[b]] = vs[j]
+		next[b]++
 	}
 	qs := make([]queue, len(start)-1)
 	for b := range qs {
 		qs[b] = queue{vs: sorted[start[b]:start[b+1]], idx: idx[start[b]:start[b+1]]}
 	}
-	// spent reports whether a tier of available replicas is out of the
-	// budget's reach.
-	spent := func(t int) bool {
-		return o.budgeted && t%3 == healthUp && !ps.rebalancing() && (ps.budget == 0 || ps.serveBudget == 0)
-	}
 	for t := range tiers {
 		base := t * (k + 1)
-		if k == 0 || t/3 != groupListed {
+		if t/3 != groupListed {
 			q := &qs[base]
 			for j := q.pop(o.need, ps.w); j >= 0; j = q.pop(o.need, ps.w) {
 				if !f(int(q.vs[j].i)) {

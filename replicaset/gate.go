@@ -79,7 +79,10 @@ func (ps *pass) emit() {
 			updates = append(updates, Update{Replica: ps.cur[i], PowerCycle: ps.cur[i].InPlace == InPlacePowerCycle})
 		}
 	}
-	dels := append(slices.Clone(ps.replaced), ps.chosen...)
+	dels := ps.chosen
+	if len(ps.replaced) > 0 {
+		dels = append(slices.Clone(ps.replaced), ps.chosen...)
+	}
 	p.Unbalanced = ps.unbalanced(ps.rebalanceHeld)
 	if len(ps.spec.Zones) > 0 && !ps.zoned() {
 		// Every listed zone is unreachable: creates wait for one to answer.

@@ -39,11 +39,16 @@ const (
 	fBack
 	// fUnknown: in an unreachable zone (Plan.Unknown).
 	fUnknown
+	// fMarked: marked for deletion.
+	fMarked
+	// fBroken: not provisioned or failed (PhasePending, PhaseFailed).
+	fBroken
 )
 
 // counts are a pass's counts of its known replicas, kept by tally.
 type counts struct {
 	live, gone          int // live, and counted as being deleted
+	marked              int // live, not fixed, marked for deletion
 	avail, serving      int // live and available, and live that may serve
 	onNew, newAvail     int // live on the wanted revision, and those available
 	old, oldCandidates  int // live on older revisions, and those not fixed
@@ -70,6 +75,7 @@ type pass struct {
 	env    Env
 	w      *scratch
 
+	lazy   bool     // no revision and no zones: no replica's readiness is read but to rank it (tierOf)
 	fl     []flags  // by index into cur
 	zoneOf []int32  // by index into cur: its index into zones, or -1; nil without zones
 	zones  []string // the listed zones that answer
@@ -141,6 +147,7 @@ func (ps *pass) classify() error {
 		ps.desired = max(0, spec.Desired-ps.unknownCounted) + min(ps.unknownCounted, surge, spec.Desired)
 	}
 	ps.lim = spec.Strategy.Limits(ps.desired)
+	ps.lazy = spec.Revision == "" && len(ps.zones) == 0
 	ps.fl = ps.w.flagsFor(len(cur))
 	var byKey *[256]int8
 	if len(ps.zones) > 0 {
@@ -203,16 +210,30 @@ func (ps *pass) classify() error {
 		if r.Protected {
 			f |= fFixed
 		}
-		onNew := f&fCycling != 0 || onRevision(spec.Revision, r)
-		avail := f&fCycling == 0 && available(r, spec.MinReady, ps.env.Now)
-		if onNew {
+		if r.MarkedForDeletion {
+			f |= fMarked
+		}
+		switch {
+		case ps.lazy:
+			// Nothing spends the budget or places by readiness: read no
+			// more of the replica than its first cache line (tierOf reads
+			// the rest of the candidates it ranks).
 			f |= fNew
-		}
-		if avail {
-			f |= fAvail
-		}
-		if avail || mayServe(r, onNew) {
-			f |= fServe
+		case r.Phase == PhasePending || r.Phase == PhaseFailed:
+			f |= fBroken
+			fallthrough
+		default:
+			onNew := f&fCycling != 0 || onRevision(spec.Revision, r)
+			avail := f&fCycling == 0 && available(r, spec.MinReady, ps.env.Now)
+			if onNew {
+				f |= fNew
+			}
+			if avail {
+				f |= fAvail
+			}
+			if avail || mayServe(r, onNew) {
+				f |= fServe
+			}
 		}
 		ps.fl[i] = f
 		ps.tally(i, 1)
@@ -233,69 +254,79 @@ func (ps *pass) classify() error {
 // pass's counts, as its flags say.
 func (ps *pass) tally(i, d int) {
 	f := ps.fl[i]
-	z := -1
-	if ps.zoneOf != nil {
-		z = int(ps.zoneOf[i])
-	}
 	if f&fGone != 0 {
 		ps.gone += d
-		if z >= 0 {
-			ps.z[z].occ += d
-		}
-		return
+	} else if f&fLive != 0 {
+		ps.tallyLive(f, d)
 	}
-	if f&fLive == 0 {
-		return
+	if ps.zoneOf != nil {
+		ps.tallyZone(i, f, d)
 	}
+}
+
+// tallyLive counts a live replica of flags f.
+func (ps *pass) tallyLive(f flags, d int) {
 	c := &ps.counts
 	c.live += d
-	avail, fixed, onNew := f&fAvail != 0, f&fFixed != 0, f&fNew != 0
+	avail := f&fAvail != 0
 	if avail {
 		c.avail += d
 	}
 	if f&fServe != 0 {
 		c.serving += d
 	}
+	fixed := f&fFixed != 0
 	if fixed {
 		c.protect += d
 	} else {
 		c.candidates += d
+		if f&fMarked != 0 {
+			c.marked += d
+		}
 	}
-	switch {
-	case onNew:
+	if f&fNew != 0 {
 		c.onNew += d
 		if avail {
 			c.newAvail += d
 		}
-	default:
-		c.old += d
-		if !fixed {
-			c.oldCandidates += d
-		}
+		return
 	}
-	if z < 0 {
-		if ps.zoneOf != nil {
-			ps.unlisted += d
-		}
+	c.old += d
+	if !fixed {
+		c.oldCandidates += d
+	}
+}
+
+// tallyZone counts current[i], of flags f, in its zone.
+func (ps *pass) tallyZone(i int, f flags, d int) {
+	z := int(ps.zoneOf[i])
+	fixed, onNew := f&fFixed != 0, f&fNew != 0
+	switch {
+	case f&(fLive|fGone) == 0:
+	case z < 0 && f&fLive != 0:
+		ps.unlisted += d
 		if !onNew && !fixed {
 			ps.strays += d
 		}
-		return
-	}
-	t := &ps.z[z]
-	t.live += d
-	t.occ += d
-	if !fixed {
-		t.free += d
-	}
-	switch {
-	case onNew:
-		t.onNew += d
-		if !avail {
-			t.coming += d
+	case z < 0:
+	case f&fGone != 0:
+		ps.z[z].occ += d
+	default:
+		t := &ps.z[z]
+		t.live += d
+		t.occ += d
+		if !fixed {
+			t.free += d
 		}
-	case !fixed:
-		t.old += d
+		switch {
+		case onNew:
+			t.onNew += d
+			if f&fAvail == 0 {
+				t.coming += d
+			}
+		case !fixed:
+			t.old += d
+		}
 	}
 }
 

@@ -83,17 +83,17 @@ func (ps *pass) replace() {
 			ps.choose(i)
 			replaced++
 		}
-		return true // chosen, or passed over: MaxUnavailable
+		return replaced < k // chosen, or passed over: MaxUnavailable
 	}
-	old := func(i int) bool { return ps.fl[i]&fNew == 0 }
-	ps.each(order{match: func(i int) bool { return old(i) && ps.cur[i].MarkedForDeletion }, need: k, budgeted: true}, take)
-	ps.each(order{match: func(i int) bool {
-		if !old(i) || ps.cur[i].MarkedForDeletion {
-			return false
-		}
+	ps.each(order{mask: fNew | fMarked, want: fMarked, need: k, budgeted: true, size: ps.oldCandidates}, take)
+	replaceable := func(i int) bool {
 		z := ps.zoneAt(i)
 		return z < 0 || !ps.off[z] && (!spec.Strategy.ZoneByZone || z == ps.update)
-	}, tiered: true, updating: -1, need: k, budgeted: true}, take)
+	}
+	if !ps.zoned() {
+		replaceable = nil
+	}
+	ps.each(order{mask: fNew | fMarked, match: replaceable, tiered: true, updating: -1, need: k, budgeted: true, size: ps.oldCandidates}, take)
 	waiting := excess - replaced
 	if waiting <= 0 {
 		return

@@ -2,6 +2,7 @@ package replicaset
 
 import (
 	"fmt"
+	"slices"
 	"strings"
 )
 
@@ -61,6 +62,7 @@ func (ps *pass) scaleDown(want int) {
 	var byBudget, byServing, byLast, byRollout bool // why candidates were passed over
 	taken := 0
 	chosen := len(ps.chosen)
+	ps.chosen = slices.Grow(ps.chosen, n)
 	// take deletes current[i] unless a bound forbids it; false once n
 	// are taken.
 	take := func(i int) bool {
@@ -97,7 +99,7 @@ func (ps *pass) scaleDown(want int) {
 		}
 		ps.choose(i)
 		taken++
-		return true
+		return taken < n // stop at once: the walk orders no more than it reads
 	}
 	// A rolling update that still has replicas on older revisions to
 	// replace keeps its new replicas: scaling a surge replica down to make
@@ -114,14 +116,13 @@ func (ps *pass) scaleDown(want int) {
 	if ps.zoned() && active && spec.Strategy.ZoneByZone && ps.rolling() {
 		updating = ps.updateZone()
 	}
-	marked := func(i int) bool { return ps.cur[i].MarkedForDeletion }
-	old := func(i int) bool { return !marked(i) && ps.fl[i]&fNew == 0 }
-	ps.each(order{match: marked, need: n, budgeted: guarded}, take)
-	ps.each(order{match: old, tiered: true, updating: updating, need: n, budgeted: guarded},
-		func(i int) bool { return oldLeft > ps.lim.Partition && take(i) })
-	ps.each(order{match: func(i int) bool { return !marked(i) && ps.fl[i]&fNew != 0 }, tiered: true, updating: -1, need: n, budgeted: guarded},
+	old := order{mask: fMarked | fNew, tiered: true, updating: updating, need: n, budgeted: guarded, size: ps.oldCandidates}
+	ps.each(order{mask: fMarked, want: fMarked, need: n, budgeted: guarded, size: ps.marked}, take)
+	ps.each(old, func(i int) bool { return oldLeft > ps.lim.Partition && take(i) })
+	ps.each(order{mask: fMarked | fNew, want: fNew, tiered: true, updating: -1, need: n, budgeted: guarded, size: ps.candidates - ps.oldCandidates},
 		func(i int) bool { return !blocked() && take(i) })
-	ps.each(order{match: old, tiered: true, updating: -1, need: n, budgeted: guarded}, take)
+	old.updating = -1
+	ps.each(old, take)
 	if ps.rebalancing() {
 		ps.keepAvailable(chosen)
 		taken = len(ps.chosen) - chosen

@@ -269,7 +269,7 @@ func (ps *pass) unbalanced(held int) string {
 		}
 	}
 	early := slices.ContainsFunc(ps.chosen, func(i int) bool {
-		return ps.cur[i].MarkedForDeletion || ps.tierOf(i, order{tiered: true, updating: -1}) != groupListed*3+healthUp
+		return ps.cur[i].MarkedForDeletion || ps.tierOf(i, &order{tiered: true, updating: -1}, ps.rebalancing()) != groupListed*3+healthUp
 	})
 	switch {
 	case held > 0:
