@@ -61,7 +61,8 @@ func (ps *pass) tierOf(i int, o *order, rebalancing bool) uint8 {
 	}
 	broken, avail := ps.fl[i]&fBroken != 0, ps.fl[i]&fAvail != 0
 	if ps.lazy {
-		broken, avail = r.Phase == PhasePending || r.Phase == PhaseFailed, available(r, ps.env.MinReady, ps.env.Now)
+		f := ps.readyFlags(r, ps.fl[i])
+		broken, avail = f&fBroken != 0, f&fAvail != 0
 	}
 	switch {
 	case broken && (r.Phase == PhaseFailed || !rebalancing):

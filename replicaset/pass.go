@@ -22,7 +22,7 @@ const (
 	// fAvail: available (Replica.Available, a power cycle under way not).
 	fAvail
 	// fServe: available, or on an older revision and running: it may
-	// serve (mayServe).
+	// serve (readyFlags).
 	fServe
 	// fFixed: never chosen in this pass: protected from scale-in, or a
 	// preparation for an in-place update taken back.
@@ -75,7 +75,7 @@ type pass struct {
 	env    Env
 	w      *scratch
 
-	lazy   bool     // no revision and no zones: no replica's readiness is read but to rank it (tierOf)
+	lazy   bool     // readiness not read yet: no zones, and no rollout found (readiness)
 	fl     []flags  // by index into cur
 	zoneOf []int32  // by index into cur: its index into zones, or -1; nil without zones
 	zones  []string // the listed zones that answer
@@ -147,7 +147,7 @@ func (ps *pass) classify() error {
 		ps.desired = max(0, spec.Desired-ps.unknownCounted) + min(ps.unknownCounted, surge, spec.Desired)
 	}
 	ps.lim = spec.Strategy.Limits(ps.desired)
-	ps.lazy = spec.Revision == "" && len(ps.zones) == 0
+	ps.lazy = len(ps.zones) == 0
 	ps.fl = ps.w.flagsFor(len(cur))
 	var byKey *[256]int8
 	if len(ps.zones) > 0 {
@@ -213,27 +213,11 @@ func (ps *pass) classify() error {
 		if r.MarkedForDeletion {
 			f |= fMarked
 		}
-		switch {
-		case ps.lazy:
-			// Nothing spends the budget or places by readiness: read no
-			// more of the replica than its first cache line (tierOf reads
-			// the rest of the candidates it ranks).
+		if f&fCycling != 0 || onRevision(spec.Revision, r) {
 			f |= fNew
-		case r.Phase == PhasePending || r.Phase == PhaseFailed:
-			f |= fBroken
-			fallthrough
-		default:
-			onNew := f&fCycling != 0 || onRevision(spec.Revision, r)
-			avail := f&fCycling == 0 && available(r, spec.MinReady, ps.env.Now)
-			if onNew {
-				f |= fNew
-			}
-			if avail {
-				f |= fAvail
-			}
-			if avail || mayServe(r, onNew) {
-				f |= fServe
-			}
+		}
+		if !ps.lazy {
+			f = ps.readyFlags(r, f)
 		}
 		ps.fl[i] = f
 		ps.tally(i, 1)
@@ -247,7 +231,59 @@ func (ps *pass) classify() error {
 	slices.SortFunc(ps.back, byIdentity)
 	slices.SortFunc(ps.cancelUpdate, byIdentity)
 	ps.takeBack(leaving)
+	if ps.lazy && ps.old > 0 {
+		ps.readiness()
+	}
 	return nil
+}
+
+// readyFlags returns f with the flags of r's readiness: broken (not
+// provisioned, or failed), available (a power cycle under way is not),
+// and may serve: available, or on an older revision and neither broken
+// nor seen to be anything but running. A VM whose guest agent is late or
+// whose readiness the binding failed to observe serves while it looks
+// unavailable; a replica on the wanted revision that was never available
+// has served nothing yet.
+func (ps *pass) readyFlags(r *Replica, f flags) flags {
+	if r.Phase == PhasePending || r.Phase == PhaseFailed {
+		f |= fBroken
+	}
+	avail := f&fCycling == 0 && available(r, ps.env.MinReady, ps.env.Now)
+	if avail {
+		f |= fAvail
+	}
+	if avail || f&(fNew|fBroken) == 0 {
+		f |= fServe
+	}
+	return f
+}
+
+// readiness reads the readiness of every known replica, which a pass
+// without zones leaves unread (lazy) until it finds a rollout in
+// progress: a set at rest reads no more of each replica than its first
+// cache line, and ranks the candidates of a scale-down by their readiness
+// as it ranks them (tierOf).
+func (ps *pass) readiness() {
+	for i, f := range ps.fl[:len(ps.cur)] {
+		if f&(fLive|fGone) == 0 {
+			continue
+		}
+		f = ps.readyFlags(&ps.cur[i], f)
+		ps.fl[i] = f
+		if f&fLive == 0 {
+			continue
+		}
+		if f&fAvail != 0 {
+			ps.avail++
+			if f&fNew != 0 {
+				ps.newAvail++
+			}
+		}
+		if f&fServe != 0 {
+			ps.serving++
+		}
+	}
+	ps.lazy = false
 }
 
 // tally adds (d = 1) or removes (d = −1) current[i] to or from the
@@ -423,16 +459,6 @@ func addHold(p *Plan, h Hold) {
 		}
 	}
 	p.Holds = append(p.Holds, h)
-}
-
-// mayServe reports whether a live replica that is not available may serve
-// all the same: it is on an older revision and neither broken (not
-// provisioned, or failed) nor seen to be anything but running. A VM whose
-// guest agent is late or whose readiness the binding failed to observe
-// serves while it looks unavailable; a replica on the wanted revision
-// that was never available has served nothing yet.
-func mayServe(r *Replica, onNew bool) bool {
-	return !onNew && r.Phase != PhasePending && r.Phase != PhaseFailed
 }
 
 // onRevision reports whether r is on revision rev: its revision is rev or

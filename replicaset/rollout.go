@@ -85,7 +85,7 @@ func (ps *pass) replace() {
 		}
 		return replaced < k // chosen, or passed over: MaxUnavailable
 	}
-	ps.each(order{mask: fNew | fMarked, want: fMarked, need: k, budgeted: true, size: ps.oldCandidates}, take)
+	ps.each(order{mask: fNew | fMarked, want: fMarked, need: k, budgeted: true, size: min(ps.marked, ps.oldCandidates)}, take)
 	replaceable := func(i int) bool {
 		z := ps.zoneAt(i)
 		return z < 0 || !ps.off[z] && (!spec.Strategy.ZoneByZone || z == ps.update)
