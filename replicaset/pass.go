@@ -27,6 +27,8 @@ const (
 	// fFixed: never chosen in this pass: protected from scale-in, or a
 	// preparation for an in-place update taken back.
 	fFixed
+	// fMarked: marked for deletion.
+	fMarked
 	// fChosen: chosen to leave in this pass.
 	fChosen
 	// fLeaving: prepares to leave (Replica.Preparing) and is not taken
@@ -39,11 +41,13 @@ const (
 	fBack
 	// fUnknown: in an unreachable zone (Plan.Unknown).
 	fUnknown
-	// fMarked: marked for deletion.
-	fMarked
 	// fBroken: not provisioned or failed (PhasePending, PhaseFailed).
 	fBroken
 )
+
+// counted are the flags the counts are made of (the lowest: see
+// countAll).
+const counted = fLive | fGone | fNew | fAvail | fServe | fFixed | fMarked
 
 // counts are a pass's counts of its known replicas, kept by tally.
 type counts struct {
@@ -164,6 +168,7 @@ func (ps *pass) classify() error {
 		}
 	}
 	var leaving []int
+	lazyUntil := len(cur) // the replicas before it were classified lazily
 	for i := range cur {
 		v.check(cur, i)
 		r := &cur[i]
@@ -215,13 +220,20 @@ func (ps *pass) classify() error {
 		}
 		if f&fCycling != 0 || onRevision(spec.Revision, r) {
 			f |= fNew
+		} else if ps.lazy && f&fLive != 0 {
+			// A rollout is in progress: its budget needs readiness, of
+			// this replica on and of those before it (readiness).
+			ps.lazy, lazyUntil = false, i
 		}
 		if !ps.lazy {
 			f = ps.readyFlags(r, f)
 		}
 		ps.fl[i] = f
-		ps.tally(i, 1)
+		if ps.zoneOf != nil {
+			ps.tallyZone(i, f, 1)
+		}
 	}
+	ps.countAll()
 	if err := v.err(); err != nil {
 		return err
 	}
@@ -230,10 +242,10 @@ func (ps *pass) classify() error {
 	byIdentity := func(a, b int) int { return compareIdentity(&cur[a], &cur[b]) }
 	slices.SortFunc(ps.back, byIdentity)
 	slices.SortFunc(ps.cancelUpdate, byIdentity)
-	ps.takeBack(leaving)
-	if ps.lazy && ps.old > 0 {
-		ps.readiness()
+	if !ps.lazy && lazyUntil < len(cur) {
+		ps.readiness(lazyUntil)
 	}
+	ps.takeBack(leaving)
 	return nil
 }
 
@@ -258,13 +270,13 @@ func (ps *pass) readyFlags(r *Replica, f flags) flags {
 	return f
 }
 
-// readiness reads the readiness of every known replica, which a pass
-// without zones leaves unread (lazy) until it finds a rollout in
-// progress: a set at rest reads no more of each replica than its first
-// cache line, and ranks the candidates of a scale-down by their readiness
-// as it ranks them (tierOf).
-func (ps *pass) readiness() {
-	for i, f := range ps.fl[:len(ps.cur)] {
+// readiness reads the readiness of the first n replicas, which a pass
+// without zones classifies without it (lazy) until it finds a rollout in
+// progress: a set at rest reads no more of each replica than its state,
+// and ranks the candidates of a scale-down by their readiness as it ranks
+// them (tierOf).
+func (ps *pass) readiness(n int) {
+	for i, f := range ps.fl[:n] {
 		if f&(fLive|fGone) == 0 {
 			continue
 		}
@@ -283,7 +295,6 @@ func (ps *pass) readiness() {
 			ps.serving++
 		}
 	}
-	ps.lazy = false
 }
 
 // tally adds (d = 1) or removes (d = −1) current[i] to or from the
@@ -362,6 +373,25 @@ func (ps *pass) tallyZone(i int, f flags, d int) {
 			}
 		case !fixed:
 			t.old += d
+		}
+	}
+}
+
+// countAll makes the counts from every replica's flags at once: a
+// histogram of the flags that count, then each bucket's count added as
+// tally would one replica's. The classifying loop only stores flags.
+func (ps *pass) countAll() {
+	var h [counted + 1]int32
+	for _, f := range ps.fl[:len(ps.cur)] {
+		h[f&counted]++
+	}
+	for f, n := range h {
+		switch {
+		case n == 0:
+		case flags(f)&fGone != 0:
+			ps.gone += int(n)
+		case flags(f)&fLive != 0:
+			ps.tallyLive(flags(f), int(n))
 		}
 	}
 }
