@@ -193,17 +193,21 @@ func (s *Set) restart(ctx context.Context, restart []replicaset.Replica, vms map
 // healed records a pass's plan, carried out at now, in the remediation
 // history (replicaset.RemediationHistory.After), with only the
 // replacements carried out: those whose delete succeeded (deleted, the
-// executor's Result.Deleted). A replacement whose delete failed is no
-// failure: its VM stays, due again. The Set's lock is held.
+// executor's Result.Deleted), and, with a Lifecycle, those that began to
+// prepare (Plan.Prepare, which the Set records itself: the VM is
+// replaced from then on, and is in no later pass's Replace). A
+// replacement whose delete failed is no failure: its VM stays, due
+// again. The Set's lock is held.
 func (s *Set) healed(plan replicaset.Plan, deleted []string, now time.Time) {
 	if s.Spec.Remediation == nil {
 		return
 	}
 	done := plan
 	done.Replace = slices.DeleteFunc(slices.Clone(plan.Replace), func(r replicaset.Replica) bool {
+		prepared := slices.ContainsFunc(plan.Prepare, func(p replicaset.Replica) bool { return p.Name == r.Name })
 		// Not carried out; or of an older template, which says nothing of
 		// the Template now.
-		return !slices.Contains(deleted, r.Name) || r.Revision != "" && r.Revision != s.heal.revision
+		return !slices.Contains(deleted, r.Name) && !prepared || r.Revision != "" && r.Revision != s.heal.revision
 	})
 	s.heal.history = s.heal.history.After(done, now)
 }

@@ -169,12 +169,26 @@ func TestSet_HealStormHeld(t *testing.T) {
 // became healthy, each later than the one before by the doubling backoff,
 // until MaxFailures (3) replacements in a row failed: then remediation is
 // suspended, and says so. The creates number 6, one for the hung VM and
-// one for each failure, however long the Set runs.
+// one for each failure, however long the Set runs; with a Lifecycle too,
+// where each replaced VM prepares a pass before it is deleted (the
+// replacement is carried out when it prepares: counting only deletes
+// counted no failure at all, and cloned for ever).
 func TestSet_HealBadTemplateSuspends(t *testing.T) {
+	for _, hooks := range []bool{false, true} {
+		t.Run(map[bool]string{false: "without hooks", true: "with hooks"}[hooks], func(t *testing.T) {
+			testHealBadTemplateSuspends(t, hooks)
+		})
+	}
+}
+
+func testHealBadTemplateSuspends(t *testing.T, hooks bool) {
 	c := &clock{now}
 	rm := &replicaset.Remediation{StartupWindow: time.Minute, Backoff: 5 * time.Minute, MaxFailures: 3}
 	s, f := healSet(c, rm)
 	s.Readiness = vmprovider.ReadyWhenGuestHeartbeat
+	if hooks {
+		s.Lifecycle = &vmprovider.Lifecycle{} // no PreDelete: released at once
+	}
 	created := 0
 	pass := func() replicaset.Plan {
 		plan, res, err := s.Scale(context.Background(), 6, c.t)
