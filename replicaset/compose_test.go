@@ -170,7 +170,7 @@ func TestCompose_HoldsOnce(t *testing.T) {
 	spec := replicaset.Spec{Desired: 6, MaxPerPass: 1, Revision: "B",
 		Strategy: replicaset.Strategy{MaxUnavailable: replicaset.Percent(50), ZoneByZone: true,
 			Method: replicaset.UpdateInPlaceOnly},
-		Lifecycle: &replicaset.Lifecycle{Timeout: time.Minute, DefaultResult: replicaset.HookAbandon}}
+		Lifecycle: &replicaset.Lifecycle{Timeout: time.Minute, Abandon: true}}
 	var rs []replicaset.Replica
 	for i := range 6 {
 		r := ranFor2h(fmt.Sprintf("o%d", i), "A", "")

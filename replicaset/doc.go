@@ -355,10 +355,10 @@
 // time, and the hooks that hold it) and tells its hooks. Drain plans the
 // owner's own deletion the same way. A later pass deletes it (Plan.Delete)
 // once its hooks released it (Preparing.Hooks empty), or once
-// Lifecycle.Timeout has passed since Preparing.Since with DefaultResult
-// HookContinue (listed in LifecycleStatus.TimedOut, for an event); with
-// HookAbandon it stays, preparing and held (HoldHookAbandoned), until its
-// hooks release it. While hooks hold a replica within their timeout it
+// Lifecycle.Timeout has passed since Preparing.Since (listed in
+// LifecycleStatus.TimedOut, for an event); with Lifecycle.Abandon it
+// stays, preparing and held (HoldHookAbandoned), until its hooks release
+// it. Lifecycle.Hold states the rule for one preparation. While hooks hold a replica within their timeout it
 // waits (HoldPreDelete, which names it, its hooks and their deadline), and
 // LifecycleStatus.NextCheck says when to look again. The one exception: a
 // replica that never ran (PhasePending, a clone in flight; or
@@ -443,7 +443,7 @@
 //   - With Spec.Lifecycle a power cycle drains first: the replica is
 //     listed in Plan.PrepareUpdate, records Replica.Preparing with Update
 //     set, and is in Plan.Update once its hooks released it (or timed
-//     out with HookContinue). While it prepares it is planned as the
+//     out without Abandon). While it prepares it is planned as the
 //     power cycle under way (on the wanted revision, not available), so
 //     it is never updated and replaced at once. A rollback, a pause,
 //     another method or a change that no longer fits takes it back
@@ -534,8 +534,8 @@
 //   - No protected replica is in Delete or Prepare; a Shortfall says how
 //     many short. Deletions follow the deletion order, under every policy.
 //   - With Spec.Lifecycle, no replica that ran is deleted or power-cycled
-//     unless its preparation's hooks released it or timed out with
-//     HookContinue.
+//     unless its preparation's hooks released it or timed out without
+//     Lifecycle.Abandon.
 //   - Counting: with nothing capped, short or held, the plan lands on the
 //     desired count (Counting).
 //   - While a rollout is in progress, the available replicas, and those

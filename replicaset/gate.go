@@ -99,8 +99,8 @@ func (ps *pass) emit() {
 
 // gate carries deletions and power cycles through the pre-delete gate:
 // a replica that ran prepares first (Plan.Prepare, Plan.PrepareUpdate);
-// one already preparing goes once its hooks released it or timed out with
-// HookContinue (settle); a preparation taken back is cancelled; and
+// one already preparing goes once its hooks released it or timed out without
+// Abandon (settle); a preparation taken back is cancelled; and
 // deletions and updates the hooks released keep to the per-pass cap.
 func (ps *pass) gate(dels []int, updates []Update) {
 	p, lc, now := &ps.p, ps.spec.Lifecycle, ps.env.Now
@@ -191,11 +191,11 @@ func (ps *pass) replicas(is []int) []Replica {
 // desired count, protection, zones or rollout say (the owner is going, so
 // its replicas are). A replica not yet preparing is in Plan.Prepare (or
 // in Plan.Delete when it never ran: see the package documentation's
-// Lifecycle hooks section); one whose hooks released it or timed out with
-// HookContinue is in Plan.Delete; the others wait, as Plan.Lifecycle and
+// Lifecycle hooks section); one whose hooks released it or timed out without
+// Abandon is in Plan.Delete; the others wait, as Plan.Lifecycle and
 // Plan.Holds say. Without a Lifecycle every live replica is in
 // Plan.Delete. Drain has no per-pass cap: an owner's deletion lets every
-// replica go. A replica held past its timeout with HookAbandon holds the
+// replica go. A replica held past its timeout with Abandon holds the
 // owner's deletion as long as its hooks do (LifecycleStatus.Abandoned,
 // with no NextCheck: only its hooks' release moves it). The owner is
 // gone, for its replicas, once a pass finds none but those being

@@ -160,9 +160,9 @@ func checkGate(t *rapid.T, spec replicaset.Spec, rs []replicaset.Replica, p repl
 			t.Fatalf("deletes running %s without preparing it first: %v", r.Name, p)
 		case r.Preparing == nil && r.Phase == replicaset.PhaseUnknown:
 			t.Fatalf("deletes %s (phase unknown) without preparing it first: %v", r.Name, p)
-		case r.Preparing != nil && len(r.Preparing.Hooks) > 0 && now.Before(lc.Deadline(r.Preparing.Since)):
-			t.Fatalf("deletes %s while hooks %v hold it until %v (now %v)", r.Name, r.Preparing.Hooks, lc.Deadline(r.Preparing.Since), now)
-		case r.Preparing != nil && len(r.Preparing.Hooks) > 0 && lc.DefaultResult == replicaset.HookAbandon:
+		case r.Preparing != nil && len(r.Preparing.Hooks) > 0 && now.Before(r.Preparing.Since.Add(lc.Timeout)):
+			t.Fatalf("deletes %s while hooks %v hold it until %v (now %v)", r.Name, r.Preparing.Hooks, r.Preparing.Since.Add(lc.Timeout), now)
+		case r.Preparing != nil && len(r.Preparing.Hooks) > 0 && lc.Abandon:
 			t.Fatalf("deletes %s, abandoned by hooks %v", r.Name, r.Preparing.Hooks)
 		}
 	}
@@ -232,7 +232,7 @@ func plannerView(rs []replicaset.Replica, p replicaset.Plan) ([]replicaset.Repli
 // through hooks that release late, never or out of order, launch gates,
 // hangs, scaling and rollouts (A→B→A) mid-way, with and without
 // remediation, and checks every pass: no replica is deleted while a hook
-// holds it before its timeout (nor after it, with HookAbandon), every
+// holds it before its timeout (nor after it, with Abandon), every
 // deletion of a replica that ran passes the gate, no replica is chosen
 // twice, and the rollout bounds hold with preparing replicas counted as
 // leaving. Then hooks release at once and it checks that the set
@@ -251,8 +251,8 @@ func gatePasses(t *rapid.T) {
 		Revision:   "A",
 		Strategy:   strategyGen().Draw(t, "strategy"),
 		Lifecycle: &replicaset.Lifecycle{
-			Timeout:       time.Duration(rapid.IntRange(1, 20).Draw(t, "timeout")) * gateStep,
-			DefaultResult: replicaset.HookResult(rapid.IntRange(0, 1).Draw(t, "result")),
+			Timeout: time.Duration(rapid.IntRange(1, 20).Draw(t, "timeout")) * gateStep,
+			Abandon: rapid.Bool().Draw(t, "abandon"),
 		},
 	}
 	w.spec.Strategy.ZoneByZone = false

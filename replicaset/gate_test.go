@@ -29,7 +29,7 @@ func running(n int, now time.Time) []replicaset.Replica {
 func TestGate_Cases(t *testing.T) {
 	now := replicagen.Now()
 	lc := &replicaset.Lifecycle{Timeout: 10 * time.Minute}
-	abandon := &replicaset.Lifecycle{Timeout: 10 * time.Minute, DefaultResult: replicaset.HookAbandon}
+	abandon := &replicaset.Lifecycle{Timeout: 10 * time.Minute, Abandon: true}
 	prep := func(rs []replicaset.Replica, i int, ago time.Duration, hooks ...string) []replicaset.Replica {
 		rs[i].Preparing = &replicaset.Preparing{Since: now.Add(-ago), Hooks: hooks}
 		return rs
@@ -179,7 +179,7 @@ func TestGate_Invalid(t *testing.T) {
 	if !errors.Is(err, replicaset.ErrInvalidReplica) {
 		t.Errorf("preparing with no start: %v, want ErrInvalidReplica", err)
 	}
-	for _, lc := range []replicaset.Lifecycle{{Timeout: -1}, {DefaultResult: 7}} {
+	for _, lc := range []replicaset.Lifecycle{{Timeout: -1}} {
 		if _, err := checkedCompute(t, replicaset.Spec{Lifecycle: &lc}, nil, deletionpolicy.Oldest{}, now); !errors.Is(err, replicaset.ErrInvalidSpec) {
 			t.Errorf("lifecycle %+v: %v, want ErrInvalidSpec", lc, err)
 		}
@@ -192,8 +192,7 @@ func TestDrain(t *testing.T) {
 	rapid.Check(t, func(t *rapid.T) {
 		now := replicagen.Now()
 		rs := replicagen.Replicas(12).Draw(t, "replicas")
-		lc := &replicaset.Lifecycle{Timeout: 10 * time.Minute,
-			DefaultResult: replicaset.HookResult(rapid.IntRange(0, 1).Draw(t, "result"))}
+		lc := &replicaset.Lifecycle{Timeout: 10 * time.Minute, Abandon: rapid.Bool().Draw(t, "abandon")}
 		for i := range rs {
 			rs[i].Preparing = nil
 			if !rs[i].Deleting && rapid.Bool().Draw(t, "preparing") {
@@ -221,7 +220,7 @@ func TestDrain(t *testing.T) {
 				want.del = append(want.del, r.Name)
 			case now.Before(r.Preparing.Since.Add(10 * time.Minute)):
 				want.wait = append(want.wait, r.Name)
-			case lc.DefaultResult == replicaset.HookContinue:
+			case !lc.Abandon:
 				want.del = append(want.del, r.Name)
 			default:
 				want.abandoned = append(want.abandoned, r.Name)
@@ -241,24 +240,28 @@ func TestDrain(t *testing.T) {
 	})
 }
 
-func TestLifecycle_Verdict(t *testing.T) {
+// TestLifecycle_Hold checks the rule for one preparation at its edges.
+func TestLifecycle_Hold(t *testing.T) {
 	now := replicagen.Now()
 	for _, tc := range []struct {
-		result replicaset.HookResult
-		ago    time.Duration
-		hooks  []string
-		want   replicaset.HookVerdict
+		abandon bool
+		ago     time.Duration
+		hooks   []string
+		want    replicaset.HoldKind
 	}{
-		{replicaset.HookContinue, time.Hour, nil, replicaset.HookReleased},
-		{replicaset.HookContinue, time.Minute, []string{"drain"}, replicaset.HookWait},
-		{replicaset.HookContinue, 10 * time.Minute, []string{"drain"}, replicaset.HookTimedOut}, // the boundary goes
-		{replicaset.HookAbandon, time.Hour, []string{"drain"}, replicaset.HookAbandoned},
-		{replicaset.HookAbandon, time.Hour, nil, replicaset.HookReleased},
+		{false, time.Hour, nil, 0}, // released
+		{false, time.Minute, []string{"drain"}, replicaset.HoldPreDelete},
+		{false, 10 * time.Minute, []string{"drain"}, 0}, // timed out: the boundary goes
+		{true, 10*time.Minute - time.Nanosecond, []string{"drain"}, replicaset.HoldPreDelete},
+		{true, time.Hour, []string{"drain"}, replicaset.HoldHookAbandoned},
+		{true, time.Hour, nil, 0}, // released after it was abandoned
 	} {
-		lc := replicaset.Lifecycle{Timeout: 10 * time.Minute, DefaultResult: tc.result}
-		got := lc.Verdict(replicaset.Preparing{Since: now.Add(-tc.ago), Hooks: tc.hooks}, now)
-		if got != tc.want || got.Goes() != (tc.want == replicaset.HookReleased || tc.want == replicaset.HookTimedOut) {
-			t.Errorf("%v, %v ago, hooks %v: %v, want %v", tc.result, tc.ago, tc.hooks, got, tc.want)
+		lc := replicaset.Lifecycle{Timeout: 10 * time.Minute, Abandon: tc.abandon}
+		since := now.Add(-tc.ago)
+		got, until := lc.Hold(replicaset.Preparing{Since: since, Hooks: tc.hooks}, now)
+		if got != tc.want || !until.Equal(since.Add(10*time.Minute)) {
+			t.Errorf("abandon %v, %v ago, hooks %v: %v until %v, want %v until %v",
+				tc.abandon, tc.ago, tc.hooks, got, until, tc.want, since.Add(10*time.Minute))
 		}
 	}
 }

@@ -221,7 +221,7 @@ func checkInPlace(t *rapid.T, spec replicaset.Spec, rs []replicaset.Replica, p r
 		case spec.Lifecycle != nil && u.PowerCycle && r.Phase == replicaset.PhaseRunning &&
 			(r.Preparing == nil || !r.Preparing.Update):
 			t.Fatalf("power-cycles running %s without preparing it first: %v", r.Name, p)
-		case r.Preparing != nil && !spec.Lifecycle.Verdict(*r.Preparing, now).Goes():
+		case r.Preparing != nil && holds(spec.Lifecycle, *r.Preparing, now):
 			t.Fatalf("updates %s while its hooks %v hold it: %v", r.Name, r.Preparing.Hooks, p)
 		}
 	}
@@ -292,8 +292,8 @@ func inPlacePasses(t *rapid.T) {
 	w.spec.Strategy.Method = replicaset.UpdateMethod(rapid.IntRange(0, 2).Draw(t, "method"))
 	if rapid.Bool().Draw(t, "hooks") {
 		w.spec.Lifecycle = &replicaset.Lifecycle{
-			Timeout:       time.Duration(rapid.IntRange(1, 6).Draw(t, "timeout")) * gateStep,
-			DefaultResult: replicaset.HookResult(rapid.IntRange(0, 1).Draw(t, "result")),
+			Timeout: time.Duration(rapid.IntRange(1, 6).Draw(t, "timeout")) * gateStep,
+			Abandon: rapid.Bool().Draw(t, "abandon"),
 		}
 	}
 	for i := range rapid.IntRange(0, 10).Draw(t, "initial") {
@@ -365,4 +365,11 @@ func inPlacePasses(t *rapid.T) {
 		}
 		w.apply(t, p)
 	}
+}
+
+// holds reports whether lc's hooks still hold a replica preparing as p at
+// now.
+func holds(lc *replicaset.Lifecycle, p replicaset.Preparing, now time.Time) bool {
+	by, _ := lc.Hold(p, now)
+	return by != 0
 }

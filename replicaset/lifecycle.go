@@ -24,38 +24,15 @@ const DefaultHookTimeout = 15 * time.Minute
 // documentation's Lifecycle hooks section states the rules.
 type Lifecycle struct {
 	// Timeout is how long pre-delete hooks may hold a replica, from when
-	// it began to prepare (Preparing.Since); then DefaultResult applies.
-	// Zero means DefaultHookTimeout. It must not be negative.
+	// it began to prepare (Preparing.Since). Zero means
+	// DefaultHookTimeout. It must not be negative.
 	Timeout time.Duration
-	// DefaultResult is what happens to a replica whose hooks still hold
-	// it when Timeout passes: HookContinue (the default) deletes it
-	// anyway; HookAbandon keeps it, preparing, and says so
-	// (HoldHookAbandoned) until its hooks release it.
-	DefaultResult HookResult
-}
-
-// HookResult is what a timed-out pre-delete hook means (Lifecycle.DefaultResult).
-type HookResult int
-
-// The results of a pre-delete hook that timed out.
-const (
-	// HookContinue deletes the replica anyway, as AWS Auto Scaling's
-	// DefaultResult CONTINUE does. It is the zero value.
-	HookContinue HookResult = iota
-	// HookAbandon keeps the replica and says so: nothing deletes it until
-	// its hooks release it, or a scale-up takes it back.
-	HookAbandon
-)
-
-// String returns the result's name, as status shows it.
-func (r HookResult) String() string {
-	switch r {
-	case HookContinue:
-		return "Continue"
-	case HookAbandon:
-		return "Abandon"
-	}
-	return fmt.Sprintf("HookResult(%d)", int(r))
+	// Abandon keeps a replica whose hooks still hold it when Timeout
+	// passes: it stays, preparing and held (HoldHookAbandoned), until its
+	// hooks release it or a scale-up takes it back, as AWS Auto Scaling's
+	// DefaultResult ABANDON does. False (the default) deletes it anyway,
+	// as CONTINUE does.
+	Abandon bool
 }
 
 // Preparing is a replica's preparation to leave, as a binding keeps it on
@@ -70,52 +47,30 @@ type Preparing struct {
 	Hooks []string
 	// Update says the replica prepares for an in-place update that powers
 	// it off (Plan.PrepareUpdate), not to leave: once its hooks released
-	// it (or timed out with HookContinue) it is in Plan.Update, not
+	// it (or timed out without Abandon) it is in Plan.Update, not
 	// Plan.Delete, and the binding clears Preparing when it records the
 	// replica's new revision.
 	Update bool
 }
 
-// Deadline returns when hooks that still hold a replica preparing since
-// since time out.
-func (l *Lifecycle) Deadline(since time.Time) time.Time {
-	return since.Add(l.timeout())
-}
-
-// HookVerdict is what a replica's preparation comes to at a moment
-// (Lifecycle.Verdict).
-type HookVerdict int
-
-// The verdicts on a preparation.
-const (
-	// HookWait: hooks still hold the replica, within their timeout.
-	HookWait HookVerdict = iota
-	// HookReleased: no hook holds the replica; it goes.
-	HookReleased
-	// HookTimedOut: hooks held the replica past their timeout, and the
-	// default result is HookContinue; it goes.
-	HookTimedOut
-	// HookAbandoned: hooks held the replica past their timeout, and the
-	// default result is HookAbandon; it stays until they release it.
-	HookAbandoned
-)
-
-// Goes reports whether the replica may be deleted.
-func (v HookVerdict) Goes() bool { return v == HookReleased || v == HookTimedOut }
-
-// Verdict says what the preparation p comes to at now, by the rules
-// Compute and Drain apply: a binding that gates a deletion the planner
-// did not decide (a child deleted by a person, say) asks it too.
-func (l *Lifecycle) Verdict(p Preparing, now time.Time) HookVerdict {
+// Hold says what holds a replica preparing as p at now, by the rules
+// Compute and Drain apply, and when its hooks time out (Preparing.Since
+// plus Timeout): HoldPreDelete while hooks hold it within their timeout;
+// HoldHookAbandoned once they held it past the timeout, with Abandon;
+// zero when nothing holds it and it goes, its hooks having released it
+// (p.Hooks empty) or timed out. A binding that gates a deletion the
+// planner did not decide (a child deleted by a person, say) asks it too.
+func (l *Lifecycle) Hold(p Preparing, now time.Time) (HoldKind, time.Time) {
+	deadline := p.Since.Add(l.timeout())
 	switch {
 	case len(p.Hooks) == 0:
-		return HookReleased
-	case now.Before(l.Deadline(p.Since)):
-		return HookWait
-	case l.DefaultResult == HookContinue:
-		return HookTimedOut
+		return 0, deadline
+	case now.Before(deadline):
+		return HoldPreDelete, deadline
+	case l.Abandon:
+		return HoldHookAbandoned, deadline
 	}
-	return HookAbandoned
+	return 0, deadline
 }
 
 func (l *Lifecycle) timeout() time.Duration {
@@ -131,10 +86,6 @@ func (l *Lifecycle) validate() []error {
 		errs = append(errs, fmt.Errorf("hook timeout %v is negative (use 0 for the default %v): %w",
 			l.Timeout, DefaultHookTimeout, ErrInvalidSpec))
 	}
-	if l.DefaultResult != HookContinue && l.DefaultResult != HookAbandon {
-		errs = append(errs, fmt.Errorf("hook default result %v: want HookContinue or HookAbandon: %w",
-			l.DefaultResult, ErrInvalidSpec))
-	}
 	return errs
 }
 
@@ -146,14 +97,14 @@ type LifecycleStatus struct {
 	// Plan.Prepare.
 	Preparing int
 	// Waiting lists the preparing replicas whose hooks still hold them
-	// within their timeout (Lifecycle.Deadline of Preparing.Since).
+	// within their timeout (Lifecycle.Hold).
 	Waiting []Replica
 	// TimedOut lists the replicas in Plan.Delete (or, for a power cycle,
-	// Plan.Update) whose hooks still held them when their timeout passed
-	// (HookContinue): a binding says so, in an event.
+	// Plan.Update) whose hooks still held them when their timeout passed,
+	// without Lifecycle.Abandon: a binding says so, in an event.
 	TimedOut []Replica
 	// Abandoned lists the preparing replicas whose hooks held them past
-	// their timeout with HookAbandon: nothing deletes them until their
+	// their timeout with Lifecycle.Abandon: nothing deletes them until their
 	// hooks release them.
 	Abandoned []Replica
 	// NextCheck is when the first hook of Waiting times out, for the
@@ -171,22 +122,21 @@ func skipsGate(r *Replica) bool {
 
 // settle decides what becomes of a replica that prepares to leave (or
 // for a power cycle): it goes (deleted, or power-cycled) once its hooks
-// released it, or they timed out with HookContinue; else it stays,
+// released it, or they timed out without Abandon; else it stays,
 // waiting or abandoned.
 func (l *Lifecycle) settle(p *Plan, r Replica, now time.Time, goes func(Replica)) {
-	switch l.Verdict(*r.Preparing, now) {
-	case HookReleased:
+	switch by, deadline := l.Hold(*r.Preparing, now); by {
+	case 0:
 		goes(r)
+		if len(r.Preparing.Hooks) > 0 {
+			p.Lifecycle.TimedOut = append(p.Lifecycle.TimedOut, r)
+		}
 		return
-	case HookTimedOut:
-		goes(r)
-		p.Lifecycle.TimedOut = append(p.Lifecycle.TimedOut, r)
-		return
-	case HookAbandoned:
+	case HoldHookAbandoned:
 		p.Lifecycle.Abandoned = append(p.Lifecycle.Abandoned, r)
-	case HookWait:
+	default:
 		p.Lifecycle.Waiting = append(p.Lifecycle.Waiting, r)
-		if deadline := l.Deadline(r.Preparing.Since); p.Lifecycle.NextCheck.IsZero() || deadline.Before(p.Lifecycle.NextCheck) {
+		if p.Lifecycle.NextCheck.IsZero() || deadline.Before(p.Lifecycle.NextCheck) {
 			p.Lifecycle.NextCheck = deadline
 		}
 	}
@@ -215,7 +165,8 @@ func (l *Lifecycle) describe(rs []Replica, when string) string {
 	var parts []string
 	for _, r := range rs[:min(len(rs), most)] {
 		// To the second, rounded up: never a time before the deadline.
-		until := l.Deadline(r.Preparing.Since).UTC()
+		_, until := l.Hold(*r.Preparing, time.Time{})
+		until = until.UTC()
 		if t := until.Truncate(time.Second); !t.Equal(until) {
 			until = t.Add(time.Second)
 		}

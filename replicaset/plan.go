@@ -177,7 +177,7 @@ const (
 	// hold them within their timeout (Spec.Lifecycle).
 	HoldPreDelete
 	// HoldHookAbandoned: pre-delete hooks held the replicas past their
-	// timeout, with Lifecycle.DefaultResult HookAbandon: they stay until
+	// timeout, with Lifecycle.Abandon: they stay until
 	// their hooks release them.
 	HoldHookAbandoned
 	// HoldInPlaceOnly: the replicas cannot be changed in place

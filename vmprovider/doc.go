@@ -122,7 +122,7 @@
 // Set calls Lifecycle.PreDelete for it in a goroutine of its own (to
 // drain its connections, deregister it, hand its data over) and deletes
 // it only once the callback returned nil or Lifecycle.Timeout passed
-// (DefaultResult HookContinue; HookAbandon keeps it); a scale-up
+// (or, with Lifecycle.Abandon, keeps it); a scale-up
 // meanwhile takes it back and cancels the callback. Lifecycle.LaunchGate
 // keeps a new VM from counting as ready until it returns nil (to register
 // it in a load balancer, say). Errors of the callbacks come back in the

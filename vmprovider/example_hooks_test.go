@@ -7,6 +7,7 @@ import (
 
 	"github.com/replicakit/replicakit/deletionpolicy"
 	"github.com/replicakit/replicakit/naming"
+	"github.com/replicakit/replicakit/replicaset"
 	"github.com/replicakit/replicakit/vmprovider"
 	"github.com/replicakit/replicakit/vmprovider/vmprovidertest"
 )
@@ -27,7 +28,7 @@ func ExampleLifecycle() {
 		Policy:   deletionpolicy.HighestOrdinal{},
 		Names:    naming.Indexed{Base: "web"},
 		Lifecycle: &vmprovider.Lifecycle{
-			Timeout: 10 * time.Minute,
+			Lifecycle: replicaset.Lifecycle{Timeout: 10 * time.Minute},
 			PreDelete: func(ctx context.Context, vm vmprovider.VM) error {
 				draining <- vm.Name // deregister it from the load balancer, say
 				select {

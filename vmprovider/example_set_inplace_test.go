@@ -81,7 +81,7 @@ func ExampleSet_inPlace() {
 func ExamplePreparingUpdate() {
 	drains := make(chan string, 2)
 	set, p, stop := inPlaceExample(&vmprovider.Lifecycle{
-		Timeout: 10 * time.Minute,
+		Lifecycle: replicaset.Lifecycle{Timeout: 10 * time.Minute},
 		PreDelete: func(ctx context.Context, vm vmprovider.VM) error {
 			if to, ok := vmprovider.PreparingUpdate(ctx); ok {
 				drains <- fmt.Sprintf("drain %s for a power cycle to %d MiB, then take it back", vm.Name, to.MemoryMiB)

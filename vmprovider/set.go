@@ -102,7 +102,7 @@ import (
 // first: the Set calls Lifecycle.PreDelete for it in a goroutine of its
 // own, and deletes it in the first pass after the callback returned nil,
 // or the first at or after Lifecycle.Timeout since the pass that chose it
-// (HookContinue; HookAbandon keeps it). A scale-up meanwhile takes it
+// (or, with Lifecycle.Abandon, keeps it). A scale-up meanwhile takes it
 // back and cancels the callback's ctx. A VM counts as ready only once
 // Lifecycle.LaunchGate returned nil for it. The Set keeps the
 // preparations and the gates passed in memory: a restarted program
@@ -146,7 +146,7 @@ import (
 // With Lifecycle, a power cycle drains first: the VM prepares as for a
 // deletion (Plan.PrepareUpdate), PreDelete is called for it with a ctx
 // that PreparingUpdate recognizes, and the first pass after PreDelete
-// released it (or its timeout passed, with HookContinue) power-cycles
+// released it (or its timeout passed, without Abandon) power-cycles
 // it; the preparation ends with the update, and LaunchGate is called for
 // the VM again. A rollback, a pause, or a change that no longer fits
 // takes it back (Plan.Cancel). A live update needs no drain.

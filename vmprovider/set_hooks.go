@@ -36,14 +36,14 @@ import (
 //
 // Timeout runs from the pass that chose the VM, and is measured by the
 // passes' times (Scale's now), not by a timer: the first pass at or after
-// it applies DefaultResult. HookContinue deletes the VM anyway, and
-// cancels the ctx PreDelete was given first; HookAbandon keeps the VM,
-// held (replicaset.HoldHookAbandoned), until PreDelete returns nil, and
+// it deletes the VM anyway, and cancels the ctx PreDelete was given
+// first; with Abandon it keeps the VM, held
+// (replicaset.HoldHookAbandoned), until PreDelete returns nil, and
 // leaves the ctx as it is, for a drain that is slow but not dead may still
 // finish. A scale-up meanwhile takes the VM back (Plan.Cancel), before it
 // creates any: the Set forgets the preparation and cancels PreDelete's
 // ctx. So the ctx is cancelled when the VM is taken back, when its
-// timeout passes with HookContinue, when a pass finds the VM gone
+// timeout passes without Abandon, when a pass finds the VM gone
 // (deleted by someone else) and when a pass finds Set.Lifecycle nil; the
 // Set has nothing else to stop, and a program that exits leaves the
 // callbacks where they are (a restarted program calls them again,
@@ -52,7 +52,7 @@ import (
 // called it, not its cancellation.
 //
 // An error from PreDelete leaves the VM held until its timeout, when
-// DefaultResult applies: PreDelete is not called again for it. The error
+// Abandon decides: PreDelete is not called again for it. The error
 // is reported once, in the error of the next Scale, wrapping
 // ErrHookFailed; what PreDelete returns after its ctx was cancelled is
 // not reported. A nil PreDelete releases every VM at once: it prepares in
@@ -88,7 +88,7 @@ import (
 // PreDelete is called for it as above, with a ctx for which
 // PreparingUpdate reports true and the resize to come, so that it drains
 // the VM without taking it out of service for good. Once PreDelete
-// released it (or its timeout passed with HookContinue; HookAbandon holds
+// released it (or its timeout passed without Abandon; Abandon holds
 // it as above), the next Scale stops, changes and starts the VM, ends its
 // preparation, and has it pass LaunchGate again; the update may be to a
 // Template set since, if that too changes only the VM's size. Timeout,
@@ -120,14 +120,12 @@ type Lifecycle struct {
 	// it has returned nil, the VM is launch-gated: not ready, not
 	// available.
 	LaunchGate func(ctx context.Context, vm VM) error
-	// Timeout is how long PreDelete may hold a VM, from the pass that
-	// chose it; zero means replicaset.DefaultHookTimeout. It must not be
-	// negative.
-	Timeout time.Duration
-	// DefaultResult is what a timeout means: replicaset.HookContinue (the
-	// default) deletes the VM anyway; replicaset.HookAbandon keeps it
-	// until PreDelete releases it or a scale-up takes it back.
-	DefaultResult replicaset.HookResult
+	// Lifecycle holds how long PreDelete may hold a VM, from the pass that
+	// chose it (Timeout; zero means replicaset.DefaultHookTimeout, and it
+	// must not be negative), and what its timeout means: the VM is
+	// deleted anyway, or, with Abandon, kept until PreDelete releases it
+	// or a scale-up takes it back.
+	replicaset.Lifecycle
 }
 
 // ErrHookFailed means a lifecycle callback of a Set (Lifecycle.PreDelete
@@ -144,7 +142,7 @@ func (l *Lifecycle) planner() *replicaset.Lifecycle {
 	if l == nil {
 		return nil
 	}
-	return &replicaset.Lifecycle{Timeout: l.Timeout, DefaultResult: l.DefaultResult}
+	return &l.Lifecycle
 }
 
 // hookState is what a Set keeps of its lifecycle hooks (Set.Lifecycle)
@@ -261,8 +259,13 @@ func (s *Set) hookErrors(vms []VM) error {
 	var errs []error
 	for _, key := range slices.Sorted(maps.Keys(h.preparing)) {
 		if p := h.preparing[key]; p.err != nil {
-			errs = append(errs, fmt.Errorf("PreDelete of VM %q returned an error, so the VM stays held until its timeout at %s (then %v): %w: %w",
-				p.name, lc.planner().Deadline(p.since).UTC().Format(time.RFC3339), lc.DefaultResult, ErrHookFailed, p.err))
+			_, deadline := lc.Hold(replicaset.Preparing{Since: p.since}, p.since)
+			then := "Continue"
+			if lc.Abandon {
+				then = "Abandon"
+			}
+			errs = append(errs, fmt.Errorf("PreDelete of VM %q returned an error, so the VM stays held until its timeout at %s (then %s): %w: %w",
+				p.name, deadline.UTC().Format(time.RFC3339), then, ErrHookFailed, p.err))
 			p.err = nil
 		}
 	}

@@ -110,13 +110,13 @@ func TestSetHooks_Restart(t *testing.T) {
 		old, l := newLatch(), newLatch()
 		defer old.end()
 		defer l.end()
-		s, f := hookSet(c, &vmprovider.Lifecycle{PreDelete: old.call, Timeout: 5 * time.Minute})
+		s, f := hookSet(c, &vmprovider.Lifecycle{PreDelete: old.call, Lifecycle: replicaset.Lifecycle{Timeout: 5 * time.Minute}})
 		scale(t, s, c, 2)
 		scale(t, s, c, 1)
 		synctest.Wait()
 
 		restarted := &vmprovider.Set{Provider: f, Template: s.Template, Policy: s.Policy, Names: s.Names,
-			Lifecycle: &vmprovider.Lifecycle{PreDelete: l.call, Timeout: 5 * time.Minute}}
+			Lifecycle: &vmprovider.Lifecycle{PreDelete: l.call, Lifecycle: replicaset.Lifecycle{Timeout: 5 * time.Minute}}}
 		c.t = c.t.Add(time.Hour)
 		if p := scale(t, restarted, c, 1); !slices.Equal(replicaNames(p.Prepare), []string{"web-1"}) || len(p.Delete) > 0 {
 			t.Fatalf("the restarted Set's first pass: %v, want web-1 prepared anew", p)

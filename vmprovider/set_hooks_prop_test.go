@@ -105,7 +105,7 @@ func listing(t *rapid.T, f *vmprovidertest.Fake, owner string) map[string]string
 // pass. At every pass:
 //
 //   - no VM is deleted unless the Set's latest PreDelete call for it (not
-//     since taken back) returned nil before the pass, or HookContinue
+//     since taken back) returned nil before the pass, or Continue
 //     holds and the pass is at or past the timeout from the pass that made
 //     the call, which then has its ctx cancelled;
 //   - PreDelete is called once for each VM in Plan.Prepare, and never for
@@ -116,14 +116,14 @@ func listing(t *rapid.T, f *vmprovidertest.Fake, owner string) map[string]string
 //     ErrHookFailed, and the error holds nothing else.
 //
 // At the end, with every call released and the timeouts passed, the Set
-// ends at its count with none preparing, except, with HookAbandon, VMs
+// ends at its count with none preparing, except, with Abandon, VMs
 // whose PreDelete failed.
 func TestSetHooks_NeverDeletesEarly(t *testing.T) {
 	rapid.Check(t, func(rt *rapid.T) {
 		rapid.SyncTest(rt, func(t *rapid.T) {
 			c := &clock{now}
 			timeout := time.Duration(rapid.IntRange(1, 8).Draw(t, "timeoutMinutes")) * time.Minute
-			result := rapid.SampledFrom([]replicaset.HookResult{replicaset.HookContinue, replicaset.HookAbandon}).Draw(t, "result")
+			abandon := rapid.Bool().Draw(t, "abandon")
 			owner := vmprovider.Owner{UID: "uid-prop"}
 			f := &vmprovidertest.Fake{Now: c.now}
 			d := &drains{calls: map[string][]*drainCall{}}
@@ -136,7 +136,7 @@ func TestSetHooks_NeverDeletesEarly(t *testing.T) {
 					Policy:   deletionpolicy.Random{Seed: 5},
 					Names:    naming.Indexed{Base: "web"},
 					Lifecycle: &vmprovider.Lifecycle{PreDelete: d.preDelete(run, stop),
-						Timeout: timeout, DefaultResult: result},
+						Lifecycle: replicaset.Lifecycle{Timeout: timeout, Abandon: abandon}},
 				}
 			}
 			s := newSet()
@@ -175,10 +175,10 @@ func TestSetHooks_NeverDeletesEarly(t *testing.T) {
 					case call == nil || call.takeBack:
 						t.Fatalf("at +%v: %s deleted, PreDelete never called for it since it was chosen", c.t.Sub(now), name)
 					case call.released && !call.since.IsZero():
-					case result == replicaset.HookContinue && !c.t.Before(call.since.Add(timeout)):
+					case !abandon && !c.t.Before(call.since.Add(timeout)):
 					default:
-						t.Fatalf("at +%v: %s deleted, its PreDelete (called at +%v) not released, its timeout %v not passed with %v",
-							c.t.Sub(now), name, call.since.Sub(now), timeout, result)
+						t.Fatalf("at +%v: %s deleted, its PreDelete (called at +%v) not released, its timeout %v not passed (abandon %v)",
+							c.t.Sub(now), name, call.since.Sub(now), timeout, abandon)
 					}
 					if !call.returned {
 						t.Fatalf("at +%v: %s deleted, its PreDelete still running: its ctx was not cancelled", c.t.Sub(now), name)
@@ -269,8 +269,8 @@ func TestSetHooks_NeverDeletesEarly(t *testing.T) {
 				pass(desired)
 			}
 			st, err := s.Status(context.Background(), c.t)
-			if err != nil || st.Replicas-st.Preparing != desired || result == replicaset.HookContinue && st.Preparing > 0 {
-				t.Fatalf("settled at %d: Status %+v, %v; want %d not preparing, and none preparing with HookContinue", desired, st, err, desired)
+			if err != nil || st.Replicas-st.Preparing != desired || !abandon && st.Preparing > 0 {
+				t.Fatalf("settled at %d: Status %+v, %v; want %d not preparing, and none preparing with Continue", desired, st, err, desired)
 			}
 		})
 	})

@@ -131,7 +131,7 @@ func TestSetHooks_PreDeleteHoldsUntilReleased(t *testing.T) {
 		c := &clock{now}
 		l := newLatch()
 		defer l.end()
-		s, f := hookSet(c, &vmprovider.Lifecycle{PreDelete: l.call, Timeout: 10 * time.Minute})
+		s, f := hookSet(c, &vmprovider.Lifecycle{PreDelete: l.call, Lifecycle: replicaset.Lifecycle{Timeout: 10 * time.Minute}})
 		scale(t, s, c, 3)
 		p := scale(t, s, c, 1)
 		if diff := cmp.Diff([]string{"web-2", "web-1"}, replicaNames(p.Prepare)); diff != "" || len(p.Delete) > 0 {
@@ -186,18 +186,18 @@ func TestSetHooks_PreDeleteHoldsUntilReleased(t *testing.T) {
 }
 
 // TestSetHooks_Timeout: PreDelete never returns. At its timeout, counted
-// from the pass that chose the VM, HookContinue deletes the VM and
-// cancels PreDelete's ctx first; HookAbandon keeps it, held, its ctx
+// from the pass that chose the VM, without Abandon it deletes the VM and
+// cancels PreDelete's ctx first; with Abandon it keeps it, held, its ctx
 // alive, until PreDelete releases it after all.
 func TestSetHooks_Timeout(t *testing.T) {
-	for _, result := range []replicaset.HookResult{replicaset.HookContinue, replicaset.HookAbandon} {
-		t.Run(result.String(), func(t *testing.T) {
+	for _, abandon := range []bool{false, true} {
+		t.Run(map[bool]string{false: "Continue", true: "Abandon"}[abandon], func(t *testing.T) {
 			synctest.Test(t, func(t *testing.T) {
 				c := &clock{now}
 				l := newLatch()
 				defer l.end()
 				const timeout = 5 * time.Minute
-				s, f := hookSet(c, &vmprovider.Lifecycle{PreDelete: l.call, Timeout: timeout, DefaultResult: result})
+				s, f := hookSet(c, &vmprovider.Lifecycle{PreDelete: l.call, Lifecycle: replicaset.Lifecycle{Timeout: timeout, Abandon: abandon}})
 				scale(t, s, c, 2)
 				chosen := c.t.Add(time.Minute)
 				c.t = chosen
@@ -213,7 +213,7 @@ func TestSetHooks_Timeout(t *testing.T) {
 				c.t = chosen.Add(timeout)
 				p := scale(t, s, c, 1)
 				synctest.Wait()
-				if result == replicaset.HookContinue {
+				if !abandon {
 					if diff := cmp.Diff([]string{"web-1"}, replicaNames(p.Delete)); diff != "" || len(p.Lifecycle.TimedOut) != 1 {
 						t.Fatalf("at the timeout: %v; deleted (-want +got):\n%s", p, diff)
 					}
@@ -297,7 +297,7 @@ func TestSetHooks_PreDeleteError(t *testing.T) {
 		c := &clock{now}
 		l := newLatch()
 		defer l.end()
-		s, f := hookSet(c, &vmprovider.Lifecycle{PreDelete: l.call, Timeout: 5 * time.Minute})
+		s, f := hookSet(c, &vmprovider.Lifecycle{PreDelete: l.call, Lifecycle: replicaset.Lifecycle{Timeout: 5 * time.Minute}})
 		scale(t, s, c, 2)
 		scale(t, s, c, 1)
 		synctest.Wait()

@@ -312,7 +312,7 @@ func (s *Set) regate(vm VM) {
 // cycle (Plan.PrepareUpdate) prepare, with PreDelete told so
 // (PreparingUpdate), and the VMs about to be power-cycled (Plan.Update)
 // have their PreDelete's ctx cancelled, if it still runs (it timed out
-// with HookContinue), and their launch gate stopped; leaving notes both.
+// without Abandon), and their launch gate stopped; leaving notes both.
 // The Set's lock and the hooks' are held.
 func (s *Set) hooksForUpdates(plan replicaset.Plan, byName map[string]VM, base context.Context, leaving map[string]bool, now time.Time) {
 	h := &s.hooks

@@ -150,7 +150,7 @@ func TestSetInPlace_Properties(t *testing.T) {
 				Rollout:  &strategy,
 			}
 			if w.lifecycle {
-				s.Lifecycle = &vmprovider.Lifecycle{Timeout: time.Hour, PreDelete: func(ctx context.Context, vm vmprovider.VM) error {
+				s.Lifecycle = &vmprovider.Lifecycle{Lifecycle: replicaset.Lifecycle{Timeout: time.Hour}, PreDelete: func(ctx context.Context, vm vmprovider.VM) error {
 					if _, ok := vmprovider.PreparingUpdate(ctx); ok {
 						w.mu.Lock()
 						w.drained[vm.InstanceUUID] = true

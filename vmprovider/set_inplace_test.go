@@ -286,7 +286,7 @@ func TestSetInPlace_PreparesPowerCycle(t *testing.T) {
 				return drain.call(ctx, vm)
 			},
 			LaunchGate: gate.call,
-			Timeout:    time.Hour,
+			Lifecycle:  replicaset.Lifecycle{Timeout: time.Hour},
 		}
 		scale(t, s, c, 2)
 		scale(t, s, c, 2) // calls LaunchGate for both

@@ -107,9 +107,7 @@ func lifecycle(l map[string]any) *kube.Lifecycle {
 	if v, ok := l["timeoutSeconds"].(int64); ok {
 		out.Timeout = time.Duration(v) * time.Second
 	}
-	if l["defaultResult"] == "Abandon" {
-		out.DefaultResult = replicaset.HookAbandon
-	}
+	out.Abandon = l["defaultResult"] == "Abandon"
 	out.MarkNotReady, _ = l["markNotReady"].(bool)
 	return &out
 }

@@ -290,8 +290,8 @@
 //     way ([PreDeleteHooks] lists them).
 //   - Once no hook annotation is left, or Lifecycle.Timeout has passed
 //     since AnnotationPreparing, the child is deleted (a HookTimedOut
-//     event says when hooks still held it); with DefaultResult
-//     HookAbandon it stays instead, and ReplicaFailure says so (reason
+//     event says when hooks still held it); with Lifecycle.Abandon it
+//     stays instead, and ReplicaFailure says so (reason
 //     HookAbandoned) until its hooks release it; an owner being deleted
 //     stays as long (FinalizerDrain), so remove the hook annotations to
 //     let it go.

@@ -35,14 +35,12 @@ type Lifecycle struct {
 	// child it creates, and the gate's controller removes it once the
 	// workload on the child serves (registered in a load balancer, say).
 	LaunchGates []string
-	// Timeout is how long hooks may hold a child; zero means
-	// replicaset.DefaultHookTimeout.
-	Timeout time.Duration
-	// DefaultResult is what a timeout means: replicaset.HookContinue
-	// (the default) deletes the child anyway; replicaset.HookAbandon keeps
-	// it, preparing, and says so in ReplicaFailure (reason
-	// HookAbandoned) until its hooks release it.
-	DefaultResult replicaset.HookResult
+	// Lifecycle holds the hooks' Timeout (zero means
+	// replicaset.DefaultHookTimeout) and what it means: the child is
+	// deleted anyway, or, with Abandon, it is kept, preparing, and
+	// ReplicaFailure says so (reason HookAbandoned) until its hooks
+	// release it.
+	replicaset.Lifecycle
 	// MarkNotReady counts a child as not ready from the moment it begins
 	// to prepare, as OpenKruise CloneSet's markPodNotReady: status stops
 	// counting it as ready or available. False: it counts as its readiness
@@ -77,7 +75,7 @@ const (
 	// False).
 	ReasonNoneDraining = "NoneDraining"
 	// ReasonHookAbandoned means hooks held children past their timeout
-	// with DefaultResult HookAbandon: they stay until their hooks release
+	// with Lifecycle.Abandon: they stay until their hooks release
 	// them (ReplicaFailure is True).
 	ReasonHookAbandoned = "HookAbandoned"
 )
@@ -162,7 +160,7 @@ func lifecycleSpec(s Spec) *replicaset.Lifecycle {
 	if s.Lifecycle == nil {
 		return nil
 	}
-	return &replicaset.Lifecycle{Timeout: s.Lifecycle.Timeout, DefaultResult: s.Lifecycle.DefaultResult}
+	return &s.Lifecycle.Lifecycle
 }
 
 // preparations adds to updates the annotations of the children the plan

@@ -33,8 +33,8 @@ import (
 //   - "hooks": without Spec.Lifecycle, Prepare, Cancel and PrepareUpdate
 //     are empty; with it, no replica that ran (its phase neither
 //     PhasePending nor PhaseFailed) is in Delete unless it was preparing
-//     and Lifecycle.Verdict lets it go, nor power-cycled (Update) unless
-//     it prepared for that update and the verdict lets it go; only
+//     and Lifecycle.Hold holds it no more, nor power-cycled (Update)
+//     unless it prepared for that update and nothing holds it; only
 //     replicas not preparing begin to (Prepare, PrepareUpdate), and only
 //     preparing ones are taken back (Cancel).
 //   - "in place": Update and PrepareUpdate are empty under
@@ -262,8 +262,8 @@ func (c *checker) hooks() {
 		if r := c.byName[d.Name]; r != nil && ran(r) {
 			if r.Preparing == nil {
 				c.fail("hooks", "%q ran (%v) and is deleted without preparing", r.Name, r.Phase)
-			} else if v := c.lc.Verdict(*r.Preparing, c.in.Now); !v.Goes() {
-				c.fail("hooks", "%q is deleted while hooks %v hold it (verdict %d)", r.Name, r.Preparing.Hooks, v)
+			} else if by, _ := c.lc.Hold(*r.Preparing, c.in.Now); by != 0 {
+				c.fail("hooks", "%q is deleted while hooks %v hold it (%v)", r.Name, r.Preparing.Hooks, by)
 			}
 		}
 	}
@@ -271,8 +271,8 @@ func (c *checker) hooks() {
 		if r := c.byName[u.Replica.Name]; r != nil && u.PowerCycle && ran(r) {
 			if r.Preparing == nil || !r.Preparing.Update {
 				c.fail("hooks", "%q ran (%v) and is power-cycled without preparing for it", r.Name, r.Phase)
-			} else if v := c.lc.Verdict(*r.Preparing, c.in.Now); !v.Goes() {
-				c.fail("hooks", "%q is power-cycled while hooks %v hold it (verdict %d)", r.Name, r.Preparing.Hooks, v)
+			} else if by, _ := c.lc.Hold(*r.Preparing, c.in.Now); by != 0 {
+				c.fail("hooks", "%q is power-cycled while hooks %v hold it (%v)", r.Name, r.Preparing.Hooks, by)
 			}
 		}
 	}

@@ -138,8 +138,8 @@ func Spec() *rapid.Generator[replicaset.Spec] {
 		}
 		if rapid.Bool().Draw(t, "lifecycle") {
 			s.Lifecycle = &replicaset.Lifecycle{
-				Timeout:       rapid.SampledFrom([]time.Duration{0, time.Minute, 10 * time.Minute, 3 * time.Hour}).Draw(t, "hookTimeout"),
-				DefaultResult: replicaset.HookResult(rapid.IntRange(0, 1).Draw(t, "hookResult")),
+				Timeout: rapid.SampledFrom([]time.Duration{0, time.Minute, 10 * time.Minute, 3 * time.Hour}).Draw(t, "hookTimeout"),
+				Abandon: rapid.Bool().Draw(t, "hookAbandon"),
 			}
 		}
 		s.RemediationHistory = replicaset.RemediationHistory{

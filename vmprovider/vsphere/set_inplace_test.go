@@ -315,7 +315,7 @@ func TestSet_InPlacePowerCycleWaitsForHook(t *testing.T) {
 		ok   bool
 	}
 	calls, release := make(chan call, 4), make(chan error, 4)
-	s.Lifecycle = &vmprovider.Lifecycle{Timeout: time.Hour, PreDelete: func(ctx context.Context, vm vmprovider.VM) error {
+	s.Lifecycle = &vmprovider.Lifecycle{Lifecycle: replicaset.Lifecycle{Timeout: time.Hour}, PreDelete: func(ctx context.Context, vm vmprovider.VM) error {
 		to, ok := vmprovider.PreparingUpdate(ctx)
 		calls <- call{vm.Name, to, ok}
 		select {

@@ -148,9 +148,7 @@ func lifecycle(l *vmv1.Lifecycle) *kube.Lifecycle {
 	if l.Timeout != nil {
 		out.Timeout = l.Timeout.Duration
 	}
-	if l.DefaultResult == "Abandon" {
-		out.DefaultResult = replicaset.HookAbandon
-	}
+	out.Abandon = l.DefaultResult == "Abandon"
 	return out
 }
 

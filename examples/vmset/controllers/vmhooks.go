@@ -68,27 +68,26 @@ func (r *VirtualMachineReconciler) holdDeletion(ctx context.Context, vm *vmv1.Vi
 	}
 	var rl replicaset.Lifecycle
 	if lc != nil {
-		rl = replicaset.Lifecycle{Timeout: lc.Timeout, DefaultResult: lc.DefaultResult}
+		rl = lc.Lifecycle
 	}
 	since, err := time.Parse(time.RFC3339Nano, stamp)
 	if err != nil {
 		since = vm.DeletionTimestamp.Time // the latest it can have begun
 	}
-	deadline := rl.Deadline(since)
-	switch rl.Verdict(replicaset.Preparing{Since: since, Hooks: hooks}, now) {
-	case replicaset.HookReleased:
-		return false, 0, nil
-	case replicaset.HookWait:
+	switch by, deadline := rl.Hold(replicaset.Preparing{Since: since, Hooks: hooks}, now); {
+	case by == replicaset.HoldPreDelete:
 		return true, deadline.Sub(now), nil
-	case replicaset.HookTimedOut:
+	case by == replicaset.HoldHookAbandoned:
+		r.event(vm, corev1.EventTypeWarning, "HookAbandoned", "Delete",
+			"Pre-delete hooks %s held it past their timeout (%s), and the default result is Abandon: its VM stays until they release it",
+			strings.Join(hooks, ", "), deadline.UTC().Format(time.RFC3339))
+		return true, 0, nil
+	case len(hooks) > 0:
 		r.event(vm, corev1.EventTypeWarning, "HookTimedOut", "Delete",
 			"Pre-delete hooks %s still held it when their timeout passed: shutting its VM down", strings.Join(hooks, ", "))
 		return false, 0, nil
 	}
-	r.event(vm, corev1.EventTypeWarning, "HookAbandoned", "Delete",
-		"Pre-delete hooks %s held it past their timeout (%s), and the default result is Abandon: its VM stays until they release it",
-		strings.Join(hooks, ", "), deadline.UTC().Format(time.RFC3339))
-	return true, 0, nil
+	return false, 0, nil // released
 }
 
 // lifecycleOf is the lifecycle of vm's set (nil when it has no
