@@ -142,7 +142,11 @@ func (w *allWorld) apply(t *rapid.T, p replicaset.Plan) {
 			rr.Ready, rr.ReadySince = false, time.Time{}
 		}
 	}
-	w.spec.RemediationHistory = w.spec.RemediationHistory.After(p, w.now)
+	// The zones backing off and the failing creates are the world's
+	// faults, drawn once; After keeps the remediations' part.
+	zb, cf := w.spec.History.ZoneBackoff, w.spec.History.CreatesFailing
+	w.spec.History = w.spec.History.After(p, p.Create, nil, 0, w.now)
+	w.spec.History.ZoneBackoff, w.spec.History.CreatesFailing = zb, cf
 	for i := range p.Create {
 		w.serial++
 		name := fmt.Sprintf("n%d", w.serial)
@@ -192,14 +196,14 @@ func chanceOf(t *rapid.T, n int, label string) bool { return rapid.IntRange(1, n
 // protection, pauses and OnDelete, as TestGate_Passes does.
 func (w *allWorld) settle() {
 	w.settled = true
-	w.spec.Unreachable, w.spec.ZoneBackoff, w.spec.CreatesFailing = nil, nil, false
+	w.spec.Unreachable, w.spec.History.ZoneBackoff, w.spec.History.CreatesFailing = nil, nil, false
 	w.spec.Strategy.Paused, w.spec.Strategy.Type = false, replicaset.RollingUpdate
 	if w.spec.Strategy.MaxSurge.String() == "0" || w.spec.Strategy.MaxSurge.String() == "0%" {
 		if w.spec.Strategy.MaxUnavailable.String() == "0" || w.spec.Strategy.MaxUnavailable.String() == "0%" {
 			w.spec.Strategy.MaxUnavailable = replicaset.Amount{} // OnDelete allowed both zero
 		}
 	}
-	w.spec.RemediationHistory = replicaset.RemediationHistory{}
+	w.spec.History = replicaset.History{}
 	for i := range w.set {
 		r := &w.set[i]
 		r.Protected, r.MarkedForDeletion = false, false

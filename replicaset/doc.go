@@ -105,7 +105,7 @@
 // revisions that no replacement is on its way for, which in a set without
 // revisions is the zone with the fewest replicas not yet available; then
 // the fewest replicas counting those being deleted; then the earlier
-// listed; skipping zones in Spec.ZoneBackoff until their backoff ends
+// listed; skipping zones in History.ZoneBackoff until their backoff ends
 // (all of them again when every listed zone is backing off). Replicas
 // are never moved from one zone to another to restore balance unless
 // Spec.Rebalance asks for it (one at a time, create before delete; see
@@ -277,8 +277,8 @@
 //     (HoldTooManyUnhealthy). Unhealthy here means failed, past the
 //     start-up window without having been healthy, or unhealthy after
 //     being healthy, whether or not its window has passed. The caller
-//     records the last pass that found a storm (RemediationHistory.Storm,
-//     kept by RemediationHistory.After), and the unhealthy window of a
+//     records the last pass that found a storm (History.Storm, kept
+//     by History.After), and the unhealthy window of a
 //     replica unhealthy since before then runs from then: the replicas a
 //     storm caught are not remediated the moment it ends, as they
 //     recover one by one. A storm that heals by itself within the window
@@ -291,8 +291,8 @@
 //     never unhealthy, never remediated.
 //   - Suspension: once Remediation.MaxFailures (DefaultMaxFailures, 3)
 //     replacements in a row failed, replicas replaced that had not been
-//     healthy since they started (Spec.RemediationHistory, which the
-//     caller keeps with RemediationHistory.After), nothing is remediated
+//     healthy since they started (History.Failures, which the
+//     caller keeps with History.After), nothing is remediated
 //     (HoldSuspended, HealthStatus.Suspended) until a replica that started
 //     after the last failure is healthy: a template whose replicas never
 //     become healthy costs at most MaxFailures failed clones, not a loop.
@@ -324,8 +324,8 @@
 // finds it again (on the replica: an annotation, a property). Ready stays
 // what readiness says: a replica that reads as Ready while its check
 // fails is judged by its health, not its readiness. Keep the set's
-// RemediationHistory with RemediationHistory.After, given the plan as
-// carried out: a replacement whose delete failed was not made.
+// History with History.After, given the plan as carried out: a
+// replacement whose delete failed was not made.
 //
 // Remediation.Restart is off in the zero Remediation: a replica due is
 // replaced. Turn it on where a restart is cheaper than a replacement and

@@ -79,7 +79,7 @@ func ExampleHealth_Observe() {
 func ExampleSpec_replaceFailed() {
 	now := time.Date(2026, 11, 30, 12, 0, 0, 0, time.UTC)
 	spec := replicaset.Spec{Desired: 3, Zones: []string{"a", "b"}, ReplaceFailed: true, ReplaceDeleting: true,
-		ZoneBackoff: []replicaset.ZoneBackoff{{Zone: "a", Until: now.Add(time.Minute)}}}
+		History: replicaset.History{ZoneBackoff: []replicaset.ZoneBackoff{{Zone: "a", Until: now.Add(time.Minute)}}}}
 	set := []replicaset.Replica{
 		{Name: "web-1", Zone: "a", Phase: replicaset.PhaseFailed},
 		{Name: "web-2", Zone: "b", Phase: replicaset.PhaseRunning, Ready: true},

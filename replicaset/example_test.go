@@ -69,7 +69,7 @@ func ExampleCompute_zones() {
 		return slices.ContainsFunc(down.Delete, func(v replicaset.Replica) bool { return v.Name == r.Name })
 	})
 	spec.Desired = 6
-	spec.ZoneBackoff = []replicaset.ZoneBackoff{{Zone: "cluster-b", Until: now.Add(time.Minute)}}
+	spec.History.ZoneBackoff = []replicaset.ZoneBackoff{{Zone: "cluster-b", Until: now.Add(time.Minute)}}
 	again, _ := replicaset.Compute(spec, left, deletionpolicy.Oldest{}, now)
 	fmt.Println(again.CreateZones)
 	fmt.Println(again.Unbalanced)

@@ -57,7 +57,7 @@ func TestReplaceFailed_AgainstNaive(t *testing.T) {
 		}
 		slices.SortFunc(failed, func(a, b replicaset.Replica) int { return cmp.Compare(a.Name, b.Name) })
 		healthy := slices.ContainsFunc(spec.Zones, func(z string) bool {
-			return reachable(z) && !sick[z] && !slices.ContainsFunc(spec.ZoneBackoff, func(b replicaset.ZoneBackoff) bool { return b.Zone == z && now.Before(b.Until) })
+			return reachable(z) && !sick[z] && !slices.ContainsFunc(spec.History.ZoneBackoff, func(b replicaset.ZoneBackoff) bool { return b.Zone == z && now.Before(b.Until) })
 		})
 		limit := cmp.Or(spec.MaxPerPass, replicaset.DefaultMaxPerPass)
 		var want []replicaset.Replica
@@ -150,7 +150,7 @@ func TestHealing_FailedInZones(t *testing.T) {
 				t.Errorf("replaced (-want +got):\n%s\n%v", diff, p)
 			}
 			if held := slices.ContainsFunc(p.Holds, func(h replicaset.Hold) bool { return h.By == replicaset.HoldZoneBackoff }); held != (tt.hold != 0) {
-				t.Errorf("held by ZoneBackoff: %v, want %v: %v", held, tt.hold != 0, p)
+				t.Errorf("held by History: replicaset.History{ZoneBackoff: %v}, want %v: %v", held, tt.hold != 0, p)
 			}
 			nfailed := 0
 			for _, r := range tt.set {

@@ -92,7 +92,7 @@ func (w *gateWorld) apply(t *rapid.T, p replicaset.Plan) {
 		w.set[idx[r.Name]].Health = &h
 		w.hung[r.Name] = false
 	}
-	w.spec.RemediationHistory = w.spec.RemediationHistory.After(p, w.now)
+	w.spec.History = w.spec.History.After(p, p.Create, nil, 0, w.now)
 	for range p.Create {
 		w.serial++
 		name := fmt.Sprintf("n%d", w.serial)
@@ -315,7 +315,7 @@ func gatePasses(t *rapid.T) {
 	for i := range w.set {
 		w.set[i].Protected = false
 	}
-	w.spec.RemediationHistory = replicaset.RemediationHistory{}
+	w.spec.History = replicaset.History{}
 	lim := w.spec.Strategy.Limits(w.spec.Desired)
 	for i := 0; ; i++ {
 		p := pass("healthy", i)

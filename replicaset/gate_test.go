@@ -141,7 +141,7 @@ func TestGate_LaunchGate(t *testing.T) {
 	}
 	// Its replacement is a failed one (it never served), so that a gate
 	// that never opens backs off and suspends, not a clone loop.
-	if h := (replicaset.RemediationHistory{}).After(p, now); h.Failures != 1 {
+	if h := (replicaset.History{}).After(p, p.Create, nil, 0, now); h.Failures != 1 {
 		t.Errorf("replacing a replica whose gate never opened: %d failures recorded, want 1", h.Failures)
 	}
 	rs[0].Health.Started = now.Add(-5 * time.Minute)

@@ -56,7 +56,7 @@ func (ps *pass) replaceRemediated() {
 // replicas that failed in a listed zone (PhaseFailed, live, not fixed;
 // see the package documentation's Zones section), and whether they stay
 // where they are because no listed zone is healthy: each backs off
-// (Spec.ZoneBackoff at now) or holds one of them.
+// (History.ZoneBackoff at now) or holds one of them.
 func (ps *pass) failedInZones() (at []int, stay bool) {
 	if !ps.zoned() {
 		return nil, false
@@ -76,7 +76,7 @@ func (ps *pass) failedInZones() (at []int, stay bool) {
 	}
 	slices.SortFunc(at, func(a, b int) int { return compareIdentity(&ps.cur[a], &ps.cur[b]) })
 	for z, zone := range ps.zones {
-		if !sick[z] && !slices.ContainsFunc(ps.spec.ZoneBackoff, func(b ZoneBackoff) bool { return b.Zone == zone && ps.env.Now.Before(b.Until) }) {
+		if !sick[z] && !slices.ContainsFunc(ps.spec.History.ZoneBackoff, func(b ZoneBackoff) bool { return b.Zone == zone && ps.env.Now.Before(b.Until) }) {
 			return at, false
 		}
 	}
@@ -113,7 +113,7 @@ func (ps *pass) decideHealing() healing {
 			h.status.NextCheck = t
 		}
 	}
-	hist := spec.RemediationHistory
+	hist := spec.History
 	var none Health
 	// windowNext is when the first unhealthy window still running ends;
 	// waiting lists the unhealthy replicas not yet due. In a storm no
@@ -204,7 +204,7 @@ func (ps *pass) decideHealing() healing {
 		}
 	}
 	if hist.Failures > 0 && h.status.Recovered {
-		hist = RemediationHistory{Storming: hist.Storming, Storm: hist.Storm}
+		hist.Failures, hist.Last = 0, time.Time{}
 	}
 
 	failing := ps.failingZones(unhealthyIn)

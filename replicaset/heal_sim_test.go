@@ -76,7 +76,7 @@ func (w *healWorld) pass(t *rapid.T) replicaset.Plan {
 	if err != nil {
 		t.Fatalf("at %v: %v", w.now, err)
 	}
-	w.spec.RemediationHistory = w.spec.RemediationHistory.After(p, w.now)
+	w.spec.History = w.spec.History.After(p, p.Create, nil, 0, w.now)
 	for _, d := range p.Delete {
 		for _, v := range w.vms {
 			if v.name == d.Name {

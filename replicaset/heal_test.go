@@ -69,14 +69,14 @@ func healCase(t *rapid.T) (replicaset.Spec, []replicaset.Replica) {
 	spec.Desired = rapid.IntRange(0, 12).Draw(t, "desiredSmall")
 	spec.Remediation = remediationGen(t)
 	if rapid.Bool().Draw(t, "history") {
-		spec.RemediationHistory = replicaset.RemediationHistory{
+		spec.History = replicaset.History{
 			Failures: rapid.IntRange(0, 5).Draw(t, "failures"),
 			Last:     replicagen.Now().Add(time.Duration(rapid.IntRange(-1800, 0).Draw(t, "last")) * time.Second),
 		}
 		if rapid.Bool().Draw(t, "stormBefore") {
-			spec.RemediationHistory.Storm = replicagen.Now().Add(time.Duration(rapid.IntRange(-1800, 0).Draw(t, "storm")) * time.Second)
+			spec.History.Storm = replicagen.Now().Add(time.Duration(rapid.IntRange(-1800, 0).Draw(t, "storm")) * time.Second)
 		}
-		spec.RemediationHistory.Storming = rapid.IntRange(0, 3).Draw(t, "storming") == 0
+		spec.History.Storming = rapid.IntRange(0, 3).Draw(t, "storming") == 0
 	}
 	rs := replicagen.Replicas(16).Draw(t, "replicas")
 	for i := range rs {
@@ -158,8 +158,8 @@ func healingGuards(t *rapid.T) {
 		if r.Health != nil {
 			h = *r.Health
 		}
-		stormEnd := spec.RemediationHistory.Storm
-		if spec.RemediationHistory.Storming {
+		stormEnd := spec.History.Storm
+		if spec.History.Storming {
 			stormEnd = now
 		}
 		due, bad := naiveHealth(rm, stormEnd, r, now)
@@ -169,7 +169,7 @@ func healingGuards(t *rapid.T) {
 			}
 			continue
 		}
-		if h.Healthy && !h.Started.Before(spec.RemediationHistory.Last) {
+		if h.Healthy && !h.Started.Before(spec.History.Last) {
 			recovered = true
 		}
 		known[r.Name] = !due.IsZero() && !now.Before(due)
@@ -202,13 +202,13 @@ func healingGuards(t *rapid.T) {
 	if maxFailures == 0 {
 		maxFailures = replicaset.DefaultMaxFailures
 	}
-	failures := spec.RemediationHistory.Failures
+	failures := spec.History.Failures
 	if recovered && failures > 0 {
 		failures = 0
 	}
 	if suspended := failures >= maxFailures; len(spec.Unreachable) == 0 && p.Health.Suspended != suspended {
 		t.Fatalf("Suspended %v, want %v: %d failures in a row (recovered %v), MaxFailures %d", p.Health.Suspended, suspended,
-			spec.RemediationHistory.Failures, recovered, maxFailures)
+			spec.History.Failures, recovered, maxFailures)
 	}
 	remediated := append(slices.Clone(p.Restart), p.Replace...)
 	for _, r := range remediated {
@@ -384,13 +384,13 @@ func TestHealth_Observe(t *testing.T) {
 	})
 }
 
-// TestRemediationHistory_After: which replacements are failures, and
+// TestHistory_AfterRemediations: which replacements are failures, and
 // what clears them.
-func TestRemediationHistory_After(t *testing.T) {
+func TestHistory_AfterRemediations(t *testing.T) {
 	now := replicagen.Now()
 	last := now.Add(-10 * time.Minute)
 	spec := replicaset.Spec{Desired: 5, Remediation: &replicaset.Remediation{},
-		RemediationHistory: replicaset.RemediationHistory{Failures: 2, Last: last}}
+		History: replicaset.History{Failures: 2, Last: last}}
 	healthy := func(name string, started time.Time) replicaset.Replica {
 		return replicaset.Replica{Name: name, Phase: replicaset.PhaseRunning, Ready: true,
 			Health: &replicaset.Health{Started: started, Healthy: true}}
@@ -411,7 +411,7 @@ func TestRemediationHistory_After(t *testing.T) {
 		if p.Health.Recovered != c.recovered {
 			t.Errorf("%s: Recovered %v, want %v", c.name, p.Health.Recovered, c.recovered)
 		}
-		if h := spec.RemediationHistory.After(p, now); (h.Failures == 0) != c.recovered {
+		if h := spec.History.After(p, p.Create, nil, 0, now); (h.Failures == 0) != c.recovered {
 			t.Errorf("%s: history after %+v", c.name, h)
 		}
 	}
@@ -429,7 +429,7 @@ func TestRemediationHistory_After(t *testing.T) {
 		{"healthy, then hung: not a failed replacement", replicaset.Health{Started: last, Healthy: true, Unhealthy: true, Since: last}, false},
 		{"healthy, hung, restarted, still hung", replicaset.Health{Started: last, Healthy: true, Unhealthy: true}.Restart(now), false},
 	} {
-		h := replicaset.RemediationHistory{}.After(failed(c.health), now)
+		h := replicaset.History{}.After(failed(c.health), 0, nil, 0, now)
 		if got := h.Failures == 1; got != c.failed {
 			t.Errorf("%s: failure %v, want %v", c.name, got, c.failed)
 		}

@@ -27,7 +27,7 @@ type Health struct {
 	Restarted bool
 	// HealthyBefore reports that the replica was healthy at some time
 	// before its last restart (Restart keeps it): replacing it is not a
-	// failed replacement (RemediationHistory), as replacing one that was
+	// failed replacement (History.Failures), as replacing one that was
 	// never healthy is.
 	HealthyBefore bool
 	// Skip opts the replica out of remediation (Cluster API's
@@ -117,7 +117,7 @@ type Remediation struct {
 	// 1. Unset means DefaultMaxInFlight.
 	MaxInFlight Amount
 	// Backoff is how long after a replacement that failed
-	// (RemediationHistory) the next replacement waits, doubling with each
+	// (History.Failures) the next replacement waits, doubling with each
 	// further failure. Zero means DefaultRemediationBackoff.
 	Backoff time.Duration
 	// MaxFailures is how many replacements in a row may fail before
@@ -154,55 +154,6 @@ var DefaultMaxUnhealthy = Percent(40)
 // Desired, rounded up (so at least 1); Azure repairs at most 5% at a time.
 var DefaultMaxInFlight = Percent(10)
 
-// RemediationHistory is what a binding keeps of a set's remediations
-// between passes (Spec.RemediationHistory), for the backoff: it is the
-// only state healing needs beyond the replicas' Health. After says how a
-// plan changes it.
-type RemediationHistory struct {
-	// Failures is how many replacements in a row failed: the replica
-	// replaced had never been healthy since it started.
-	Failures int
-	// Last is when the last failed replacement was made.
-	Last time.Time
-	// Storming reports that a pass found more replicas unhealthy than
-	// MaxUnhealthy (HealthStatus.Storm) and none has found the storm over
-	// since; Storm is when a pass last found one over. The unhealthy
-	// window of a replica unhealthy since before a storm ended runs from
-	// its end (from now, for the pass that finds it over), so that the
-	// replicas a storm caught are not remediated the moment it ends, as
-	// they recover one by one. Both change only when a storm begins or
-	// ends, so a binding writes them twice a storm, not every pass.
-	Storming bool
-	Storm    time.Time
-}
-
-// After returns h once p, planned at now, is carried out: a storm's
-// beginning and end (p.Health.Storm) are recorded; each replica p
-// replaces that was never healthy (neither since it started nor before a
-// restart), or whose launch gate never opened, is a failure; a replica that started no earlier than the last
-// failure (a replacement made in that pass included) and has been healthy
-// since (p.Health.Recovered) clears the failures.
-func (h RemediationHistory) After(p Plan, now time.Time) RemediationHistory {
-	if p.Health.Recovered {
-		h = RemediationHistory{Storming: h.Storming, Storm: h.Storm}
-	}
-	switch {
-	case p.Health.Storm && !h.Storming:
-		h.Storming = true
-	case !p.Health.Storm && h.Storming:
-		h.Storming, h.Storm = false, now
-	}
-	for i := range p.Replace {
-		// A replica whose launch gate never opened never served, whatever
-		// its health check said: its replacement is a failure too.
-		if hl := p.Replace[i].Health; hl == nil || !hl.Healthy && !hl.HealthyBefore || p.Replace[i].LaunchGated {
-			h.Failures++
-			h.Last = now
-		}
-	}
-	return h
-}
-
 // HealthStatus is what a plan found of its replicas' health, for a
 // binding's status and requeue.
 type HealthStatus struct {
@@ -230,7 +181,7 @@ type HealthStatus struct {
 	// and vmprovider.Set do on a template of another revision.
 	Suspended bool
 	// Recovered reports that a replica that started no earlier than the
-	// last failed replacement has been healthy: RemediationHistory.After
+	// last failed replacement has been healthy: History.After
 	// clears the failures.
 	Recovered bool
 	// FailingZones lists the zones where most replicas are unhealthy:

@@ -157,7 +157,7 @@ func (ps *pass) classify() error {
 	if len(ps.zones) > 0 {
 		ps.zoneOf = ps.w.int32s(intsZones, len(cur))
 		ps.z = make([]zoneTally, len(ps.zones))
-		ps.off = backingOff(ps.zones, spec.ZoneBackoff, ps.env.Now)
+		ps.off = backingOff(ps.zones, spec.History.ZoneBackoff, ps.env.Now)
 		byKey = &ps.w.zoneKeys
 		zoneIndex(byKey, ps.zones)
 	}

@@ -147,7 +147,7 @@ const (
 	// the wanted revision.
 	HoldLastAvailable
 	// HoldZoneBackoff: the replicas are in zones backing off
-	// (Spec.ZoneBackoff), where no replacement can be made; or they
+	// (History.ZoneBackoff), where no replacement can be made; or they
 	// failed, and no listed zone is healthy to replace them in
 	// (Spec.ReplaceFailed).
 	HoldZoneBackoff

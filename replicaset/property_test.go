@@ -134,7 +134,7 @@ func naiveCreateZones(spec replicaset.Spec, rs []replicaset.Replica, n int, now 
 	}
 	var ok []string
 	for _, z := range spec.Zones {
-		if !slices.ContainsFunc(spec.ZoneBackoff, func(b replicaset.ZoneBackoff) bool { return b.Zone == z && b.Until.After(now) }) {
+		if !slices.ContainsFunc(spec.History.ZoneBackoff, func(b replicaset.ZoneBackoff) bool { return b.Zone == z && b.Until.After(now) }) {
 			ok = append(ok, z)
 		}
 	}

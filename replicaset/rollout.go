@@ -123,7 +123,7 @@ func (ps *pass) replace() {
 	}
 	switch {
 	case lim.Unavailable > 0:
-	case spec.CreatesFailing:
+	case spec.History.CreatesFailing:
 		reason += "; creates are failing, so no replica is coming up to take their place: MaxUnavailable above 0 would let the rollout replace replicas without a surge replica, within it"
 	case ps.onNew-ps.newAvail == 0 && p.Create == 0:
 		reason += "; no replica is coming up to take their place: MaxUnavailable above 0 would let the rollout replace replicas without a surge replica, within it"

@@ -130,8 +130,8 @@ func TestCompute_RolloutCases(t *testing.T) {
 		{
 			name: "a zone backing off replaces nothing; the others go on",
 			spec: replicaset.Spec{Desired: 2, Revision: "B", Zones: []string{"a", "b"},
-				ZoneBackoff: []replicaset.ZoneBackoff{{Zone: "b", Until: replicagen.Now().Add(time.Minute)}},
-				Strategy:    replicaset.Strategy{MaxSurge: replicaset.Count(0), MaxUnavailable: replicaset.Count(2)}},
+				History:  replicaset.History{ZoneBackoff: []replicaset.ZoneBackoff{{Zone: "b", Until: replicagen.Now().Add(time.Minute)}}},
+				Strategy: replicaset.Strategy{MaxSurge: replicaset.Count(0), MaxUnavailable: replicaset.Count(2)}},
 			set:    zoned(on("a", "A", 2), "a", "b"),
 			delete: []string{"a-0"},
 			holds:  []string{"MaxSurge:2", "ZoneBackoff:1"},
@@ -139,7 +139,7 @@ func TestCompute_RolloutCases(t *testing.T) {
 		{
 			name: "a surge create waits while only a zone backing off has replicas to replace",
 			spec: replicaset.Spec{Desired: 6, Revision: "B", Zones: []string{"a", "b", "c"},
-				ZoneBackoff: []replicaset.ZoneBackoff{{Zone: "b", Until: replicagen.Now().Add(time.Minute)}}},
+				History: replicaset.History{ZoneBackoff: []replicaset.ZoneBackoff{{Zone: "b", Until: replicagen.Now().Add(time.Minute)}}}},
 			set:   append(zoned(on("n", "B", 4), "a", "a", "c", "c"), zoned(on("o", "A", 2), "b", "b")...),
 			holds: []string{"ZoneBackoff:2"},
 		},
@@ -181,7 +181,7 @@ var emptyEqual = gocmp.Comparer(func(a, b []string) bool { return strings.Join(a
 // are not coming and which setting would let it go on; with
 // MaxUnavailable above zero it replaces within it regardless.
 func TestCompute_RolloutFailingCreates(t *testing.T) {
-	spec := replicaset.Spec{Desired: 3, Revision: "B", CreatesFailing: true}
+	spec := replicaset.Spec{Desired: 3, Revision: "B", History: replicaset.History{CreatesFailing: true}}
 	set := on("a", "A", 3) // the surge create asked for before never came
 	p, err := checkedCompute(t, spec, set, deletionpolicy.Random{}, replicagen.Now())
 	if err != nil {

@@ -137,7 +137,7 @@ func TestSpec_ValidateBothZero(t *testing.T) {
 // backoff, not that rebalancing is under way.
 func TestCompute_RebalanceWaitsOnBackoffSaysSo(t *testing.T) {
 	spec := replicaset.Spec{Desired: 4, Zones: []string{"a", "b"}, Rebalance: true,
-		ZoneBackoff: []replicaset.ZoneBackoff{{Zone: "a", Until: replicagen.Now().Add(time.Minute)}}}
+		History: replicaset.History{ZoneBackoff: []replicaset.ZoneBackoff{{Zone: "a", Until: replicagen.Now().Add(time.Minute)}}}}
 	set := zoned(on("w", "", 4), "a", "b", "b", "b")
 	p, err := checkedCompute(t, spec, set, deletionpolicy.HighestOrdinal{}, replicagen.Now())
 	if err != nil {

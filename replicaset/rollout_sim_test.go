@@ -137,7 +137,7 @@ func rolloutPasses(t *rapid.T) {
 	// and nothing protected.
 	s.healthy = true
 	spec.Strategy.Paused, spec.Strategy.Type = false, replicaset.RollingUpdate
-	spec.ZoneBackoff = nil // creates succeed everywhere now
+	spec.History.ZoneBackoff = nil // creates succeed everywhere now
 	for i := range s.set {
 		s.set[i].Protected = false
 	}

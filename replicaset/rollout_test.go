@@ -187,7 +187,7 @@ func checkPass(t *rapid.T, spec replicaset.Spec, rs []replicaset.Replica, p repl
 		}
 		for _, z := range p.CreateZones {
 			if !slices.Contains(spec.Zones, z) || (!allOff && backingOffNaive(spec, z)) {
-				t.Fatalf("a create goes to zone %q (zones %v, backoff %v): %v", z, spec.Zones, spec.ZoneBackoff, p)
+				t.Fatalf("a create goes to zone %q (zones %v, backoff %v): %v", z, spec.Zones, spec.History.ZoneBackoff, p)
 			}
 		}
 	} else if p.CreateZones != nil {
@@ -277,7 +277,7 @@ func checkPass(t *rapid.T, spec replicaset.Spec, rs []replicaset.Replica, p repl
 				}
 				if p.Create > replaceable {
 					t.Fatalf("%d surge creates for %d replicas that may be replaced now (zones backing off %v, ZoneByZone %v): %v",
-						p.Create, replaceable, spec.ZoneBackoff, spec.Strategy.ZoneByZone, p)
+						p.Create, replaceable, spec.History.ZoneBackoff, spec.Strategy.ZoneByZone, p)
 				}
 			}
 			for _, v := range p.Delete {
@@ -445,9 +445,9 @@ func TestSummarizeRollout_Properties(t *testing.T) {
 	})
 }
 
-// backingOffNaive reports whether spec.ZoneBackoff avoids zone now.
+// backingOffNaive reports whether spec.History.ZoneBackoff avoids zone now.
 func backingOffNaive(spec replicaset.Spec, zone string) bool {
-	for _, b := range spec.ZoneBackoff {
+	for _, b := range spec.History.ZoneBackoff {
 		if b.Zone == zone && replicagen.Now().Before(b.Until) {
 			return true
 		}

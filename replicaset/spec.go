@@ -62,14 +62,6 @@ type Spec struct {
 	// documentation's Zones section states how zones place creates and
 	// change the deletion order.
 	Zones []string
-	// ZoneBackoff lists zones in which creates failed recently, and until
-	// when to avoid each: while the pass's time is before an entry's Until,
-	// Compute places new replicas in the other listed zones (in all of them
-	// again when every listed zone is backing off). The caller keeps it and
-	// chooses the backoff (execute.Result.FailedZones says which zones'
-	// creates failed), so that status can show it. Entries for zones not
-	// listed are ignored.
-	ZoneBackoff []ZoneBackoff
 	// Rebalance moves replicas back into balance when the listed zones
 	// are more than one apart (after a zone recovered, say) or replicas
 	// sit in zones no longer listed: one at a time, create before delete.
@@ -112,12 +104,6 @@ type Spec struct {
 	// Strategy says how replicas on older revisions are replaced, which
 	// happens only when Revision is set.
 	Strategy Strategy
-	// CreatesFailing tells Compute that the caller's recent creates failed
-	// (quota, capacity; execute.Result says so). Plans do not change, since
-	// creates are retried, but a rollout held by MaxUnavailable says then
-	// that its surge replicas are not coming and which setting would let
-	// it go on.
-	CreatesFailing bool
 	// ReplaceFailed replaces replicas that failed in a listed zone
 	// (PhaseFailed: a VM whose clone vCenter refused) while some listed
 	// zone is healthy, as the package documentation's Zones section
@@ -140,18 +126,11 @@ type Spec struct {
 	// recorded). Launch gates need no Lifecycle: a replica with one
 	// closed (Replica.LaunchGated) is not ready, with or without it.
 	Lifecycle *Lifecycle
-	// RemediationHistory is what the caller keeps of the set's
-	// remediations between passes, for their backoff: the history the last
-	// pass left (RemediationHistory.After). Read only with Remediation.
-	RemediationHistory RemediationHistory
-}
-
-// ZoneBackoff says that creates in Zone are avoided until Until.
-type ZoneBackoff struct {
-	// Zone is the zone's name, as in Spec.Zones.
-	Zone string
-	// Until is when the zone may be tried again.
-	Until time.Time
+	// History is what the caller keeps of the set between passes: the
+	// remediations' failures and storms, the zones creates avoid, and
+	// whether creates fail. Each pass's is the one the last left
+	// (History.After).
+	History History
 }
 
 // maxPerPass returns the effective per-pass cap.

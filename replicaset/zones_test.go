@@ -61,13 +61,13 @@ func TestCompute_Zones(t *testing.T) {
 		want:     replicaset.Plan{Create: 3, CreateZones: []string{"c", "b", "c"}},
 	}, {
 		desc:     "a zone backing off gets no creates; an expired backoff is ignored",
-		spec:     replicaset.Spec{Desired: 4, Zones: abc, ZoneBackoff: []replicaset.ZoneBackoff{{Zone: "b", Until: now.Add(time.Minute)}, {Zone: "c", Until: now}}},
+		spec:     replicaset.Spec{Desired: 4, Zones: abc, History: replicaset.History{ZoneBackoff: []replicaset.ZoneBackoff{{Zone: "b", Until: now.Add(time.Minute)}, {Zone: "c", Until: now}}}},
 		replicas: []replicaset.Replica{a1},
 		want: replicaset.Plan{Create: 3, CreateZones: []string{"c", "a", "c"},
 			Unbalanced: "zones hold a=2 b=0 c=2 live replicas: creates avoid b, backing off after failures"},
 	}, {
 		desc: "every zone backing off: creates go everywhere again",
-		spec: replicaset.Spec{Desired: 2, Zones: []string{"a", "b"}, ZoneBackoff: []replicaset.ZoneBackoff{{Zone: "a", Until: now.Add(time.Minute)}, {Zone: "b", Until: now.Add(time.Hour)}}},
+		spec: replicaset.Spec{Desired: 2, Zones: []string{"a", "b"}, History: replicaset.History{ZoneBackoff: []replicaset.ZoneBackoff{{Zone: "a", Until: now.Add(time.Minute)}, {Zone: "b", Until: now.Add(time.Hour)}}}},
 		want: replicaset.Plan{Create: 2, CreateZones: []string{"a", "b"}},
 	}, {
 		desc:     "marked, then unlisted or zoneless, then broken, then by zone",
@@ -100,7 +100,7 @@ func TestCompute_Zones(t *testing.T) {
 			Unbalanced: "zones hold a=2 b=2 c=0 live replicas: replicas are not moved between zones"},
 	}, {
 		desc:     "a backoff is not blamed when nothing is created",
-		spec:     replicaset.Spec{Desired: 3, Zones: []string{"a", "b"}, ZoneBackoff: []replicaset.ZoneBackoff{{Zone: "b", Until: now.Add(time.Minute)}}},
+		spec:     replicaset.Spec{Desired: 3, Zones: []string{"a", "b"}, History: replicaset.History{ZoneBackoff: []replicaset.ZoneBackoff{{Zone: "b", Until: now.Add(time.Minute)}}}},
 		replicas: []replicaset.Replica{a1, a2, a3},
 		want:     replicaset.Plan{Unbalanced: "zones hold a=3 b=0 live replicas: replicas are not moved between zones"},
 	}, {
@@ -245,7 +245,7 @@ func TestZones_NeverFurtherApart(t *testing.T) {
 		}) && !slices.ContainsFunc(rs, func(r replicaset.Replica) bool {
 			return r.Protected && !r.Deleting && slices.Contains(spec.Zones, r.Zone)
 		})
-		backoff := slices.ContainsFunc(spec.ZoneBackoff, func(b replicaset.ZoneBackoff) bool { return b.Until.After(replicagen.Now()) })
+		backoff := slices.ContainsFunc(spec.History.ZoneBackoff, func(b replicaset.ZoneBackoff) bool { return b.Until.After(replicagen.Now()) })
 		if (p.Create > 0 && !backoff || len(p.Delete) > 0 && healthyOnly) && after > max(before, 1) {
 			t.Fatalf("plan %v took zones from %d apart to %v", p, before, n)
 		}
@@ -264,7 +264,7 @@ func TestZones_RouteAroundAFailingZone(t *testing.T) {
 		var backoff []replicaset.ZoneBackoff
 		serial := 0
 		for pass := 0; pass < 10; pass++ {
-			spec := replicaset.Spec{Desired: desired, Zones: zones, ZoneBackoff: backoff}
+			spec := replicaset.Spec{Desired: desired, Zones: zones, History: replicaset.History{ZoneBackoff: backoff}}
 			p, err := checkedCompute(t, spec, set, deletionpolicy.Random{}, replicagen.Now())
 			if err != nil {
 				t.Fatal(err)
@@ -280,7 +280,7 @@ func TestZones_RouteAroundAFailingZone(t *testing.T) {
 			var created []string
 			for i, z := range p.CreateZones {
 				if z == failing {
-					if len(spec.ZoneBackoff) > 0 {
+					if len(spec.History.ZoneBackoff) > 0 {
 						t.Fatalf("pass %d: create in %s while it backs off: %v", pass, z, p)
 					}
 					backoff = []replicaset.ZoneBackoff{{Zone: z, Until: replicagen.Now().Add(time.Minute)}}

@@ -83,9 +83,9 @@ import (
 // unseen counts toward no window (a spell of ill health under way when
 // the endpoint stopped answering starts again once it answers).
 //
-// The Set keeps the Health of its VMs and the remediation history
-// (replicaset.RemediationHistory: failed replacements, backoff, storms)
-// itself, in memory, and ignores Spec.RemediationHistory. A restarted
+// The Set keeps the Health of its VMs and the set's replicaset.History
+// (failed replacements, storms, the zones it avoids) itself, in memory,
+// and ignores Spec.History. A restarted
 // program starts with none: every window starts again from its first
 // pass, the backoff and the count of failed replacements start again
 // from zero, so remediation comes later than it would have, never
@@ -185,10 +185,9 @@ type Set struct {
 	// ReplaceDeleting, MinReady, Seed, and Zones and Rebalance to spread
 	// the VMs over failure domains (see replicaset.Spec), and Remediation
 	// to heal them ("Self-healing" above). Its Desired is ignored;
-	// Scale's argument is the count. Its ZoneBackoff, CreatesFailing,
-	// RemediationHistory, Revision, Strategy and Lifecycle are ignored
-	// too: the Set keeps the backoff, the failures and the remediation
-	// history itself (ZoneBackoff below), and takes the revision and
+	// Scale's argument is the count. Its History, Revision, Strategy and
+	// Lifecycle are ignored too: the Set keeps the History itself
+	// (ZoneBackoff below), and takes the revision and
 	// strategy from Template and Rollout, and the hooks from Lifecycle.
 	Spec replicaset.Spec
 	// Rollout, when set, rolls the Set's VMs onto its Template under this
@@ -257,8 +256,7 @@ type Set struct {
 	mu      sync.Mutex
 	source  rand.Source
 	tracker Tracker
-	backoff replicaset.Backoff
-	failing bool // the last pass's creates failed (replicaset.Spec.CreatesFailing)
+	history replicaset.History // what the last pass left (replicaset.History.After)
 	// assumed is the revision VMs recording none count as on: the
 	// Template's at the first pass with a Rollout; "" without one.
 	assumed string

@@ -12,14 +12,13 @@ import (
 )
 
 // healState is what a Set keeps for self-healing (Spec.Remediation)
-// between passes, in memory: each VM's Health, the remediation history,
+// between passes, in memory, beside the set's History: each VM's Health,
 // and when the last pass that healed ran.
 type healState struct {
-	health  map[string]replicaset.Health // by healthKey
-	history replicaset.RemediationHistory
-	last    time.Time
+	health map[string]replicaset.Health // by healthKey
+	last   time.Time
 	// revision is the Template's revision (TemplateRevision) the
-	// history's failures were counted under: a Template of another
+	// History's failures were counted under: a Template of another
 	// revision clears them, so that a mended template heals again.
 	revision string
 }
@@ -190,24 +189,22 @@ func (s *Set) restart(ctx context.Context, restart []replicaset.Replica, vms map
 	return errors.Join(errs...)
 }
 
-// healed records a pass's plan, carried out at now, in the remediation
-// history (replicaset.RemediationHistory.After), with only the
-// replacements carried out: those whose delete succeeded (deleted, the
-// executor's Result.Deleted), and, with a Lifecycle, those that began to
-// prepare (Plan.Prepare, which the Set records itself: the VM is
-// replaced from then on, and is in no later pass's Replace). A
-// replacement whose delete failed is no failure: its VM stays, due
-// again. The Set's lock is held.
-func (s *Set) healed(plan replicaset.Plan, deleted []string, now time.Time) {
-	if s.Spec.Remediation == nil {
-		return
-	}
+// carried returns plan as carried out at now, for the set's History
+// (replicaset.History.After): its Replace holds only the replacements
+// made, those whose delete succeeded (deleted, the executor's
+// Result.Deleted), and, with a Lifecycle, those that began to prepare
+// (Plan.Prepare, which the Set records itself: the VM is replaced from
+// then on, and is in no later pass's Replace). A replacement whose delete
+// failed is no failure: its VM stays, due again. Without Remediation no
+// replacement counts. The Set's lock is held.
+func (s *Set) carried(plan replicaset.Plan, deleted []string) replicaset.Plan {
 	done := plan
 	done.Replace = slices.DeleteFunc(slices.Clone(plan.Replace), func(r replicaset.Replica) bool {
 		prepared := slices.ContainsFunc(plan.Prepare, func(p replicaset.Replica) bool { return p.Name == r.Name })
 		// Not carried out; or of an older template, which says nothing of
 		// the Template now.
-		return !slices.Contains(deleted, r.Name) && !prepared || r.Revision != "" && r.Revision != s.heal.revision
+		return s.Spec.Remediation == nil || !slices.Contains(deleted, r.Name) && !prepared ||
+			r.Revision != "" && r.Revision != s.heal.revision
 	})
-	s.heal.history = s.heal.history.After(done, now)
+	return done
 }

@@ -1,7 +1,6 @@
 package vmprovider
 
 import (
-	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -110,9 +109,7 @@ func (s *Set) Scale(ctx context.Context, desired int, now time.Time) (replicaset
 	res := execute.Plan(ctx, act, plan, names, s.Options)
 	updateErr := s.update(ctx, plan.Update, act.vms, spec.Revision, now)
 	s.made(rec, now)
-	s.backoff.Fail(res.FailedZones, now.Add(cmp.Or(s.ZoneBackoff, DefaultZoneBackoff)))
-	s.failing = plan.Create > 0 && len(res.Created) < plan.Create
-	s.healed(plan, res.Deleted, now)
+	s.history = s.history.After(s.carried(plan, res.Deleted), len(res.Created), res.FailedZones, s.ZoneBackoff, now)
 	return plan, res, errors.Join(res.Err, updateErr, restartErr, markErr, o.err)
 }
 
@@ -121,18 +118,13 @@ func (s *Set) Scale(ctx context.Context, desired int, now time.Time) (replicaset
 func (s *Set) spec(desired int, now time.Time) replicaset.Spec {
 	spec := s.Spec
 	spec.Desired = desired
-	spec.ZoneBackoff = s.backoff.Active(now)
-	spec.CreatesFailing = s.failing
 	spec.Revision, spec.Strategy = "", replicaset.Strategy{}
-	spec.RemediationHistory = replicaset.RemediationHistory{}
 	spec.Lifecycle = s.Lifecycle.planner()
-	if spec.Remediation != nil {
-		if rev := TemplateRevision(s.Template); rev != s.heal.revision {
-			s.heal.history.Failures, s.heal.history.Last = 0, time.Time{}
-			s.heal.revision = rev
-		}
-		spec.RemediationHistory = s.heal.history
+	if rev := TemplateRevision(s.Template); spec.Remediation != nil && rev != s.heal.revision {
+		s.history.Failures, s.history.Last = 0, time.Time{}
+		s.heal.revision = rev
 	}
+	spec.History = s.history
 	if s.Rollout != nil {
 		spec.Revision, spec.Strategy = TemplateRevision(s.Template), *s.Rollout
 	}

@@ -73,7 +73,7 @@ func Spec() *rapid.Generator[replicaset.Spec] {
 			s.Zones = Zones().Draw(t, "zones")
 			for _, z := range s.Zones {
 				if rapid.IntRange(0, 3).Draw(t, "failing") == 0 {
-					s.ZoneBackoff = append(s.ZoneBackoff, replicaset.ZoneBackoff{Zone: z, Until: moment(t, "until")})
+					s.History.ZoneBackoff = append(s.History.ZoneBackoff, replicaset.ZoneBackoff{Zone: z, Until: moment(t, "until")})
 				}
 			}
 		}

@@ -19,5 +19,5 @@
 // A plan that spreads replicas over zones (replicaset.Spec.Zones) needs a
 // ZonedActuator, which is told each new replica's zone; the result lists
 // the zones whose creates failed (Result.FailedZones), for the caller to
-// back off (replicaset.Spec.ZoneBackoff) on the next passes.
+// back off on the next passes (replicaset.History.After).
 package execute

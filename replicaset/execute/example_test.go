@@ -64,7 +64,7 @@ func (r *racks) CreateIn(ctx context.Context, name, zone string) error {
 }
 
 // Spread three replicas over three zones while zone-b is down: the result
-// names it, for the next pass to back off from it (Spec.ZoneBackoff) and
+// names it, for the next pass to back off from it (History.After) and
 // place the missing replica elsewhere.
 func ExampleZonedActuator() {
 	now := time.Date(2026, 11, 30, 12, 0, 0, 0, time.UTC)
@@ -80,7 +80,7 @@ func ExampleZonedActuator() {
 		zone, name, _ := strings.Cut(n, "/")
 		current = append(current, replicaset.Replica{Name: name, Zone: zone})
 	}
-	spec.ZoneBackoff = []replicaset.ZoneBackoff{{Zone: res.FailedZones[0], Until: now.Add(time.Minute)}}
+	spec.History = spec.History.After(plan, len(res.Created), res.FailedZones, 0, now)
 	next, _ := replicaset.Compute(spec, current, deletionpolicy.Random{}, now)
 	fmt.Println(next.CreateZones)
 	// Output:

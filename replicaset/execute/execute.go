@@ -95,7 +95,7 @@ type Result struct {
 	Skipped []string
 	// FailedZones lists, for a plan with zones, the zones in which a
 	// create failed, each once, in plan order: what a caller backs off
-	// (replicaset.Spec.ZoneBackoff).
+	// (replicaset.History.After).
 	FailedZones []string
 	// Err joins every failure, each an *OpError (and the context's error if
 	// it ended before everything was started); it is nil when every

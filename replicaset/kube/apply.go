@@ -123,7 +123,7 @@ func (r *Reconciler[O, C]) apply(ctx context.Context, o *observation, d decision
 // carried out: a replacement whose delete failed (or was left, the child
 // having changed) was not made, so it is no failure of the history. It
 // reports whether the history changed.
-func carriedHistory(o *observation, d decision, out outcome) (replicaset.RemediationHistory, bool) {
+func carriedHistory(o *observation, d decision, out outcome) (replicaset.History, bool) {
 	if !d.historyChanged || len(d.plan.Replace) == 0 {
 		return d.history, d.historyChanged
 	}
@@ -134,8 +134,8 @@ func carriedHistory(o *observation, d decision, out outcome) (replicaset.Remedia
 		return !slices.Contains(out.acted.Deleted, r.Name) && !prepared
 	})
 	before, cleared := historyFor(o)
-	h := before.After(ofTemplate(p, o.revision), o.now)
-	return h, h != before || cleared
+	h := before.After(ofTemplate(p, o.revision), p.Create, nil, 0, o.now)
+	return h, !sameRemediations(h, before) || cleared
 }
 
 // versions maps each child's UID to its resourceVersion as the pass read

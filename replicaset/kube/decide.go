@@ -90,7 +90,7 @@ type decision struct {
 	// each with its copy once restarted; history is the owner's
 	// remediation history after the pass, to write when historyChanged.
 	restart        []restart
-	history        replicaset.RemediationHistory
+	history        replicaset.History
 	historyChanged bool
 	// finalizer is what the pass does with the owner's FinalizerDrain
 	// (Spec.Lifecycle).
@@ -159,7 +159,7 @@ func decide(o *observation, rl rules) decision {
 	health := heal(o, d.members, current)
 	if err == nil && d.hold == holdNone {
 		d.backoff, d.failedNow = zoneFailures(spec, current, o)
-		spec.ZoneBackoff = d.backoff
+		spec.History.ZoneBackoff = d.backoff
 	}
 	if err == nil {
 		d.plan, err = replicaset.Compute(spec, current, policy, o.now)
@@ -195,8 +195,8 @@ func decide(o *observation, rl rules) decision {
 		d.replaced = d.plan.Replace // failed in their zones (Spec.ReplaceFailed)
 	} else {
 		before, cleared := historyFor(o)
-		d.history = before.After(ofTemplate(d.plan, o.revision), o.now)
-		d.historyChanged = d.history != before || cleared
+		d.history = before.After(ofTemplate(d.plan, o.revision), d.plan.Create, nil, 0, o.now)
+		d.historyChanged = !sameRemediations(d.history, before) || cleared
 	}
 	return d
 }
@@ -246,7 +246,7 @@ type inPlaceUpdate struct{ from, to client.Object }
 // It returns the backoff for the pass and the UIDs of the failing
 // members.
 func zoneFailures(spec replicaset.Spec, current []replicaset.Replica, o *observation) (backoff []replicaset.ZoneBackoff, uids []string) {
-	backoff = spec.ZoneBackoff
+	backoff = spec.History.ZoneBackoff
 	for i := range current {
 		r := &current[i]
 		if r.Phase != replicaset.PhaseFailed || r.Deleting || r.Protected || !slices.Contains(spec.Zones, r.Zone) ||
@@ -266,11 +266,12 @@ func zoneFailures(spec replicaset.Spec, current []replicaset.Replica, o *observa
 func planSpec(o *observation, rl rules) replicaset.Spec {
 	s := replicaset.Spec{Desired: o.spec.Replicas, MaxPerPass: rl.maxPerPass,
 		ReplaceDeleting: o.spec.ReplaceDeleting, MinReady: o.spec.MinReady, Seed: o.seed,
-		Zones: o.spec.Zones, ZoneBackoff: o.backoff, Rebalance: o.spec.Rebalance, Unreachable: o.spec.Unreachable,
+		Zones: o.spec.Zones, Rebalance: o.spec.Rebalance, Unreachable: o.spec.Unreachable,
 		Remediation: o.spec.Remediation, ReplaceFailed: len(o.spec.Zones) > 0, Lifecycle: lifecycleSpec(o.spec)}
 	if o.spec.Remediation != nil {
-		s.RemediationHistory, _ = historyFor(o)
+		s.History, _ = historyFor(o)
 	}
+	s.History.ZoneBackoff = o.backoff
 	if o.spec.Rollout != nil {
 		s.Revision, s.Strategy = o.revision, *o.spec.Rollout
 	}

@@ -37,7 +37,8 @@ const (
 	// goes with it.
 	AnnotationRemediate = "replicakit.io/remediate"
 	// AnnotationRemediationHistory holds, on an owner with
-	// Spec.Remediation, the set's replicaset.RemediationHistory as JSON
+	// Spec.Remediation, the remediations' part of the set's
+	// replicaset.History (Failures, Last, Storming, Storm) as JSON
 	// (failures, last, storming, storm): how many replacements in a row
 	// failed, when the last one was made, whether a storm is under way,
 	// and when the last one ended. The binding writes it, only when it changes.
@@ -224,19 +225,19 @@ type historyJSON struct {
 
 // historyOf reads the owner's AnnotationRemediationHistory; a malformed
 // or missing one is no history.
-func historyOf(owner client.Object) replicaset.RemediationHistory {
+func historyOf(owner client.Object) replicaset.History {
 	var j historyJSON
 	if err := json.Unmarshal([]byte(owner.GetAnnotations()[AnnotationRemediationHistory]), &j); err != nil {
-		return replicaset.RemediationHistory{}
+		return replicaset.History{}
 	}
-	return replicaset.RemediationHistory{Failures: j.Failures, Last: unstamp(j.Last), Storming: j.Storming, Storm: unstamp(j.Storm)}
+	return replicaset.History{Failures: j.Failures, Last: unstamp(j.Last), Storming: j.Storming, Storm: unstamp(j.Storm)}
 }
 
 // historyFor is the owner's history as o's pass plans with it: the
 // failures counted under another template revision than o's are cleared
 // (historyJSON.Revision). changed reports that the annotation no longer
 // says so.
-func historyFor(o *observation) (h replicaset.RemediationHistory, changed bool) {
+func historyFor(o *observation) (h replicaset.History, changed bool) {
 	h = historyOf(o.owner)
 	var j historyJSON
 	_ = json.Unmarshal([]byte(o.owner.GetAnnotations()[AnnotationRemediationHistory]), &j)
@@ -250,7 +251,7 @@ func historyFor(o *observation) (h replicaset.RemediationHistory, changed bool) 
 // ofTemplate is p with only the replacements of children on revision
 // (all of them when revision is ""): a child on an older template
 // that never became healthy says nothing of the template now, so its
-// replacement is no failure of the history (RemediationHistory.After).
+// replacement is no failure of the history (replicaset.History.After).
 func ofTemplate(p replicaset.Plan, revision string) replicaset.Plan {
 	if revision == "" || !slices.ContainsFunc(p.Replace, func(r replicaset.Replica) bool { return r.Revision != "" && r.Revision != revision }) {
 		return p
@@ -262,7 +263,7 @@ func ofTemplate(p replicaset.Plan, revision string) replicaset.Plan {
 // encodeHistory spells h as AnnotationRemediationHistory holds it, its
 // failures counted under the template revision revision ("" without
 // Spec.Rollout).
-func encodeHistory(h replicaset.RemediationHistory, revision string) string {
+func encodeHistory(h replicaset.History, revision string) string {
 	j := historyJSON{Failures: h.Failures, Last: stamp(h.Last), Storming: h.Storming, Storm: stamp(h.Storm)}
 	if h.Failures > 0 {
 		j.Revision = revision
@@ -341,9 +342,9 @@ func (r *Reconciler[O, C]) restart(ctx context.Context, o *observation, rs []res
 
 // writeHistory patches the owner's AnnotationRemediationHistory to h
 // (removing it when h is the zero history), reading nothing back.
-func (r *Reconciler[O, C]) writeHistory(ctx context.Context, owner client.Object, h replicaset.RemediationHistory, revision string) error {
+func (r *Reconciler[O, C]) writeHistory(ctx context.Context, owner client.Object, h replicaset.History, revision string) error {
 	var v any = encodeHistory(h, revision)
-	if h == (replicaset.RemediationHistory{}) {
+	if sameRemediations(h, replicaset.History{}) {
 		v = nil
 	}
 	patch, err := json.Marshal(map[string]any{"metadata": map[string]any{"annotations": map[string]any{AnnotationRemediationHistory: v}}})
@@ -356,4 +357,11 @@ func (r *Reconciler[O, C]) writeHistory(ctx context.Context, owner client.Object
 		return fmt.Errorf("write the remediation history of %s: %w", owner.GetName(), err)
 	}
 	return nil
+}
+
+// sameRemediations reports whether a and b hold the same remediations'
+// part of a History, the part AnnotationRemediationHistory holds (the
+// zones' backoff lives in the Reconciler's memory).
+func sameRemediations(a, b replicaset.History) bool {
+	return a.Failures == b.Failures && a.Last.Equal(b.Last) && a.Storming == b.Storming && a.Storm.Equal(b.Storm)
 }

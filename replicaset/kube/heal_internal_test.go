@@ -121,7 +121,7 @@ func TestHistory_ClearedOnAnotherRevision(t *testing.T) {
 		recorded  string
 		suspended bool
 	}{{"B", true}, {"A", false}} {
-		suspended := encodeHistory(replicaset.RemediationHistory{Failures: 3, Last: testNow.Add(-time.Minute)}, tt.recorded)
+		suspended := encodeHistory(replicaset.History{Failures: 3, Last: testNow.Add(-time.Minute)}, tt.recorded)
 		o := observed(3, kids(kid("web-0", kept(healthyFor(time.Hour)), onRev("B")), kid("web-1", kept(healthyFor(time.Hour)), onRev("B")),
 			kid("web-2", kept(sickFor(10*time.Minute)), sick("HeartbeatRed"), onRev("B"))),
 			healing(replicaset.Remediation{}), rolling("B"),

@@ -102,8 +102,8 @@ type zoneBackoffs struct {
 }
 
 type ownerZones struct {
-	backoff replicaset.Backoff
-	failing []string // UIDs of children seen failing in a zone
+	backoff []replicaset.ZoneBackoff // by zone
+	failing []string                 // UIDs of children seen failing in a zone
 }
 
 func (b *zoneBackoffs) get(key string) *ownerZones {
@@ -121,7 +121,10 @@ func (b *zoneBackoffs) active(key string, now time.Time) []replicaset.ZoneBackof
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	if oz := b.m[key]; oz != nil {
-		return oz.backoff.Active(now)
+		oz.backoff = slices.DeleteFunc(oz.backoff, func(z replicaset.ZoneBackoff) bool { return !now.Before(z.Until) })
+		out := slices.Clone(oz.backoff)
+		slices.SortFunc(out, func(a, b replicaset.ZoneBackoff) int { return strings.Compare(a.Zone, b.Zone) })
+		return out
 	}
 	return nil
 }
@@ -137,7 +140,7 @@ func (b *zoneBackoffs) record(key string, backoff []replicaset.ZoneBackoff) {
 	}
 	oz := b.get(key)
 	for _, z := range backoff {
-		oz.backoff.Fail([]string{z.Zone}, z.Until)
+		oz.backoff = backoffAfter(oz.backoff, []string{z.Zone}, z.Until)
 	}
 }
 

@@ -112,14 +112,13 @@ func Spec() *rapid.Generator[replicaset.Spec] {
 			Rebalance:       rapid.Bool().Draw(t, "rebalance"),
 			Revision:        rapid.SampledFrom([]string{"", "v2", "v3"}).Draw(t, "revision"),
 			Strategy:        Strategy().Draw(t, "strategy"),
-			CreatesFailing:  chance(t, 4, "createsFailing"),
 			ReplaceFailed:   rapid.Bool().Draw(t, "replaceFailed"),
 		}
 		all := rapid.Permutation([]string{"a", "b", "c"}).Draw(t, "zoneOrder")
 		s.Zones = all[:rapid.IntRange(0, 3).Draw(t, "zoneCount")]
 		for _, z := range zoneNames[1:] {
 			if chance(t, 4, "backoff") {
-				s.ZoneBackoff = append(s.ZoneBackoff, replicaset.ZoneBackoff{Zone: z, Until: moment(t, "backoffUntil")})
+				s.History.ZoneBackoff = append(s.History.ZoneBackoff, replicaset.ZoneBackoff{Zone: z, Until: moment(t, "backoffUntil")})
 			}
 			if chance(t, 4, "unreachable") {
 				s.Unreachable = append(s.Unreachable, z)
@@ -142,12 +141,11 @@ func Spec() *rapid.Generator[replicaset.Spec] {
 				Abandon: rapid.Bool().Draw(t, "hookAbandon"),
 			}
 		}
-		s.RemediationHistory = replicaset.RemediationHistory{
-			Failures: rapid.IntRange(0, 4).Draw(t, "failures"),
-			Last:     moment(t, "lastFailure"),
-			Storming: chance(t, 4, "storming"),
-			Storm:    moment(t, "storm"),
-		}
+		s.History.Failures = rapid.IntRange(0, 4).Draw(t, "failures")
+		s.History.Last = moment(t, "lastFailure")
+		s.History.Storming = chance(t, 4, "storming")
+		s.History.Storm = moment(t, "storm")
+		s.History.CreatesFailing = chance(t, 4, "createsFailing")
 		return s
 	})
 }
