@@ -223,7 +223,7 @@ func (w *allWorld) settle() {
 // TestAllFeatures_Passes drives a world with every feature drawn at once
 // (replicasettest.Spec, and replicas in every state to start from) pass
 // after pass through faults, zones that stop and start answering, and
-// changes of count, revision, pause and method, and runs
+// changes of count, revision, pause, method and protection, and runs
 // replicasettest.Check on every pass. Then the world settles, and the set
 // must converge within a bounded number of passes: the desired count,
 // none being deleted or preparing, no replica on an older revision beyond
@@ -243,13 +243,13 @@ func TestAllFeatures_Passes(t *testing.T) {
 				t.Fatalf("%s pass %d: %v", what, i, err)
 			}
 			if err := replicasettest.Check(in, p); err != nil {
-				t.Fatalf("%s pass %d: plan %v:\n%v", what, i, p, err)
+				t.Fatalf("%s pass %d: plan %v:\n%v\nspec %+v\nset %+v", what, i, p, err, w.spec, w.set)
 			}
 			return p
 		}
 		for i := range rapid.IntRange(0, 25).Draw(t, "passes") {
 			if chanceOf(t, 4, "change") {
-				switch rapid.IntRange(0, 4).Draw(t, "what") {
+				switch rapid.IntRange(0, 5).Draw(t, "what") {
 				case 0:
 					w.spec.Revision = rapid.SampledFrom([]string{"", "v2", "v3"}).Draw(t, "revision")
 				case 1:
@@ -264,6 +264,11 @@ func TestAllFeatures_Passes(t *testing.T) {
 						w.spec.Unreachable = slices.Delete(slices.Clone(w.spec.Unreachable), j, j+1)
 					} else {
 						w.spec.Unreachable = append(slices.Clone(w.spec.Unreachable), z)
+					}
+				case 5:
+					if len(w.set) > 0 { // protected (or not) mid-way, preparing or not
+						j := rapid.IntRange(0, len(w.set)-1).Draw(t, "protect")
+						w.set[j].Protected = !w.set[j].Protected
 					}
 				}
 			}

@@ -102,3 +102,26 @@ func TestCompose_InPlaceIsARollout(t *testing.T) {
 		t.Errorf("plan %v: want the three updated in place, and no rebalancing create beside them", p)
 	}
 }
+
+// TestCompose_RestartedNotUpdated: a replica whose in-place update is under
+// way (it prepared for it, and its hooks released it) falls due for a
+// remediation restart; the restart goes first, as it does for an update
+// not yet under way, and the update waits for the next pass. It was in
+// both Plan.Restart and Plan.Update.
+func TestCompose_RestartedNotUpdated(t *testing.T) {
+	r := ranFor2h("r0", "v1", "")
+	r.InPlace = replicaset.InPlaceLive
+	r.Preparing = &replicaset.Preparing{Since: composeNow.Add(-time.Minute), Update: true}
+	r.Health = &replicaset.Health{Started: composeNow.Add(-time.Hour)} // never healthy, past its start-up window
+	spec := replicaset.Spec{Desired: 1, Revision: "v2", Lifecycle: &replicaset.Lifecycle{},
+		Remediation: &replicaset.Remediation{Restart: true},
+		Strategy:    replicaset.Strategy{Method: replicaset.UpdateInPlaceIfPossible, MaxUnavailable: replicaset.Count(1)}}
+	p, err := checkedCompute(t, spec, []replicaset.Replica{r}, deletionpolicy.Oldest{}, composeNow)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(p.Restart) != 1 || len(p.Update) != 0 || p.Lifecycle.Preparing != 1 {
+		t.Errorf("plan %v (preparing %d): want r0 restarted, its update left for the next pass, still preparing",
+			p, p.Lifecycle.Preparing)
+	}
+}

@@ -133,7 +133,10 @@ func (ps *pass) gate(dels []int, updates []Update) {
 		switch {
 		case f&fLeaving != 0:
 			settling = append(settling, i)
-		case f&(fCycling|fChosen) == fCycling:
+		case f&(fCycling|fChosen) != fCycling:
+		case slices.Contains(ps.restart, i):
+			p.Lifecycle.Preparing++ // a restart goes first; the update waits
+		default:
 			cycling = append(cycling, i)
 		}
 	}

@@ -36,12 +36,22 @@ import (
 //     and Lifecycle.Hold holds it no more, nor power-cycled (Update)
 //     unless it prepared for that update and nothing holds it; only
 //     replicas not preparing begin to (Prepare, PrepareUpdate), and only
-//     preparing ones are taken back (Cancel).
+//     preparing ones are taken back (Cancel). A known replica that
+//     prepares to leave and is protected is taken back; and while the
+//     live known replicas (those taken back included) are fewer than K,
+//     none the rules would keep (running, ready, not on an older revision,
+//     in a listed zone when there are zones, not marked for deletion, and
+//     with Spec.Remediation neither unhealthy nor asked to be remediated)
+//     is left preparing.
 //   - "in place": Update and PrepareUpdate are empty under
 //     UpdateReplace; each update is of a live replica on an older
 //     revision whose change can be made in place, a power cycle exactly
 //     when its change needs one, and only when MaxUnavailable, resolved
-//     for the known replicas' desired count, is above zero.
+//     for the known replicas' desired count, is above zero. Under
+//     UpdateInPlaceOnly, while the live known replicas (those taken back
+//     included) are at most K, no
+//     replica on an older revision leaves (Delete, Prepare) unless
+//     remediation replaces it (Replace).
 //   - "remediation": only a set with Spec.Remediation restarts, and only
 //     with Remediation.Restart; without it only failed replicas in a
 //     listed zone are replaced (Spec.ReplaceFailed); with it no replica
@@ -53,6 +63,21 @@ import (
 //   - "surge": while replicas on older revisions remain beyond the
 //     partition, the known replicas (live, being deleted and preparing)
 //     plus Create are at most max(K + S, what they were).
+//   - "rollout": while the live known replicas (those taken back
+//     included) are at most K, a replica leaves (Delete or Prepare, not
+//     already preparing, not in Replace) only when it is on an older
+//     revision, and then not while the rollout is paused or OnDelete, nor
+//     from a listed zone that backs off (History.ZoneBackoff) while
+//     another listed zone that answers does not, nor with
+//     Strategy.ZoneByZone from another zone than the one updated (the
+//     first listed zone that answers, does not back off unless all do,
+//     and holds a replica on an older revision still to replace, not one
+//     the strategy updates in place: see the package documentation's
+//     in-place rules), unless
+//     it is marked for deletion, PhasePending or PhaseFailed; and the
+//     replicas on older revisions stay at least
+//     min(before, P), those updated in place or preparing for it
+//     counted as moved.
 //   - "fallback": Plan.Fallback lists each replica at most once, only
 //     under UpdateInPlaceIfPossible, and only replicas on older revisions
 //     not updated in this pass.
@@ -85,6 +110,7 @@ func Check(in Input, p replicaset.Plan) error {
 	c.inPlace()
 	c.remediation()
 	c.bounds()
+	c.rollout()
 	c.fallback()
 	return errors.Join(c.errs...)
 }
@@ -288,6 +314,35 @@ func (c *checker) hooks() {
 			c.fail("hooks", "%q is taken back (Cancel), yet does not prepare", r.Name)
 		}
 	}
+	c.takeBack()
+}
+
+// takeBack states the rule of a scale-up while replicas prepare to leave:
+// a protected one is taken back whatever the count, and while the live
+// known replicas (those taken back included) are fewer than K, none the
+// rules would keep is left preparing.
+func (c *checker) takeBack() {
+	spec := &c.in.Spec
+	live := 0
+	var keep []string
+	for i := range c.in.Replicas {
+		r := &c.in.Replicas[i]
+		switch {
+		case c.unknown[r.Name] || r.Deleting:
+		case r.Preparing == nil || r.Preparing.Update || c.cancel[r.Name]:
+			live++
+		case r.Protected:
+			c.fail("hooks", "%q is protected and prepares to leave, yet is not taken back (Cancel)", r.Name)
+		case r.Phase == replicaset.PhaseRunning && r.Ready && !r.MarkedForDeletion && !old(spec, r) &&
+			(len(spec.Zones) == 0 || slices.Contains(spec.Zones, r.Zone)) &&
+			(spec.Remediation == nil || r.Health == nil || !r.Health.Unhealthy && !r.Health.Now):
+			keep = append(keep, r.Name)
+		}
+	}
+	if live < c.k && len(keep) > 0 {
+		slices.Sort(keep)
+		c.fail("hooks", "%d live of %d known desired, yet %v the rules would keep are left preparing", live, c.k, keep)
+	}
 }
 
 // old reports whether r is on an older revision than spec's.
@@ -318,6 +373,28 @@ func (c *checker) inPlace() {
 	for _, d := range c.p.PrepareUpdate {
 		if r := c.byName[d.Name]; r != nil && (!old(spec, r) || r.InPlace != replicaset.InPlacePowerCycle) {
 			c.fail("in place", "%q prepares for a power cycle, yet is %v on revision %q", r.Name, r.InPlace, r.Revision)
+		}
+	}
+	if spec.Strategy.Method != replicaset.UpdateInPlaceOnly {
+		return
+	}
+	live := 0
+	for i := range c.in.Replicas {
+		if r := &c.in.Replicas[i]; !c.unknown[r.Name] && !r.Deleting &&
+			(c.lc == nil || r.Preparing == nil || r.Preparing.Update || c.cancel[r.Name]) {
+			live++
+		}
+	}
+	if live > c.k {
+		return // a scale-down deletes by the deletion order, old replicas first
+	}
+	replaced := setOf(c.p.Replace)
+	for _, l := range []list{{"Delete", c.p.Delete}, {"Prepare", c.p.Prepare}} {
+		for _, d := range l.rs {
+			if r := c.byName[d.Name]; r != nil && old(spec, r) && r.Preparing == nil && !replaced[r.Name] {
+				c.fail("in place", "UpdateInPlaceOnly, yet %q on revision %q is in %s with %d live of %d known desired",
+					r.Name, r.Revision, l.name, live, c.k)
+			}
 		}
 	}
 }

@@ -65,14 +65,98 @@ func TestCheck_PlantedMistakes(t *testing.T) {
 			p.Fallback = []replicaset.Fallback{{Replica: a0, Reason: "x"}, {Replica: a0, Reason: "x"}}
 		})},
 	} {
-		t.Run(tc.name, func(t *testing.T) {
-			err := replicasettest.Check(in, tc.plan)
-			switch {
-			case tc.want == "" && err != nil:
-				t.Errorf("Check(%v) = %v, want nil", tc.plan, err)
-			case tc.want != "" && (err == nil || !strings.Contains("\n"+err.Error(), "\n"+tc.want)):
-				t.Errorf("Check(%v) = %v, want a violation of %q", tc.plan, err, tc.want)
-			}
-		})
+		t.Run(tc.name, func(t *testing.T) { expectCheck(t, in, tc.plan, tc.want) })
+	}
+}
+
+// TestCheck_PlantedTakeBackAndInPlaceOnly: the take-back rule of "hooks"
+// and the UpdateInPlaceOnly rule of "in place", each seen failing on a
+// plan with a mistake planted, and passing without it.
+func TestCheck_PlantedTakeBackAndInPlaceOnly(t *testing.T) {
+	now := replicasettest.Now()
+	rep := func(name, rev string) replicaset.Replica {
+		return replicaset.Replica{Name: name, UID: "uid-" + name, Phase: replicaset.PhaseRunning, Ready: true,
+			ReadySince: now.Add(-time.Hour), Revision: rev}
+	}
+	preparing := func(r replicaset.Replica) replicaset.Replica {
+		r.Preparing = &replicaset.Preparing{Since: now.Add(-time.Minute), Hooks: []string{"drain"}}
+		return r
+	}
+	x0, x1, x2, x3 := rep("x0", "v1"), rep("x1", "v1"), preparing(rep("x2", "v1")), preparing(rep("x3", "v1"))
+	x3.Protected = true
+	hooked := replicasettest.Input{Spec: replicaset.Spec{Desired: 4, Lifecycle: &replicaset.Lifecycle{}},
+		Replicas: []replicaset.Replica{x0, x1, x2, x3}, Now: now}
+	o0, o1 := rep("o0", "v1"), rep("o1", "v1")
+	o0.InPlace, o1.InPlace = replicaset.InPlaceLive, replicaset.InPlaceLive
+	only := replicasettest.Input{Spec: replicaset.Spec{Desired: 2, Revision: "v2",
+		Strategy: replicaset.Strategy{MaxUnavailable: replicaset.Count(1), Method: replicaset.UpdateInPlaceOnly}},
+		Replicas: []replicaset.Replica{o0, o1}, Now: now}
+	for _, tc := range []struct {
+		name, want string
+		in         replicasettest.Input
+		plan       replicaset.Plan
+	}{
+		{"both taken back", "", hooked, replicaset.Plan{Cancel: []replicaset.Replica{x2, x3}}},
+		{"a protected replica left preparing", "hooks:", hooked, replicaset.Plan{Cancel: []replicaset.Replica{x2}}},
+		{"a keepable replica left preparing below the count", "hooks:", hooked, replicaset.Plan{Cancel: []replicaset.Replica{x3}}},
+		{"updated in place", "", only, replicaset.Plan{Update: []replicaset.Update{{Replica: o0}}}},
+		{"replaced under UpdateInPlaceOnly", "in place:", only, replicaset.Plan{Delete: []replicaset.Replica{o0}, Create: 1}},
+	} {
+		t.Run(tc.name, func(t *testing.T) { expectCheck(t, tc.in, tc.plan, tc.want) })
+	}
+}
+
+// TestCheck_PlantedRollout: each rule of "rollout" seen failing on a plan
+// with a mistake planted, and a plan without one passing.
+func TestCheck_PlantedRollout(t *testing.T) {
+	now := replicasettest.Now()
+	rep := func(name, rev, zone string) replicaset.Replica {
+		return replicaset.Replica{Name: name, UID: "uid-" + name, Phase: replicaset.PhaseRunning, Ready: true,
+			ReadySince: now.Add(-time.Hour), Revision: rev, Zone: zone}
+	}
+	n0, o0, o1 := rep("n0", "v2", "a"), rep("o0", "v1", "a"), rep("o1", "v1", "b")
+	spec := replicaset.Spec{Desired: 3, Revision: "v2", Zones: []string{"a", "b"},
+		Strategy: replicaset.Strategy{MaxUnavailable: replicaset.Count(1)}}
+	in := func(f func(s *replicaset.Spec)) replicasettest.Input {
+		s := spec
+		f(&s)
+		return replicasettest.Input{Spec: s, Replicas: []replicaset.Replica{n0, o0, o1}, Now: now}
+	}
+	plain := in(func(*replicaset.Spec) {})
+	paused := in(func(s *replicaset.Spec) { s.Strategy.Paused = true })
+	partitioned := in(func(s *replicaset.Spec) { s.Strategy.Partition = replicaset.Count(2) })
+	backoff := in(func(s *replicaset.Spec) {
+		s.History.ZoneBackoff = []replicaset.ZoneBackoff{{Zone: "a", Until: now.Add(time.Minute)}}
+	})
+	zoneByZone := in(func(s *replicaset.Spec) { s.Strategy.ZoneByZone = true })
+	for _, tc := range []struct {
+		name, want string
+		in         replicasettest.Input
+		plan       replicaset.Plan
+	}{
+		{"zone by zone, in the zone updated", "", zoneByZone, replicaset.Plan{Delete: []replicaset.Replica{o0}}},
+		{"zone by zone, in a zone updated later", "rollout:", zoneByZone, replicaset.Plan{Delete: []replicaset.Replica{o1}}},
+		{"an old replica replaced", "", plain, replicaset.Plan{Delete: []replicaset.Replica{o0}, Create: 1, CreateZones: []string{"a"}}},
+		{"a new replica deleted without a scale-down", "rollout:", plain,
+			replicaset.Plan{Delete: []replicaset.Replica{n0}, Create: 1, CreateZones: []string{"a"}}},
+		{"replaced while paused", "rollout:", paused, replicaset.Plan{Delete: []replicaset.Replica{o0}}},
+		{"below the partition", "rollout:", partitioned, replicaset.Plan{Delete: []replicaset.Replica{o0}}},
+		{"replaced in a zone backing off", "rollout:", backoff, replicaset.Plan{Delete: []replicaset.Replica{o0}}},
+		{"replaced in a zone that answers", "", backoff, replicaset.Plan{Delete: []replicaset.Replica{o1}}},
+	} {
+		t.Run(tc.name, func(t *testing.T) { expectCheck(t, tc.in, tc.plan, tc.want) })
+	}
+}
+
+// expectCheck fails t unless Check finds plan a violation of want (an
+// invariant's name and colon), or none when want is empty.
+func expectCheck(t *testing.T, in replicasettest.Input, plan replicaset.Plan, want string) {
+	t.Helper()
+	err := replicasettest.Check(in, plan)
+	switch {
+	case want == "" && err != nil:
+		t.Errorf("Check(%v) = %v, want nil", plan, err)
+	case want != "" && (err == nil || !strings.Contains("\n"+err.Error(), "\n"+want)):
+		t.Errorf("Check(%v) = %v, want a violation of %q", plan, err, want)
 	}
 }
