@@ -228,8 +228,9 @@ type Set struct {
 	// hooks" and "In-place updates" above). Nil: off, and the Set forgets
 	// its preparations and cancels the callbacks still running.
 	Lifecycle *Lifecycle
-	// Zones maps every zone Spec.Zones lists to where its VMs go
-	// (Actuator.Zones); Scale refuses a listed zone without one.
+	// Zones maps every zone Spec.Zones lists to where its VMs go: a
+	// zone's non-empty placement fields override the Template's. Scale
+	// refuses a listed zone without one.
 	Zones map[string]Placement
 	// ZoneBackoff is how long a zone in which a create failed is avoided
 	// by later passes, while they place its VMs in the other zones (and a
@@ -256,7 +257,7 @@ type Set struct {
 
 	mu      sync.Mutex
 	source  rand.Source
-	tracker Tracker
+	tracker readyTracker
 	backoff replicaset.Backoff
 	failing bool // the last pass's creates failed (replicaset.Spec.CreatesFailing)
 	// assumed is the revision VMs recording none count as on: the

@@ -32,7 +32,7 @@ type endpointResetter interface {
 }
 
 // healthKey is the key a Set keeps vm's Health under: the replica UID
-// Tracker gives it (its endpoint and instance UUID), else its name.
+// the Set gives it (its endpoint and instance UUID), else its name.
 func healthKey(vm VM) string {
 	switch {
 	case vm.Endpoint != "" && vm.InstanceUUID != "":
