@@ -156,8 +156,8 @@ func TestEndpoints_UnreachableIsNotGone(t *testing.T) {
 }
 
 // TestEndpoints_DuplicateName: with VMs of one name on both endpoints, an
-// operation by name alone changes neither (ErrDuplicateName), and DeleteOn
-// and MarkRevisionOn change the one copy named.
+// operation by name alone changes neither (ErrDuplicateName), and the same
+// operations through On change the one copy named.
 func TestEndpoints_DuplicateName(t *testing.T) {
 	ctx := context.Background()
 	e, fakes, _ := twoEndpoints()
@@ -183,32 +183,32 @@ func TestEndpoints_DuplicateName(t *testing.T) {
 		}
 	}
 
-	if err := e.MarkRevisionOn(ctx, "west", "web-3", owner.UID, "r2"); err != nil {
+	if err := e.On("west").(vmprovider.RevisionMarker).MarkRevision(ctx, "web-3", owner.UID, "r2"); err != nil {
 		t.Fatal(err)
 	}
-	if err := e.ResetOn(ctx, "west", "web-3", owner.UID); err != nil {
+	if err := e.On("west").(vmprovider.Resetter).Reset(ctx, "web-3", owner.UID); err != nil {
 		t.Fatal(err)
 	}
 	if east, west := fakes["east"].Resets(), fakes["west"].Resets(); len(east) != 0 || len(west) != 1 {
-		t.Errorf("after ResetOn(west): east reset %v, west %v; want west's copy reset, once", east, west)
+		t.Errorf("after On(west).Reset: east reset %v, west %v; want west's copy reset, once", east, west)
 	}
-	if err := e.DeleteOn(ctx, "", "web-3", owner.UID); err != nil { // the default: east
+	if err := e.On("").Delete(ctx, "web-3", owner.UID); err != nil { // the default: east
 		t.Fatal(err)
 	}
 	if _, err := fakes["east"].Get(ctx, "web-3"); !errors.Is(err, vmprovider.ErrNotFound) {
-		t.Errorf("web-3 is still on east after DeleteOn(east): %v", err)
+		t.Errorf("web-3 is still on east after On(default).Delete: %v", err)
 	}
 	if vm, err := fakes["west"].Get(ctx, "web-3"); err != nil || vm.Revision != "r2" {
 		t.Errorf("web-3 on west = %+v, %v; want it kept, with revision r2", vm, err)
 	}
-	if err := e.DeleteOn(ctx, "east", "web-3", owner.UID); err != nil {
-		t.Errorf("DeleteOn of a VM gone from that endpoint = %v, want success", err)
+	if err := e.On("east").Delete(ctx, "web-3", owner.UID); err != nil {
+		t.Errorf("On(east).Delete of a VM gone from that endpoint = %v, want success", err)
 	}
-	if err := e.DeleteOn(ctx, "north", "web-3", owner.UID); !errors.Is(err, vmprovider.ErrInvalidSpec) {
-		t.Errorf("DeleteOn an endpoint not configured = %v, want ErrInvalidSpec", err)
+	if err := e.On("north").Delete(ctx, "web-3", owner.UID); !errors.Is(err, vmprovider.ErrInvalidSpec) {
+		t.Errorf("On(north).Delete, an endpoint not configured, = %v, want ErrInvalidSpec", err)
 	}
-	if err := e.MarkRevisionOn(ctx, "east", "web-3", owner.UID, "r3"); !errors.Is(err, vmprovider.ErrNotFound) {
-		t.Errorf("MarkRevisionOn a VM gone from that endpoint = %v, want ErrNotFound", err)
+	if err := e.On("east").(vmprovider.RevisionMarker).MarkRevision(ctx, "web-3", owner.UID, "r3"); !errors.Is(err, vmprovider.ErrNotFound) {
+		t.Errorf("On(east).MarkRevision of a VM gone from that endpoint = %v, want ErrNotFound", err)
 	}
 	// With one copy left, calls by name reach it as ever.
 	if err := e.Delete(ctx, "web-3", owner.UID); err != nil {

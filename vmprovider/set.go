@@ -58,8 +58,8 @@ import (
 // never by name alone. Scale, Status, RolloutStatus and ZoneStatus say so
 // with an error wrapping ErrDuplicateName per name, beside the plan or
 // status, while the copies last. A Provider that is not EndpointScoped (a
-// wrapper that embeds the Provider interface hides Endpoints' DeleteOn)
-// deletes neither copy: implement DeleteOn and MarkRevisionOn in wrappers.
+// wrapper that embeds the Provider interface hides Endpoints' On) deletes
+// neither copy: implement On in wrappers.
 //
 // # Self-healing
 //
@@ -72,8 +72,8 @@ import (
 // booted before the Set's first healing pass or while its endpoint did
 // not answer); a VM that fails the check is not ready (Status counts it
 // so too). A VM due is reset (Remediation.Restart; Resetter, on its
-// endpoint through ResetOn when the Provider offers it, as Endpoints
-// does) or replaced: deleted, and a new VM made in its zone, by the same
+// endpoint when the Provider is EndpointScoped, as Endpoints is) or
+// replaced: deleted, and a new VM made in its zone, by the same
 // pass as far as the surge allows.
 // The storm, zone, suspension, backoff and in-flight guards hold as the
 // planner states them. A Provider that cannot reset VMs (no Resetter;

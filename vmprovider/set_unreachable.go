@@ -157,7 +157,7 @@ func (r *recorder) Create(ctx context.Context, spec Spec) (VM, error) {
 func (r *recorder) deleteVM(ctx context.Context, vm VM, owner string) error {
 	var err error
 	if r.scoped != nil && vm.Endpoint != "" {
-		err = r.scoped.DeleteOn(ctx, vm.Endpoint, vm.Name, owner)
+		err = r.scoped.On(vm.Endpoint).Delete(ctx, vm.Name, owner)
 	} else {
 		err = r.Provider.Delete(ctx, vm.Name, owner)
 	}
