@@ -37,30 +37,29 @@ type EndpointScoped interface {
 }
 
 // UnreachableError names the endpoints that did not answer. Endpoints.List
-// returns it together with the VMs of the endpoints that did.
+// returns it together with the VMs of the endpoints that did. Each
+// endpoint's own error is reached through errors.Is and errors.As.
 type UnreachableError struct {
 	// Endpoints names the endpoints that did not answer, sorted.
 	Endpoints []string
-	// Default is the endpoint a Placement without one means
-	// (Endpoints.Default).
-	Default string
-	// Err holds each endpoint's error, joined.
-	Err error
+
+	def string // the endpoint a Placement without one means (Endpoints.Default)
+	err error  // each endpoint's error, joined
 }
 
 // Error says which endpoints did not answer, and why.
 func (e *UnreachableError) Error() string {
-	return fmt.Sprintf("endpoints %s did not answer, so what they hold is unknown: %v", strings.Join(e.Endpoints, ", "), e.Err)
+	return fmt.Sprintf("endpoints %s did not answer, so what they hold is unknown: %v", strings.Join(e.Endpoints, ", "), e.err)
 }
 
 // Unwrap returns ErrUnreachable and the endpoints' errors.
-func (e *UnreachableError) Unwrap() []error { return []error{ErrUnreachable, e.Err} }
+func (e *UnreachableError) Unwrap() []error { return []error{ErrUnreachable, e.err} }
 
 // Unreachable reports whether endpoint, as a Placement names it (empty for
-// the default), is one that did not answer.
+// the default, Endpoints.Default), is one that did not answer.
 func (e *UnreachableError) Unreachable(endpoint string) bool {
 	if endpoint == "" {
-		endpoint = e.Default
+		endpoint = e.def
 	}
 	return slices.Contains(e.Endpoints, endpoint)
 }
@@ -192,7 +191,7 @@ func (e *Endpoints) List(ctx context.Context, owner string) ([]VM, error) {
 	}
 	slices.SortFunc(out, func(a, b VM) int { return strings.Compare(a.Name, b.Name) })
 	if len(down) > 0 {
-		return out, &UnreachableError{Endpoints: down, Default: e.Default, Err: errors.Join(errs...)}
+		return out, &UnreachableError{Endpoints: down, def: e.Default, err: errors.Join(errs...)}
 	}
 	return out, nil
 }
@@ -230,7 +229,7 @@ func (e *Endpoints) find(name string, op func(Provider) error) (string, error) {
 		}
 	}
 	if len(down) > 0 {
-		return "", fmt.Errorf("VM %q: %w", name, &UnreachableError{Endpoints: down, Default: e.Default, Err: errors.Join(errs...)})
+		return "", fmt.Errorf("VM %q: %w", name, &UnreachableError{Endpoints: down, def: e.Default, err: errors.Join(errs...)})
 	}
 	e.saw(name, "")
 	return "", fmt.Errorf("VM %q on no endpoint: %w", name, ErrNotFound)
@@ -360,7 +359,7 @@ func (e *Endpoints) only(ctx context.Context, name string, op func(Provider) err
 		}
 		return ep, nil
 	case len(down) > 0:
-		return "", fmt.Errorf("VM %q: %w", name, &UnreachableError{Endpoints: down, Default: e.Default, Err: errors.Join(downErrs...)})
+		return "", fmt.Errorf("VM %q: %w", name, &UnreachableError{Endpoints: down, def: e.Default, err: errors.Join(downErrs...)})
 	}
 	e.saw(name, "")
 	return "", fmt.Errorf("VM %q on no endpoint: %w", name, ErrNotFound)
