@@ -110,15 +110,15 @@ func (s *Set) assume(current []replicaset.Replica, revision string) {
 // VM's endpoint when it is EndpointScoped): such VMs count as on it
 // already, and marked they are replaced, or changed in place, by the next
 // rollout. When the Provider can resize (Resizer, on the VM's endpoint
-// when it is EndpointScoped) it records the Template's base revision too, in the same
-// change (Resize at zero sizes), on those VMs and on every VM on revision
-// that records no base revision (made before base revisions were
-// recorded): a VM on the Template's revision was made from the Template,
-// so its base is the Template's. VMs on other revisions that record none
-// are left as they are: their base is unknown, so InPlaceFor has them
-// replaced. It returns the marks that failed, joined; those VMs are marked
-// in a later pass, as are those in the unreachable zones. The Set's lock
-// is held.
+// when it is EndpointScoped) it records the Template's base revision too,
+// in the same change (Resize at zero sizes), on those VMs and on every VM
+// on revision that records no base revision (made before base revisions
+// were recorded): a VM on the Template's revision was made from the
+// Template, so its base is the Template's. VMs on other revisions that
+// record none are left as they are: their base is unknown, so InPlaceFor
+// has them replaced. It returns the marks that failed, joined; those VMs
+// are marked in a later pass, as are those in the unreachable zones. The
+// Set's lock is held.
 func (s *Set) markUnrecorded(ctx context.Context, vms []VM, current []replicaset.Replica, revision string, unreachable []string) error {
 	m, marker := s.Provider.(RevisionMarker)
 	// Base revisions are recorded on VMs that lack one only under an

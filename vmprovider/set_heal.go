@@ -138,7 +138,8 @@ func (s *Set) remediationErr() error {
 // restart resets the VMs of restart (a plan's Restart; vms maps the
 // planner's names to the VMs, dups holds the names more than one VM
 // holds), each on its endpoint when the Provider is EndpointScoped (as
-// Endpoints is), else by name, which for a name held twice is refused. Each reset that succeeded is recorded in the VM's Health
+// Endpoints is), else by name, which for a name held twice is refused.
+// Each reset that succeeded is recorded in the VM's Health
 // (replicaset.Health.Restart at now). It returns the resets that failed,
 // joined: those VMs stay as they were, due again. The Set's lock is
 // held.
