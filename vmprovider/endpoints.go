@@ -30,9 +30,10 @@ var ErrDuplicateName = errors.New("vmprovider: VM name on several endpoints")
 // implement it too, or a Set can remove neither copy of a repeated name.
 type EndpointScoped interface {
 	// On returns a Provider that acts on endpoint only (empty for the
-	// default): a VM that is gone there is gone, whatever other endpoints
-	// hold, so its Delete of such a VM is success. It is a RevisionMarker,
-	// Resetter or Resizer where the endpoint's own Provider is one.
+	// default): its Delete of a VM gone from that endpoint is success,
+	// whatever other endpoints hold. A Set marks, resets and resizes a VM
+	// through it as a RevisionMarker, Resetter and Resizer, which the
+	// Provider that Endpoints.On returns is.
 	On(endpoint string) Provider
 }
 
