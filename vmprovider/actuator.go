@@ -8,28 +8,28 @@ import (
 	"github.com/replicakit/replicakit/replicaset/execute"
 )
 
-// Actuator lets execute.Plan apply a replicaset.Plan straight to VMs: it
-// creates VMs from Template under the replica's name and deletes them with
-// Template.Owner's mark. With Zones it places each VM in its zone
+// actuator lets execute.Plan apply a Set's replicaset.Plan to VMs: it
+// creates VMs from template under the replica's name and deletes them with
+// template.Owner's mark. With zones it places each VM in its zone
 // (execute.ZonedActuator).
-type Actuator struct {
-	// Provider does the work.
-	Provider Provider
-	// Template is the spec every new VM gets; its Name is replaced by the
+type actuator struct {
+	// provider does the work.
+	provider Provider
+	// template is the spec every new VM gets; its Name is replaced by the
 	// replica's name.
-	Template Spec
-	// Zones maps each zone a plan may name to where its VMs go; a zone's
-	// non-empty placement fields override the Template's.
-	Zones map[string]Placement
+	template Spec
+	// zones maps each zone a plan may name to where its VMs go; a zone's
+	// non-empty placement fields override the template's.
+	zones map[string]Placement
 }
 
-var _ execute.ZonedActuator = Actuator{}
+var _ execute.ZonedActuator = actuator{}
 
 // Create creates the VM called name. A template's cloud-init metadata is
 // personalized with the name as instance-id and local-hostname, unless it
 // gives them (CloudInit.Personalized).
-func (a Actuator) Create(ctx context.Context, name string) error {
-	s := a.Template
+func (a actuator) Create(ctx context.Context, name string) error {
+	s := a.template
 	s.Name = name
 	if s.CloudInit != nil {
 		ci, err := s.CloudInit.Personalized(name, name)
@@ -38,21 +38,21 @@ func (a Actuator) Create(ctx context.Context, name string) error {
 		}
 		s.CloudInit = &ci
 	}
-	_, err := a.Provider.Create(ctx, s)
+	_, err := a.provider.Create(ctx, s)
 	return err
 }
 
 // CreateIn creates the VM called name in zone: with the zone's placement
-// over the Template's, and the zone recorded on the VM (VM.Zone). A zone
-// Zones does not hold is an error wrapping ErrInvalidSpec.
-func (a Actuator) CreateIn(ctx context.Context, name, zone string) error {
-	pl, ok := a.Zones[zone]
+// over the template's, and the zone recorded on the VM (VM.Zone). A zone
+// zones does not hold is an error wrapping ErrInvalidSpec.
+func (a actuator) CreateIn(ctx context.Context, name, zone string) error {
+	pl, ok := a.zones[zone]
 	if !ok {
 		return fmt.Errorf("VM %q: no placement for zone %q: %w", name, zone, ErrInvalidSpec)
 	}
 	t := a
-	t.Template.Zone = zone
-	t.Template.Placement = pl.over(a.Template.Placement)
+	t.template.Zone = zone
+	t.template.Placement = pl.over(a.template.Placement)
 	return t.Create(ctx, name)
 }
 
@@ -74,6 +74,6 @@ func (p Placement) over(base Placement) Placement {
 }
 
 // Delete destroys r's VM.
-func (a Actuator) Delete(ctx context.Context, r replicaset.Replica) error {
-	return a.Provider.Delete(ctx, r.Name, a.Template.Owner.UID)
+func (a actuator) Delete(ctx context.Context, r replicaset.Replica) error {
+	return a.provider.Delete(ctx, r.Name, a.template.Owner.UID)
 }

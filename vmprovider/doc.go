@@ -15,10 +15,8 @@
 // ([CloudInit]), and where in the inventory it goes ([Placement]). A [VM]
 // reports its size and hot-plug settings, the marks recorded on it (owner,
 // zone, revision and base revision), and what its guest shows: addresses,
-// hostname, tools and heartbeat. [Readiness]
-// says when a VM counts as ready (powered on, a green heartbeat, or an
-// address), and [Tracker] turns VMs into the planner's replicas under that
-// choice.
+// hostname, tools and heartbeat. [Readiness] says when a VM counts as
+// ready (powered on, a green heartbeat, or an address).
 //
 // The vsphere subpackage implements Provider with govmomi; the
 // vmprovidertest subpackage has an in-memory Fake and Verify, a conformance
@@ -26,9 +24,10 @@
 //
 // # Without Kubernetes
 //
-// [Actuator] adapts a Provider to the executor, and [Set] runs one pass of
-// list, plan and act for the VMs of one owner, so a program can keep N VMs in
-// vCenter with no Kubernetes object at all.
+// [Set] runs one pass of list, plan and act for the VMs of one owner, so a
+// program can keep N VMs in vCenter with no Kubernetes object at all: it
+// describes the VMs to replicaset.Compute under its Readiness and carries
+// the plan out with execute.Plan through its Provider.
 //
 // # Zones
 //

@@ -18,51 +18,49 @@ var ErrUnreachable = errors.New("vmprovider: endpoint unreachable")
 // ErrDuplicateName means VMs of one name are on more than one endpoint (a
 // partition or a person can leave that behind): an operation by name alone
 // cannot tell which is meant, so Endpoints refuses it (act on one
-// endpoint's VM with EndpointScoped instead), and a Set counts each as a
+// endpoint's VM through Endpoints.On instead), and a Set counts each as a
 // replica and reports the name with an error wrapping it.
 var ErrDuplicateName = errors.New("vmprovider: VM name on several endpoints")
 
 // EndpointScoped is implemented by a Provider over several endpoints
 // (Endpoints) to act on the VM of a name on one endpoint only: the one
-// List reported (VM.Endpoint). A Set deletes and marks its VMs through it
-// when its Provider has it, so that of two VMs of one name it removes the
-// one it chose; a wrapper of Endpoints should implement it too, or a Set
-// can remove neither copy of a repeated name.
+// List reported (VM.Endpoint). A Set deletes, marks, resets and resizes
+// its VMs through it when its Provider has it, so that of two VMs of one
+// name it acts on the one it chose; a wrapper of Endpoints should
+// implement it too, or a Set can remove neither copy of a repeated name.
 type EndpointScoped interface {
-	// DeleteOn stops and destroys the VM called name on endpoint (empty
-	// for the default), as Provider.Delete does on one endpoint:
-	// one that is gone there is success, whatever other endpoints hold.
-	DeleteOn(ctx context.Context, endpoint, name, owner string) error
-	// MarkRevisionOn records revision on the VM called name on endpoint,
-	// as RevisionMarker.MarkRevision does on one endpoint.
-	MarkRevisionOn(ctx context.Context, endpoint, name, owner, revision string) error
+	// On returns a Provider that acts on endpoint only (empty for the
+	// default): its Delete of a VM gone from that endpoint is success,
+	// whatever other endpoints hold. A Set marks, resets and resizes a VM
+	// through it as a RevisionMarker, Resetter and Resizer, which the
+	// Provider that Endpoints.On returns is.
+	On(endpoint string) Provider
 }
 
 // UnreachableError names the endpoints that did not answer. Endpoints.List
-// returns it together with the VMs of the endpoints that did.
+// returns it together with the VMs of the endpoints that did. Each
+// endpoint's own error is reached through errors.Is and errors.As.
 type UnreachableError struct {
 	// Endpoints names the endpoints that did not answer, sorted.
 	Endpoints []string
-	// Default is the endpoint a Placement without one means
-	// (Endpoints.Default).
-	Default string
-	// Err holds each endpoint's error, joined.
-	Err error
+
+	def string // the endpoint a Placement without one means (Endpoints.Default)
+	err error  // each endpoint's error, joined
 }
 
 // Error says which endpoints did not answer, and why.
 func (e *UnreachableError) Error() string {
-	return fmt.Sprintf("endpoints %s did not answer, so what they hold is unknown: %v", strings.Join(e.Endpoints, ", "), e.Err)
+	return fmt.Sprintf("endpoints %s did not answer, so what they hold is unknown: %v", strings.Join(e.Endpoints, ", "), e.err)
 }
 
 // Unwrap returns ErrUnreachable and the endpoints' errors.
-func (e *UnreachableError) Unwrap() []error { return []error{ErrUnreachable, e.Err} }
+func (e *UnreachableError) Unwrap() []error { return []error{ErrUnreachable, e.err} }
 
 // Unreachable reports whether endpoint, as a Placement names it (empty for
-// the default), is one that did not answer.
+// the default, Endpoints.Default), is one that did not answer.
 func (e *UnreachableError) Unreachable(endpoint string) bool {
 	if endpoint == "" {
-		endpoint = e.Default
+		endpoint = e.def
 	}
 	return slices.Contains(e.Endpoints, endpoint)
 }
@@ -73,10 +71,10 @@ func (e *UnreachableError) Unreachable(endpoint string) bool {
 // Spec.Placement.Endpoint names (Default when empty); List asks every
 // endpoint at once and reports each VM's endpoint (VM.Endpoint); Get finds
 // the VM on whichever endpoint holds it, asking the one it was last seen
-// on first; SetPower, Delete and MarkRevision ask every endpoint at once
-// which holds the VM and act there (so they wait for the slowest endpoint
-// to answer or fail); DeleteOn and MarkRevisionOn (EndpointScoped) ask
-// and act on one endpoint only.
+// on first; SetPower, Delete, MarkRevision, Reset and Resize ask every
+// endpoint at once which holds the VM and act there (so they wait for the
+// slowest endpoint to answer or fail); On (EndpointScoped) gives the same
+// operations on one endpoint only.
 //
 // An endpoint that fails a List is unreachable, and its VMs are unknown,
 // not gone: List returns the VMs of the others with an *UnreachableError
@@ -90,7 +88,7 @@ func (e *UnreachableError) Unreachable(endpoint string) bool {
 // SetPower, Delete and MarkRevision refuse the name with an error wrapping
 // ErrDuplicateName rather than act on a copy the caller may not mean, and
 // Get returns the copy on the endpoint that List last saw it on. Act on
-// one copy with DeleteOn or MarkRevisionOn. A name held by one endpoint
+// one copy through On, naming its endpoint. A name held by one endpoint
 // that answered while others did not answer is acted on there, as the
 // name is unique as far as can be seen.
 //
@@ -194,7 +192,7 @@ func (e *Endpoints) List(ctx context.Context, owner string) ([]VM, error) {
 	}
 	slices.SortFunc(out, func(a, b VM) int { return strings.Compare(a.Name, b.Name) })
 	if len(down) > 0 {
-		return out, &UnreachableError{Endpoints: down, Default: e.Default, Err: errors.Join(errs...)}
+		return out, &UnreachableError{Endpoints: down, def: e.Default, err: errors.Join(errs...)}
 	}
 	return out, nil
 }
@@ -232,7 +230,7 @@ func (e *Endpoints) find(name string, op func(Provider) error) (string, error) {
 		}
 	}
 	if len(down) > 0 {
-		return "", fmt.Errorf("VM %q: %w", name, &UnreachableError{Endpoints: down, Default: e.Default, Err: errors.Join(errs...)})
+		return "", fmt.Errorf("VM %q: %w", name, &UnreachableError{Endpoints: down, def: e.Default, err: errors.Join(errs...)})
 	}
 	e.saw(name, "")
 	return "", fmt.Errorf("VM %q on no endpoint: %w", name, ErrNotFound)
@@ -264,7 +262,7 @@ func (e *Endpoints) SetPower(ctx context.Context, name, owner string, state Powe
 // every endpoint answered it does not hold is success, as for one
 // endpoint; one that none that answered holds, while some did not answer,
 // is an *UnreachableError; a name on several endpoints is refused
-// (ErrDuplicateName: use DeleteOn).
+// (ErrDuplicateName: delete one copy through On).
 func (e *Endpoints) Delete(ctx context.Context, name, owner string) error {
 	ep, err := e.only(ctx, name, func(p Provider) error { return p.Delete(ctx, name, owner) })
 	if errors.Is(err, ErrNotFound) {
@@ -279,7 +277,7 @@ func (e *Endpoints) Delete(ctx context.Context, name, owner string) error {
 // MarkRevision implements RevisionMarker on the endpoint that holds the
 // VM, when its Provider is a RevisionMarker (else an error wrapping
 // ErrInvalidSpec); a name on several endpoints is refused
-// (ErrDuplicateName: use MarkRevisionOn).
+// (ErrDuplicateName: mark one copy through On).
 func (e *Endpoints) MarkRevision(ctx context.Context, name, owner, revision string) error {
 	_, err := e.only(ctx, name, func(p Provider) error { return markRevision(ctx, p, name, owner, revision) })
 	return err
@@ -294,55 +292,13 @@ func markRevision(ctx context.Context, p Provider, name, owner, revision string)
 	return m.MarkRevision(ctx, name, owner, revision)
 }
 
-// DeleteOn implements EndpointScoped: it destroys the VM called name on
-// endpoint only. An endpoint Providers does not hold is an error wrapping
-// ErrInvalidSpec.
-func (e *Endpoints) DeleteOn(ctx context.Context, endpoint, name, owner string) error {
-	ep, p, err := e.endpoint(endpoint)
-	if err != nil {
-		return fmt.Errorf("VM %q: %w", name, err)
-	}
-	if err := p.Delete(ctx, name, owner); err != nil {
-		return fmt.Errorf("VM %q on endpoint %q: %w", name, ep, err)
-	}
-	e.forget(name, ep)
-	return nil
-}
-
-// MarkRevisionOn implements EndpointScoped: it records revision on the VM
-// called name on endpoint only, when that endpoint's Provider is a
-// RevisionMarker (else an error wrapping ErrInvalidSpec).
-func (e *Endpoints) MarkRevisionOn(ctx context.Context, endpoint, name, owner, revision string) error {
-	ep, p, err := e.endpoint(endpoint)
-	if err != nil {
-		return fmt.Errorf("VM %q: %w", name, err)
-	}
-	if err := markRevision(ctx, p, name, owner, revision); err != nil {
-		return fmt.Errorf("VM %q on endpoint %q: %w", name, ep, err)
-	}
-	return nil
-}
-
 // Reset implements Resetter on the endpoint that holds the VM, when its
 // Provider is a Resetter (else an error wrapping ErrInvalidSpec); a name on
-// several endpoints is refused (ErrDuplicateName: use ResetOn).
+// several endpoints is refused (ErrDuplicateName: reset one copy through
+// On).
 func (e *Endpoints) Reset(ctx context.Context, name, owner string) error {
 	_, err := e.only(ctx, name, func(p Provider) error { return reset(ctx, p, name, owner) })
 	return err
-}
-
-// ResetOn resets the VM called name on endpoint only, as Reset does on
-// one endpoint: a Set resets its VMs through it, so that of two VMs of
-// one name it resets the one it chose.
-func (e *Endpoints) ResetOn(ctx context.Context, endpoint, name, owner string) error {
-	ep, p, err := e.endpoint(endpoint)
-	if err != nil {
-		return fmt.Errorf("VM %q: %w", name, err)
-	}
-	if err := reset(ctx, p, name, owner); err != nil {
-		return fmt.Errorf("VM %q on endpoint %q: %w", name, ep, err)
-	}
-	return nil
 }
 
 // reset resets the VM on p, when p can.
@@ -395,7 +351,7 @@ func (e *Endpoints) only(ctx context.Context, name string, op func(Provider) err
 	}
 	switch {
 	case len(held) > 1:
-		return "", fmt.Errorf("VM %q is on endpoints %s; name the one meant (EndpointScoped): %w", name, strings.Join(held, ", "), ErrDuplicateName)
+		return "", fmt.Errorf("VM %q is on endpoints %s; name the one meant (Endpoints.On): %w", name, strings.Join(held, ", "), ErrDuplicateName)
 	case len(held) == 1:
 		ep := held[0]
 		e.saw(name, ep)
@@ -404,8 +360,122 @@ func (e *Endpoints) only(ctx context.Context, name string, op func(Provider) err
 		}
 		return ep, nil
 	case len(down) > 0:
-		return "", fmt.Errorf("VM %q: %w", name, &UnreachableError{Endpoints: down, Default: e.Default, Err: errors.Join(downErrs...)})
+		return "", fmt.Errorf("VM %q: %w", name, &UnreachableError{Endpoints: down, def: e.Default, err: errors.Join(downErrs...)})
 	}
 	e.saw(name, "")
 	return "", fmt.Errorf("VM %q on no endpoint: %w", name, ErrNotFound)
+}
+
+// On implements EndpointScoped: a Provider that acts on endpoint only
+// (empty for Default), with the Provider that Providers holds for it, and
+// reports it as each VM's endpoint. Its Delete, MarkRevision, Reset and
+// Resize are those of Endpoints on that one endpoint: a VM gone from it
+// is deleted already, whatever other endpoints hold; MarkRevision, Reset
+// and Resize fail with an error wrapping ErrInvalidSpec when the
+// endpoint's Provider cannot do them. Its Create places the VM there,
+// whatever spec.Placement.Endpoint says. An endpoint Providers does not
+// hold makes every call fail with an error wrapping ErrInvalidSpec.
+func (e *Endpoints) On(endpoint string) Provider { return onEndpoint{e: e, endpoint: endpoint} }
+
+// onEndpoint is Endpoints on one endpoint (Endpoints.On).
+type onEndpoint struct {
+	e        *Endpoints
+	endpoint string
+}
+
+var _ interface {
+	Provider
+	RevisionMarker
+	Resetter
+	Resizer
+} = onEndpoint{}
+
+// do runs op on the endpoint's Provider for the VM called name, and
+// returns the endpoint's name and op's error, naming the VM and endpoint.
+func (o onEndpoint) do(name string, op func(Provider) error) (string, error) {
+	ep, p, err := o.e.endpoint(o.endpoint)
+	if err != nil {
+		return "", fmt.Errorf("VM %q: %w", name, err)
+	}
+	if err := op(p); err != nil {
+		return ep, fmt.Errorf("VM %q on endpoint %q: %w", name, ep, err)
+	}
+	return ep, nil
+}
+
+// Create implements Provider on the endpoint.
+func (o onEndpoint) Create(ctx context.Context, spec Spec) (VM, error) {
+	spec.Placement.Endpoint = o.endpoint
+	return o.e.Create(ctx, spec)
+}
+
+// Get implements Provider on the endpoint.
+func (o onEndpoint) Get(ctx context.Context, name string) (VM, error) {
+	var vm VM
+	ep, err := o.do(name, func(p Provider) error {
+		var err error
+		vm, err = p.Get(ctx, name)
+		return err
+	})
+	if err != nil {
+		return VM{}, err
+	}
+	o.e.saw(name, ep)
+	vm.Endpoint = ep
+	return vm, nil
+}
+
+// List implements Provider on the endpoint.
+func (o onEndpoint) List(ctx context.Context, owner string) ([]VM, error) {
+	ep, p, err := o.e.endpoint(o.endpoint)
+	if err != nil {
+		return nil, err
+	}
+	vms, err := p.List(ctx, owner)
+	if err != nil {
+		return nil, fmt.Errorf("endpoint %q: %w", ep, err)
+	}
+	for i := range vms {
+		vms[i].Endpoint = ep
+		o.e.saw(vms[i].Name, ep)
+	}
+	return vms, nil
+}
+
+// SetPower implements Provider on the endpoint.
+func (o onEndpoint) SetPower(ctx context.Context, name, owner string, state PowerState) error {
+	_, err := o.do(name, func(p Provider) error { return p.SetPower(ctx, name, owner, state) })
+	return err
+}
+
+// Delete implements Provider on the endpoint: a VM gone from it is
+// success, whatever other endpoints hold.
+func (o onEndpoint) Delete(ctx context.Context, name, owner string) error {
+	ep, err := o.do(name, func(p Provider) error { return p.Delete(ctx, name, owner) })
+	if err != nil {
+		return err
+	}
+	o.e.forget(name, ep)
+	return nil
+}
+
+// MarkRevision implements RevisionMarker on the endpoint, when its
+// Provider is one (else an error wrapping ErrInvalidSpec).
+func (o onEndpoint) MarkRevision(ctx context.Context, name, owner, revision string) error {
+	_, err := o.do(name, func(p Provider) error { return markRevision(ctx, p, name, owner, revision) })
+	return err
+}
+
+// Reset implements Resetter on the endpoint, when its Provider is one
+// (else an error wrapping ErrInvalidSpec).
+func (o onEndpoint) Reset(ctx context.Context, name, owner string) error {
+	_, err := o.do(name, func(p Provider) error { return reset(ctx, p, name, owner) })
+	return err
+}
+
+// Resize implements Resizer on the endpoint, when its Provider is one
+// (else an error wrapping ErrInvalidSpec).
+func (o onEndpoint) Resize(ctx context.Context, name, owner string, to Resize) error {
+	_, err := o.do(name, func(p Provider) error { return resize(ctx, p, name, owner, to) })
+	return err
 }

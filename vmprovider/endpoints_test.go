@@ -39,6 +39,74 @@ func TestEndpoints_Verify(t *testing.T) {
 	}
 }
 
+// TestEndpoints_OnVerify: the Provider of one endpoint that On gives
+// keeps the Provider contract, for the default endpoint and another.
+func TestEndpoints_OnVerify(t *testing.T) {
+	for _, ep := range []string{"", "west"} {
+		e, _, _ := twoEndpoints()
+		if err := vmprovidertest.Verify(context.Background(), e.On(ep), vmprovider.Spec{Name: "conf"}); err != nil {
+			t.Errorf("Verify(On(%q)):\n%v", ep, err)
+		}
+	}
+}
+
+// TestEndpoints_On: the Provider On gives creates on its endpoint whatever
+// the placement says, sees only that endpoint's VMs, and reports it as
+// each VM's endpoint; an endpoint Providers does not hold is an invalid
+// spec.
+func TestEndpoints_On(t *testing.T) {
+	ctx := context.Background()
+	e, fakes, _ := twoEndpoints()
+	owner := vmprovider.Owner{UID: "uid-1"}
+	west := e.On("west")
+	vm, err := west.Create(ctx, vmprovider.Spec{Name: "web-0", Owner: owner, Placement: vmprovider.Placement{Endpoint: "east"}})
+	if err != nil || vm.Endpoint != "west" {
+		t.Fatalf("On(west).Create(placement east) = %+v, %v; want it on west", vm, err)
+	}
+	if _, err := fakes["west"].Get(ctx, "web-0"); err != nil {
+		t.Errorf("web-0 is not on west's provider: %v", err)
+	}
+	if _, err := e.On("").Create(ctx, vmprovider.Spec{Name: "web-1", Owner: owner}); err != nil {
+		t.Fatal(err)
+	}
+	vms, err := west.List(ctx, owner.UID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got []string
+	for _, vm := range vms {
+		got = append(got, vm.Name+"@"+vm.Endpoint)
+	}
+	if diff := cmp.Diff([]string{"web-0@west"}, got); diff != "" {
+		t.Errorf("On(west).List (-want +got):\n%s", diff)
+	}
+	if vm, err := e.On("east").Get(ctx, "web-1"); err != nil || vm.Endpoint != "east" {
+		t.Errorf("On(east).Get(web-1) = %+v, %v; want it, on east", vm, err)
+	}
+	if _, err := e.On("east").Get(ctx, "web-0"); !errors.Is(err, vmprovider.ErrNotFound) {
+		t.Errorf("On(east).Get(web-0, on west) = %v, want ErrNotFound", err)
+	}
+	if err := west.SetPower(ctx, "web-0", owner.UID, vmprovider.PoweredOn); err != nil {
+		t.Errorf("On(west).SetPower(web-0) = %v", err)
+	}
+	if vm, err := fakes["west"].Get(ctx, "web-0"); err != nil || vm.Power != vmprovider.PoweredOn {
+		t.Errorf("web-0 on west = %+v, %v; want it powered on", vm, err)
+	}
+	for op, call := range map[string]func() error{
+		"Create": func() error {
+			_, err := e.On("north").Create(ctx, vmprovider.Spec{Name: "x", Owner: owner})
+			return err
+		},
+		"Get":      func() error { _, err := e.On("north").Get(ctx, "x"); return err },
+		"List":     func() error { _, err := e.On("north").List(ctx, owner.UID); return err },
+		"SetPower": func() error { return e.On("north").SetPower(ctx, "x", owner.UID, vmprovider.PoweredOff) },
+	} {
+		if err := call(); !errors.Is(err, vmprovider.ErrInvalidSpec) {
+			t.Errorf("On(north).%s = %v, want ErrInvalidSpec", op, err)
+		}
+	}
+}
+
 // TestEndpoints_Routes: creates go where the placement says, and every
 // other call reaches the VM wherever it is.
 func TestEndpoints_Routes(t *testing.T) {
@@ -156,8 +224,8 @@ func TestEndpoints_UnreachableIsNotGone(t *testing.T) {
 }
 
 // TestEndpoints_DuplicateName: with VMs of one name on both endpoints, an
-// operation by name alone changes neither (ErrDuplicateName), and DeleteOn
-// and MarkRevisionOn change the one copy named.
+// operation by name alone changes neither (ErrDuplicateName), and the same
+// operations through On change the one copy named.
 func TestEndpoints_DuplicateName(t *testing.T) {
 	ctx := context.Background()
 	e, fakes, _ := twoEndpoints()
@@ -183,32 +251,32 @@ func TestEndpoints_DuplicateName(t *testing.T) {
 		}
 	}
 
-	if err := e.MarkRevisionOn(ctx, "west", "web-3", owner.UID, "r2"); err != nil {
+	if err := e.On("west").(vmprovider.RevisionMarker).MarkRevision(ctx, "web-3", owner.UID, "r2"); err != nil {
 		t.Fatal(err)
 	}
-	if err := e.ResetOn(ctx, "west", "web-3", owner.UID); err != nil {
+	if err := e.On("west").(vmprovider.Resetter).Reset(ctx, "web-3", owner.UID); err != nil {
 		t.Fatal(err)
 	}
 	if east, west := fakes["east"].Resets(), fakes["west"].Resets(); len(east) != 0 || len(west) != 1 {
-		t.Errorf("after ResetOn(west): east reset %v, west %v; want west's copy reset, once", east, west)
+		t.Errorf("after On(west).Reset: east reset %v, west %v; want west's copy reset, once", east, west)
 	}
-	if err := e.DeleteOn(ctx, "", "web-3", owner.UID); err != nil { // the default: east
+	if err := e.On("").Delete(ctx, "web-3", owner.UID); err != nil { // the default: east
 		t.Fatal(err)
 	}
 	if _, err := fakes["east"].Get(ctx, "web-3"); !errors.Is(err, vmprovider.ErrNotFound) {
-		t.Errorf("web-3 is still on east after DeleteOn(east): %v", err)
+		t.Errorf("web-3 is still on east after On(default).Delete: %v", err)
 	}
 	if vm, err := fakes["west"].Get(ctx, "web-3"); err != nil || vm.Revision != "r2" {
 		t.Errorf("web-3 on west = %+v, %v; want it kept, with revision r2", vm, err)
 	}
-	if err := e.DeleteOn(ctx, "east", "web-3", owner.UID); err != nil {
-		t.Errorf("DeleteOn of a VM gone from that endpoint = %v, want success", err)
+	if err := e.On("east").Delete(ctx, "web-3", owner.UID); err != nil {
+		t.Errorf("On(east).Delete of a VM gone from that endpoint = %v, want success", err)
 	}
-	if err := e.DeleteOn(ctx, "north", "web-3", owner.UID); !errors.Is(err, vmprovider.ErrInvalidSpec) {
-		t.Errorf("DeleteOn an endpoint not configured = %v, want ErrInvalidSpec", err)
+	if err := e.On("north").Delete(ctx, "web-3", owner.UID); !errors.Is(err, vmprovider.ErrInvalidSpec) {
+		t.Errorf("On(north).Delete, an endpoint not configured, = %v, want ErrInvalidSpec", err)
 	}
-	if err := e.MarkRevisionOn(ctx, "east", "web-3", owner.UID, "r3"); !errors.Is(err, vmprovider.ErrNotFound) {
-		t.Errorf("MarkRevisionOn a VM gone from that endpoint = %v, want ErrNotFound", err)
+	if err := e.On("east").(vmprovider.RevisionMarker).MarkRevision(ctx, "web-3", owner.UID, "r3"); !errors.Is(err, vmprovider.ErrNotFound) {
+		t.Errorf("On(east).MarkRevision of a VM gone from that endpoint = %v, want ErrNotFound", err)
 	}
 	// With one copy left, calls by name reach it as ever.
 	if err := e.Delete(ctx, "web-3", owner.UID); err != nil {

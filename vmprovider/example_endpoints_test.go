@@ -61,8 +61,10 @@ func ExampleEndpoints() {
 
 // A partition, or a person, left a VM called web-3 on both vCenters. A
 // delete by name alone could destroy the copy the caller did not mean, so
-// Endpoints refuses it; DeleteOn destroys the copy on the vCenter named.
-func ExampleEndpoints_DeleteOn() {
+// Endpoints refuses it; through On, Delete destroys the copy on the vCenter
+// named, and MarkRevision records a revision on one copy, as a Set does for
+// the VM it planned with.
+func ExampleEndpoints_On() {
 	ctx := context.Background()
 	a, b := &vmprovidertest.Fake{}, &vmprovidertest.Fake{}
 	e := &vmprovider.Endpoints{Providers: map[string]vmprovider.Provider{"vcenter-a": a, "vcenter-b": b}}
@@ -75,31 +77,10 @@ func ExampleEndpoints_DeleteOn() {
 	err := e.Delete(ctx, "web-3", owner.UID)
 	fmt.Println(errors.Is(err, vmprovider.ErrDuplicateName))
 
-	if err := e.DeleteOn(ctx, "vcenter-b", "web-3", owner.UID); err != nil {
+	if err := e.On("vcenter-a").(vmprovider.RevisionMarker).MarkRevision(ctx, "web-3", owner.UID, "rev-2"); err != nil {
 		fmt.Println(err)
 	}
-	vms, _ := e.List(ctx, owner.UID)
-	for _, vm := range vms {
-		fmt.Println(vm.Name, vm.Endpoint)
-	}
-	// Output:
-	// true
-	// web-3 vcenter-a
-}
-
-// MarkRevisionOn records a revision on one vCenter's copy of a name, as a
-// Set does for the VM it planned with.
-func ExampleEndpoints_MarkRevisionOn() {
-	ctx := context.Background()
-	a, b := &vmprovidertest.Fake{}, &vmprovidertest.Fake{}
-	e := &vmprovider.Endpoints{Providers: map[string]vmprovider.Provider{"vcenter-a": a, "vcenter-b": b}}
-	owner := vmprovider.Owner{UID: "uid-1"}
-	for _, at := range []string{"vcenter-a", "vcenter-b"} {
-		if _, err := e.Create(ctx, vmprovider.Spec{Name: "web-3", Owner: owner, Placement: vmprovider.Placement{Endpoint: at}}); err != nil {
-			fmt.Println(err)
-		}
-	}
-	if err := e.MarkRevisionOn(ctx, "vcenter-a", "web-3", owner.UID, "rev-2"); err != nil {
+	if err := e.On("vcenter-b").Delete(ctx, "web-3", owner.UID); err != nil {
 		fmt.Println(err)
 	}
 	vms, _ := e.List(ctx, owner.UID)
@@ -107,8 +88,8 @@ func ExampleEndpoints_MarkRevisionOn() {
 		fmt.Printf("%s on %s: revision %q\n", vm.Name, vm.Endpoint, vm.Revision)
 	}
 	// Output:
+	// true
 	// web-3 on vcenter-a: revision "rev-2"
-	// web-3 on vcenter-b: revision ""
 }
 
 // vcenter-b makes web-1 but its answer is lost, and it stops answering.

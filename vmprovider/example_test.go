@@ -9,7 +9,6 @@ import (
 	"github.com/replicakit/replicakit/deletionpolicy"
 	"github.com/replicakit/replicakit/naming"
 	"github.com/replicakit/replicakit/replicaset"
-	"github.com/replicakit/replicakit/replicaset/execute"
 	"github.com/replicakit/replicakit/vmprovider"
 	"github.com/replicakit/replicakit/vmprovider/vmprovidertest"
 )
@@ -45,40 +44,6 @@ func ExampleNotOwnedError() {
 	// VM "db-0" exists without an ownership mark, so it was left untouched (owner "uid-web" wanted it)
 }
 
-// VMs as the planner sees them, when the set wants its VMs powered on: the
-// VM that is off is not yet what was asked for.
-func ExampleReplicas() {
-	booted := time.Date(2026, 11, 30, 12, 0, 0, 0, time.UTC)
-	vms := []vmprovider.VM{
-		{Name: "web-zmdmm", Power: vmprovider.PoweredOn, BootedAt: booted},
-		{Name: "web-r9slq", Power: vmprovider.PoweredOff},
-	}
-	for _, r := range vmprovider.Replicas(vms, true) {
-		fmt.Println(r.Name, r.Phase, r.Ready)
-	}
-	// Output:
-	// web-zmdmm Running true
-	// web-r9slq Pending false
-}
-
-// VMs as the planner sees them when a VM counts as ready only once its
-// guest reports an address: a VM that comes up between two passes is ready
-// since the pass that first saw it so (the platform does not say when the
-// guest came up), so MinReady counts from there.
-func ExampleTracker() {
-	t0 := time.Date(2026, 11, 30, 12, 0, 0, 0, time.UTC)
-	tr := vmprovider.Tracker{Readiness: vmprovider.ReadyWhenIPAddress}
-	web := vmprovider.VM{Name: "web-zmdmm", InstanceUUID: "4201", Power: vmprovider.PoweredOn, BootedAt: t0}
-	r := tr.Replicas([]vmprovider.VM{web}, true, t0.Add(10*time.Second))[0]
-	fmt.Println(r.Ready)
-	web.IPAddresses = []string{"10.20.0.5"}
-	r = tr.Replicas([]vmprovider.VM{web}, true, t0.Add(40*time.Second))[0]
-	fmt.Println(r.Ready, r.ReadySince.Sub(t0))
-	// Output:
-	// false
-	// true 40s
-}
-
 // What cloud-init will configure in a guest, read from its metadata, as
 // the guest will report it.
 func ExampleCloudInit_Guest() {
@@ -97,7 +62,7 @@ network:
 
 // Give each replica made from one template its own identity: the name
 // becomes instance-id and local-hostname, ahead of the template's metadata.
-// Set (through Actuator) does this for every VM it creates.
+// Set does this for every VM it creates.
 func ExampleCloudInit_Personalized() {
 	tmpl := vmprovider.CloudInit{MetaData: "network:\n  version: 2\n  ethernets:\n    eth0:\n      dhcp4: true\n"}
 	ci, err := tmpl.Personalized("web-zmdmm", "web-zmdmm")
@@ -184,41 +149,6 @@ func ExampleSet_zones() {
 	// zone a: replicas=2 ready=2
 	// zone b: replicas=1 ready=1
 	// zone c: replicas=1 ready=1
-}
-
-// The Actuator carries out a plan (execute.Plan) in a provider: each
-// create clones the template under the replica's name, in the zone's
-// placement when the plan spreads over zones, and each delete destroys
-// the VM only if it carries the template's owner mark.
-func ExampleActuator() {
-	ctx := context.Background()
-	p := &vmprovidertest.Fake{}
-	a := vmprovider.Actuator{
-		Provider: p,
-		Template: vmprovider.Spec{Owner: vmprovider.Owner{UID: "uid-web", Name: "prod/web"}, CPUs: 2, MemoryMiB: 2048, PowerOn: true},
-		Zones: map[string]vmprovider.Placement{
-			"zone-a": {ResourcePool: "cluster-a"},
-			"zone-b": {ResourcePool: "cluster-b"},
-		},
-	}
-	plan := replicaset.Plan{Create: 2, CreateZones: []string{"zone-a", "zone-b"}}
-	res := execute.Plan(ctx, a, plan, []string{"web-0", "web-1"}, execute.Options{InitialBatch: 2})
-	fmt.Println(res.Created, res.Err)
-
-	res = execute.Plan(ctx, a, replicaset.Plan{Delete: []replicaset.Replica{{Name: "web-0"}}}, nil, execute.Options{})
-	fmt.Println(res.Deleted, res.Err)
-	vms, err := p.List(ctx, "uid-web")
-	if err != nil {
-		fmt.Println(err)
-		return
-	}
-	for _, vm := range vms {
-		fmt.Println(vm.Name, vm.Zone, vm.Power)
-	}
-	// Output:
-	// [web-0 web-1] <nil>
-	// [web-0] <nil>
-	// web-1 zone-b PoweredOn
 }
 
 // Each readiness choice asks more of a VM's guest before the VM counts as

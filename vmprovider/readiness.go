@@ -47,39 +47,31 @@ func (r Readiness) Ready(vm VM) bool {
 	return true
 }
 
-// Replicas describes VMs as the planner sees them, with ReadyWhenPoweredOn:
-// a VM that is powered on is running and ready since it booted; one that is
-// off or suspended while wantOn is pending (it is not yet what was asked
-// for), and otherwise running but not ready. Tracker gives the other
-// readiness choices.
-func Replicas(vms []VM, wantOn bool) []replicaset.Replica {
-	var t Tracker
-	return t.Replicas(vms, wantOn, time.Time{})
-}
-
-// Tracker describes VMs as the planner sees them under a readiness choice,
-// remembering when it first saw each VM ready: the platform reports when a
-// VM booted but not when its guest came up, so a VM's ReadySince is its
-// boot time with ReadyWhenPoweredOn, and otherwise the first call that saw
-// it ready (a VM already ready at the first call counts from its boot, so
-// a restarted program does not wait MinReady again). A VM whose platform
-// reports no boot time counts from the first call that saw it ready. The zero Tracker uses
-// ReadyWhenPoweredOn. A Tracker is not safe for concurrent use.
-type Tracker struct {
-	// Readiness is the choice applied.
-	Readiness Readiness
+// readyTracker describes VMs as the planner sees them under a readiness
+// choice, remembering when it first saw each VM ready: the platform
+// reports when a VM booted but not when its guest came up, so a VM's
+// ReadySince is its boot time with ReadyWhenPoweredOn, and otherwise the
+// first call that saw it ready (a VM already ready at the first call
+// counts from its boot, so a restarted program does not wait MinReady
+// again). A VM whose platform reports no boot time counts from the first
+// call that saw it ready. The zero readyTracker uses ReadyWhenPoweredOn. A
+// readyTracker is not safe for concurrent use.
+type readyTracker struct {
+	// readiness is the choice applied.
+	readiness Readiness
 
 	seen  bool
 	since map[string]time.Time // by instance UUID (else name): when first seen ready
 }
 
-// Replicas describes vms at now: a VM that is ready by the Tracker's
-// choice is running and ready since ReadySince (see Tracker); a VM that is
-// off or suspended while wantOn is pending; any other VM is running but not
-// ready. It forgets VMs no longer listed. A replica's UID is its VM's
-// instance UUID, prefixed with its endpoint and a slash when it has one
-// (VM.Endpoint): UUIDs are unique within a vCenter, not across several.
-func (t *Tracker) Replicas(vms []VM, wantOn bool, now time.Time) []replicaset.Replica {
+// replicas describes vms at now: a VM that is ready by the tracker's
+// choice is running and ready since ReadySince (see readyTracker); a VM
+// that is off or suspended while wantOn is pending; any other VM is
+// running but not ready. It forgets VMs no longer listed. A replica's UID
+// is its VM's instance UUID, prefixed with its endpoint and a slash when
+// it has one (VM.Endpoint): UUIDs are unique within a vCenter, not across
+// several.
+func (t *readyTracker) replicas(vms []VM, wantOn bool, now time.Time) []replicaset.Replica {
 	first := !t.seen
 	t.seen = true
 	next := make(map[string]time.Time, len(vms))
@@ -90,10 +82,10 @@ func (t *Tracker) Replicas(vms []VM, wantOn bool, now time.Time) []replicaset.Re
 			r.UID = vm.Endpoint + "/" + vm.InstanceUUID
 		}
 		switch {
-		case t.Readiness.Ready(vm):
+		case t.readiness.Ready(vm):
 			r.Phase, r.Ready = replicaset.PhaseRunning, true
 			r.ReadySince = vm.BootedAt
-			if (t.Readiness != "" && t.Readiness != ReadyWhenPoweredOn) || (vm.BootedAt.IsZero() && !now.IsZero()) {
+			if (t.readiness != "" && t.readiness != ReadyWhenPoweredOn) || (vm.BootedAt.IsZero() && !now.IsZero()) {
 				key := r.UID
 				if key == "" {
 					key = vm.Name

@@ -3,14 +3,10 @@ package vmprovider_test
 import (
 	"context"
 	"errors"
-	"fmt"
 	"testing"
 	"time"
 
-	"pgregory.net/rapid"
-
 	"github.com/replicakit/replicakit/deletionpolicy"
-	"github.com/replicakit/replicakit/replicaset"
 	"github.com/replicakit/replicakit/vmprovider"
 	"github.com/replicakit/replicakit/vmprovider/vmprovidertest"
 )
@@ -41,77 +37,6 @@ func TestReadiness_Ready(t *testing.T) {
 	if err := vmprovider.Readiness("Booted").Validate(); !errors.Is(err, vmprovider.ErrInvalidSpec) {
 		t.Errorf("Validate(Booted) = %v, want ErrInvalidSpec", err)
 	}
-}
-
-// TestTracker_AgainstModel checks Tracker against a naive model over random
-// passes: Ready is the readiness choice's verdict; ReadySince is the boot
-// time under ReadyWhenPoweredOn, else the boot time for a VM ready at the
-// first pass, else the time of the pass that first saw it ready since it
-// was last unready or unlisted (also under ReadyWhenPoweredOn when the boot
-// time is unknown); never later than the pass.
-func TestTracker_AgainstModel(t *testing.T) {
-	rapid.Check(t, func(t *rapid.T) {
-		choice := rapid.SampledFrom([]vmprovider.Readiness{"", vmprovider.ReadyWhenPoweredOn, vmprovider.ReadyWhenGuestHeartbeat, vmprovider.ReadyWhenIPAddress}).Draw(t, "readiness")
-		tr := vmprovider.Tracker{Readiness: choice}
-		wantOn := rapid.Bool().Draw(t, "wantOn")
-		since := map[string]time.Time{} // the model
-		at := now
-		for pass := range rapid.IntRange(1, 6).Draw(t, "passes") {
-			at = at.Add(time.Duration(rapid.IntRange(1, 60).Draw(t, "step")) * time.Second)
-			var vms []vmprovider.VM
-			for i := range 4 {
-				if !rapid.Bool().Draw(t, fmt.Sprintf("listed%d", i)) {
-					continue
-				}
-				vm := vmprovider.VM{Name: fmt.Sprintf("vm-%d", i), InstanceUUID: fmt.Sprintf("uuid-%d", i)}
-				if rapid.Bool().Draw(t, "bootTimeKnown") {
-					vm.BootedAt = now.Add(-time.Hour)
-				}
-				vm.Power = rapid.SampledFrom([]vmprovider.PowerState{vmprovider.PoweredOn, vmprovider.PoweredOff, vmprovider.Suspended}).Draw(t, "power")
-				if rapid.Bool().Draw(t, "green") {
-					vm.Heartbeat = vmprovider.HeartbeatGreen
-				}
-				if rapid.Bool().Draw(t, "addressed") {
-					vm.IPAddresses = []string{"10.0.0.1"}
-				}
-				vms = append(vms, vm)
-			}
-			got := tr.Replicas(vms, wantOn, at)
-			next := map[string]time.Time{}
-			for i, vm := range vms {
-				r := got[i]
-				ready := choice.Ready(vm)
-				if r.Name != vm.Name || r.Ready != ready {
-					t.Fatalf("pass %d: replica %+v for %+v, want ready %v", pass, r, vm, ready)
-				}
-				wantPhase := replicaset.PhaseRunning
-				if !ready && vm.Power != vmprovider.PoweredOn && wantOn {
-					wantPhase = replicaset.PhasePending
-				}
-				if r.Phase != wantPhase {
-					t.Fatalf("pass %d: %s phase %q, want %q", pass, vm.Name, r.Phase, wantPhase)
-				}
-				if !ready {
-					continue
-				}
-				want := vm.BootedAt
-				if choice == vmprovider.ReadyWhenGuestHeartbeat || choice == vmprovider.ReadyWhenIPAddress || vm.BootedAt.IsZero() {
-					s, ok := since[vm.InstanceUUID]
-					switch {
-					case ok:
-						want = s
-					case pass > 0 || vm.BootedAt.IsZero():
-						want = at
-					}
-					next[vm.InstanceUUID] = want
-				}
-				if !r.ReadySince.Equal(want) || r.ReadySince.After(at) {
-					t.Fatalf("pass %d: %s ready since %v, want %v", pass, vm.Name, r.ReadySince, want)
-				}
-			}
-			since = next
-		}
-	})
 }
 
 // TestSet_Readiness: a Set with an unknown readiness refuses to act; with

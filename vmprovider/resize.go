@@ -59,24 +59,11 @@ var _ Resizer = (*Endpoints)(nil)
 
 // Resize implements Resizer on the endpoint that holds the VM, when its
 // Provider is a Resizer (else an error wrapping ErrInvalidSpec); a name on
-// several endpoints is refused (ErrDuplicateName: use ResizeOn).
+// several endpoints is refused (ErrDuplicateName: resize one copy through
+// On).
 func (e *Endpoints) Resize(ctx context.Context, name, owner string, to Resize) error {
 	_, err := e.only(ctx, name, func(p Provider) error { return resize(ctx, p, name, owner, to) })
 	return err
-}
-
-// ResizeOn resizes the VM called name on endpoint only, as Resize does on
-// one endpoint, so that of two VMs of one name a Set resizes the one it
-// chose.
-func (e *Endpoints) ResizeOn(ctx context.Context, endpoint, name, owner string, to Resize) error {
-	ep, p, err := e.endpoint(endpoint)
-	if err != nil {
-		return fmt.Errorf("VM %q: %w", name, err)
-	}
-	if err := resize(ctx, p, name, owner, to); err != nil {
-		return fmt.Errorf("VM %q on endpoint %q: %w", name, ep, err)
-	}
-	return nil
 }
 
 // resize resizes the VM on p, when p can.

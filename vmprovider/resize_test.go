@@ -26,7 +26,7 @@ func (r *resizingFake) Resize(ctx context.Context, name, owner string, to vmprov
 }
 
 // TestEndpoints_Resize: Endpoints resizes a VM on the endpoint that holds
-// it, or on the one ResizeOn names, and refuses with ErrInvalidSpec where
+// it, or on the one On names, and refuses with ErrInvalidSpec where
 // the endpoint's provider cannot resize or the endpoint is unknown.
 func TestEndpoints_Resize(t *testing.T) {
 	ctx := context.Background()
@@ -46,8 +46,8 @@ func TestEndpoints_Resize(t *testing.T) {
 	if err := e.Resize(ctx, "e-0", owner.UID, to); err != nil {
 		t.Errorf("Resize(e-0) = %v, want it resized on east", err)
 	}
-	if err := e.ResizeOn(ctx, "east", "e-0", owner.UID, to); err != nil {
-		t.Errorf("ResizeOn(east, e-0) = %v, want it resized", err)
+	if err := e.On("east").(vmprovider.Resizer).Resize(ctx, "e-0", owner.UID, to); err != nil {
+		t.Errorf("On(east).Resize(e-0) = %v, want it resized", err)
 	}
 	if diff := cmp.Diff([]string{"e-0", "e-0"}, east.resized); diff != "" {
 		t.Errorf("east's resizes (-want +got):\n%s", diff)
@@ -55,8 +55,8 @@ func TestEndpoints_Resize(t *testing.T) {
 	if err := e.Resize(ctx, "w-0", owner.UID, to); !errors.Is(err, vmprovider.ErrInvalidSpec) {
 		t.Errorf("Resize(w-0) on a provider that cannot resize = %v, want ErrInvalidSpec", err)
 	}
-	if err := e.ResizeOn(ctx, "north", "e-0", owner.UID, to); !errors.Is(err, vmprovider.ErrInvalidSpec) {
-		t.Errorf("ResizeOn(north) = %v, want ErrInvalidSpec", err)
+	if err := e.On("north").(vmprovider.Resizer).Resize(ctx, "e-0", owner.UID, to); !errors.Is(err, vmprovider.ErrInvalidSpec) {
+		t.Errorf("On(north).Resize = %v, want ErrInvalidSpec", err)
 	}
 	if err := e.Resize(ctx, "gone-0", owner.UID, to); !errors.Is(err, vmprovider.ErrNotFound) {
 		t.Errorf("Resize(gone-0) = %v, want ErrNotFound", err)

@@ -109,16 +109,16 @@ func (s *Set) assume(current []replicaset.Replica, revision string) {
 // of vms) that records none, when the Provider can (RevisionMarker, on the
 // VM's endpoint when it is EndpointScoped): such VMs count as on it
 // already, and marked they are replaced, or changed in place, by the next
-// rollout. When the Provider can resize (Resizer, ResizeOn on the VM's
-// endpoint) it records the Template's base revision too, in the same
-// change (Resize at zero sizes), on those VMs and on every VM on revision
-// that records no base revision (made before base revisions were
-// recorded): a VM on the Template's revision was made from the Template,
-// so its base is the Template's. VMs on other revisions that record none
-// are left as they are: their base is unknown, so InPlaceFor has them
-// replaced. It returns the marks that failed, joined; those VMs are marked
-// in a later pass, as are those in the unreachable zones. The Set's lock
-// is held.
+// rollout. When the Provider can resize (Resizer, on the VM's endpoint
+// when it is EndpointScoped) it records the Template's base revision too,
+// in the same change (Resize at zero sizes), on those VMs and on every VM
+// on revision that records no base revision (made before base revisions
+// were recorded): a VM on the Template's revision was made from the
+// Template, so its base is the Template's. VMs on other revisions that
+// record none are left as they are: their base is unknown, so InPlaceFor
+// has them replaced. It returns the marks that failed, joined; those VMs
+// are marked in a later pass, as are those in the unreachable zones. The
+// Set's lock is held.
 func (s *Set) markUnrecorded(ctx context.Context, vms []VM, current []replicaset.Replica, revision string, unreachable []string) error {
 	m, marker := s.Provider.(RevisionMarker)
 	// Base revisions are recorded on VMs that lack one only under an
@@ -167,7 +167,7 @@ func (s *Set) markUnrecorded(ctx context.Context, vms []VM, current []replicaset
 		case !unrecorded || !marker:
 			continue
 		case scoped != nil && vm.Endpoint != "":
-			err = scoped.MarkRevisionOn(ctx, vm.Endpoint, vm.Name, s.Template.Owner.UID, revision)
+			err = markRevision(ctx, scoped.On(vm.Endpoint), vm.Name, s.Template.Owner.UID, revision)
 		default:
 			err = m.MarkRevision(ctx, vm.Name, s.Template.Owner.UID, revision)
 		}

@@ -58,8 +58,8 @@ import (
 // never by name alone. Scale, Status, RolloutStatus and ZoneStatus say so
 // with an error wrapping ErrDuplicateName per name, beside the plan or
 // status, while the copies last. A Provider that is not EndpointScoped (a
-// wrapper that embeds the Provider interface hides Endpoints' DeleteOn)
-// deletes neither copy: implement DeleteOn and MarkRevisionOn in wrappers.
+// wrapper that embeds the Provider interface hides Endpoints' On) deletes
+// neither copy: implement On in wrappers.
 //
 // # Self-healing
 //
@@ -72,8 +72,8 @@ import (
 // booted before the Set's first healing pass or while its endpoint did
 // not answer); a VM that fails the check is not ready (Status counts it
 // so too). A VM due is reset (Remediation.Restart; Resetter, on its
-// endpoint through ResetOn when the Provider offers it, as Endpoints
-// does) or replaced: deleted, and a new VM made in its zone, by the same
+// endpoint when the Provider is EndpointScoped, as Endpoints is) or
+// replaced: deleted, and a new VM made in its zone, by the same
 // pass as far as the surge allows.
 // The storm, zone, suspension, backoff and in-flight guards hold as the
 // planner states them. A Provider that cannot reset VMs (no Resetter;
@@ -227,8 +227,9 @@ type Set struct {
 	// hooks" and "In-place updates" above). Nil: off, and the Set forgets
 	// its preparations and cancels the callbacks still running.
 	Lifecycle *Lifecycle
-	// Zones maps every zone Spec.Zones lists to where its VMs go
-	// (Actuator.Zones); Scale refuses a listed zone without one.
+	// Zones maps every zone Spec.Zones lists to where its VMs go: a
+	// zone's non-empty placement fields override the Template's. Scale
+	// refuses a listed zone without one.
 	Zones map[string]Placement
 	// ZoneBackoff is how long a zone in which a create failed is avoided
 	// by later passes, while they place its VMs in the other zones (and a
@@ -255,7 +256,7 @@ type Set struct {
 
 	mu      sync.Mutex
 	source  rand.Source
-	tracker Tracker
+	tracker readyTracker
 	history replicaset.History // what the last pass left (replicaset.History.After)
 	// assumed is the revision VMs recording none count as on: the
 	// Template's at the first pass with a Rollout; "" without one.

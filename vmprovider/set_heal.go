@@ -23,15 +23,8 @@ type healState struct {
 	revision string
 }
 
-// endpointResetter is a Provider that resets a VM on one endpoint only,
-// as Endpoints.ResetOn does: of two VMs of one name, the one the Set
-// chose.
-type endpointResetter interface {
-	ResetOn(ctx context.Context, endpoint, name, owner string) error
-}
-
 // healthKey is the key a Set keeps vm's Health under: the replica UID
-// Tracker gives it (its endpoint and instance UUID), else its name.
+// the Set gives it (its endpoint and instance UUID), else its name.
 func healthKey(vm VM) string {
 	switch {
 	case vm.Endpoint != "" && vm.InstanceUUID != "":
@@ -135,9 +128,7 @@ func (s *Set) remediationErr() error {
 		}
 		return nil
 	}
-	_, r := s.Provider.(Resetter)
-	_, on := s.Provider.(endpointResetter)
-	if !r && !on {
+	if _, r := s.Provider.(Resetter); !r {
 		return fmt.Errorf("Spec.Remediation restarts VMs first (Restart), but the Provider cannot reset VMs (vmprovider.Resetter): implement Reset or turn Restart off: %w", ErrInvalidSpec)
 	}
 	return nil
@@ -145,9 +136,9 @@ func (s *Set) remediationErr() error {
 
 // restart resets the VMs of restart (a plan's Restart; vms maps the
 // planner's names to the VMs, dups holds the names more than one VM
-// holds), each on its endpoint when the Provider can reset on one
-// (ResetOn, as Endpoints does), else by name, which for a name held twice
-// is refused. Each reset that succeeded is recorded in the VM's Health
+// holds), each on its endpoint when the Provider is EndpointScoped (as
+// Endpoints is), else by name, which for a name held twice is refused.
+// Each reset that succeeded is recorded in the VM's Health
 // (replicaset.Health.Restart at now). It returns the resets that failed,
 // joined: those VMs stay as they were, due again. The Set's lock is
 // held.
@@ -155,7 +146,7 @@ func (s *Set) restart(ctx context.Context, restart []replicaset.Replica, vms map
 	if len(restart) == 0 {
 		return nil
 	}
-	on, _ := s.Provider.(endpointResetter)
+	on, _ := s.Provider.(EndpointScoped)
 	by, _ := s.Provider.(Resetter)
 	owner := s.Template.Owner.UID
 	var errs []error
@@ -167,9 +158,9 @@ func (s *Set) restart(ctx context.Context, restart []replicaset.Replica, vms map
 		var err error
 		switch {
 		case on != nil && vm.Endpoint != "":
-			err = on.ResetOn(ctx, vm.Endpoint, vm.Name, owner)
+			err = reset(ctx, on.On(vm.Endpoint), vm.Name, owner)
 		case dups[vm.Name]:
-			err = fmt.Errorf("the Provider cannot reset by endpoint (ResetOn), so neither copy is reset: %w", ErrDuplicateName)
+			err = fmt.Errorf("the Provider cannot reset by endpoint (EndpointScoped), so neither copy is reset: %w", ErrDuplicateName)
 		case by != nil:
 			err = by.Reset(ctx, vm.Name, owner)
 		default:

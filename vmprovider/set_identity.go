@@ -77,10 +77,10 @@ func identify(vms []VM, current []replicaset.Replica) (dups map[string]bool, err
 	return dups, errors.Join(errs...)
 }
 
-// setActuator is the Actuator of one pass of a Set: it deletes the very VM
+// setActuator is the actuator of one pass of a Set: it deletes the very VM
 // each of the planner's replicas stands for, on that VM's endpoint.
 type setActuator struct {
-	Actuator
+	actuator
 	rec  *recorder
 	vms  map[string]VM   // by the planner's name (identify)
 	dups map[string]bool // names more than one VM holds
@@ -97,7 +97,7 @@ func (a setActuator) Delete(ctx context.Context, r replicaset.Replica) error {
 	if a.rec.scoped == nil && a.dups[vm.Name] {
 		return fmt.Errorf("VM %q on endpoint %q: the Provider cannot delete by endpoint (EndpointScoped), so neither copy is removed: %w", vm.Name, vm.Endpoint, ErrDuplicateName)
 	}
-	return a.rec.deleteVM(ctx, vm, a.Template.Owner.UID)
+	return a.rec.deleteVM(ctx, vm, a.template.Owner.UID)
 }
 
 // ordinals is what Names offers when it can read a name's ordinal back.

@@ -17,12 +17,6 @@ import (
 // it (no Resizer).
 const cannotResize = "the provider cannot resize VMs"
 
-// endpointResizer is a Provider that resizes a VM on one endpoint only, as
-// Endpoints.ResizeOn does: of two VMs of one name, the one the Set chose.
-type endpointResizer interface {
-	ResizeOn(ctx context.Context, endpoint, name, owner string, to Resize) error
-}
-
 // resizeFailure is an in-place update of a VM that failed with an answer
 // (the platform refused it), kept so that the next pass does not ask for
 // the same update again: the method's fallback applies instead.
@@ -58,10 +52,10 @@ func PreparingUpdate(ctx context.Context) (to Resize, ok bool) {
 }
 
 // resizer returns how the Set resizes vm (on its endpoint when the
-// Provider can resize on one, else by name) or, when it cannot, why not,
+// Provider is EndpointScoped, else by name) or, when it cannot, why not,
 // in a phrase for replicaset.Replica.InPlaceBlocker. Over Endpoints, the
 // endpoint's own Provider must be a Resizer.
-func (s *Set) resizer(vm VM) (resize func(context.Context, Resize) error, blocker string) {
+func (s *Set) resizer(vm VM) (do func(context.Context, Resize) error, blocker string) {
 	owner := s.Template.Owner.UID
 	if e, ok := s.Provider.(*Endpoints); ok {
 		ep := cmp.Or(vm.Endpoint, e.Default)
@@ -69,21 +63,23 @@ func (s *Set) resizer(vm VM) (resize func(context.Context, Resize) error, blocke
 			return nil, fmt.Sprintf("the provider of endpoint %q cannot resize VMs", ep)
 		}
 	}
-	if on, ok := s.Provider.(endpointResizer); ok && vm.Endpoint != "" {
-		return func(ctx context.Context, to Resize) error { return on.ResizeOn(ctx, vm.Endpoint, vm.Name, owner, to) }, ""
+	r, ok := s.Provider.(Resizer)
+	if !ok {
+		return nil, cannotResize
 	}
-	if r, ok := s.Provider.(Resizer); ok {
-		return func(ctx context.Context, to Resize) error { return r.Resize(ctx, vm.Name, owner, to) }, ""
+	if scoped, ok := s.Provider.(EndpointScoped); ok && vm.Endpoint != "" {
+		return func(ctx context.Context, to Resize) error {
+			return resize(ctx, scoped.On(vm.Endpoint), vm.Name, owner, to)
+		}, ""
 	}
-	return nil, cannotResize
+	return func(ctx context.Context, to Resize) error { return r.Resize(ctx, vm.Name, owner, to) }, ""
 }
 
 // recordsBase reports whether the Set records base revisions on its VMs
 // (Spec.BaseRevision, and markUnrecorded): when its Provider can resize.
 func (s *Set) recordsBase() bool {
 	_, r := s.Provider.(Resizer)
-	_, on := s.Provider.(endpointResizer)
-	return r || on
+	return r
 }
 
 // resizeTo is the resize that brings a VM onto the Template, whose

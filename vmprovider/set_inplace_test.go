@@ -123,7 +123,7 @@ func TestSetInPlace_CannotResize(t *testing.T) {
 }
 
 // TestSetInPlace_Endpoints: over Endpoints, each VM is resized on its
-// own endpoint (ResizeOn), and a VM on an endpoint whose Provider cannot
+// own endpoint (Endpoints.On), and a VM on an endpoint whose Provider cannot
 // resize is InPlaceNone, the endpoint named.
 func TestSetInPlace_Endpoints(t *testing.T) {
 	c := &clock{now}

@@ -100,7 +100,7 @@ func (s *Set) Scale(ctx context.Context, desired int, now time.Time) (replicaset
 	}
 	rec := &recorder{Provider: s.Provider}
 	rec.scoped, _ = s.Provider.(EndpointScoped)
-	act := setActuator{Actuator: Actuator{Provider: rec, Template: tmpl, Zones: s.Zones}, rec: rec, vms: make(map[string]VM, len(vms)), dups: o.dups}
+	act := setActuator{actuator: actuator{provider: rec, template: tmpl, zones: s.Zones}, rec: rec, vms: make(map[string]VM, len(vms)), dups: o.dups}
 	for i := range current {
 		act.vms[current[i].Name] = vms[i]
 	}

@@ -89,8 +89,8 @@ func (s *Set) observe(ctx context.Context, now time.Time) (observed, error) {
 		return observed{}, fmt.Errorf("list VMs of %q: %w", s.Template.Owner.UID, err)
 	}
 	vms, firstUnknown := s.remember(vms, ue, now)
-	s.tracker.Readiness = s.Readiness
-	o := observed{vms: vms, current: s.tracker.Replicas(vms, s.Template.PowerOn, now)}
+	s.tracker.readiness = s.Readiness
+	o := observed{vms: vms, current: s.tracker.replicas(vms, s.Template.PowerOn, now)}
 	o.unreachable = s.setAside(o.current, vms, firstUnknown, ue)
 	s.failingUnready(vms, o.current)
 	s.describeLifecycle(vms, o.current)

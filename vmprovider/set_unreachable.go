@@ -69,7 +69,7 @@ func (s *Set) remember(vms []VM, ue *UnreachableError, now time.Time) (all []VM,
 			continue // no VM yet: its name is held, it is not counted
 		}
 		if vm.Endpoint == "" {
-			vm.Endpoint = ue.Default
+			vm.Endpoint = ue.def
 		}
 		if !slices.ContainsFunc(s.seen[vm.Endpoint], func(v VM) bool { return v.Name == vm.Name }) {
 			all = append(all, vm)
@@ -86,7 +86,7 @@ func answered(endpoint string, ue *UnreachableError) bool {
 	if ue == nil {
 		return true
 	}
-	endpoint = cmp.Or(endpoint, ue.Default)
+	endpoint = cmp.Or(endpoint, ue.def)
 	return endpoint != "" && !slices.Contains(ue.Endpoints, endpoint)
 }
 
@@ -157,7 +157,7 @@ func (r *recorder) Create(ctx context.Context, spec Spec) (VM, error) {
 func (r *recorder) deleteVM(ctx context.Context, vm VM, owner string) error {
 	var err error
 	if r.scoped != nil && vm.Endpoint != "" {
-		err = r.scoped.DeleteOn(ctx, vm.Endpoint, vm.Name, owner)
+		err = r.scoped.On(vm.Endpoint).Delete(ctx, vm.Name, owner)
 	} else {
 		err = r.Provider.Delete(ctx, vm.Name, owner)
 	}
