@@ -263,7 +263,9 @@
 // Restarter is refused (ReplicaFailure InvalidSpec). Status reports
 // UnhealthyReplicas and RemediationsAllowed, the RemediationAllowed
 // condition says whether remediation may run and if not which guard
-// stops it, each remediated child has an event (Remediating, Restarting),
+// stops it (a condition held by the planner has the hold's kind as its
+// reason, replicaset.HoldKind.String: TooManyUnhealthy, Suspended,
+// RemediationBackoff, RemediationInFlight), each remediated child has an event (Remediating, Restarting),
 // and the owner is looked at again when a window or backoff ends. Until
 // the cache shows a restart in the child's health, the owner's passes
 // wait, as they wait for Expectations: a stale child would look due again.

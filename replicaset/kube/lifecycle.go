@@ -40,8 +40,9 @@ type Lifecycle struct {
 	Timeout time.Duration
 	// DefaultResult is what a timeout means: replicaset.HookContinue
 	// (the default) deletes the child anyway; replicaset.HookAbandon keeps
-	// it, preparing, and says so in ReplicaFailure (reason
-	// HookAbandoned) until its hooks release it.
+	// it, preparing, and says so in ReplicaFailure (reason HookAbandoned,
+	// the String of the planner's replicaset.HoldHookAbandoned) until its
+	// hooks release it.
 	DefaultResult replicaset.HookResult
 	// MarkNotReady counts a child as not ready from the moment it begins
 	// to prepare, as OpenKruise CloneSet's markPodNotReady: status stops
@@ -76,10 +77,6 @@ const (
 	// ReasonNoneDraining means no child prepares to leave (Draining is
 	// False).
 	ReasonNoneDraining = "NoneDraining"
-	// ReasonHookAbandoned means hooks held children past their timeout
-	// with DefaultResult HookAbandon: they stay until their hooks release
-	// them (ReplicaFailure is True).
-	ReasonHookAbandoned = "HookAbandoned"
 )
 
 // PreDeleteHookAnnotation is the annotation by which hook holds a child
