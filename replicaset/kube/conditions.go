@@ -163,7 +163,7 @@ const (
 )
 
 // conditions derives the owner's conditions from the pass.
-func conditions(o *observation, d decision, out outcome, failed map[string]error, sum replicaset.Status, zones []ZoneStatus) []metav1.Condition {
+func conditions(o *observation, d decision, out outcome, failed map[string]error, sum replicaset.Status, zones []replicaset.ZoneStatus) []metav1.Condition {
 	gen := o.owner.GetGeneration()
 	cond := func(t string, ok bool, reason, msg string) metav1.Condition {
 		s := metav1.ConditionFalse

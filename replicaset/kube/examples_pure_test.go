@@ -6,7 +6,6 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
-	"github.com/replicakit/replicakit/replicaset"
 	"github.com/replicakit/replicakit/replicaset/kube"
 )
 
@@ -27,20 +26,6 @@ func ExampleReplicaOf() {
 	// Output:
 	// web-zmdmm true 0
 	// child web-zmdmm: annotation replicakit.io/deletion-cost="cheap" is not an integer; using 0
-}
-
-// ExampleSpread renders an owner's status per zone on one line, as the
-// example operator's VirtualMachineReplicaSet shows it in a printer
-// column: listed zones first, then children in a zone no longer listed.
-func ExampleSpread() {
-	zones := []kube.ZoneStatus{
-		{ZoneStatus: replicaset.ZoneStatus{Zone: "zone-a", Listed: true, Replicas: 2}},
-		{ZoneStatus: replicaset.ZoneStatus{Zone: "zone-b", Listed: true, Replicas: 1}},
-		{ZoneStatus: replicaset.ZoneStatus{Zone: "zone-c", Listed: true, Replicas: 1}},
-		{ZoneStatus: replicaset.ZoneStatus{Zone: "retired", Replicas: 1}},
-	}
-	fmt.Println(kube.Spread(zones))
-	// Output: zone-a=2 zone-b=1 zone-c=1 retired=1
 }
 
 // zonedPoolAdapter is the package example's Adapter for WorkerPools,
