@@ -172,6 +172,8 @@ const (
 	// replacement (Remediation.Backoff).
 	HoldRemediationBackoff
 	// HoldInFlight: Remediation.MaxInFlight remediations are under way.
+	// Its String is RemediationInFlight, the reason the Kubernetes
+	// binding gives it.
 	HoldInFlight
 	// HoldPreDelete: the replicas prepare to leave, and pre-delete hooks
 	// hold them within their timeout (Spec.Lifecycle).
@@ -193,7 +195,7 @@ var holdNames = [...]string{HoldPaused: "Paused", HoldOnDelete: "OnDelete", Hold
 	HoldMaxPerPass: "MaxPerPass", HoldLastAvailable: "LastAvailable", HoldZoneBackoff: "ZoneBackoff",
 	HoldZoneByZone: "ZoneByZone", HoldUnreachable: "Unreachable", HoldSkipRemediation: "SkipRemediation",
 	HoldTooManyUnhealthy: "TooManyUnhealthy", HoldZoneUnhealthy: "ZoneUnhealthy", HoldSuspended: "Suspended",
-	HoldRemediationBackoff: "RemediationBackoff", HoldInFlight: "InFlight", HoldPreDelete: "PreDelete",
+	HoldRemediationBackoff: "RemediationBackoff", HoldInFlight: "RemediationInFlight", HoldPreDelete: "PreDelete",
 	HoldHookAbandoned: "HookAbandoned", HoldInPlaceOnly: "InPlaceOnly"}
 
 // String returns the name of the setting or bound, as Plan.String and

@@ -113,6 +113,15 @@ type ZoneStatus struct {
 	// Replicas, Ready and Available count the zone's live replicas as
 	// Status does.
 	Replicas, Ready, Available int
+	// BackoffUntil, when not zero, is when creates in the zone resume
+	// (Spec.ZoneBackoff): until then new replicas go to the other zones.
+	// SummarizeZones leaves it zero; a binding that keeps the backoff
+	// fills it in (the Kubernetes binding's status does).
+	BackoffUntil time.Time
+	// Unreachable reports that the zone is in Spec.Unreachable: its
+	// replicas are unknown. SummarizeZones leaves it false; a binding
+	// fills it in (the Kubernetes binding's status does).
+	Unreachable bool
 }
 
 // SummarizeZones computes the status of current per zone at now: one

@@ -47,14 +47,14 @@ func ExampleEndpoints() {
 		}
 	}
 	status, _ := set.ZoneStatus(ctx, now)
-	fmt.Println(status)
+	fmt.Println(replicaset.Spread(status))
 
 	down = true
 	plan, _, err := set.Scale(ctx, 4, now)
 	fmt.Println(errors.Is(err, vmprovider.ErrUnreachable))
 	fmt.Println(plan.CreateZones, len(plan.Unknown))
 	// Output:
-	// [{zone-a true 2 2 2} {zone-b true 2 2 2}]
+	// zone-a=2 zone-b=2
 	// true
 	// [zone-a] 2
 }

@@ -223,7 +223,7 @@ func SetStatus(w *unstructured.Unstructured, s kube.Status) {
 			zones[i] = map[string]any{"zone": z.Zone, "replicas": int64(z.Replicas),
 				"readyReplicas": int64(z.Ready), "availableReplicas": int64(z.Available)}
 		}
-		status["zones"], status["spread"] = zones, kube.Spread(s.Zones)
+		status["zones"], status["spread"] = zones, replicaset.Spread(s.Zones)
 	}
 	_ = unstructured.SetNestedField(w.Object, status, "status")
 }

@@ -112,8 +112,10 @@ type Status struct {
 	Selector string
 	// Zones, when the spec lists zones, is the status per zone: each
 	// listed zone in order, then any other zone a live child is in. Nil
-	// when the spec lists none. [Spread] renders it on one line.
-	Zones []ZoneStatus
+	// when the spec lists none, with each zone's backoff and whether it
+	// is unreachable. replicaset.Spread renders it on one line ("a=2 b=1
+	// c=1"), for a printer column.
+	Zones []replicaset.ZoneStatus
 	// UpdatedReplicas counts live children made from the owner's current
 	// template (with Spec.Rollout), or all live children (without).
 	UpdatedReplicas int32

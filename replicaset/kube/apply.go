@@ -78,7 +78,7 @@ func (r *Reconciler[O, C]) apply(ctx context.Context, o *observation, d decision
 	for _, v := range d.delete {
 		gone = append(gone, v.UID)
 	}
-	r.Expectations.Expect(o.key, created, gone, o.now)
+	r.expectations.expect(o.key, created, gone, o.now)
 
 	adopt := func(obj client.Object) error { return controllerutil.SetControllerReference(o.owner, obj, r.Scheme) }
 	release := func(obj client.Object) error { return controllerutil.RemoveControllerReference(o.owner, obj, r.Scheme) }

@@ -7,51 +7,51 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 )
 
-// Claim is what an owner should do about one candidate child.
-type Claim int
+// claim is what an owner should do about one candidate child.
+type claim int
 
-// The claims ClaimFor decides.
+// The claims claimFor decides.
 const (
-	// Ignore: the child is not the owner's to touch (another controller
+	// claimIgnore: the child is not the owner's to touch (another controller
 	// owns it, or it neither matches nor belongs to the owner).
-	Ignore Claim = iota
-	// Keep: the child belongs to the owner and matches its selector.
-	Keep
-	// Adopt: an orphan that matches the selector. Adopt it only after a
+	claimIgnore claim = iota
+	// claimKeep: the child belongs to the owner and matches its selector.
+	claimKeep
+	// claimAdopt: an orphan that matches the selector. Adopt it only after a
 	// read from the API server (not the cache) confirms the owner exists,
 	// has this UID and is not being deleted.
-	Adopt
-	// Release: the child belongs to the owner but no longer matches its
+	claimAdopt
+	// claimRelease: the child belongs to the owner but no longer matches its
 	// selector; remove the owner reference.
-	Release
+	claimRelease
 )
 
 // String names the claim.
-func (c Claim) String() string {
+func (c claim) String() string {
 	if names := [...]string{"Ignore", "Keep", "Adopt", "Release"}; c >= 0 && int(c) < len(names) {
 		return names[c]
 	}
-	return fmt.Sprintf("Claim(%d)", int(c))
+	return fmt.Sprintf("claim(%d)", int(c))
 }
 
-// ClaimFor decides what the owner with UID owner should do about child,
+// claimFor decides what the owner with UID owner should do about child,
 // given whether the child's labels match the owner's selector. Children
 // being deleted are never adopted or released; a child controlled by
 // anyone else is always ignored.
-func ClaimFor(owner types.UID, matches bool, child metav1.Object) Claim {
+func claimFor(owner types.UID, matches bool, child metav1.Object) claim {
 	ref := metav1.GetControllerOfNoCopy(child)
 	deleting := child.GetDeletionTimestamp() != nil
 	switch {
 	case ref != nil && ref.UID != owner:
-		return Ignore
+		return claimIgnore
 	case ref != nil && matches:
-		return Keep
+		return claimKeep
 	case ref != nil && deleting:
-		return Keep // being deleted: leave the reference for the garbage collector
+		return claimKeep // being deleted: leave the reference for the garbage collector
 	case ref != nil:
-		return Release
+		return claimRelease
 	case matches && !deleting:
-		return Adopt
+		return claimAdopt
 	}
-	return Ignore
+	return claimIgnore
 }

@@ -1,4 +1,4 @@
-package kube_test
+package kube
 
 import (
 	"testing"
@@ -6,8 +6,6 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/utils/ptr"
-
-	"github.com/replicakit/replicakit/replicaset/kube"
 )
 
 func TestClaimFor(t *testing.T) {
@@ -21,23 +19,23 @@ func TestClaimFor(t *testing.T) {
 		refs     []metav1.OwnerReference
 		deleting bool
 		matches  bool
-		want     kube.Claim
+		want     claim
 	}{
-		{"mine and matching", ref(me, true), false, true, kube.Keep},
-		{"mine, labels changed", ref(me, true), false, false, kube.Release},
-		{"mine, labels changed, being deleted", ref(me, true), true, false, kube.Keep},
-		{"orphan that matches", nil, false, true, kube.Adopt},
-		{"orphan that matches, being deleted", nil, true, true, kube.Ignore},
-		{"orphan that does not match", nil, false, false, kube.Ignore},
-		{"another controller's, matching", ref(them, true), false, true, kube.Ignore},
-		{"mine but not as controller: an orphan for controllers", ref(me, false), false, true, kube.Adopt},
+		{"mine and matching", ref(me, true), false, true, claimKeep},
+		{"mine, labels changed", ref(me, true), false, false, claimRelease},
+		{"mine, labels changed, being deleted", ref(me, true), true, false, claimKeep},
+		{"orphan that matches", nil, false, true, claimAdopt},
+		{"orphan that matches, being deleted", nil, true, true, claimIgnore},
+		{"orphan that does not match", nil, false, false, claimIgnore},
+		{"another controller's, matching", ref(them, true), false, true, claimIgnore},
+		{"mine but not as controller: an orphan for controllers", ref(me, false), false, true, claimAdopt},
 	}
 	for _, tt := range tests {
 		child := &metav1.ObjectMeta{Name: "c", OwnerReferences: tt.refs}
 		if tt.deleting {
 			child.DeletionTimestamp = &now
 		}
-		if got := kube.ClaimFor(me, tt.matches, child); got != tt.want {
+		if got := claimFor(me, tt.matches, child); got != tt.want {
 			t.Errorf("%s: ClaimFor = %v, want %v", tt.desc, got, tt.want)
 		}
 	}

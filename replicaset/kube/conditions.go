@@ -13,6 +13,17 @@ import (
 
 // Reasons of the conditions the reconciler sets. Each condition's reason
 // says why it has its status; the message gives the numbers or the error.
+//
+// A condition held by the planner has the hold's kind as its reason
+// (replicaset.HoldKind.String), and the package declares no constant for
+// it: RemediationAllowed is False with TooManyUnhealthy, Suspended,
+// RemediationBackoff or RemediationInFlight (replicaset.HoldTooManyUnhealthy,
+// HoldSuspended, HoldRemediationBackoff, HoldInFlight), and ReplicaFailure
+// is True with HookAbandoned (replicaset.HoldHookAbandoned) while hooks
+// hold children past their timeout with DefaultResult HookAbandon. Compare
+// a condition's reason with, say, replicaset.HoldSuspended.String(). The
+// constants below are the binding's own reasons: what it finds in the
+// spec, the children and its own writes, and how it sums the plan up.
 const (
 	// ReasonNoFailure is ReplicaFailure's reason when it is False.
 	ReasonNoFailure = "NoFailure"
@@ -152,7 +163,7 @@ const (
 )
 
 // conditions derives the owner's conditions from the pass.
-func conditions(o *observation, d decision, out outcome, failed map[string]error, sum replicaset.Status, zones []ZoneStatus) []metav1.Condition {
+func conditions(o *observation, d decision, out outcome, failed map[string]error, sum replicaset.Status, zones []replicaset.ZoneStatus) []metav1.Condition {
 	gen := o.owner.GetGeneration()
 	cond := func(t string, ok bool, reason, msg string) metav1.Condition {
 		s := metav1.ConditionFalse
@@ -255,7 +266,7 @@ func failure(d decision, out outcome) (reason, msg string) {
 	case d.plan.Shortfall.Count > 0:
 		reason, msg = ReasonScaleInProtected, d.plan.Shortfall.Reason
 	case abandoned(d) != "":
-		reason, msg = ReasonHookAbandoned, abandoned(d)
+		reason, msg = replicaset.HoldHookAbandoned.String(), abandoned(d)
 	case len(d.warnings) > 0:
 		return ReasonInvalidAnnotation, listNote(d.warnings, "; ", maxNote)
 	default:

@@ -308,20 +308,20 @@ func usable(o *observation, rl rules) error {
 // claims sorts the observed children: the owner's own that its selector
 // matches (keep), matching orphans (adopt), and its own that stopped
 // matching (release). Children being deleted are never adopted or
-// released (ClaimFor).
+// released (claimFor).
 func claims(o *observation) (keep, adopt, release []child) {
 	uid := o.owner.GetUID()
 	keep = make([]child, 0, len(o.children))
 	for _, c := range o.children {
-		switch ClaimFor(uid, o.selector.Matches(labels.Set(c.obj.GetLabels())), c.obj) {
-		case Keep:
+		switch claimFor(uid, o.selector.Matches(labels.Set(c.obj.GetLabels())), c.obj) {
+		case claimKeep:
 			keep = append(keep, c)
-		case Release:
+		case claimRelease:
 			release = append(release, c)
 		}
 	}
 	for _, c := range o.orphans {
-		if ClaimFor(uid, o.selector.Matches(labels.Set(c.obj.GetLabels())), c.obj) == Adopt {
+		if claimFor(uid, o.selector.Matches(labels.Set(c.obj.GetLabels())), c.obj) == claimAdopt {
 			adopt = append(adopt, c)
 		}
 	}

@@ -20,7 +20,7 @@
 //
 //   - read gathers an observation: the owner, its own children (through an
 //     index on their controller's UID), the orphans its selector matches
-//     (through the same index), what [Expectations] still wait for, names
+//     (through the same index), what the expectations still wait for, names
 //     found taken, and the clock.
 //   - decide turns it into a decision listing every action of the pass:
 //     the orphans to adopt, the children to release, the names to create
@@ -108,10 +108,11 @@
 //
 // # Freshness
 //
-// Caches lag. [Expectations] remembers what a pass created, adopted,
-// deleted and released, and holds the next pass until the cache shows
-// those writes; when it has not within a TTL, the pass reads the children
-// from the API server instead of assuming success. This is what keeps a
+// Caches lag. The Reconciler's expectations (kept internal, as the
+// ReplicaSet controller's are) remember what a pass created, adopted,
+// deleted and released, and hold the next pass until the cache shows
+// those writes; when it has not within 5 minutes, the pass reads the
+// children from the API server instead of assuming success. This is what keeps a
 // stale cache from making a replica set create more children than asked
 // for. A create refused by the API server is forgiven at once; one that
 // failed without a clear answer is checked with one read, and forgiven if
@@ -263,10 +264,13 @@
 // Restarter is refused (ReplicaFailure InvalidSpec). Status reports
 // UnhealthyReplicas and RemediationsAllowed, the RemediationAllowed
 // condition says whether remediation may run and if not which guard
-// stops it, each remediated child has an event (Remediating, Restarting),
-// and the owner is looked at again when a window or backoff ends. Until
-// the cache shows a restart in the child's health, the owner's passes
-// wait, as they wait for Expectations: a stale child would look due again.
+// stops it (a condition held by the planner has the hold's kind as its
+// reason, replicaset.HoldKind.String: TooManyUnhealthy, Suspended,
+// RemediationBackoff, RemediationInFlight), each remediated child has an
+// event (Remediating, Restarting), and the owner is looked at again when
+// a window or backoff ends. Until the cache shows a restart in the
+// child's health, the owner's passes wait, as they wait for the
+// expectations: a stale child would look due again.
 // Without Spec.Remediation nothing of this happens: no health is checked
 // or written.
 //

@@ -2,45 +2,12 @@ package kube_test
 
 import (
 	"fmt"
-	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/types"
-	"k8s.io/utils/ptr"
 
-	"github.com/replicakit/replicakit/replicaset"
 	"github.com/replicakit/replicakit/replicaset/kube"
 )
-
-// What an owner does about candidate children: keep its own, adopt a
-// matching orphan, release its own that stopped matching, and leave
-// everyone else's alone.
-func ExampleClaimFor() {
-	const owner = "uid-web"
-	controlledBy := func(uid string) []metav1.OwnerReference {
-		return []metav1.OwnerReference{{APIVersion: "v1", Kind: "Widget", Name: "x", UID: types.UID("uid-" + uid), Controller: ptr.To(true)}}
-	}
-	children := []struct {
-		what    string
-		refs    []metav1.OwnerReference
-		matches bool
-	}{
-		{"its own, matching", controlledBy("web"), true},
-		{"an orphan, matching", nil, true},
-		{"its own, no longer matching", controlledBy("web"), false},
-		{"another owner's, matching", controlledBy("db"), true},
-	}
-	for _, c := range children {
-		child := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: "c", OwnerReferences: c.refs}}
-		fmt.Printf("%s: %v\n", c.what, kube.ClaimFor(owner, c.matches, child))
-	}
-	// Output:
-	// its own, matching: Keep
-	// an orphan, matching: Adopt
-	// its own, no longer matching: Release
-	// another owner's, matching: Ignore
-}
 
 // A child's metadata as the planner sees it, annotations included; a cost
 // that is not an integer is reported and counted as 0.
@@ -59,43 +26,6 @@ func ExampleReplicaOf() {
 	// Output:
 	// web-zmdmm true 0
 	// child web-zmdmm: annotation replicakit.io/deletion-cost="cheap" is not an integer; using 0
-}
-
-// A pass created two children and deleted one; the reconciler acts for the
-// owner again only once the cache shows all three writes.
-func ExampleExpectations() {
-	now := time.Date(2026, 11, 30, 12, 0, 0, 0, time.UTC)
-	var e kube.Expectations
-	e.Expect("default/web", []string{"web-a", "web-b"}, []string{"uid-old"}, now)
-
-	// The cache has seen one create, and still lists the deleted child.
-	fmt.Println(e.Check("default/web", []kube.Seen{
-		{Name: "web-a", UID: "uid-a"},
-		{Name: "web-old", UID: "uid-old"},
-	}, now.Add(time.Second)))
-
-	// Now it has seen everything: the deleted child is gone.
-	fmt.Println(e.Check("default/web", []kube.Seen{
-		{Name: "web-a", UID: "uid-a"},
-		{Name: "web-b", UID: "uid-b"},
-	}, now.Add(2*time.Second)))
-	// Output:
-	// Waiting
-	// Met
-}
-
-// ExampleSpread renders an owner's status per zone on one line, as the
-// example operator's VirtualMachineReplicaSet shows it in a printer
-// column: listed zones first, then children in a zone no longer listed.
-func ExampleSpread() {
-	zones := []kube.ZoneStatus{
-		{ZoneStatus: replicaset.ZoneStatus{Zone: "zone-a", Listed: true, Replicas: 2}},
-		{ZoneStatus: replicaset.ZoneStatus{Zone: "zone-b", Listed: true, Replicas: 1}},
-		{ZoneStatus: replicaset.ZoneStatus{Zone: "zone-c", Listed: true, Replicas: 1}},
-		{ZoneStatus: replicaset.ZoneStatus{Zone: "retired", Replicas: 1}},
-	}
-	fmt.Println(kube.Spread(zones))
-	// Output: zone-a=2 zone-b=1 zone-c=1 retired=1
 }
 
 // zonedPoolAdapter is the package example's Adapter for WorkerPools,

@@ -7,21 +7,21 @@ import (
 	"time"
 )
 
-// DefaultExpectationTTL is how long a pass's writes may stay unseen by the
+// expectationTTL is how long a pass's writes may stay unseen by the
 // cache before the reconciler stops waiting and reads the API server
 // directly, as the Kubernetes ReplicaSet controller's expectations do.
-const DefaultExpectationTTL = 5 * time.Minute
+const expectationTTL = 5 * time.Minute
 
-// Expectations remembers, per owner, the children a pass created or
+// expectations remembers, per owner, the children a pass created or
 // adopted (by name) and deleted or released (by UID), until the informer
 // cache has seen those writes, and the names found taken by others' objects. A
 // reconciler acts for an owner only when its expectations are met, so a
 // stale cache can never make it create or delete twice. The zero value is
 // ready to use; it is safe for concurrent use.
-type Expectations struct {
-	// TTL is how long expectations may go unmet before Check reports them
-	// expired; zero means DefaultExpectationTTL.
-	TTL time.Duration
+type expectations struct {
+	// ttl is how long expectations may go unmet before check reports them
+	// expired; zero means expectationTTL.
+	ttl time.Duration
 
 	mu     sync.Mutex
 	owners map[string]*pending
@@ -35,48 +35,45 @@ type pending struct {
 	since   time.Time           // when the oldest unmet expectation was set
 }
 
-// Seen is how the cache shows one child, for Check.
-type Seen struct {
-	// Name and UID identify the child.
-	Name string
-	UID  string
-	// Deleting reports that the child has a deletion timestamp.
-	Deleting bool
+// seenChild is how the cache shows one child, for check.
+type seenChild struct {
+	name, uid string // identify the child
+	deleting  bool   // the child has a deletion timestamp
 }
 
-// State is the outcome of Check.
-type State int
+// expectState is the outcome of check.
+type expectState int
 
-// The states Check reports.
+// The states check reports.
 const (
-	// Met means the cache has seen every write: act on it.
-	Met State = iota
-	// Waiting means the cache has not yet seen some write: do nothing
+	// expectMet means the cache has seen every write: act on it.
+	expectMet expectState = iota
+	// expectWaiting means the cache has not yet seen some write: do nothing
 	// for this owner now, and look again soon.
-	Waiting
-	// Expired means the cache has not seen some write for longer than
-	// TTL: read the children from the API server instead of the cache,
+	expectWaiting
+	// expectExpired means the cache has not seen some write for longer than
+	// the TTL: read the children from the API server instead of the cache,
 	// and act on that.
-	Expired
+	expectExpired
 )
 
 // String names the state, for logs.
-func (s State) String() string {
+func (s expectState) String() string {
 	switch s {
-	case Met:
+	case expectMet:
 		return "Met"
-	case Waiting:
+	case expectWaiting:
 		return "Waiting"
-	case Expired:
+	case expectExpired:
 		return "Expired"
 	}
-	return fmt.Sprintf("State(%d)", int(s))
+	return fmt.Sprintf("expectState(%d)", int(s))
 }
 
-// Expect records that a pass for owner created the named children and
+// expect records that a pass for owner created the named children and
 // deleted the children with the given UIDs, at now. It adds to what is
 // already expected.
-func (e *Expectations) Expect(owner string, created, deletedUIDs []string, now time.Time) {
+func (e *expectations) expect(owner string, created, deletedUIDs []string, now time.Time) {
 	if len(created) == 0 && len(deletedUIDs) == 0 {
 		return
 	}
@@ -98,24 +95,24 @@ func (e *Expectations) Expect(owner string, created, deletedUIDs []string, now t
 	}
 }
 
-// Check compares owner's expectations with the children the cache shows now
+// check compares owner's expectations with the children the cache shows now
 // and forgets those that are met: a created name is met once the cache
 // lists a child of that name; a deleted UID once the cache no longer lists
 // it live (it is gone, or has a deletion timestamp).
-func (e *Expectations) Check(owner string, children []Seen, now time.Time) State {
+func (e *expectations) check(owner string, children []seenChild, now time.Time) expectState {
 	e.mu.Lock()
 	defer e.mu.Unlock()
 	p, ok := e.owners[owner]
 	if !ok {
-		return Met
+		return expectMet
 	}
 	if len(p.creates) > 0 || len(p.deletes) > 0 {
 		live := make(map[string]struct{}, len(children))
 		names := make(map[string]struct{}, len(children))
 		for _, c := range children {
-			names[c.Name] = struct{}{}
-			if !c.Deleting {
-				live[c.UID] = struct{}{}
+			names[c.name] = struct{}{}
+			if !c.deleting {
+				live[c.uid] = struct{}{}
 			}
 		}
 		for n := range p.creates {
@@ -132,15 +129,15 @@ func (e *Expectations) Check(owner string, children []Seen, now time.Time) State
 	switch {
 	case len(p.creates) == 0 && len(p.deletes) == 0:
 		delete(e.owners, owner)
-		return Met
-	case now.Sub(p.since) >= e.ttl():
-		return Expired
+		return expectMet
+	case now.Sub(p.since) >= e.timeout():
+		return expectExpired
 	}
-	return Waiting
+	return expectWaiting
 }
 
-// Forget drops everything remembered for owner, when the owner is gone.
-func (e *Expectations) Forget(owner string) {
+// forget drops everything remembered for owner, when the owner is gone.
+func (e *expectations) forget(owner string) {
 	e.mu.Lock()
 	defer e.mu.Unlock()
 	delete(e.owners, owner)
@@ -151,7 +148,7 @@ func (e *Expectations) Forget(owner string) {
 // bind ties what is remembered for owner to the owner's UID: an owner
 // deleted and created again under the same name, before any pass saw it
 // gone, does not inherit its predecessor's expectations or taken names.
-func (e *Expectations) bind(owner, uid string) {
+func (e *expectations) bind(owner, uid string) {
 	e.mu.Lock()
 	defer e.mu.Unlock()
 	if e.uids == nil {
@@ -166,7 +163,7 @@ func (e *Expectations) bind(owner, uid string) {
 
 // resetPending drops owner's unmet expectations, after a live read from
 // the API server showed what really happened.
-func (e *Expectations) resetPending(owner string) {
+func (e *expectations) resetPending(owner string) {
 	e.mu.Lock()
 	defer e.mu.Unlock()
 	delete(e.owners, owner)
@@ -175,7 +172,7 @@ func (e *Expectations) resetPending(owner string) {
 // noteTaken remembers names that objects of others were found to hold, so
 // that owner's next passes name children around them. A name is kept for
 // the TTL, after which it may be free again.
-func (e *Expectations) noteTaken(owner string, names []string, now time.Time) {
+func (e *expectations) noteTaken(owner string, names []string, now time.Time) {
 	if len(names) == 0 {
 		return
 	}
@@ -196,13 +193,13 @@ func (e *Expectations) noteTaken(owner string, names []string, now time.Time) {
 
 // takenNames returns the names owner must not use now, forgetting those
 // noted longer than the TTL ago.
-func (e *Expectations) takenNames(owner string, now time.Time) []string {
+func (e *expectations) takenNames(owner string, now time.Time) []string {
 	e.mu.Lock()
 	defer e.mu.Unlock()
 	m := e.taken[owner]
 	var out []string
 	for n, at := range m {
-		if now.Sub(at) >= e.ttl() {
+		if now.Sub(at) >= e.timeout() {
 			delete(m, n)
 			continue
 		}
@@ -215,19 +212,19 @@ func (e *Expectations) takenNames(owner string, now time.Time) []string {
 	return out
 }
 
-// Forgive drops the expectation of creates that failed, so the reconciler
+// forgive drops the expectation of creates that failed, so the reconciler
 // does not wait for children that will never appear.
-func (e *Expectations) Forgive(owner string, names ...string) {
+func (e *expectations) forgive(owner string, names ...string) {
 	e.drop(owner, func(p *pending) map[string]struct{} { return p.creates }, names)
 }
 
-// ForgiveDeletes drops the expectation of deletes that failed.
-func (e *Expectations) ForgiveDeletes(owner string, uids ...string) {
+// forgiveDeletes drops the expectation of deletes that failed.
+func (e *expectations) forgiveDeletes(owner string, uids ...string) {
 	e.drop(owner, func(p *pending) map[string]struct{} { return p.deletes }, uids)
 }
 
 // drop removes keys from one of owner's expectation sets.
-func (e *Expectations) drop(owner string, set func(*pending) map[string]struct{}, keys []string) {
+func (e *expectations) drop(owner string, set func(*pending) map[string]struct{}, keys []string) {
 	e.mu.Lock()
 	defer e.mu.Unlock()
 	p, ok := e.owners[owner]
@@ -244,7 +241,7 @@ func (e *Expectations) drop(owner string, set func(*pending) map[string]struct{}
 
 // entries is the number of owners e remembers anything of: unmet
 // expectations, names found taken, or the UID it is bound to.
-func (e *Expectations) entries() int {
+func (e *expectations) entries() int {
 	e.mu.Lock()
 	defer e.mu.Unlock()
 	n := len(e.uids)
@@ -263,9 +260,10 @@ func (e *Expectations) entries() int {
 	return n
 }
 
-func (e *Expectations) ttl() time.Duration {
-	if e.TTL <= 0 {
-		return DefaultExpectationTTL
+// timeout is e.ttl, or expectationTTL when that is zero.
+func (e *expectations) timeout() time.Duration {
+	if e.ttl <= 0 {
+		return expectationTTL
 	}
-	return e.TTL
+	return e.ttl
 }

@@ -1,4 +1,4 @@
-package kube_test
+package kube
 
 import (
 	"fmt"
@@ -6,60 +6,58 @@ import (
 	"time"
 
 	"pgregory.net/rapid"
-
-	"github.com/replicakit/replicakit/replicaset/kube"
 )
 
 var t0 = time.Date(2026, 11, 30, 12, 0, 0, 0, time.UTC)
 
 func TestExpectations(t *testing.T) {
-	var e kube.Expectations
-	e.TTL = time.Minute
+	var e expectations
+	e.ttl = time.Minute
 	const owner = "ns/set"
-	if got := e.Check(owner, nil, t0); got != kube.Met {
+	if got := e.check(owner, nil, t0); got != expectMet {
 		t.Fatalf("Check with nothing expected = %v, want Met", got)
 	}
-	e.Expect(owner, []string{"a", "b"}, []string{"uid-old"}, t0)
-	old := kube.Seen{Name: "old", UID: "uid-old"}
+	e.expect(owner, []string{"a", "b"}, []string{"uid-old"}, t0)
+	old := seenChild{name: "old", uid: "uid-old"}
 	steps := []struct {
 		desc  string
-		cache []kube.Seen
+		cache []seenChild
 		at    time.Duration
-		want  kube.State
+		want  expectState
 	}{
-		{"cache shows nothing new", []kube.Seen{old}, time.Second, kube.Waiting},
-		{"one create seen, the delete not", []kube.Seen{old, {Name: "a", UID: "1"}}, 2 * time.Second, kube.Waiting},
-		{"the deleted child shows a deletion timestamp", []kube.Seen{{Name: "old", UID: "uid-old", Deleting: true}}, 3 * time.Second, kube.Waiting},
-		{"b never shows: expired after the TTL", nil, time.Minute, kube.Expired},
-		{"b finally shows: met", []kube.Seen{{Name: "b", UID: "2"}}, time.Minute + time.Second, kube.Met},
-		{"met is forgotten", nil, time.Hour, kube.Met},
+		{"cache shows nothing new", []seenChild{old}, time.Second, expectWaiting},
+		{"one create seen, the delete not", []seenChild{old, {name: "a", uid: "1"}}, 2 * time.Second, expectWaiting},
+		{"the deleted child shows a deletion timestamp", []seenChild{{name: "old", uid: "uid-old", deleting: true}}, 3 * time.Second, expectWaiting},
+		{"b never shows: expired after the TTL", nil, time.Minute, expectExpired},
+		{"b finally shows: met", []seenChild{{name: "b", uid: "2"}}, time.Minute + time.Second, expectMet},
+		{"met is forgotten", nil, time.Hour, expectMet},
 	}
 	for _, s := range steps {
-		if got := e.Check(owner, s.cache, t0.Add(s.at)); got != s.want {
+		if got := e.check(owner, s.cache, t0.Add(s.at)); got != s.want {
 			t.Fatalf("%s: Check = %v, want %v", s.desc, got, s.want)
 		}
 	}
 
-	e.Expect(owner, []string{"c"}, nil, t0)
-	e.Forgive(owner, "c")
-	if got := e.Check(owner, nil, t0); got != kube.Met {
+	e.expect(owner, []string{"c"}, nil, t0)
+	e.forgive(owner, "c")
+	if got := e.check(owner, nil, t0); got != expectMet {
 		t.Errorf("after Forgive: Check = %v, want Met", got)
 	}
-	e.Expect(owner, nil, []string{"uid-x"}, t0)
-	if got := e.Check(owner, []kube.Seen{{Name: "x", UID: "uid-x"}}, t0); got != kube.Waiting {
+	e.expect(owner, nil, []string{"uid-x"}, t0)
+	if got := e.check(owner, []seenChild{{name: "x", uid: "uid-x"}}, t0); got != expectWaiting {
 		t.Errorf("a delete not yet seen: Check = %v, want Waiting", got)
 	}
-	e.ForgiveDeletes(owner, "uid-x")
-	if got := e.Check(owner, []kube.Seen{{Name: "x", UID: "uid-x"}}, t0); got != kube.Met {
+	e.forgiveDeletes(owner, "uid-x")
+	if got := e.check(owner, []seenChild{{name: "x", uid: "uid-x"}}, t0); got != expectMet {
 		t.Errorf("after ForgiveDeletes: Check = %v, want Met", got)
 	}
-	e.Expect(owner, []string{"d"}, nil, t0)
-	e.Forget(owner)
-	if got := e.Check(owner, nil, t0); got != kube.Met {
+	e.expect(owner, []string{"d"}, nil, t0)
+	e.forget(owner)
+	if got := e.check(owner, nil, t0); got != expectMet {
 		t.Errorf("after Forget: Check = %v, want Met", got)
 	}
-	e.Expect("other", []string{"x"}, nil, t0)
-	if got := e.Check(owner, nil, t0); got != kube.Met {
+	e.expect("other", []string{"x"}, nil, t0)
+	if got := e.check(owner, nil, t0); got != expectMet {
 		t.Errorf("another owner's expectations leak: Check = %v", got)
 	}
 }
@@ -70,8 +68,8 @@ func TestExpectations(t *testing.T) {
 // the TTL.
 func TestExpectations_Properties(t *testing.T) {
 	rapid.Check(t, func(t *rapid.T) {
-		var e kube.Expectations
-		e.TTL = 10 * time.Second
+		var e expectations
+		e.ttl = 10 * time.Second
 		creates, deletes := map[string]bool{}, map[string]bool{}
 		var since time.Time
 		now := t0
@@ -85,16 +83,16 @@ func TestExpectations_Properties(t *testing.T) {
 					since = now
 				}
 				creates[c], deletes[d] = true, true
-				e.Expect("o", []string{c}, []string{d}, now)
+				e.expect("o", []string{c}, []string{d}, now)
 				continue
 			}
-			var cache []kube.Seen
+			var cache []seenChild
 			shown := map[string]bool{}
 			live := map[string]bool{}
 			for i := range 10 {
 				if rapid.Bool().Draw(t, "listed") {
 					deleting := rapid.Bool().Draw(t, "deleting")
-					cache = append(cache, kube.Seen{Name: fmt.Sprint("n", i), UID: fmt.Sprint("u", i), Deleting: deleting})
+					cache = append(cache, seenChild{name: fmt.Sprint("n", i), uid: fmt.Sprint("u", i), deleting: deleting})
 					shown[fmt.Sprint("n", i)], live[fmt.Sprint("u", i)] = true, !deleting
 				}
 			}
@@ -108,15 +106,15 @@ func TestExpectations_Properties(t *testing.T) {
 					delete(deletes, d)
 				}
 			}
-			want := kube.Met
+			want := expectMet
 			switch {
 			case len(creates) == 0 && len(deletes) == 0:
-			case now.Sub(since) >= e.TTL:
-				want = kube.Expired
+			case now.Sub(since) >= e.ttl:
+				want = expectExpired
 			default:
-				want = kube.Waiting
+				want = expectWaiting
 			}
-			if got := e.Check("o", cache, now); got != want {
+			if got := e.check("o", cache, now); got != want {
 				t.Fatalf("step %d: Check = %v, want %v (unmet creates %v, deletes %v)", step, got, want, creates, deletes)
 			}
 		}

@@ -14,32 +14,29 @@ import (
 // ConditionRemediationAllowed says, with Spec.Remediation, whether
 // unhealthy children may be remediated now: True (reason
 // RemediationAllowed), or False with the reason naming the guard that
-// stops it (TooManyUnhealthy, Suspended, RemediationBackoff,
-// RemediationInFlight) or why the pass holds (ReplicaFailure, Paused,
-// OwnerDeleting). Absent without Spec.Remediation.
+// stops it, which is the planner's hold of that guard
+// (replicaset.HoldTooManyUnhealthy, HoldSuspended, HoldRemediationBackoff,
+// HoldInFlight: their String, TooManyUnhealthy, Suspended,
+// RemediationBackoff, RemediationInFlight), or why the pass holds
+// (ReplicaFailure, Paused, OwnerDeleting). Absent without
+// Spec.Remediation.
+//
+// The guards' reasons mean: TooManyUnhealthy, more children are
+// unhealthy than Remediation.MaxUnhealthy allows
+// (replicaset.HealthStatus.Storm), so the fault is taken to be outside
+// them and none is remediated but those asked for (AnnotationRemediate);
+// Suspended, Remediation.MaxFailures replacements in a row never became
+// healthy, and nothing is remediated until a child started since is
+// healthy; RemediationBackoff, remediation waits after a replacement that
+// failed (Remediation.Backoff, doubling); RemediationInFlight,
+// Remediation.MaxInFlight remediations are under way and more wait until
+// they end.
 const ConditionRemediationAllowed = "RemediationAllowed"
 
-// Reasons of ConditionRemediationAllowed.
-const (
-	// ReasonRemediationAllowed means the guards let unhealthy children
-	// be remediated now; the message says how many more may be.
-	ReasonRemediationAllowed = "RemediationAllowed"
-	// ReasonTooManyUnhealthy means more children are unhealthy than
-	// Remediation.MaxUnhealthy allows (replicaset.HealthStatus.Storm):
-	// the fault is taken to be outside them, and none is remediated
-	// but those asked for (AnnotationRemediate).
-	ReasonTooManyUnhealthy = "TooManyUnhealthy"
-	// ReasonSuspended means Remediation.MaxFailures replacements in a row
-	// never became healthy: nothing is remediated until a child started
-	// since is healthy.
-	ReasonSuspended = "Suspended"
-	// ReasonRemediationBackoff means remediation waits after a
-	// replacement that failed (Remediation.Backoff, doubling).
-	ReasonRemediationBackoff = "RemediationBackoff"
-	// ReasonRemediationInFlight means Remediation.MaxInFlight
-	// remediations are under way: more wait until they end.
-	ReasonRemediationInFlight = "RemediationInFlight"
-)
+// ReasonRemediationAllowed is ConditionRemediationAllowed's reason when it
+// is True: the guards let unhealthy children be remediated now; the
+// message says how many more may be.
+const ReasonRemediationAllowed = "RemediationAllowed"
 
 // remediationCondition is ConditionRemediationAllowed for the pass.
 func remediationCondition(o *observation, d decision) metav1.Condition {
@@ -52,14 +49,14 @@ func remediationCondition(o *observation, d decision) metav1.Condition {
 	case held != "":
 		c.Reason, c.Message = held, "nothing is remediated while the pass holds"
 	case h.Storm:
-		c.Reason, c.Message = ReasonTooManyUnhealthy, counts+": more unhealthy than Remediation.MaxUnhealthy, so the fault is taken to be outside the children"
+		c.Reason, c.Message = replicaset.HoldTooManyUnhealthy.String(), counts+": more unhealthy than Remediation.MaxUnhealthy, so the fault is taken to be outside the children"
 	case h.Suspended:
-		c.Reason, c.Message = ReasonSuspended, fmt.Sprintf("%s: %d replacements in a row never became healthy", counts, history.Failures)
+		c.Reason, c.Message = replicaset.HoldSuspended.String(), fmt.Sprintf("%s: %d replacements in a row never became healthy", counts, history.Failures)
 	case !h.BackoffUntil.IsZero():
-		c.Reason, c.Message = ReasonRemediationBackoff, fmt.Sprintf("%s: waiting until %s after %d failed replacements, the last at %s",
+		c.Reason, c.Message = replicaset.HoldRemediationBackoff.String(), fmt.Sprintf("%s: waiting until %s after %d failed replacements, the last at %s",
 			counts, h.BackoffUntil.UTC().Format(time.RFC3339), history.Failures, history.Last.UTC().Format(time.RFC3339))
 	case h.Allowed == 0:
-		c.Reason, c.Message = ReasonRemediationInFlight, counts
+		c.Reason, c.Message = replicaset.HoldInFlight.String(), counts
 	default:
 		c.Status, c.Reason, c.Message = metav1.ConditionTrue, ReasonRemediationAllowed, counts
 	}

@@ -1,7 +1,6 @@
 package kube
 
 import (
-	"cmp"
 	"sync"
 	"time"
 
@@ -13,7 +12,7 @@ import (
 // shows the write: a pass that read them before that would find them
 // still due (and still annotated AnnotationRemediate) and restart them
 // again, or choose them (or others) to leave again, as a stale cache would
-// create a child twice without Expectations.
+// create a child twice without the expectations.
 type restartLog struct {
 	mu sync.Mutex
 	m  map[string]map[string]pendingWrite // owner key → child UID → its write
@@ -89,7 +88,7 @@ func (l *restartLog) forget(key string) {
 }
 
 // restartTTL is how long a restart may stay unseen by the cache before a
-// pass stops waiting for it: the Expectations' TTL.
+// pass stops waiting for it: the expectations' TTL.
 func (r *Reconciler[O, C]) restartTTL() time.Duration {
-	return cmp.Or(r.Expectations.TTL, DefaultExpectationTTL)
+	return r.expectations.timeout()
 }

@@ -16,6 +16,7 @@ import (
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	"github.com/replicakit/replicakit/replicaset"
 	"github.com/replicakit/replicakit/replicaset/kube"
 )
 
@@ -97,12 +98,12 @@ func TestHeal_ReplacesUnhealthyHoldsStorm(t *testing.T) {
 	}
 	setHealth(t, c, ns, live[0], "bad")
 	setHealth(t, c, ns, live[1], "bad")
-	waitCondition(t, c, w, kube.ConditionRemediationAllowed, "False", kube.ReasonTooManyUnhealthy)
+	waitCondition(t, c, w, kube.ConditionRemediationAllowed, "False", replicaset.HoldTooManyUnhealthy.String())
 	patch = []byte(`{"spec":{"remediation":{"unhealthyWindowSeconds":1}}}`)
 	if err := c.Patch(ctx, w, client.RawPatch("application/merge-patch+json", patch)); err != nil {
 		t.Fatal(err)
 	}
-	msg = waitCondition(t, c, w, kube.ConditionRemediationAllowed, "False", kube.ReasonTooManyUnhealthy)
+	msg = waitCondition(t, c, w, kube.ConditionRemediationAllowed, "False", replicaset.HoldTooManyUnhealthy.String())
 	if !strings.Contains(msg, "2 unhealthy") {
 		t.Errorf("TooManyUnhealthy says %q, want 2 unhealthy", msg)
 	}
@@ -117,7 +118,7 @@ func TestHeal_ReplacesUnhealthyHoldsStorm(t *testing.T) {
 		if deleting > 0 || !slices.Equal(now, sorted(live)) {
 			t.Fatalf("in the storm, children went from %v to %v (%d deleting)", live, now, deleting)
 		}
-		if s, r, _ := condition(t, c, w, kube.ConditionRemediationAllowed); s != "False" || r != kube.ReasonTooManyUnhealthy {
+		if s, r, _ := condition(t, c, w, kube.ConditionRemediationAllowed); s != "False" || r != replicaset.HoldTooManyUnhealthy.String() {
 			t.Fatalf("in the storm, RemediationAllowed is %s/%s, want False/TooManyUnhealthy", s, r)
 		}
 		time.Sleep(100 * time.Millisecond)

@@ -19,6 +19,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client/interceptor"
 
 	"github.com/replicakit/replicakit/internal/faults"
+	"github.com/replicakit/replicakit/replicaset"
 	"github.com/replicakit/replicakit/replicaset/kube"
 )
 
@@ -151,7 +152,7 @@ func TestHooks_TimeoutContinues(t *testing.T) {
 	converge(t, c, w, 2)
 
 	setSpec(t, c, w, `{"spec":{"replicas":1}}`)
-	msg := waitCondition(t, c, w, kube.ConditionReplicaFailure, "True", kube.ReasonHookAbandoned)
+	msg := waitCondition(t, c, w, kube.ConditionReplicaFailure, "True", replicaset.HoldHookAbandoned.String())
 	if !strings.Contains(msg, "on drain timed out at") {
 		t.Errorf("ReplicaFailure says %q, want the child and its hook", msg)
 	}

@@ -38,8 +38,8 @@ type Lifecycle struct {
 	// Lifecycle holds the hooks' Timeout (zero means
 	// replicaset.DefaultHookTimeout) and what it means: the child is
 	// deleted anyway, or, with Abandon, it is kept, preparing, and
-	// ReplicaFailure says so (reason HookAbandoned) until its hooks
-	// release it.
+	// ReplicaFailure says so (reason HookAbandoned, the String of the
+	// planner's replicaset.HoldHookAbandoned) until its hooks release it.
 	replicaset.Lifecycle
 	// MarkNotReady counts a child as not ready from the moment it begins
 	// to prepare, as OpenKruise CloneSet's markPodNotReady: status stops
@@ -74,10 +74,6 @@ const (
 	// ReasonNoneDraining means no child prepares to leave (Draining is
 	// False).
 	ReasonNoneDraining = "NoneDraining"
-	// ReasonHookAbandoned means hooks held children past their timeout
-	// with Lifecycle.Abandon: they stay until their hooks release
-	// them (ReplicaFailure is True).
-	ReasonHookAbandoned = "HookAbandoned"
 )
 
 // PreDeleteHookAnnotation is the annotation by which hook holds a child

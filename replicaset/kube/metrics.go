@@ -17,7 +17,7 @@ import (
 //	replicakit_children_deleted_total{kind}
 //	replicakit_child_operation_failures_total{kind,operation}
 //	replicakit_plan_seconds{kind}           (histogram of the time to decide a pass that acted)
-//	replicakit_expectations_entries{kind}   (gauge: owners the Expectations remember anything of)
+//	replicakit_expectations_entries{kind}   (gauge: owners the expectations remember anything of)
 //	replicakit_zone_backoff_entries{kind}   (gauge: owners in the zone backoff table)
 //	replicakit_remediations_total{kind,action}  (children restarted or replaced to heal them: action restart or replace)
 //
@@ -25,8 +25,7 @@ import (
 // Metrics keep in memory, counted at each scrape: an owner enters them
 // when a pass reads it (its expectations remember its UID) or a create in
 // one of its zones fails, and leaves them when a pass finds it deleted.
-// With a steady set of owners they stay steady. An Expectations shared
-// by several reconcilers of a kind counts once.
+// With a steady set of owners they stay steady.
 type Metrics struct {
 	created  *prometheus.CounterVec
 	deleted  *prometheus.CounterVec
@@ -154,7 +153,7 @@ type tableSizes struct {
 // reconciler is gone.
 type tableSource struct {
 	kind   string
-	tables func() (e *Expectations, b *zoneBackoffs, ok bool)
+	tables func() (e *expectations, b *zoneBackoffs, ok bool)
 }
 
 func newTableSizes() *tableSizes {
@@ -179,7 +178,7 @@ func (t *tableSizes) Collect(ch chan<- prometheus.Metric) {
 	sources := maps.Clone(t.sources)
 	t.mu.Unlock()
 	type tables struct {
-		e map[*Expectations]struct{}
+		e map[*expectations]struct{}
 		b map[*zoneBackoffs]struct{}
 	}
 	byKind := map[string]tables{}
@@ -193,7 +192,7 @@ func (t *tableSizes) Collect(ch chan<- prometheus.Metric) {
 		}
 		k, seen := byKind[s.kind]
 		if !seen {
-			k = tables{e: map[*Expectations]struct{}{}, b: map[*zoneBackoffs]struct{}{}}
+			k = tables{e: map[*expectations]struct{}{}, b: map[*zoneBackoffs]struct{}{}}
 			byKind[s.kind] = k
 		}
 		k.e[e], k.b[b] = struct{}{}, struct{}{}
@@ -223,12 +222,12 @@ func (r *Reconciler[O, C]) trackTables() {
 	if t.sources == nil {
 		t.sources = map[any]tableSource{}
 	}
-	t.sources[self] = tableSource{kind: r.ownerGVK.Kind, tables: func() (*Expectations, *zoneBackoffs, bool) {
+	t.sources[self] = tableSource{kind: r.ownerGVK.Kind, tables: func() (*expectations, *zoneBackoffs, bool) {
 		r := self.Value()
 		if r == nil {
 			return nil, nil, false
 		}
-		r.defaults() // Expectations is filled in once, by the first pass or scrape
-		return r.Expectations, &r.backoff, true
+		r.defaults() // expectations is filled in once, by the first pass or scrape
+		return r.expectations, &r.backoff, true
 	}}
 }

@@ -55,7 +55,7 @@ func trackedAndDropped(m *Metrics, kind string) {
 }
 
 // TestMetrics_TableGauges: the gauges count the owners in the tables, per
-// kind, an Expectations shared by two reconcilers once, across Metrics
+// kind, an expectations table shared by two reconcilers once, across Metrics
 // registered twice with one registry, and forget a reconciler its
 // program dropped.
 func TestMetrics_TableGauges(t *testing.T) {
@@ -78,11 +78,11 @@ func TestMetrics_TableGauges(t *testing.T) {
 
 	now := time.Now()
 	web.defaults()
-	e := web.Expectations
+	e := web.expectations
 	e.bind("ns/a", "uid-a")                         // read by a pass
 	e.bind("ns/b", "uid-b")                         // read, and waiting for its writes
-	e.Expect("ns/b", []string{"b-1"}, nil, now)     // (bound: counted once)
-	e.Expect("ns/c", nil, []string{"uid-c-1"}, now) // waiting, not bound
+	e.expect("ns/b", []string{"b-1"}, nil, now)     // (bound: counted once)
+	e.expect("ns/c", nil, []string{"uid-c-1"}, now) // waiting, not bound
 	e.noteTaken("ns/d", []string{"d-1"}, now)       // a taken name alone
 	e.noteTaken("ns/c", []string{"c-1"}, now)       // (waiting: counted once)
 	web.backoff.record("ns/a", []replicaset.ZoneBackoff{{Zone: "z", Until: now.Add(time.Hour)}})
@@ -93,13 +93,13 @@ func TestMetrics_TableGauges(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	twin := &cmReconciler{Metrics: m2, Expectations: e}
+	twin := &cmReconciler{Metrics: m2, expectations: e}
 	twin.ownerGVK = web.ownerGVK
 	twin.trackTables()
 	twin.backoff.record("ns/t", []replicaset.ZoneBackoff{{Zone: "z", Until: now.Add(time.Hour)}})
 	other := tracked(m2, "Gadget")
 	other.defaults()
-	other.Expectations.bind("ns/g", "uid-g")
+	other.expectations.bind("ns/g", "uid-g")
 	check("a second reconciler of the kind, sharing the expectations, and one of another kind",
 		map[string]map[string]float64{exp: {"Widget": 4, "Gadget": 1}, zb: {"Widget": 3, "Gadget": 0}})
 

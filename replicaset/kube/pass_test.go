@@ -200,7 +200,7 @@ func render(d decision, v verdict) string {
 	}
 	st := v.status
 	if len(st.Zones) > 0 {
-		fmt.Fprintf(&b, "zones %s", Spread(st.Zones))
+		fmt.Fprintf(&b, "zones %s", replicaset.Spread(st.Zones))
 		for _, z := range st.Zones {
 			if !z.BackoffUntil.IsZero() {
 				fmt.Fprintf(&b, " backoff(%s until +%v)", z.Zone, z.BackoffUntil.Sub(testNow))

@@ -92,7 +92,7 @@ func (r *Reconciler[O, C]) read(ctx context.Context, req reconcile.Request) (*ob
 		}
 		return nil, fmt.Errorf("get owner %s: %w", key, err)
 	}
-	r.Expectations.bind(key, string(owner.GetUID()))
+	r.expectations.bind(key, string(owner.GetUID()))
 	o := &observation{owner: owner, key: key, seed: seedOf(owner), now: r.now()}
 	o.spec, o.specErr = r.Adapter.Spec(owner)
 	if o.specErr == nil {
@@ -134,10 +134,10 @@ func (r *Reconciler[O, C]) read(ctx context.Context, req reconcile.Request) (*ob
 		}
 	}
 
-	switch r.Expectations.Check(key, seen(own), o.now) {
-	case Waiting:
+	switch r.expectations.check(key, seen(own), o.now) {
+	case expectWaiting:
 		o.waiting = true
-	case Expired:
+	case expectExpired:
 		// The cache has not shown our writes in time: read the API
 		// server instead, through the selector (the index is the
 		// cache's), and act on that.
@@ -146,14 +146,14 @@ func (r *Reconciler[O, C]) read(ctx context.Context, req reconcile.Request) (*ob
 				return nil, err
 			}
 		}
-		r.Expectations.resetPending(key)
+		r.expectations.resetPending(key)
 	}
 	// A restart the cache does not show yet holds the pass as an unmet
 	// expectation does: the child would look due again.
 	if r.restarts.unseen(key, own, o.now, r.restartTTL()) {
 		o.waiting = true
 	}
-	o.taken = r.Expectations.takenNames(key, o.now)
+	o.taken = r.expectations.takenNames(key, o.now)
 	o.backoff, o.backoffFor = r.backoff.active(key, o.now), cmp.Or(r.ZoneBackoff, DefaultZoneBackoff)
 	o.failedSeen = r.backoff.failing(key)
 	o.progress = r.rollouts.get(key)
@@ -282,10 +282,10 @@ func (r *Reconciler[O, C]) describe(objs []client.Object, match func(C) bool, he
 }
 
 // seen lists children as expectations see them.
-func seen(children []client.Object) []Seen {
-	out := make([]Seen, len(children))
+func seen(children []client.Object) []seenChild {
+	out := make([]seenChild, len(children))
 	for i, c := range children {
-		out[i] = Seen{Name: c.GetName(), UID: string(c.GetUID()), Deleting: c.GetDeletionTimestamp() != nil}
+		out[i] = seenChild{name: c.GetName(), uid: string(c.GetUID()), deleting: c.GetDeletionTimestamp() != nil}
 	}
 	return out
 }

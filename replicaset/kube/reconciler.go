@@ -29,7 +29,7 @@ const DefaultMaxConcurrentReconciles = 5
 // pure functions (see the package documentation). It must be set up before
 // its first pass: SetupWithManager fills in the fields left nil (Client,
 // Cache, APIReader, Scheme, Events, Metrics) and registers the indexes
-// reads go through; Policies and Expectations are filled in on first use.
+// reads go through; Policies is filled in on first use.
 // To run passes without a manager (a unit test on a fake client), see
 // SetupWithIndexer and package kubetest.
 type Reconciler[O, C client.Object] struct {
@@ -87,9 +87,6 @@ type Reconciler[O, C client.Object] struct {
 	Naming Naming
 	// Events records events on owners; nil records none.
 	Events events.EventRecorder
-	// Expectations remembers this reconciler's writes until the cache sees
-	// them. Nil means a private tracker with the default TTL.
-	Expectations *Expectations
 	// Execute tunes the executor (slow start, concurrency).
 	Execute execute.Options
 	// MaxPerPass caps creates and deletes per pass; zero means
@@ -117,7 +114,7 @@ type Reconciler[O, C client.Object] struct {
 	// ZoneBackoff is how long creates avoid a zone in which a create
 	// failed, or a child failed (Spec.Zones); zero means
 	// DefaultZoneBackoff. The owner's status shows each zone's backoff
-	// (ZoneStatus.BackoffUntil), and the owner is looked at again when it
+	// (replicaset.ZoneStatus.BackoffUntil), and the owner is looked at again when it
 	// ends. It is kept in memory, so a restarted controller (or a new
 	// leader) starts with no zone backing off.
 	ZoneBackoff time.Duration
@@ -136,7 +133,10 @@ type Reconciler[O, C client.Object] struct {
 	backoff  zoneBackoffs  // the zones each owner's creates avoid, until when
 	rollouts progressLog   // where each owner's rollout last moved, and when
 	restarts restartLog    // the children each owner's passes restarted, until the cache shows it
-	deleter  *childDeleter // deletes children unread, when Client is the manager's own (see Client)
+	// expectations remembers this reconciler's writes until the cache
+	// sees them; filled in on first use.
+	expectations *expectations
+	deleter      *childDeleter // deletes children unread, when Client is the manager's own (see Client)
 	// childIndexer is the child informer's indexer, holding the child
 	// index, when Cache is the manager's own (see children).
 	childIndexer toolscache.Indexer
@@ -242,8 +242,8 @@ func (r *Reconciler[O, C]) Reconcile(ctx context.Context, req reconcile.Request)
 // once; concurrent reconciles share the result.
 func (r *Reconciler[O, C]) defaults() {
 	r.init.Do(func() {
-		if r.Expectations == nil {
-			r.Expectations = &Expectations{}
+		if r.expectations == nil {
+			r.expectations = &expectations{}
 		}
 		if r.Policies == nil {
 			r.Policies = deletionpolicy.Default()

@@ -2,6 +2,7 @@ package kube_test
 
 import (
 	"testing"
+	"time"
 
 	"github.com/google/go-cmp/cmp"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -9,6 +10,8 @@ import (
 	"github.com/replicakit/replicakit/replicaset"
 	"github.com/replicakit/replicakit/replicaset/kube"
 )
+
+var t0 = time.Date(2026, 11, 30, 12, 0, 0, 0, time.UTC)
 
 func TestReplicaOf(t *testing.T) {
 	created := metav1.NewTime(t0)

@@ -27,9 +27,9 @@ import (
 // come back.
 func (r *Reconciler[O, C]) report(ctx context.Context, o *observation, d decision, out outcome, took time.Duration) (reconcile.Result, error) {
 	v := settle(o, d, out)
-	r.Expectations.Forgive(o.key, v.forgive...)
-	r.Expectations.ForgiveDeletes(o.key, v.forgiveUIDs...)
-	r.Expectations.noteTaken(o.key, v.taken, o.now)
+	r.expectations.forgive(o.key, v.forgive...)
+	r.expectations.forgiveDeletes(o.key, v.forgiveUIDs...)
+	r.expectations.noteTaken(o.key, v.taken, o.now)
 	r.backoff.record(o.key, v.backoff)
 	r.restarts.record(o.key, out.restarted, o.now)
 	r.recordPreparations(o.key, d, out, o.now)
@@ -181,7 +181,7 @@ func statusJSON(obj client.Object) ([]byte, error) {
 
 // forget drops what the reconciler remembers of an owner that is gone.
 func (r *Reconciler[O, C]) forget(key string) {
-	r.Expectations.Forget(key)
+	r.expectations.forget(key)
 	r.written.forget(key)
 	r.backoff.forget(key)
 	r.rollouts.forget(key)

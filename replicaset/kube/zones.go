@@ -43,18 +43,6 @@ type Zoner[C client.Object] interface {
 	SetZone(child C, zone string)
 }
 
-// ZoneStatus is the status of an owner's children in one zone.
-type ZoneStatus struct {
-	replicaset.ZoneStatus
-	// BackoffUntil, when not zero, is when creates in the zone resume:
-	// a create failed there, and new children go to the other zones
-	// until then.
-	BackoffUntil time.Time
-	// Unreachable reports that the zone is in Spec.Unreachable: its
-	// children are unknown.
-	Unreachable bool
-}
-
 // zoneOf is the zone of child c.
 func (r *Reconciler[O, C]) zoneOf(c C) string {
 	if z, ok := any(r.Adapter).(Zoner[C]); ok {
@@ -211,18 +199,17 @@ func unknownCount(n int) string {
 }
 
 // zoneStatus is the status per zone of the members, with each zone's
-// backoff; nil when the spec lists no zones.
-func zoneStatus(o *observation, members []replicaset.Replica, backoff []replicaset.ZoneBackoff) []ZoneStatus {
+// backoff and whether it is unreachable; nil when the spec lists no
+// zones.
+func zoneStatus(o *observation, members []replicaset.Replica, backoff []replicaset.ZoneBackoff) []replicaset.ZoneStatus {
 	if len(o.spec.Zones) == 0 {
 		return nil
 	}
-	sum := replicaset.SummarizeZones(members, o.spec.Zones, o.spec.MinReady, o.now)
-	out := make([]ZoneStatus, len(sum))
-	for i, s := range sum {
-		out[i].ZoneStatus = s
-		out[i].Unreachable = slices.Contains(o.spec.Unreachable, s.Zone)
+	out := replicaset.SummarizeZones(members, o.spec.Zones, o.spec.MinReady, o.now)
+	for i := range out {
+		out[i].Unreachable = slices.Contains(o.spec.Unreachable, out[i].Zone)
 		for _, b := range backoff {
-			if b.Zone == s.Zone {
+			if b.Zone == out[i].Zone {
 				out[i].BackoffUntil = b.Until
 			}
 		}
@@ -230,20 +217,9 @@ func zoneStatus(o *observation, members []replicaset.Replica, backoff []replicas
 	return out
 }
 
-// Spread renders zones on one line as replicaset.Spread does ("a=2 b=1
-// c=1": live children per zone, listed zones first, "?" for children in
-// no zone): a status field for a printer column.
-func Spread(zones []ZoneStatus) string {
-	plain := make([]replicaset.ZoneStatus, len(zones))
-	for i := range zones {
-		plain[i] = zones[i].ZoneStatus
-	}
-	return replicaset.Spread(plain)
-}
-
 // balanced reports whether the live children of the listed zones differ
 // by at most one and none lives in an unlisted zone or in none.
-func balanced(zones []ZoneStatus) bool {
+func balanced(zones []replicaset.ZoneStatus) bool {
 	lo, hi := -1, 0
 	for _, z := range zones {
 		if !z.Listed {
@@ -263,8 +239,8 @@ func balanced(zones []ZoneStatus) bool {
 // zonesCondition is ZonesBalanced: True when the children are spread
 // evenly now and the pass's plan keeps them so; otherwise False, saying
 // why they are not or will not be once the plan is carried out.
-func zonesCondition(o *observation, d decision, zones []ZoneStatus, cond func(t string, ok bool, reason, msg string) metav1.Condition) metav1.Condition {
-	spread := "zones hold " + Spread(zones) + " live replicas"
+func zonesCondition(o *observation, d decision, zones []replicaset.ZoneStatus, cond func(t string, ok bool, reason, msg string) metav1.Condition) metav1.Condition {
+	spread := "zones hold " + replicaset.Spread(zones) + " live replicas"
 	if d.hold == holdFailure {
 		return cond(ConditionZonesBalanced, false, ReasonReplicaFailure, spread)
 	}

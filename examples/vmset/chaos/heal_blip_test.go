@@ -10,7 +10,7 @@ import (
 
 	vmv1 "github.com/replicakit/replicakit/examples/vmset/api/v1alpha1"
 	"github.com/replicakit/replicakit/internal/testenv"
-	"github.com/replicakit/replicakit/replicaset/kube"
+	"github.com/replicakit/replicakit/replicaset"
 	"github.com/replicakit/replicakit/vmprovider"
 	"github.com/replicakit/replicakit/vmprovider/vsphere"
 )
@@ -70,7 +70,7 @@ func healBlip(t *seeded, e *testenv.Env) row {
 			reasons = append(reasons, reason)
 		}
 		switch {
-		case reason == kube.ReasonTooManyUnhealthy && unhealthy == int32(red):
+		case reason == replicaset.HoldTooManyUnhealthy.String() && unhealthy == int32(red):
 			if stormAt.IsZero() {
 				stormAt = time.Now()
 			}

@@ -16,6 +16,7 @@ import (
 	"github.com/replicakit/replicakit/examples/internal/rollwatch"
 	vmv1 "github.com/replicakit/replicakit/examples/vmset/api/v1alpha1"
 	"github.com/replicakit/replicakit/internal/testenv"
+	"github.com/replicakit/replicakit/replicaset"
 	"github.com/replicakit/replicakit/replicaset/kube"
 	"github.com/replicakit/replicakit/vmprovider/vsphere"
 )
@@ -144,7 +145,7 @@ func healBadTemplate(t *seeded, e *testenv.Env) row {
 		if len(reasons) == 0 || reasons[len(reasons)-1] != reason {
 			reasons = append(reasons, reason)
 		}
-		if reason == kube.ReasonSuspended && suspendedAt.IsZero() {
+		if reason == replicaset.HoldSuspended.String() && suspendedAt.IsZero() {
 			suspendedAt = time.Now()
 		}
 		return "", len(order) > 0 && !suspendedAt.IsZero() && lastOn
@@ -178,7 +179,7 @@ func healBadTemplate(t *seeded, e *testenv.Env) row {
 		if len(order) != replaced {
 			return fmt.Sprintf("%d VMs on the bad template replaced after the suspension: %v", len(order)-replaced, order[replaced:])
 		}
-		if r := reasons[len(reasons)-1]; r != kube.ReasonSuspended {
+		if r := reasons[len(reasons)-1]; r != replicaset.HoldSuspended.String() {
 			return "RemediationAllowed says " + r
 		}
 		return ""
@@ -186,7 +187,7 @@ func healBadTemplate(t *seeded, e *testenv.Env) row {
 	if stillWhy != "" {
 		t.Errorf("once suspended: %s", stillWhy)
 	}
-	if !slices.Contains(reasons, kube.ReasonRemediationBackoff) {
+	if !slices.Contains(reasons, replicaset.HoldRemediationBackoff.String()) {
 		t.Errorf("RemediationAllowed never said RemediationBackoff: %s", describeReasons(reasons))
 	}
 	var gaps []string

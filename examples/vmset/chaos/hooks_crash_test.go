@@ -11,6 +11,7 @@ import (
 
 	vmv1 "github.com/replicakit/replicakit/examples/vmset/api/v1alpha1"
 	"github.com/replicakit/replicakit/internal/testenv"
+	"github.com/replicakit/replicakit/replicaset"
 	"github.com/replicakit/replicakit/replicaset/kube"
 )
 
@@ -65,7 +66,7 @@ func hooksCrash(t *seeded, e *testenv.Env) row {
 		}
 		last = later(last, p)
 	}
-	abandoned := waitReason(t, e, s.set, kube.ConditionReplicaFailure, kube.ReasonHookAbandoned, true)
+	abandoned := waitReason(t, e, s.set, kube.ConditionReplicaFailure, replicaset.HoldHookAbandoned.String(), true)
 	saidAbandoned := time.Since(last.Add(timeout))
 	// Held for another timeout from then: at least twice the timeout
 	// since each began to prepare, however late the condition came.
@@ -87,7 +88,7 @@ func hooksCrash(t *seeded, e *testenv.Env) row {
 
 	s.d.recover()
 	converge(t, e, s.sim, s.ns, quarter)
-	waitReason(t, e, s.set, kube.ConditionReplicaFailure, kube.ReasonHookAbandoned, false)
+	waitReason(t, e, s.set, kube.ConditionReplicaFailure, replicaset.HoldHookAbandoned.String(), false)
 	second := s.g.check(t, e, timeout, s.d)
 	if gone := slices.Sorted(maps.Keys(leaving)); !slices.Equal(second.released, gone) || len(second.timedOut)+len(second.skipped) > 0 {
 		t.Errorf("once the drainer recovered: released %v, timed out %v, without preparing %v; want the abandoned %v released",

@@ -26,6 +26,7 @@ import (
 	"github.com/replicakit/replicakit/internal/testenv"
 	"github.com/replicakit/replicakit/internal/vcsim"
 	"github.com/replicakit/replicakit/internal/vcsimtest"
+	"github.com/replicakit/replicakit/replicaset"
 	"github.com/replicakit/replicakit/replicaset/kube"
 	"github.com/replicakit/replicakit/vmprovider"
 	"github.com/replicakit/replicakit/vmprovider/vsphere"
@@ -385,7 +386,7 @@ func TestHeal_StormReplacesNothing(t *testing.T) {
 	}
 	set := waitSet(t, e, ns, "in a storm", func(s *vmv1.VirtualMachineReplicaSet) bool {
 		st, reason, unhealthy := remediation(s)
-		return st == metav1.ConditionFalse && reason == kube.ReasonTooManyUnhealthy && unhealthy == 2
+		return st == metav1.ConditionFalse && reason == replicaset.HoldTooManyUnhealthy.String() && unhealthy == 2
 	})
 	if c := meta.FindStatusCondition(set.Status.Conditions, kube.ConditionRemediationAllowed); !strings.HasPrefix(c.Message, "2 unhealthy") {
 		t.Errorf("TooManyUnhealthy says %q, want 2 unhealthy", c.Message)
@@ -403,7 +404,7 @@ func TestHeal_StormReplacesNothing(t *testing.T) {
 	waitSet(t, e, ns, "seeing the 1s window", func(s *vmv1.VirtualMachineReplicaSet) bool {
 		return s.Status.ObservedGeneration == s.Generation
 	})
-	holdStill(t, e, faults, ns, live[0], kube.ReasonTooManyUnhealthy, time.Now().Add(3*time.Second))
+	holdStill(t, e, faults, ns, live[0], replicaset.HoldTooManyUnhealthy.String(), time.Now().Add(3*time.Second))
 	st, err := vmcheck.Observe(ctx, e.Client, sim.Config(), ns, "test-rs")
 	if err != nil {
 		t.Fatal(err)

@@ -303,7 +303,7 @@ func (a ReplicaSetAdapter) SetStatus(s *vmv1.VirtualMachineReplicaSet, st kube.S
 		s.Status.Zones = append(s.Status.Zones, zs)
 	}
 	if len(st.Zones) > 0 {
-		s.Status.Spread = kube.Spread(st.Zones)
+		s.Status.Spread = replicaset.Spread(st.Zones)
 	}
 	// The healing counters only while the binding heals the set (it
 	// reports RemediationAllowed then): kubectl's UNHEALTHY shows <none>

@@ -16,6 +16,7 @@ import (
 	vmv1 "github.com/replicakit/replicakit/examples/vmset/api/v1alpha1"
 	"github.com/replicakit/replicakit/examples/vmset/controllers"
 	"github.com/replicakit/replicakit/internal/vcsim"
+	"github.com/replicakit/replicakit/replicaset"
 	"github.com/replicakit/replicakit/replicaset/kube"
 	"github.com/replicakit/replicakit/vmprovider"
 	"github.com/replicakit/replicakit/vmprovider/vsphere"
@@ -106,7 +107,7 @@ func (s *story) playStorm(ctx context.Context, live []string) error {
 	}
 	held, err := s.await(ctx, "4 unhealthy, remediation held: TooManyUnhealthy", func(st vmcheck.State) bool {
 		c := remediationAllowed(st)
-		return unhealthy(st) == 4 && c != nil && c.Status == "False" && c.Reason == kube.ReasonTooManyUnhealthy
+		return unhealthy(st) == 4 && c != nil && c.Status == "False" && c.Reason == replicaset.HoldTooManyUnhealthy.String()
 	})
 	if err != nil {
 		return err
