@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"time"
 
 	"github.com/replicakit/replicakit/replicaset"
@@ -64,7 +65,9 @@ func (s *Set) RolloutStatus(ctx context.Context, desired int, now time.Time) (re
 
 // ZoneStatus lists the Set's VMs and returns their status per zone at now
 // (replicaset.SummarizeZones): the zones of Spec.Zones in their order, then
-// any other zone a VM is in, such as one no longer listed. With endpoints
+// any other zone a VM is in, such as one no longer listed; each says
+// whether its endpoint did not answer (Unreachable) and until when creates
+// avoid it after a failed one (BackoffUntil). With endpoints
 // that did not answer, names held twice and a refusal of the last Scale,
 // as Status.
 func (s *Set) ZoneStatus(ctx context.Context, now time.Time) ([]replicaset.ZoneStatus, error) {
@@ -74,7 +77,17 @@ func (s *Set) ZoneStatus(ctx context.Context, now time.Time) ([]replicaset.ZoneS
 	if err != nil {
 		return nil, errors.Join(err, s.refusal())
 	}
-	return replicaset.SummarizeZones(o.current, s.Spec.Zones, s.Spec.MinReady, now), errors.Join(o.err, s.refusal())
+	zs := replicaset.SummarizeZones(o.current, s.Spec.Zones, s.Spec.MinReady, now)
+	for i := range zs {
+		z := &zs[i]
+		z.Unreachable = slices.Contains(o.unreachable, z.Zone)
+		for _, b := range s.history.ZoneBackoff {
+			if b.Zone == z.Zone && now.Before(b.Until) {
+				z.BackoffUntil = b.Until
+			}
+		}
+	}
+	return zs, errors.Join(o.err, s.refusal())
 }
 
 // observe lists the Set's VMs and describes them for the planner. The

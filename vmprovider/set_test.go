@@ -246,6 +246,10 @@ func TestSet_Zones(t *testing.T) {
 		scale(7, now.Add(time.Second))
 	}
 	want("7 with b down", map[string]int{"a": 3, "b": 1, "c": 3})
+	if zs, err := s.ZoneStatus(ctx, now.Add(time.Second)); err != nil || len(zs) != 3 ||
+		!zs[1].BackoffUntil.Equal(now.Add(vmprovider.DefaultZoneBackoff)) || !zs[0].BackoffUntil.IsZero() {
+		t.Fatalf("zone status with b backing off: %+v, %v; want b's BackoffUntil %v", zs, err, now.Add(vmprovider.DefaultZoneBackoff))
+	}
 
 	// b recovers; after the backoff, Rebalance moves one VM at a time.
 	down.Delete("b")
