@@ -1,6 +1,7 @@
 package replicaset
 
 import (
+	"cmp"
 	"fmt"
 	"time"
 )
@@ -196,41 +197,23 @@ type HealthStatus struct {
 
 // windows returns rm's windows with their defaults.
 func (rm *Remediation) windows() (startup, unhealthy time.Duration) {
-	startup, unhealthy = rm.StartupWindow, rm.UnhealthyWindow
-	if startup == 0 {
-		startup = DefaultStartupWindow
-	}
-	if unhealthy == 0 {
-		unhealthy = DefaultUnhealthyWindow
-	}
-	return startup, unhealthy
+	return cmp.Or(rm.StartupWindow, DefaultStartupWindow), cmp.Or(rm.UnhealthyWindow, DefaultUnhealthyWindow)
 }
 
 // maxUnhealthy resolves MaxUnhealthy for desired replicas.
 func (rm *Remediation) maxUnhealthy(desired int) int {
-	a := rm.MaxUnhealthy
-	if !a.IsSet() {
-		a = DefaultMaxUnhealthy
-	}
-	return max(a.of(desired, false, 0), 1)
+	return max(cmp.Or(rm.MaxUnhealthy, DefaultMaxUnhealthy).of(desired, false, 0), 1)
 }
 
 // maxInFlight resolves MaxInFlight for desired replicas.
 func (rm *Remediation) maxInFlight(desired int) int {
-	a := rm.MaxInFlight
-	if !a.IsSet() {
-		a = DefaultMaxInFlight
-	}
-	return max(a.of(desired, true, 0), 1)
+	return max(cmp.Or(rm.MaxInFlight, DefaultMaxInFlight).of(desired, true, 0), 1)
 }
 
 // backoff returns how long after the last failure the next replacement
 // waits, for failures > 0.
 func (rm *Remediation) backoff(failures int) time.Duration {
-	d := rm.Backoff
-	if d == 0 {
-		d = DefaultRemediationBackoff
-	}
+	d := cmp.Or(rm.Backoff, DefaultRemediationBackoff)
 	for i := 1; i < failures && i < 16; i++ {
 		d *= 2
 	}

@@ -1,6 +1,7 @@
 package replicaset
 
 import (
+	"cmp"
 	"fmt"
 	"strings"
 	"time"
@@ -73,12 +74,7 @@ func (l *Lifecycle) Hold(p Preparing, now time.Time) (HoldKind, time.Time) {
 	return 0, deadline
 }
 
-func (l *Lifecycle) timeout() time.Duration {
-	if l.Timeout == 0 {
-		return DefaultHookTimeout
-	}
-	return l.Timeout
-}
+func (l *Lifecycle) timeout() time.Duration { return cmp.Or(l.Timeout, DefaultHookTimeout) }
 
 func (l *Lifecycle) validate() []error {
 	var errs []error

@@ -233,6 +233,9 @@ func (ps *pass) classify() error {
 			ps.tallyZone(i, f, 1)
 		}
 	}
+	if !ps.lazy && lazyUntil < len(cur) {
+		ps.readiness(lazyUntil)
+	}
 	ps.countAll()
 	if err := v.err(); err != nil {
 		return err
@@ -242,9 +245,6 @@ func (ps *pass) classify() error {
 	byIdentity := func(a, b int) int { return compareIdentity(&cur[a], &cur[b]) }
 	slices.SortFunc(ps.back, byIdentity)
 	slices.SortFunc(ps.cancelUpdate, byIdentity)
-	if !ps.lazy && lazyUntil < len(cur) {
-		ps.readiness(lazyUntil)
-	}
 	ps.takeBack(leaving)
 	return nil
 }
@@ -274,25 +274,11 @@ func (ps *pass) readyFlags(r *Replica, f flags) flags {
 // without zones classifies without it (lazy) until it finds a rollout in
 // progress: a set at rest reads no more of each replica than its state,
 // and ranks the candidates of a scale-down by their readiness as it ranks
-// them (tierOf).
+// them (tierOf). The counts are made after it (countAll).
 func (ps *pass) readiness(n int) {
 	for i, f := range ps.fl[:n] {
-		if f&(fLive|fGone) == 0 {
-			continue
-		}
-		f = ps.readyFlags(&ps.cur[i], f)
-		ps.fl[i] = f
-		if f&fLive == 0 {
-			continue
-		}
-		if f&fAvail != 0 {
-			ps.avail++
-			if f&fNew != 0 {
-				ps.newAvail++
-			}
-		}
-		if f&fServe != 0 {
-			ps.serving++
+		if f&(fLive|fGone) != 0 {
+			ps.fl[i] = ps.readyFlags(&ps.cur[i], f)
 		}
 	}
 }

@@ -1,9 +1,6 @@
 package replicaset
 
-import (
-	"fmt"
-	"time"
-)
+import "time"
 
 // Phase is where a replica is in its life cycle, as far as the binding that
 // observed it can tell.
@@ -24,19 +21,9 @@ const (
 )
 
 // String returns the phase's name, as used in Plan.String.
-func (p Phase) String() string {
-	switch p {
-	case PhaseUnknown:
-		return "Unknown"
-	case PhasePending:
-		return "Pending"
-	case PhaseRunning:
-		return "Running"
-	case PhaseFailed:
-		return "Failed"
-	}
-	return fmt.Sprintf("Phase(%d)", int(p))
-}
+func (p Phase) String() string { return enumName(p, phaseNames[:], "Phase") }
+
+var phaseNames = [...]string{PhaseUnknown: "Unknown", PhasePending: "Pending", PhaseRunning: "Running", PhaseFailed: "Failed"}
 
 // Replica is the planner's view of one replica: everything a scale decision
 // or a deletion policy may depend on, and nothing else. Bindings build it

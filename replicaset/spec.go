@@ -1,6 +1,7 @@
 package replicaset
 
 import (
+	"cmp"
 	"errors"
 	"fmt"
 	"hash/maphash"
@@ -134,12 +135,7 @@ type Spec struct {
 }
 
 // maxPerPass returns the effective per-pass cap.
-func (s Spec) maxPerPass() int {
-	if s.MaxPerPass == 0 {
-		return DefaultMaxPerPass
-	}
-	return s.MaxPerPass
-}
+func (s Spec) maxPerPass() int { return cmp.Or(s.MaxPerPass, DefaultMaxPerPass) }
 
 // Validate reports whether s can be planned for. The error wraps
 // ErrInvalidSpec.

@@ -82,15 +82,9 @@ const (
 )
 
 // String returns the type's name, as Kubernetes spells it.
-func (t StrategyType) String() string {
-	switch t {
-	case RollingUpdate:
-		return "RollingUpdate"
-	case OnDelete:
-		return "OnDelete"
-	}
-	return fmt.Sprintf("StrategyType(%d)", int(t))
-}
+func (t StrategyType) String() string { return enumName(t, strategyTypeNames[:], "StrategyType") }
+
+var strategyTypeNames = [...]string{RollingUpdate: "RollingUpdate", OnDelete: "OnDelete"}
 
 // The defaults of an unset Strategy.MaxSurge and Strategy.MaxUnavailable:
 // Cluster API's for machines, not Deployment's 25% and 25%. A VM takes
