@@ -2,7 +2,6 @@ package replicaset
 
 import (
 	"cmp"
-	"fmt"
 	"time"
 )
 
@@ -220,27 +219,13 @@ func (rm *Remediation) backoff(failures int) time.Duration {
 	return d
 }
 
-// validate returns the problems with rm, each wrapping ErrInvalidSpec.
-func (rm *Remediation) validate() []error {
-	var errs []error
-	for _, d := range []struct {
-		name string
-		d    time.Duration
-	}{{"start-up window", rm.StartupWindow}, {"unhealthy window", rm.UnhealthyWindow}, {"backoff", rm.Backoff}} {
-		if d.d < 0 {
-			errs = append(errs, fmt.Errorf("remediation %s %v is negative: %w", d.name, d.d, ErrInvalidSpec))
-		}
-	}
-	for _, a := range []struct {
-		name string
-		a    Amount
-	}{{"max unhealthy", rm.MaxUnhealthy}, {"max in flight", rm.MaxInFlight}} {
-		if a.a.value < 0 {
-			errs = append(errs, fmt.Errorf("remediation %s %s is negative: %w", a.name, a.a, ErrInvalidSpec))
-		}
-	}
-	if rm.MaxFailures < 0 {
-		errs = append(errs, fmt.Errorf("remediation max failures %d is negative: %w", rm.MaxFailures, ErrInvalidSpec))
-	}
-	return errs
+// validate appends to errs the problems with rm (Spec.Validate).
+func (rm *Remediation) validate(errs []error) []error {
+	return append(errs,
+		negative(rm.StartupWindow < 0, "remediation start-up window", rm.StartupWindow),
+		negative(rm.UnhealthyWindow < 0, "remediation unhealthy window", rm.UnhealthyWindow),
+		negative(rm.Backoff < 0, "remediation backoff", rm.Backoff),
+		negative(rm.MaxUnhealthy.value < 0, "remediation max unhealthy", rm.MaxUnhealthy),
+		negative(rm.MaxInFlight.value < 0, "remediation max in flight", rm.MaxInFlight),
+		negative(rm.MaxFailures < 0, "remediation max failures", rm.MaxFailures))
 }

@@ -189,20 +189,14 @@ func (s Strategy) bothZero() bool {
 	return s.MaxSurge.set && s.MaxSurge.value == 0 && s.MaxUnavailable.set && s.MaxUnavailable.value == 0
 }
 
-// validate returns the problems with s, each wrapping ErrInvalidSpec.
-func (s Strategy) validate() []error {
-	var errs []error
+// validate appends to errs the problems with s (Spec.Validate).
+func (s Strategy) validate(errs []error) []error {
 	if s.Type != RollingUpdate && s.Type != OnDelete {
 		errs = append(errs, fmt.Errorf("strategy type %d is neither RollingUpdate nor OnDelete: %w", int(s.Type), ErrInvalidSpec))
 	}
-	for _, a := range []struct {
-		name string
-		a    Amount
-	}{{"max surge", s.MaxSurge}, {"max unavailable", s.MaxUnavailable}, {"partition", s.Partition}} {
-		if a.a.value < 0 {
-			errs = append(errs, fmt.Errorf("%s %s is negative: %w", a.name, a.a, ErrInvalidSpec))
-		}
-	}
+	errs = append(errs, negative(s.MaxSurge.value < 0, "max surge", s.MaxSurge),
+		negative(s.MaxUnavailable.value < 0, "max unavailable", s.MaxUnavailable),
+		negative(s.Partition.value < 0, "partition", s.Partition))
 	if s.Method < UpdateReplace || s.Method > UpdateInPlaceOnly {
 		errs = append(errs, fmt.Errorf("update method %d is none of Replace, InPlaceIfPossible and InPlaceOnly: %w", int(s.Method), ErrInvalidSpec))
 	}
