@@ -119,14 +119,8 @@ func (ps *pass) gate(dels []int, updates []Update) {
 	}
 	var settling, cycling []int
 	for _, i := range dels {
-		switch r := &ps.cur[i]; {
-		case r.Preparing != nil:
-			settling = append(settling, i) // it prepares already
-		case skipsGate(r):
-			p.Delete = append(p.Delete, *r)
-		default:
-			p.Prepare = append(p.Prepare, *r)
-			p.Lifecycle.Preparing++
+		if !admit(p, &ps.cur[i]) {
+			settling = append(settling, i)
 		}
 	}
 	for i, f := range ps.fl[:len(ps.cur)] {
@@ -172,6 +166,23 @@ func (ps *pass) gate(dels []int, updates []Update) {
 			!slices.ContainsFunc(p.Update, func(u Update) bool { return u.Replica.Name == r.Name && u.Replica.UID == r.UID })
 	})
 	lc.hookHolds(p)
+}
+
+// admit takes r, chosen to leave, through the pre-delete gate: a replica
+// that never ran is deleted (skipsGate), one that ran begins to prepare
+// (Plan.Prepare). It reports false for one that prepares already, which
+// settle decides.
+func admit(p *Plan, r *Replica) bool {
+	switch {
+	case r.Preparing != nil:
+		return false
+	case skipsGate(r):
+		p.Delete = append(p.Delete, *r)
+	default:
+		p.Prepare = append(p.Prepare, *r)
+		p.Lifecycle.Preparing++
+	}
+	return true
 }
 
 // replicas returns the replicas at the indexes is.
@@ -226,12 +237,9 @@ func Drain(spec Spec, current []Replica, now time.Time) (Plan, error) {
 		switch {
 		case r.Deleting:
 			p.Deleting = append(p.Deleting, r)
-		case spec.Lifecycle == nil || r.Preparing == nil && skipsGate(&r):
+		case spec.Lifecycle == nil:
 			p.Delete = append(p.Delete, r)
-		case r.Preparing == nil:
-			p.Prepare = append(p.Prepare, r)
-			p.Lifecycle.Preparing++
-		default:
+		case !admit(&p, &r):
 			settling = append(settling, r)
 		}
 	}

@@ -108,11 +108,6 @@ func (ps *pass) decideHealing() healing {
 	var h healing
 	var dues []due
 	unhealthyIn := map[string]int{} // by zone, only zones with an unhealthy replica
-	next := func(t time.Time) {
-		if h.status.NextCheck.IsZero() || t.Before(h.status.NextCheck) {
-			h.status.NextCheck = t
-		}
-	}
 	hist := spec.History
 	var none Health
 	// windowNext is when the first unhealthy window still running ends;
@@ -194,11 +189,9 @@ func (ps *pass) decideHealing() healing {
 		switch {
 		case at.IsZero():
 		case now.Before(at) && !spell:
-			next(at)
+			earliest(&h.status.NextCheck, at)
 		case now.Before(at):
-			if windowNext.IsZero() || at.Before(windowNext) {
-				windowNext = at
-			}
+			earliest(&windowNext, at)
 		default:
 			dues = append(dues, due{i: i, at: at, asked: hl.Now, failed: r.Phase == PhaseFailed})
 		}
@@ -284,13 +277,20 @@ func (ps *pass) decideHealing() healing {
 			held[HoldTooManyUnhealthy] = append(held[HoldTooManyUnhealthy], current[i].Name)
 		}
 	} else if !windowNext.IsZero() {
-		next(windowNext)
+		earliest(&h.status.NextCheck, windowNext)
 	}
 	if !resume.IsZero() {
-		next(resume) // when the backoff ends, status says so
+		earliest(&h.status.NextCheck, resume) // when the backoff ends, status says so
 	}
 	h.holds = healHolds(held, h.status, len(h.restart)+len(h.replace), rm.maxInFlight(ps.desired), rm.maxUnhealthy(ps.desired), resume)
 	return h
+}
+
+// earliest sets *t to at when at is earlier, or *t is zero (none yet).
+func earliest(t *time.Time, at time.Time) {
+	if t.IsZero() || at.Before(*t) {
+		*t = at
+	}
 }
 
 // boolFirst orders true before false.

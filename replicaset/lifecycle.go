@@ -131,9 +131,7 @@ func (l *Lifecycle) settle(p *Plan, r Replica, now time.Time, goes func(Replica)
 		p.Lifecycle.Abandoned = append(p.Lifecycle.Abandoned, r)
 	default:
 		p.Lifecycle.Waiting = append(p.Lifecycle.Waiting, r)
-		if p.Lifecycle.NextCheck.IsZero() || deadline.Before(p.Lifecycle.NextCheck) {
-			p.Lifecycle.NextCheck = deadline
-		}
+		earliest(&p.Lifecycle.NextCheck, deadline)
 	}
 	p.Lifecycle.Preparing++
 }
@@ -156,20 +154,28 @@ func (l *Lifecycle) hookHolds(p *Plan) {
 // describe names the first replicas of rs, each with its hooks and, after
 // when, when they time out.
 func (l *Lifecycle) describe(rs []Replica, when string) string {
-	const most = 3
-	var parts []string
-	for _, r := range rs[:min(len(rs), most)] {
+	return firstFew(len(rs), func(k int) string {
 		// To the second, rounded up: never a time before the deadline.
-		_, until := l.Hold(*r.Preparing, time.Time{})
+		_, until := l.Hold(*rs[k].Preparing, time.Time{})
 		until = until.UTC()
 		if t := until.Truncate(time.Second); !t.Equal(until) {
 			until = t.Add(time.Second)
 		}
-		parts = append(parts, fmt.Sprintf("%s on %s %s %s", r.Name,
-			strings.Join(r.Preparing.Hooks, ", "), when, until.Format(time.RFC3339)))
+		return fmt.Sprintf("%s on %s %s %s", rs[k].Name,
+			strings.Join(rs[k].Preparing.Hooks, ", "), when, until.Format(time.RFC3339))
+	})
+}
+
+// firstFew joins the descriptions (describe) of the first three of n
+// items, and says how many more there are.
+func firstFew(n int, describe func(k int) string) string {
+	const most = 3
+	var parts []string
+	for k := range min(n, most) {
+		parts = append(parts, describe(k))
 	}
-	if len(rs) > most {
-		parts = append(parts, fmt.Sprintf("and %d more", len(rs)-most))
+	if n > most {
+		parts = append(parts, fmt.Sprintf("and %d more", n-most))
 	}
 	return strings.Join(parts, "; ")
 }

@@ -445,16 +445,29 @@ func (ps *pass) choose(i int) {
 	ps.fl[i] |= fChosen
 	ps.deletes++
 	ps.chosen = append(ps.chosen, i)
+	ps.tallyChosen(i, -1)
+}
+
+// unchoose takes current[i] back from the plan's deletions (choose);
+// the caller removes it from pass.chosen.
+func (ps *pass) unchoose(i int) {
+	ps.fl[i] &^= fChosen
+	ps.deletes--
+	ps.tallyChosen(i, 1)
+}
+
+// tallyChosen counts current[i], chosen (d = −1) or taken back (d = 1),
+// in its zone: a victim leaves the zone's live replicas, and still
+// occupies it. Only replicas that are not fixed are chosen.
+func (ps *pass) tallyChosen(i, d int) {
 	if z := ps.zoneAt(i); z >= 0 {
 		t := &ps.z[z]
-		t.live--
-		if ps.fl[i]&fFixed == 0 {
-			t.free--
-		}
+		t.live += d
+		t.free += d
 		if ps.fl[i]&fNew != 0 {
-			t.onNew--
-		} else if ps.fl[i]&fFixed == 0 {
-			t.old--
+			t.onNew += d
+		} else {
+			t.old += d
 		}
 	}
 }

@@ -80,21 +80,18 @@ func backingOff(zones []string, backoff []ZoneBackoff, now time.Time) []bool {
 // the spec lists zones; when it does and every one is unreachable, emit
 // makes them wait (Plan.Deferred).
 func (ps *pass) create(n int) {
-	switch {
-	case n <= 0:
-	case !ps.zoned():
-		ps.p.Create += n
-	default:
-		ps.p.Create += n
-		for range n {
-			z := ps.pick()
-			t := &ps.z[z]
-			t.onNew++
-			t.coming++
-			t.live++
-			t.occ++
-			ps.p.CreateZones = append(ps.p.CreateZones, ps.zones[z])
-		}
+	if n <= 0 {
+		return
+	}
+	ps.p.Create += n
+	for ; n > 0 && ps.zoned(); n-- {
+		z := ps.pick()
+		t := &ps.z[z]
+		t.onNew++
+		t.coming++
+		t.live++
+		t.occ++
+		ps.p.CreateZones = append(ps.p.CreateZones, ps.zones[z])
 	}
 }
 
@@ -124,37 +121,23 @@ func (ps *pass) pick() int {
 	if byLive && u < 0 {
 		u = ps.updateZone()
 	}
-	stay := func(z int) int {
-		if z == u {
-			return ps.z[z].live - ps.z[z].old
-		}
-		return ps.z[z].live
-	}
-	best := -1
-	for z := range ps.z {
-		a := &ps.z[z]
+	// key is zone z's place in the picker's order, lowest first; the
+	// earlier listed on a tie.
+	key := func(z int) [5]int {
+		t := &ps.z[z]
+		stay, other := 0, 0 // with byLive: the live replicas that stay, and 1 outside the zone updated
 		switch {
-		case ps.off[z]:
-		case best < 0:
-			best = z
-		case byLive && stay(z) != stay(best):
-			if stay(z) < stay(best) {
-				best = z
-			}
-		case byLive && (z == u || best == u):
-			if z == u {
-				best = z
-			}
-		case a.onNew != ps.z[best].onNew:
-			if a.onNew < ps.z[best].onNew {
-				best = z
-			}
-		case a.old-a.coming != ps.z[best].old-ps.z[best].coming:
-			if a.old-a.coming > ps.z[best].old-ps.z[best].coming {
-				best = z
-			}
-		case a.occ < ps.z[best].occ:
-			best = z
+		case byLive && z == u:
+			stay = t.live - t.old
+		case byLive:
+			stay, other = t.live, 1
+		}
+		return [5]int{stay, other, t.onNew, -(t.old - t.coming), t.occ}
+	}
+	best, bestKey := -1, [5]int{}
+	for z := range ps.z {
+		if k := key(z); !ps.off[z] && (best < 0 || slices.Compare(k[:], bestKey[:]) < 0) {
+			best, bestKey = z, k
 		}
 	}
 	return best
@@ -215,22 +198,6 @@ func (ps *pass) keepAvailable(from int) {
 		kept = append(kept, i)
 	}
 	ps.chosen = kept
-}
-
-// unchoose takes current[i] back from the plan's deletions (choose);
-// the caller removes it from pass.chosen.
-func (ps *pass) unchoose(i int) {
-	ps.fl[i] &^= fChosen
-	ps.deletes--
-	if z := ps.zoneAt(i); z >= 0 {
-		ps.z[z].live++
-		ps.z[z].free++ // only unfixed replicas are chosen
-		if ps.fl[i]&fNew != 0 {
-			ps.z[z].onNew++
-		} else {
-			ps.z[z].old++
-		}
-	}
 }
 
 // unbalanced says why the listed zones' live replicas will differ by more
