@@ -55,7 +55,7 @@ func (ps *pass) emit() {
 	for _, h := range ps.inPlaceHolds {
 		addHold(p, h)
 	}
-	p.Holds = append(p.Holds, ps.heal.holds...)
+	p.Holds = append(p.Holds, ps.healHolds...)
 	if ps.unknownOld > 0 {
 		p.Holds = append(p.Holds, Hold{By: HoldUnreachable, Waiting: ps.unknownOld,
 			Reason: fmt.Sprintf("%d replicas on older revisions are in unreachable zones; they are replaced once their zones answer again", ps.unknownOld)})

@@ -114,16 +114,9 @@ func (ps *pass) inPlace() {
 		switch {
 		case len(ps.updates) == ps.limit:
 			deferred++
-		case cost == 4 && (ps.budget < 1 || ps.serveBudget < 1), (cost == 1 || cost == 3) && ps.serveBudget < 1:
+		case !ps.afford(cost == 4, cost == 1 || cost == 3):
 			waiting++
 		default:
-			switch cost {
-			case 4:
-				ps.budget--
-				ps.serveBudget--
-			case 1, 3:
-				ps.serveBudget--
-			}
 			switch {
 			case ps.cur[i].InPlace == InPlacePowerCycle:
 				f &^= fAvail | fServe // out of service while it cycles

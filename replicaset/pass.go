@@ -1,6 +1,7 @@
 package replicaset
 
 import (
+	"fmt"
 	"slices"
 	"time"
 )
@@ -104,10 +105,10 @@ type pass struct {
 	replaced []int // remediated or failed replicas, replaced in this pass
 	unlisted int   // live replicas in no listed zone
 
-	rebalanceHeld int   // deletes Spec.Rebalance holds back
-	restart       []int // replicas to restart
-	update        int   // the zone a ZoneByZone rollout updates, or -1
-	heal          healing
+	rebalanceHeld int    // deletes Spec.Rebalance holds back
+	restart       []int  // replicas to restart
+	update        int    // the zone a ZoneByZone rollout updates, or -1
+	healHolds     []Hold // what holds replicas due for remediation, or failed ones (remediate)
 
 	unknownCounted, unknownOld int // unknown replicas that count toward Desired; those on older revisions
 	fallback                   []Fallback
@@ -423,18 +424,24 @@ func (ps *pass) resolveBudget() {
 // allow it: an available replica costs one of each, one that may serve
 // one of serveBudget, any other nothing.
 func (ps *pass) spend(i int) bool {
-	switch f := ps.fl[i]; {
-	case f&fAvail != 0:
-		if ps.budget == 0 || ps.serveBudget == 0 {
-			return false
-		}
+	avail := ps.fl[i]&fAvail != 0
+	ok := ps.afford(avail, ps.fl[i]&fServe != 0)
+	ps.heldServing = ps.heldServing || !ok && !avail
+	return ok
+}
+
+// afford charges taking a replica out of service to the budgets and
+// reports whether they allow it: it costs one of each when it takes an
+// available replica out (avail), one of serveBudget when it takes out
+// one that may serve (serve), nothing else.
+func (ps *pass) afford(avail, serve bool) bool {
+	switch {
+	case avail && (ps.budget == 0 || ps.serveBudget == 0), serve && ps.serveBudget == 0:
+		return false
+	case avail:
 		ps.budget--
 		ps.serveBudget--
-	case f&fServe != 0:
-		if ps.serveBudget == 0 {
-			ps.heldServing = true
-			return false
-		}
+	case serve:
 		ps.serveBudget--
 	}
 	return true
@@ -472,10 +479,11 @@ func (ps *pass) tallyChosen(i, d int) {
 	}
 }
 
-// hold records a Hold, or adds to the hold of its kind already recorded:
-// one hold per bound, its reasons joined.
-func (ps *pass) hold(by HoldKind, waiting int, reason string) {
-	addHold(&ps.p, Hold{By: by, Waiting: waiting, Reason: reason})
+// hold records a Hold, its reason formatted as fmt.Sprintf does, or adds
+// to the hold of its kind already recorded: one hold per bound, its
+// reasons joined.
+func (ps *pass) hold(by HoldKind, waiting int, format string, args ...any) {
+	addHold(&ps.p, Hold{By: by, Waiting: waiting, Reason: fmt.Sprintf(format, args...)})
 }
 
 // addHold adds h to p's holds, or to the hold of its kind already there.

@@ -27,9 +27,8 @@ func (ps *pass) scale() {
 			// count toward the surge bound while a rollout runs.
 			held := n - max(0, room)
 			n -= held
-			ps.hold(HoldMaxSurge, held, fmt.Sprintf(
-				"%d new replicas wait: %d replicas exist counting %d being deleted, and MaxSurge allows %d",
-				held, total, ps.gone, ps.desired+ps.lim.Surge))
+			ps.hold(HoldMaxSurge, held, "%d new replicas wait: %d replicas exist counting %d being deleted, and MaxSurge allows %d",
+				held, total, ps.gone, ps.desired+ps.lim.Surge)
 		}
 		ps.create(n)
 	case ps.live > ps.desired:
@@ -166,7 +165,7 @@ func (ps *pass) scaleDown(want int) {
 			kind = HoldLastAvailable
 		}
 	}
-	ps.hold(kind, waiting, fmt.Sprintf("%d replicas wait to be scaled down: %s", waiting, strings.Join(why, "; ")))
+	ps.hold(kind, waiting, "%d replicas wait to be scaled down: %s", waiting, strings.Join(why, "; "))
 }
 
 // servingNote says why replicas that look unavailable were kept.
