@@ -1,9 +1,6 @@
 package replicaset
 
-import (
-	"fmt"
-	"strings"
-)
+import "strings"
 
 // replace plans the rollout's own work once scaling is planned: surge
 // creates on the wanted revision, and deletes of replicas on older
@@ -111,20 +108,21 @@ func (ps *pass) replace() {
 		p.Deferred += waiting
 		return
 	}
-	reason := fmt.Sprintf(
-		"%d replicas on older revisions wait for replicas on revision %s to become available: %d are available, and at least %d (Desired − MaxUnavailable) must stay",
-		waiting, spec.Revision, ps.avail, ps.desired-lim.Unavailable)
+	var also string // what else holds them, and which setting would not
 	if ps.heldServing {
-		reason += fmt.Sprintf("; %s", ps.servingNote())
+		also = "; " + ps.servingNote()
 	}
+	const noSurge = "no replica is coming up to take their place: MaxUnavailable above 0 would let the rollout replace replicas without a surge replica, within it"
 	switch {
 	case lim.Unavailable > 0:
 	case spec.History.CreatesFailing:
-		reason += "; creates are failing, so no replica is coming up to take their place: MaxUnavailable above 0 would let the rollout replace replicas without a surge replica, within it"
+		also += "; creates are failing, so " + noSurge
 	case ps.onNew-ps.newAvail == 0 && p.Create == 0:
-		reason += "; no replica is coming up to take their place: MaxUnavailable above 0 would let the rollout replace replicas without a surge replica, within it"
+		also += "; " + noSurge
 	}
-	ps.hold(HoldMaxUnavailable, waiting, "%s", reason)
+	ps.hold(HoldMaxUnavailable, waiting,
+		"%d replicas on older revisions wait for replicas on revision %s to become available: %d are available, and at least %d (Desired − MaxUnavailable) must stay%s",
+		waiting, spec.Revision, ps.avail, ps.desired-lim.Unavailable, also)
 }
 
 // updateZone returns the zone a ZoneByZone rollout updates now: the first
