@@ -138,15 +138,13 @@ func (ps *pass) classify() error {
 			ps.zones = append(ps.zones, z)
 		}
 	}
+	ps.desired = spec.Desired
 	if len(spec.Unreachable) > 0 {
 		for i := range cur {
 			if r := &cur[i]; slices.Contains(spec.Unreachable, r.Zone) && (!r.Deleting || !spec.ReplaceDeleting) {
 				ps.unknownCounted++
 			}
 		}
-	}
-	ps.desired = spec.Desired
-	if len(spec.Unreachable) > 0 {
 		// Known replicas stand in for unknown ones, at most a surge's worth.
 		surge := spec.Strategy.Limits(spec.Desired).Surge
 		ps.desired = max(0, spec.Desired-ps.unknownCounted) + min(ps.unknownCounted, surge, spec.Desired)
@@ -154,13 +152,11 @@ func (ps *pass) classify() error {
 	ps.lim = spec.Strategy.Limits(ps.desired)
 	ps.lazy = len(ps.zones) == 0
 	ps.fl = ps.w.flagsFor(len(cur))
-	var byKey *[256]int8
 	if len(ps.zones) > 0 {
 		ps.zoneOf = ps.w.int32s(intsZones, len(cur))
 		ps.z = make([]zoneTally, len(ps.zones))
 		ps.off = backingOff(ps.zones, spec.History.ZoneBackoff, ps.env.Now)
-		byKey = &ps.w.zoneKeys
-		zoneIndex(byKey, ps.zones)
+		zoneIndex(&ps.w.zoneKeys, ps.zones)
 	}
 	v := newValidator(len(cur), ps.w)
 	if gated {
@@ -173,11 +169,11 @@ func (ps *pass) classify() error {
 	for i := range cur {
 		v.check(cur, i)
 		r := &cur[i]
+		if ps.zoneOf != nil {
+			ps.zoneOf[i] = int32(zoneIndexOf(&ps.w.zoneKeys, ps.zones, r.Zone)) // -1 for an unreachable zone
+		}
 		if len(spec.Unreachable) > 0 && slices.Contains(spec.Unreachable, r.Zone) {
 			ps.fl[i] = fUnknown
-			if ps.zoneOf != nil {
-				ps.zoneOf[i] = -1
-			}
 			ps.p.Unknown = append(ps.p.Unknown, *r)
 			if !r.Deleting && spec.Revision != "" && !onRevision(spec.Revision, r) {
 				ps.unknownOld++
@@ -186,9 +182,6 @@ func (ps *pass) classify() error {
 				ps.p.Lifecycle.Preparing++ // left alone, preparing, while its zone is cut off
 			}
 			continue
-		}
-		if ps.zoneOf != nil {
-			ps.zoneOf[i] = int32(zoneIndexOf(byKey, ps.zones, r.Zone))
 		}
 		var f flags
 		switch {

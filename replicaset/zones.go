@@ -212,29 +212,24 @@ func (ps *pass) unbalanced(held int) string {
 	if !ps.zoned() {
 		return ""
 	}
-	after := make([]int, len(ps.z))
-	pinned := false // a zone above the rest has no candidate left
-	for z := range ps.z {
-		after[z] = ps.z[z].live
+	lo, hi := ps.z[0].live, ps.z[0].live
+	for _, t := range ps.z {
+		lo, hi = min(lo, t.live), max(hi, t.live)
 	}
-	lo, hi := slices.Min(after), slices.Max(after)
 	if hi-lo <= 1 {
 		return ""
 	}
-	for z := range ps.z {
-		pinned = pinned || after[z] > lo+1 && ps.z[z].free == 0
-	}
+	pinned := false // a zone above the rest has no candidate left
 	parts := make([]string, len(ps.zones))
-	for z, zone := range ps.zones {
-		parts[z] = fmt.Sprintf("%s=%d", zone, after[z])
-	}
-	spread := fmt.Sprintf("zones hold %s live replicas", strings.Join(parts, " "))
-	var off []string
-	for z, b := range ps.off {
-		if b {
+	var off []string // the zones backing off
+	for z, t := range ps.z {
+		pinned = pinned || t.live > lo+1 && t.free == 0
+		parts[z] = fmt.Sprintf("%s=%d", ps.zones[z], t.live)
+		if ps.off[z] {
 			off = append(off, ps.zones[z])
 		}
 	}
+	spread := fmt.Sprintf("zones hold %s live replicas", strings.Join(parts, " "))
 	early := slices.ContainsFunc(ps.chosen, func(i int) bool {
 		return ps.cur[i].MarkedForDeletion || ps.tierOf(i, &order{tiered: true, updating: -1}, ps.rebalancing()) != groupListed*3+healthUp
 	})
