@@ -146,24 +146,18 @@ func (ps *pass) gate(dels []int, updates []Update) {
 	// per-pass cap too: those over it stay preparing, deferred to the next
 	// pass, and are not reported as timed out yet. A power cycle under way
 	// is no replica on an older revision waiting, so no hold counts it.
-	if over := len(p.Update) - ps.limit; over > 0 {
-		p.Update = p.Update[:ps.limit]
-		p.Deferred += over
-		p.Lifecycle.Preparing += over
-	}
-	if over := len(p.Delete) - ps.limit; over > 0 {
-		p.Delete = p.Delete[:ps.limit]
-		p.Deferred += over
-		p.Lifecycle.Preparing += over
-	}
+	over := max(0, len(p.Update)-ps.limit) + max(0, len(p.Delete)-ps.limit)
+	p.Update, p.Delete = p.Update[:min(len(p.Update), ps.limit)], p.Delete[:min(len(p.Delete), ps.limit)]
+	p.Deferred += over
+	p.Lifecycle.Preparing += over
 	// A replica replaced that prepared already goes once its hooks
 	// release it: it is replaced in the pass that deletes it.
-	p.Replace = slices.DeleteFunc(p.Replace, func(r Replica) bool {
-		return r.Preparing != nil && !slices.ContainsFunc(p.Delete, func(d Replica) bool { return d.Name == r.Name && d.UID == r.UID })
-	})
+	deleted := func(r Replica) bool {
+		return slices.ContainsFunc(p.Delete, func(d Replica) bool { return compareIdentity(&d, &r) == 0 })
+	}
+	p.Replace = slices.DeleteFunc(p.Replace, func(r Replica) bool { return r.Preparing != nil && !deleted(r) })
 	p.Lifecycle.TimedOut = slices.DeleteFunc(p.Lifecycle.TimedOut, func(r Replica) bool {
-		return !slices.ContainsFunc(p.Delete, func(d Replica) bool { return d.Name == r.Name && d.UID == r.UID }) &&
-			!slices.ContainsFunc(p.Update, func(u Update) bool { return u.Replica.Name == r.Name && u.Replica.UID == r.UID })
+		return !deleted(r) && !slices.ContainsFunc(p.Update, func(u Update) bool { return compareIdentity(&u.Replica, &r) == 0 })
 	})
 	lc.hookHolds(p)
 }

@@ -144,15 +144,15 @@ func (ps *pass) decideHealing() {
 		switch {
 		case r.Phase == PhaseFailed:
 			at, unhealthy = now, true
-		case r.LaunchGated && !hl.Started.IsZero():
-			// A launch gate still closed: judged by the start-up window,
-			// whatever the health check says.
+		case !hl.Started.IsZero() && (r.LaunchGated || !hl.Healthy && !healthyNow):
+			// Started and not healthy since, or with a launch gate still
+			// closed (whatever the health check says): judged by the
+			// start-up window.
 			at = hl.Started.Add(startup)
 			unhealthy = !now.Before(at)
-		case hl.Started.IsZero() || hl.Healthy && !hl.Unhealthy || !hl.Healthy && healthyNow:
-		case !hl.Healthy:
-			at = hl.Started.Add(startup)
-			unhealthy = !now.Before(at)
+		case hl.Started.IsZero() || !hl.Healthy || !hl.Unhealthy:
+			// Not started, healthy now, or healthy since it started and
+			// not unhealthy.
 		case !hl.Since.IsZero():
 			from := hl.Since
 			if stormEnd.After(from) {
