@@ -59,11 +59,11 @@ func (ps *pass) tierOf(i int, o *order, rebalancing bool) uint8 {
 			group = groupUpdating
 		}
 	}
-	broken, avail := ps.fl[i]&fBroken != 0, ps.fl[i]&fAvail != 0
+	f := ps.fl[i]
 	if ps.lazy {
-		f := ps.readyFlags(r, ps.fl[i])
-		broken, avail = f&fBroken != 0, f&fAvail != 0
+		f = ps.readyFlags(r, f)
 	}
+	broken, avail := f&fBroken != 0, f&fAvail != 0
 	switch {
 	case broken && (r.Phase == PhaseFailed || !rebalancing):
 		health = healthBroken

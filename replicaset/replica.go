@@ -1,6 +1,9 @@
 package replicaset
 
-import "time"
+import (
+	"cmp"
+	"time"
+)
 
 // Phase is where a replica is in its life cycle, as far as the binding that
 // observed it can tell.
@@ -170,11 +173,8 @@ type Rank [4]int64
 // Compare returns -1, 0 or +1 as r sorts before, with, or after o.
 func (r Rank) Compare(o Rank) int {
 	for i := range r {
-		switch {
-		case r[i] < o[i]:
-			return -1
-		case r[i] > o[i]:
-			return 1
+		if c := cmp.Compare(r[i], o[i]); c != 0 {
+			return c
 		}
 	}
 	return 0

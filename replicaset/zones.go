@@ -171,11 +171,7 @@ func (ps *pass) rebalance() {
 		stray = stray || f&fFixed == 0 && ps.zoneAt(i) < 0
 	}
 	to := ps.pick()
-	move := stray
-	for z := range ps.z {
-		move = move || ps.z[z].free > 0 && ps.z[z].live >= ps.z[to].live+2
-	}
-	if move {
+	if stray || slices.ContainsFunc(ps.z, func(t zoneTally) bool { return t.free > 0 && t.live >= ps.z[to].live+2 }) {
 		ps.create(1)
 	}
 }
