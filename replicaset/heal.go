@@ -74,7 +74,7 @@ func (ps *pass) failedInZones() (at []int, stay bool) {
 	}
 	slices.SortFunc(at, func(a, b int) int { return compareIdentity(&ps.cur[a], &ps.cur[b]) })
 	for z, zone := range ps.zones {
-		if !sick[z] && !slices.ContainsFunc(ps.spec.History.ZoneBackoff, func(b ZoneBackoff) bool { return b.Zone == zone && ps.env.Now.Before(b.Until) }) {
+		if !sick[z] && !backsOff(ps.spec.History.ZoneBackoff, zone, ps.env.Now) {
 			return at, false
 		}
 	}

@@ -63,17 +63,18 @@ func backingOff(zones []string, backoff []ZoneBackoff, now time.Time) []bool {
 	off := make([]bool, len(zones))
 	all := len(zones) > 0
 	for i, z := range zones {
-		for _, b := range backoff {
-			if b.Zone == z && now.Before(b.Until) {
-				off[i] = true
-			}
-		}
+		off[i] = backsOff(backoff, z, now)
 		all = all && off[i]
 	}
 	if all {
 		clear(off)
 	}
 	return off
+}
+
+// backsOff reports whether backoff avoids zone at now.
+func backsOff(backoff []ZoneBackoff, zone string, now time.Time) bool {
+	return slices.ContainsFunc(backoff, func(b ZoneBackoff) bool { return b.Zone == zone && now.Before(b.Until) })
 }
 
 // create adds n creates to the plan, each placed in a zone (pick) when
