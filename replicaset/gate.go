@@ -1,7 +1,6 @@
 package replicaset
 
 import (
-	"fmt"
 	"slices"
 	"time"
 )
@@ -57,8 +56,7 @@ func (ps *pass) emit() {
 	}
 	p.Holds = append(p.Holds, ps.healHolds...)
 	if ps.unknownOld > 0 {
-		p.Holds = append(p.Holds, Hold{By: HoldUnreachable, Waiting: ps.unknownOld,
-			Reason: fmt.Sprintf("%d replicas on older revisions are in unreachable zones; they are replaced once their zones answer again", ps.unknownOld)})
+		ps.hold(HoldUnreachable, ps.unknownOld, "%d replicas on older revisions are in unreachable zones; they are replaced once their zones answer again", ps.unknownOld)
 	}
 	if ps.spec.Strategy.Method == UpdateInPlaceIfPossible {
 		p.Fallback = ps.fallback

@@ -97,10 +97,7 @@ func (ps *pass) replace() {
 		ps.hold(HoldProtected, n, "%d replicas on older revisions are protected from scale-in and are not replaced", n)
 		waiting -= n
 	}
-	if ps.zoned() {
-		waiting = ps.zoneHolds(waiting)
-	}
-	if waiting <= 0 {
+	if waiting = ps.zoneHolds(waiting); waiting <= 0 {
 		return
 	}
 	if ps.deletes >= ps.limit {
@@ -140,7 +137,7 @@ func (ps *pass) updateZone() int {
 // zoneHolds records the holds of replicas left on older revisions because
 // of their zone, at most waiting of them, and returns how many of the
 // waiting are left to explain: those in zones backing off, and with
-// ZoneByZone those in zones not updated yet.
+// ZoneByZone those in zones not updated yet (none without zones).
 func (ps *pass) zoneHolds(waiting int) int {
 	var off, later []string
 	nOff, nLater := 0, 0
