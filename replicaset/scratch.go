@@ -20,7 +20,7 @@ type scratch struct {
 	flags  []flags
 	victim [2][]victim // the candidates, and the same in buckets (pass.each)
 	used   int         // victims handed out since the scratch left the pool
-	// zoneKeys is zoneCounts.byKey.
+	// zoneKeys finds a listed zone by its key (zoneIndex, zoneIndexOf).
 	zoneKeys [256]int8
 }
 
