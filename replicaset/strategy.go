@@ -238,7 +238,7 @@ type RolloutStatus struct {
 // spec. A spec without a revision counts every replica as updated.
 func SummarizeRollout(spec Spec, current []Replica, now time.Time) RolloutStatus {
 	var s RolloutStatus
-	var olds map[string]int // live replicas per older revision
+	olds := map[string]int{} // live replicas per older revision
 	deleting := false
 	for i := range current {
 		r := &current[i]
@@ -248,9 +248,6 @@ func SummarizeRollout(spec Spec, current []Replica, now time.Time) RolloutStatus
 		}
 		if !onRevision(spec.Revision, r) {
 			s.Old++
-			if olds == nil {
-				olds = map[string]int{}
-			}
 			olds[r.Revision]++
 			continue
 		}
