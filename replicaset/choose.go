@@ -59,11 +59,11 @@ func (ps *pass) tierOf(i int, o *order, rebalancing bool) uint8 {
 			group = groupUpdating
 		}
 	}
-	broken, avail := ps.fl[i]&fBroken != 0, ps.fl[i]&fAvail != 0
+	f := ps.fl[i]
 	if ps.lazy {
-		f := ps.readyFlags(r, ps.fl[i])
-		broken, avail = f&fBroken != 0, f&fAvail != 0
+		f = ps.readyFlags(r, f)
 	}
+	broken, avail := f&fBroken != 0, f&fAvail != 0
 	switch {
 	case broken && (r.Phase == PhaseFailed || !rebalancing):
 		health = healthBroken
@@ -101,15 +101,22 @@ func (ps *pass) each(o order, f func(i int) bool) {
 	spent := func(t int) bool {
 		return o.budgeted && t%3 == healthUp && !rebalancing && (ps.budget == 0 || ps.serveBudget == 0)
 	}
+	// drain walks q in order; false once f stops the walk.
+	drain := func(q *queue) bool {
+		for j := q.pop(o.need, ps.w); j >= 0; j = q.pop(o.need, ps.w) {
+			if !f(int(q.vs[j].i)) {
+				return false
+			}
+			if spent(int(q.vs[j].tier)) {
+				break
+			}
+		}
+		return true
+	}
 	if !o.tiered || !ps.zoned() {
 		// The tier is the first column of the order, and the tier of
 		// available replicas the last: one queue.
-		q := queue{vs: vs, idx: idx}
-		for j := q.pop(o.need, ps.w); j >= 0; j = q.pop(o.need, ps.w) {
-			if !f(int(vs[j].i)) || spent(int(vs[j].tier)) {
-				return
-			}
-		}
+		drain(&queue{vs: vs, idx: idx})
 		return
 	}
 	// Buckets side by side: each tier, and each listed zone of the tiers
@@ -147,14 +154,8 @@ func (ps *pass) each(o order, f func(i int) bool) {
 	for t := range tiers {
 		base := t * (k + 1)
 		if t/3 != groupListed {
-			q := &qs[base]
-			for j := q.pop(o.need, ps.w); j >= 0; j = q.pop(o.need, ps.w) {
-				if !f(int(q.vs[j].i)) {
-					return
-				}
-				if spent(t) {
-					break
-				}
+			if !drain(&qs[base]) {
+				return
 			}
 			continue
 		}

@@ -1,7 +1,6 @@
 package replicaset
 
 import (
-	"fmt"
 	"slices"
 	"time"
 )
@@ -55,10 +54,9 @@ func (ps *pass) emit() {
 	for _, h := range ps.inPlaceHolds {
 		addHold(p, h)
 	}
-	p.Holds = append(p.Holds, ps.heal.holds...)
+	p.Holds = append(p.Holds, ps.healHolds...)
 	if ps.unknownOld > 0 {
-		p.Holds = append(p.Holds, Hold{By: HoldUnreachable, Waiting: ps.unknownOld,
-			Reason: fmt.Sprintf("%d replicas on older revisions are in unreachable zones; they are replaced once their zones answer again", ps.unknownOld)})
+		ps.hold(HoldUnreachable, ps.unknownOld, "%d replicas on older revisions are in unreachable zones; they are replaced once their zones answer again", ps.unknownOld)
 	}
 	if ps.spec.Strategy.Method == UpdateInPlaceIfPossible {
 		p.Fallback = ps.fallback
@@ -119,14 +117,8 @@ func (ps *pass) gate(dels []int, updates []Update) {
 	}
 	var settling, cycling []int
 	for _, i := range dels {
-		switch r := &ps.cur[i]; {
-		case r.Preparing != nil:
-			settling = append(settling, i) // it prepares already
-		case skipsGate(r):
-			p.Delete = append(p.Delete, *r)
-		default:
-			p.Prepare = append(p.Prepare, *r)
-			p.Lifecycle.Preparing++
+		if !admit(p, &ps.cur[i]) {
+			settling = append(settling, i)
 		}
 	}
 	for i, f := range ps.fl[:len(ps.cur)] {
@@ -155,26 +147,37 @@ func (ps *pass) gate(dels []int, updates []Update) {
 	// per-pass cap too: those over it stay preparing, deferred to the next
 	// pass, and are not reported as timed out yet. A power cycle under way
 	// is no replica on an older revision waiting, so no hold counts it.
-	if over := len(p.Update) - ps.limit; over > 0 {
-		p.Update = p.Update[:ps.limit]
-		p.Deferred += over
-		p.Lifecycle.Preparing += over
-	}
-	if over := len(p.Delete) - ps.limit; over > 0 {
-		p.Delete = p.Delete[:ps.limit]
-		p.Deferred += over
-		p.Lifecycle.Preparing += over
-	}
+	over := max(0, len(p.Update)-ps.limit) + max(0, len(p.Delete)-ps.limit)
+	p.Update, p.Delete = p.Update[:min(len(p.Update), ps.limit)], p.Delete[:min(len(p.Delete), ps.limit)]
+	p.Deferred += over
+	p.Lifecycle.Preparing += over
 	// A replica replaced that prepared already goes once its hooks
 	// release it: it is replaced in the pass that deletes it.
-	p.Replace = slices.DeleteFunc(p.Replace, func(r Replica) bool {
-		return r.Preparing != nil && !slices.ContainsFunc(p.Delete, func(d Replica) bool { return d.Name == r.Name && d.UID == r.UID })
-	})
+	deleted := func(r Replica) bool {
+		return slices.ContainsFunc(p.Delete, func(d Replica) bool { return compareIdentity(&d, &r) == 0 })
+	}
+	p.Replace = slices.DeleteFunc(p.Replace, func(r Replica) bool { return r.Preparing != nil && !deleted(r) })
 	p.Lifecycle.TimedOut = slices.DeleteFunc(p.Lifecycle.TimedOut, func(r Replica) bool {
-		return !slices.ContainsFunc(p.Delete, func(d Replica) bool { return d.Name == r.Name && d.UID == r.UID }) &&
-			!slices.ContainsFunc(p.Update, func(u Update) bool { return u.Replica.Name == r.Name && u.Replica.UID == r.UID })
+		return !deleted(r) && !slices.ContainsFunc(p.Update, func(u Update) bool { return compareIdentity(&u.Replica, &r) == 0 })
 	})
 	lc.hookHolds(p)
+}
+
+// admit takes r, chosen to leave, through the pre-delete gate: a replica
+// that never ran is deleted (skipsGate), one that ran begins to prepare
+// (Plan.Prepare). It reports false for one that prepares already, which
+// settle decides.
+func admit(p *Plan, r *Replica) bool {
+	switch {
+	case r.Preparing != nil:
+		return false
+	case skipsGate(r):
+		p.Delete = append(p.Delete, *r)
+	default:
+		p.Prepare = append(p.Prepare, *r)
+		p.Lifecycle.Preparing++
+	}
+	return true
 }
 
 // replicas returns the replicas at the indexes is.
@@ -229,12 +232,9 @@ func Drain(spec Spec, current []Replica, now time.Time) (Plan, error) {
 		switch {
 		case r.Deleting:
 			p.Deleting = append(p.Deleting, r)
-		case spec.Lifecycle == nil || r.Preparing == nil && skipsGate(&r):
+		case spec.Lifecycle == nil:
 			p.Delete = append(p.Delete, r)
-		case r.Preparing == nil:
-			p.Prepare = append(p.Prepare, r)
-			p.Lifecycle.Preparing++
-		default:
+		case !admit(&p, &r):
 			settling = append(settling, r)
 		}
 	}

@@ -16,9 +16,7 @@ import (
 func (ps *pass) remediate() {
 	switch {
 	case ps.spec.Remediation != nil:
-		ps.heal = ps.decideHealing()
-		ps.p.Health = ps.heal.status
-		ps.replaced, ps.restart = ps.heal.replace, ps.heal.restart
+		ps.decideHealing()
 	case ps.spec.ReplaceFailed && ps.zoned():
 		at, stay := ps.failedInZones()
 		if stay {
@@ -26,7 +24,7 @@ func (ps *pass) remediate() {
 			for k, i := range at {
 				names[k] = ps.cur[i].Name
 			}
-			ps.heal.holds = healHolds(map[HoldKind][]string{HoldZoneBackoff: names}, HealthStatus{}, 0, 0, 0, time.Time{})
+			ps.healHolds = healHolds(map[HoldKind][]string{HoldZoneBackoff: names}, HealthStatus{}, 0, 0, 0, time.Time{})
 			return
 		}
 		ps.replaced = at
@@ -76,20 +74,11 @@ func (ps *pass) failedInZones() (at []int, stay bool) {
 	}
 	slices.SortFunc(at, func(a, b int) int { return compareIdentity(&ps.cur[a], &ps.cur[b]) })
 	for z, zone := range ps.zones {
-		if !sick[z] && !slices.ContainsFunc(ps.spec.History.ZoneBackoff, func(b ZoneBackoff) bool { return b.Zone == zone && ps.env.Now.Before(b.Until) }) {
+		if !sick[z] && !backsOff(ps.spec.History.ZoneBackoff, zone, ps.env.Now) {
 			return at, false
 		}
 	}
 	return at, true
-}
-
-// healing is what a pass decides of its replicas' health before it plans:
-// which to replace and which to restart (indexes in current), what holds
-// the others, and what it found.
-type healing struct {
-	replace, restart []int
-	holds            []Hold
-	status           HealthStatus
 }
 
 // due is a replica whose remediation has fallen due.
@@ -100,19 +89,16 @@ type due struct {
 	failed bool // PhaseFailed
 }
 
-// decideHealing applies the Self-healing rules to the known replicas.
-func (ps *pass) decideHealing() healing {
+// decideHealing applies the Self-healing rules to the known replicas: it
+// decides which to replace (pass.replaced) and which to restart, what
+// holds the others (pass.healHolds), and what it found (Plan.Health).
+func (ps *pass) decideHealing() {
 	spec, current, now := ps.spec, ps.cur, ps.env.Now
 	rm := spec.Remediation
 	startup, window := rm.windows()
-	var h healing
+	st := &ps.p.Health
 	var dues []due
 	unhealthyIn := map[string]int{} // by zone, only zones with an unhealthy replica
-	next := func(t time.Time) {
-		if h.status.NextCheck.IsZero() || t.Before(h.status.NextCheck) {
-			h.status.NextCheck = t
-		}
-	}
 	hist := spec.History
 	var none Health
 	// windowNext is when the first unhealthy window still running ends;
@@ -144,13 +130,13 @@ func (ps *pass) decideHealing() healing {
 		}
 		if gone {
 			if hl.Unhealthy || hl.Restarted || r.Phase == PhaseFailed {
-				h.status.InFlight++
+				st.InFlight++
 			}
 			continue
 		}
 		healthyNow := r.ready() && f&fCycling == 0 && !hl.Unhealthy
 		if recovering && hl.Healthy && !r.LaunchGated && !hl.Started.Before(hist.Last) {
-			h.status.Recovered = true
+			st.Recovered = true
 		}
 		var at time.Time // when the replica falls due; zero: it does not
 		unhealthy := false
@@ -158,15 +144,15 @@ func (ps *pass) decideHealing() healing {
 		switch {
 		case r.Phase == PhaseFailed:
 			at, unhealthy = now, true
-		case r.LaunchGated && !hl.Started.IsZero():
-			// A launch gate still closed: judged by the start-up window,
-			// whatever the health check says.
+		case !hl.Started.IsZero() && (r.LaunchGated || !hl.Healthy && !healthyNow):
+			// Started and not healthy since, or with a launch gate still
+			// closed (whatever the health check says): judged by the
+			// start-up window.
 			at = hl.Started.Add(startup)
 			unhealthy = !now.Before(at)
-		case hl.Started.IsZero() || hl.Healthy && !hl.Unhealthy || !hl.Healthy && healthyNow:
-		case !hl.Healthy:
-			at = hl.Started.Add(startup)
-			unhealthy = !now.Before(at)
+		case hl.Started.IsZero() || !hl.Healthy || !hl.Unhealthy:
+			// Not started, healthy now, or healthy since it started and
+			// not unhealthy.
 		case !hl.Since.IsZero():
 			from := hl.Since
 			if stormEnd.After(from) {
@@ -180,10 +166,10 @@ func (ps *pass) decideHealing() healing {
 			at = now
 		}
 		if hl.Restarted && !at.IsZero() && now.Before(at) {
-			h.status.InFlight++ // restarted, in its start-up window
+			st.InFlight++ // restarted, in its start-up window
 		}
 		if unhealthy {
-			h.status.Unhealthy++
+			st.Unhealthy++
 			if r.Zone != "" {
 				unhealthyIn[r.Zone]++
 			}
@@ -194,36 +180,31 @@ func (ps *pass) decideHealing() healing {
 		switch {
 		case at.IsZero():
 		case now.Before(at) && !spell:
-			next(at)
+			earliest(&st.NextCheck, at)
 		case now.Before(at):
-			if windowNext.IsZero() || at.Before(windowNext) {
-				windowNext = at
-			}
+			earliest(&windowNext, at)
 		default:
 			dues = append(dues, due{i: i, at: at, asked: hl.Now, failed: r.Phase == PhaseFailed})
 		}
 	}
-	if hist.Failures > 0 && h.status.Recovered {
+	if hist.Failures > 0 && st.Recovered {
 		hist.Failures, hist.Last = 0, time.Time{}
 	}
 
-	failing := ps.failingZones(unhealthyIn)
-	h.status.FailingZones = failing
-	storm := h.status.Unhealthy > rm.maxUnhealthy(ps.desired)
-	h.status.Storm = storm
-	maxFailures := cmp.Or(rm.MaxFailures, DefaultMaxFailures)
-	h.status.Suspended = hist.Failures >= maxFailures
+	st.FailingZones = ps.failingZones(unhealthyIn)
+	st.Storm = st.Unhealthy > rm.maxUnhealthy(ps.desired)
+	st.Suspended = hist.Failures >= cmp.Or(rm.MaxFailures, DefaultMaxFailures)
 	var resume time.Time
-	if hist.Failures > 0 && !h.status.Suspended {
+	if hist.Failures > 0 && !st.Suspended {
 		resume = hist.Last.Add(rm.backoff(hist.Failures))
 		if !now.Before(resume) {
 			resume = time.Time{}
 		}
-		h.status.BackoffUntil = resume
+		st.BackoffUntil = resume
 	}
-	room := max(rm.maxInFlight(ps.desired)-h.status.InFlight, 0)
-	if !storm && !h.status.Suspended && resume.IsZero() {
-		h.status.Allowed = room
+	room := max(rm.maxInFlight(ps.desired)-st.InFlight, 0)
+	if !st.Storm && !st.Suspended && resume.IsZero() {
+		st.Allowed = room
 	}
 
 	slices.SortFunc(dues, func(a, b due) int {
@@ -250,11 +231,11 @@ func (ps *pass) decideHealing() healing {
 			by = HoldSkipRemediation
 		case d.failed && stay && ps.zoneAt(d.i) >= 0:
 			by = HoldZoneBackoff
-		case !d.asked && storm:
+		case !d.asked && st.Storm:
 			by = HoldTooManyUnhealthy
-		case !d.asked && slices.Contains(failing, r.Zone):
+		case !d.asked && slices.Contains(st.FailingZones, r.Zone):
 			by = HoldZoneUnhealthy
-		case !d.asked && h.status.Suspended:
+		case !d.asked && st.Suspended:
 			by = HoldSuspended
 		case !d.asked && !resume.IsZero():
 			by = HoldRemediationBackoff
@@ -274,23 +255,29 @@ func (ps *pass) decideHealing() healing {
 		}
 		room--
 		if restart {
-			h.restart = append(h.restart, d.i)
+			ps.restart = append(ps.restart, d.i)
 		} else {
-			h.replace = append(h.replace, d.i)
+			ps.replaced = append(ps.replaced, d.i)
 		}
 	}
-	if storm {
+	if st.Storm {
 		for _, i := range waiting {
 			held[HoldTooManyUnhealthy] = append(held[HoldTooManyUnhealthy], current[i].Name)
 		}
 	} else if !windowNext.IsZero() {
-		next(windowNext)
+		earliest(&st.NextCheck, windowNext)
 	}
 	if !resume.IsZero() {
-		next(resume) // when the backoff ends, status says so
+		earliest(&st.NextCheck, resume) // when the backoff ends, status says so
 	}
-	h.holds = healHolds(held, h.status, len(h.restart)+len(h.replace), rm.maxInFlight(ps.desired), rm.maxUnhealthy(ps.desired), resume)
-	return h
+	ps.healHolds = healHolds(held, *st, len(ps.restart)+len(ps.replaced), rm.maxInFlight(ps.desired), rm.maxUnhealthy(ps.desired), resume)
+}
+
+// earliest sets *t to at when at is earlier, or *t is zero (none yet).
+func earliest(t *time.Time, at time.Time) {
+	if t.IsZero() || at.Before(*t) {
+		*t = at
+	}
 }
 
 // boolFirst orders true before false.

@@ -1,7 +1,7 @@
 package replicaset
 
 import (
-	"fmt"
+	"cmp"
 	"time"
 )
 
@@ -196,68 +196,36 @@ type HealthStatus struct {
 
 // windows returns rm's windows with their defaults.
 func (rm *Remediation) windows() (startup, unhealthy time.Duration) {
-	startup, unhealthy = rm.StartupWindow, rm.UnhealthyWindow
-	if startup == 0 {
-		startup = DefaultStartupWindow
-	}
-	if unhealthy == 0 {
-		unhealthy = DefaultUnhealthyWindow
-	}
-	return startup, unhealthy
+	return cmp.Or(rm.StartupWindow, DefaultStartupWindow), cmp.Or(rm.UnhealthyWindow, DefaultUnhealthyWindow)
 }
 
 // maxUnhealthy resolves MaxUnhealthy for desired replicas.
 func (rm *Remediation) maxUnhealthy(desired int) int {
-	a := rm.MaxUnhealthy
-	if !a.IsSet() {
-		a = DefaultMaxUnhealthy
-	}
-	return max(a.of(desired, false, 0), 1)
+	return max(cmp.Or(rm.MaxUnhealthy, DefaultMaxUnhealthy).of(desired, false, 0), 1)
 }
 
 // maxInFlight resolves MaxInFlight for desired replicas.
 func (rm *Remediation) maxInFlight(desired int) int {
-	a := rm.MaxInFlight
-	if !a.IsSet() {
-		a = DefaultMaxInFlight
-	}
-	return max(a.of(desired, true, 0), 1)
+	return max(cmp.Or(rm.MaxInFlight, DefaultMaxInFlight).of(desired, true, 0), 1)
 }
 
 // backoff returns how long after the last failure the next replacement
 // waits, for failures > 0.
 func (rm *Remediation) backoff(failures int) time.Duration {
-	d := rm.Backoff
-	if d == 0 {
-		d = DefaultRemediationBackoff
-	}
+	d := cmp.Or(rm.Backoff, DefaultRemediationBackoff)
 	for i := 1; i < failures && i < 16; i++ {
 		d *= 2
 	}
 	return d
 }
 
-// validate returns the problems with rm, each wrapping ErrInvalidSpec.
-func (rm *Remediation) validate() []error {
-	var errs []error
-	for _, d := range []struct {
-		name string
-		d    time.Duration
-	}{{"start-up window", rm.StartupWindow}, {"unhealthy window", rm.UnhealthyWindow}, {"backoff", rm.Backoff}} {
-		if d.d < 0 {
-			errs = append(errs, fmt.Errorf("remediation %s %v is negative: %w", d.name, d.d, ErrInvalidSpec))
-		}
-	}
-	for _, a := range []struct {
-		name string
-		a    Amount
-	}{{"max unhealthy", rm.MaxUnhealthy}, {"max in flight", rm.MaxInFlight}} {
-		if a.a.value < 0 {
-			errs = append(errs, fmt.Errorf("remediation %s %s is negative: %w", a.name, a.a, ErrInvalidSpec))
-		}
-	}
-	if rm.MaxFailures < 0 {
-		errs = append(errs, fmt.Errorf("remediation max failures %d is negative: %w", rm.MaxFailures, ErrInvalidSpec))
-	}
-	return errs
+// validate appends to errs the problems with rm (Spec.Validate).
+func (rm *Remediation) validate(errs []error) []error {
+	return append(errs,
+		negative(rm.StartupWindow < 0, "remediation start-up window", rm.StartupWindow),
+		negative(rm.UnhealthyWindow < 0, "remediation unhealthy window", rm.UnhealthyWindow),
+		negative(rm.Backoff < 0, "remediation backoff", rm.Backoff),
+		negative(rm.MaxUnhealthy.value < 0, "remediation max unhealthy", rm.MaxUnhealthy),
+		negative(rm.MaxInFlight.value < 0, "remediation max in flight", rm.MaxInFlight),
+		negative(rm.MaxFailures < 0, "remediation max failures", rm.MaxFailures))
 }

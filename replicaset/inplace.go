@@ -1,7 +1,9 @@
 package replicaset
 
 import (
+	"cmp"
 	"fmt"
+	"slices"
 )
 
 // UpdateMethod is how a rolling update moves a replica on an older
@@ -31,28 +33,15 @@ const (
 )
 
 // String returns the method's name, as ParseUpdateMethod reads it.
-func (m UpdateMethod) String() string {
-	switch m {
-	case UpdateReplace:
-		return "Replace"
-	case UpdateInPlaceIfPossible:
-		return "InPlaceIfPossible"
-	case UpdateInPlaceOnly:
-		return "InPlaceOnly"
-	}
-	return fmt.Sprintf("UpdateMethod(%d)", int(m))
-}
+func (m UpdateMethod) String() string { return enumName(m, updateMethodNames[:], "UpdateMethod") }
+
+var updateMethodNames = [...]string{UpdateReplace: "Replace", UpdateInPlaceIfPossible: "InPlaceIfPossible", UpdateInPlaceOnly: "InPlaceOnly"}
 
 // ParseUpdateMethod reads an UpdateMethod by its name ("Replace",
 // "InPlaceIfPossible", "InPlaceOnly"); the empty string is UpdateReplace.
 func ParseUpdateMethod(s string) (UpdateMethod, error) {
-	switch s {
-	case "", "Replace":
-		return UpdateReplace, nil
-	case "InPlaceIfPossible":
-		return UpdateInPlaceIfPossible, nil
-	case "InPlaceOnly":
-		return UpdateInPlaceOnly, nil
+	if m := slices.Index(updateMethodNames[:], cmp.Or(s, "Replace")); m >= 0 {
+		return UpdateMethod(m), nil
 	}
 	return 0, fmt.Errorf("update method %q is none of Replace, InPlaceIfPossible and InPlaceOnly: %w", s, ErrInvalidSpec)
 }
@@ -81,17 +70,9 @@ const (
 )
 
 // String returns the kind's name, as Plan.String shows it.
-func (k InPlace) String() string {
-	switch k {
-	case InPlaceNone:
-		return "None"
-	case InPlaceLive:
-		return "Live"
-	case InPlacePowerCycle:
-		return "PowerCycle"
-	}
-	return fmt.Sprintf("InPlace(%d)", int(k))
-}
+func (k InPlace) String() string { return enumName(k, inPlaceNames[:], "InPlace") }
+
+var inPlaceNames = [...]string{InPlaceNone: "None", InPlaceLive: "Live", InPlacePowerCycle: "PowerCycle"}
 
 // Fallback is a replica on an older revision that an in-place method
 // would change where it runs but cannot now (Plan.Fallback).

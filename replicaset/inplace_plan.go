@@ -4,7 +4,6 @@ import (
 	"cmp"
 	"fmt"
 	"slices"
-	"strings"
 )
 
 // inPlaceOn reports whether a pass under spec updates replicas in place:
@@ -115,16 +114,9 @@ func (ps *pass) inPlace() {
 		switch {
 		case len(ps.updates) == ps.limit:
 			deferred++
-		case cost == 4 && (ps.budget < 1 || ps.serveBudget < 1), (cost == 1 || cost == 3) && ps.serveBudget < 1:
+		case !ps.afford(cost == 4, cost == 1 || cost == 3):
 			waiting++
 		default:
-			switch cost {
-			case 4:
-				ps.budget--
-				ps.serveBudget--
-			case 1, 3:
-				ps.serveBudget--
-			}
 			switch {
 			case ps.cur[i].InPlace == InPlacePowerCycle:
 				f &^= fAvail | fServe // out of service while it cycles
@@ -156,16 +148,10 @@ func (ps *pass) inPlace() {
 // describeFallback names the first replicas that cannot be updated in
 // place, each with why.
 func (ps *pass) describeFallback() string {
-	const most = 3
-	var parts []string
-	for _, f := range ps.fallback[:min(len(ps.fallback), most)] {
-		parts = append(parts, fmt.Sprintf("%s (%s)", f.Replica.Name, f.Reason))
-	}
-	if len(ps.fallback) > most {
-		parts = append(parts, fmt.Sprintf("and %d more", len(ps.fallback)-most))
-	}
-	if len(parts) == 0 {
+	if len(ps.fallback) == 0 {
 		return "none of them is a replica the rules may change"
 	}
-	return strings.Join(parts, "; ")
+	return firstFew(len(ps.fallback), func(k int) string {
+		return fmt.Sprintf("%s (%s)", ps.fallback[k].Replica.Name, ps.fallback[k].Reason)
+	})
 }

@@ -1,6 +1,7 @@
 package replicaset
 
 import (
+	"cmp"
 	"fmt"
 	"strings"
 	"time"
@@ -73,15 +74,9 @@ func (l *Lifecycle) Hold(p Preparing, now time.Time) (HoldKind, time.Time) {
 	return 0, deadline
 }
 
-func (l *Lifecycle) timeout() time.Duration {
-	if l.Timeout == 0 {
-		return DefaultHookTimeout
-	}
-	return l.Timeout
-}
+func (l *Lifecycle) timeout() time.Duration { return cmp.Or(l.Timeout, DefaultHookTimeout) }
 
-func (l *Lifecycle) validate() []error {
-	var errs []error
+func (l *Lifecycle) validate(errs []error) []error {
 	if l.Timeout < 0 {
 		errs = append(errs, fmt.Errorf("hook timeout %v is negative (use 0 for the default %v): %w",
 			l.Timeout, DefaultHookTimeout, ErrInvalidSpec))
@@ -136,9 +131,7 @@ func (l *Lifecycle) settle(p *Plan, r Replica, now time.Time, goes func(Replica)
 		p.Lifecycle.Abandoned = append(p.Lifecycle.Abandoned, r)
 	default:
 		p.Lifecycle.Waiting = append(p.Lifecycle.Waiting, r)
-		if p.Lifecycle.NextCheck.IsZero() || deadline.Before(p.Lifecycle.NextCheck) {
-			p.Lifecycle.NextCheck = deadline
-		}
+		earliest(&p.Lifecycle.NextCheck, deadline)
 	}
 	p.Lifecycle.Preparing++
 }
@@ -161,20 +154,28 @@ func (l *Lifecycle) hookHolds(p *Plan) {
 // describe names the first replicas of rs, each with its hooks and, after
 // when, when they time out.
 func (l *Lifecycle) describe(rs []Replica, when string) string {
-	const most = 3
-	var parts []string
-	for _, r := range rs[:min(len(rs), most)] {
+	return firstFew(len(rs), func(k int) string {
 		// To the second, rounded up: never a time before the deadline.
-		_, until := l.Hold(*r.Preparing, time.Time{})
+		_, until := l.Hold(*rs[k].Preparing, time.Time{})
 		until = until.UTC()
 		if t := until.Truncate(time.Second); !t.Equal(until) {
 			until = t.Add(time.Second)
 		}
-		parts = append(parts, fmt.Sprintf("%s on %s %s %s", r.Name,
-			strings.Join(r.Preparing.Hooks, ", "), when, until.Format(time.RFC3339)))
+		return fmt.Sprintf("%s on %s %s %s", rs[k].Name,
+			strings.Join(rs[k].Preparing.Hooks, ", "), when, until.Format(time.RFC3339))
+	})
+}
+
+// firstFew joins the descriptions (describe) of the first three of n
+// items, and says how many more there are.
+func firstFew(n int, describe func(k int) string) string {
+	const most = 3
+	var parts []string
+	for k := range min(n, most) {
+		parts = append(parts, describe(k))
 	}
-	if len(rs) > most {
-		parts = append(parts, fmt.Sprintf("and %d more", len(rs)-most))
+	if n > most {
+		parts = append(parts, fmt.Sprintf("and %d more", n-most))
 	}
 	return strings.Join(parts, "; ")
 }

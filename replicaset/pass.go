@@ -1,6 +1,7 @@
 package replicaset
 
 import (
+	"fmt"
 	"slices"
 	"time"
 )
@@ -104,10 +105,10 @@ type pass struct {
 	replaced []int // remediated or failed replicas, replaced in this pass
 	unlisted int   // live replicas in no listed zone
 
-	rebalanceHeld int   // deletes Spec.Rebalance holds back
-	restart       []int // replicas to restart
-	update        int   // the zone a ZoneByZone rollout updates, or -1
-	heal          healing
+	rebalanceHeld int    // deletes Spec.Rebalance holds back
+	restart       []int  // replicas to restart
+	update        int    // the zone a ZoneByZone rollout updates, or -1
+	healHolds     []Hold // what holds replicas due for remediation, or failed ones (remediate)
 
 	unknownCounted, unknownOld int // unknown replicas that count toward Desired; those on older revisions
 	fallback                   []Fallback
@@ -137,15 +138,13 @@ func (ps *pass) classify() error {
 			ps.zones = append(ps.zones, z)
 		}
 	}
+	ps.desired = spec.Desired
 	if len(spec.Unreachable) > 0 {
 		for i := range cur {
 			if r := &cur[i]; slices.Contains(spec.Unreachable, r.Zone) && (!r.Deleting || !spec.ReplaceDeleting) {
 				ps.unknownCounted++
 			}
 		}
-	}
-	ps.desired = spec.Desired
-	if len(spec.Unreachable) > 0 {
 		// Known replicas stand in for unknown ones, at most a surge's worth.
 		surge := spec.Strategy.Limits(spec.Desired).Surge
 		ps.desired = max(0, spec.Desired-ps.unknownCounted) + min(ps.unknownCounted, surge, spec.Desired)
@@ -153,13 +152,11 @@ func (ps *pass) classify() error {
 	ps.lim = spec.Strategy.Limits(ps.desired)
 	ps.lazy = len(ps.zones) == 0
 	ps.fl = ps.w.flagsFor(len(cur))
-	var byKey *[256]int8
 	if len(ps.zones) > 0 {
 		ps.zoneOf = ps.w.int32s(intsZones, len(cur))
 		ps.z = make([]zoneTally, len(ps.zones))
 		ps.off = backingOff(ps.zones, spec.History.ZoneBackoff, ps.env.Now)
-		byKey = &ps.w.zoneKeys
-		zoneIndex(byKey, ps.zones)
+		zoneIndex(&ps.w.zoneKeys, ps.zones)
 	}
 	v := newValidator(len(cur), ps.w)
 	if gated {
@@ -172,11 +169,11 @@ func (ps *pass) classify() error {
 	for i := range cur {
 		v.check(cur, i)
 		r := &cur[i]
+		if ps.zoneOf != nil {
+			ps.zoneOf[i] = int32(zoneIndexOf(&ps.w.zoneKeys, ps.zones, r.Zone)) // -1 for an unreachable zone
+		}
 		if len(spec.Unreachable) > 0 && slices.Contains(spec.Unreachable, r.Zone) {
 			ps.fl[i] = fUnknown
-			if ps.zoneOf != nil {
-				ps.zoneOf[i] = -1
-			}
 			ps.p.Unknown = append(ps.p.Unknown, *r)
 			if !r.Deleting && spec.Revision != "" && !onRevision(spec.Revision, r) {
 				ps.unknownOld++
@@ -185,9 +182,6 @@ func (ps *pass) classify() error {
 				ps.p.Lifecycle.Preparing++ // left alone, preparing, while its zone is cut off
 			}
 			continue
-		}
-		if ps.zoneOf != nil {
-			ps.zoneOf[i] = int32(zoneIndexOf(byKey, ps.zones, r.Zone))
 		}
 		var f flags
 		switch {
@@ -233,6 +227,9 @@ func (ps *pass) classify() error {
 			ps.tallyZone(i, f, 1)
 		}
 	}
+	if !ps.lazy && lazyUntil < len(cur) {
+		ps.readiness(lazyUntil)
+	}
 	ps.countAll()
 	if err := v.err(); err != nil {
 		return err
@@ -242,9 +239,6 @@ func (ps *pass) classify() error {
 	byIdentity := func(a, b int) int { return compareIdentity(&cur[a], &cur[b]) }
 	slices.SortFunc(ps.back, byIdentity)
 	slices.SortFunc(ps.cancelUpdate, byIdentity)
-	if !ps.lazy && lazyUntil < len(cur) {
-		ps.readiness(lazyUntil)
-	}
 	ps.takeBack(leaving)
 	return nil
 }
@@ -274,25 +268,11 @@ func (ps *pass) readyFlags(r *Replica, f flags) flags {
 // without zones classifies without it (lazy) until it finds a rollout in
 // progress: a set at rest reads no more of each replica than its state,
 // and ranks the candidates of a scale-down by their readiness as it ranks
-// them (tierOf).
+// them (tierOf). The counts are made after it (countAll).
 func (ps *pass) readiness(n int) {
 	for i, f := range ps.fl[:n] {
-		if f&(fLive|fGone) == 0 {
-			continue
-		}
-		f = ps.readyFlags(&ps.cur[i], f)
-		ps.fl[i] = f
-		if f&fLive == 0 {
-			continue
-		}
-		if f&fAvail != 0 {
-			ps.avail++
-			if f&fNew != 0 {
-				ps.newAvail++
-			}
-		}
-		if f&fServe != 0 {
-			ps.serving++
+		if f&(fLive|fGone) != 0 {
+			ps.fl[i] = ps.readyFlags(&ps.cur[i], f)
 		}
 	}
 }
@@ -437,18 +417,24 @@ func (ps *pass) resolveBudget() {
 // allow it: an available replica costs one of each, one that may serve
 // one of serveBudget, any other nothing.
 func (ps *pass) spend(i int) bool {
-	switch f := ps.fl[i]; {
-	case f&fAvail != 0:
-		if ps.budget == 0 || ps.serveBudget == 0 {
-			return false
-		}
+	avail := ps.fl[i]&fAvail != 0
+	ok := ps.afford(avail, ps.fl[i]&fServe != 0)
+	ps.heldServing = ps.heldServing || !ok && !avail
+	return ok
+}
+
+// afford charges taking a replica out of service to the budgets and
+// reports whether they allow it: it costs one of each when it takes an
+// available replica out (avail), one of serveBudget when it takes out
+// one that may serve (serve), nothing else.
+func (ps *pass) afford(avail, serve bool) bool {
+	switch {
+	case avail && (ps.budget == 0 || ps.serveBudget == 0), serve && ps.serveBudget == 0:
+		return false
+	case avail:
 		ps.budget--
 		ps.serveBudget--
-	case f&fServe != 0:
-		if ps.serveBudget == 0 {
-			ps.heldServing = true
-			return false
-		}
+	case serve:
 		ps.serveBudget--
 	}
 	return true
@@ -459,24 +445,38 @@ func (ps *pass) choose(i int) {
 	ps.fl[i] |= fChosen
 	ps.deletes++
 	ps.chosen = append(ps.chosen, i)
+	ps.tallyChosen(i, -1)
+}
+
+// unchoose takes current[i] back from the plan's deletions (choose);
+// the caller removes it from pass.chosen.
+func (ps *pass) unchoose(i int) {
+	ps.fl[i] &^= fChosen
+	ps.deletes--
+	ps.tallyChosen(i, 1)
+}
+
+// tallyChosen counts current[i], chosen (d = −1) or taken back (d = 1),
+// in its zone: a victim leaves the zone's live replicas, and still
+// occupies it. Only replicas that are not fixed are chosen.
+func (ps *pass) tallyChosen(i, d int) {
 	if z := ps.zoneAt(i); z >= 0 {
 		t := &ps.z[z]
-		t.live--
-		if ps.fl[i]&fFixed == 0 {
-			t.free--
-		}
+		t.live += d
+		t.free += d
 		if ps.fl[i]&fNew != 0 {
-			t.onNew--
-		} else if ps.fl[i]&fFixed == 0 {
-			t.old--
+			t.onNew += d
+		} else {
+			t.old += d
 		}
 	}
 }
 
-// hold records a Hold, or adds to the hold of its kind already recorded:
-// one hold per bound, its reasons joined.
-func (ps *pass) hold(by HoldKind, waiting int, reason string) {
-	addHold(&ps.p, Hold{By: by, Waiting: waiting, Reason: reason})
+// hold records a Hold, its reason formatted as fmt.Sprintf does, or adds
+// to the hold of its kind already recorded: one hold per bound, its
+// reasons joined.
+func (ps *pass) hold(by HoldKind, waiting int, format string, args ...any) {
+	addHold(&ps.p, Hold{By: by, Waiting: waiting, Reason: fmt.Sprintf(format, args...)})
 }
 
 // addHold adds h to p's holds, or to the hold of its kind already there.

@@ -200,11 +200,16 @@ var holdNames = [...]string{HoldPaused: "Paused", HoldOnDelete: "OnDelete", Hold
 
 // String returns the name of the setting or bound, as Plan.String and
 // status show it.
-func (k HoldKind) String() string {
-	if k > 0 && int(k) < len(holdNames) {
-		return holdNames[k]
+func (k HoldKind) String() string { return enumName(k, holdNames[:], "HoldKind") }
+
+// enumName returns v's name in names, or, for a value with none, the
+// type's name and the number ("HoldKind(0)"): the String method of every
+// enumeration of the package.
+func enumName[T ~int](v T, names []string, typ string) string {
+	if v >= 0 && int(v) < len(names) && names[v] != "" {
+		return names[v]
 	}
-	return fmt.Sprintf("HoldKind(%d)", int(k))
+	return fmt.Sprintf("%s(%d)", typ, int(v))
 }
 
 // Shortfall explains why a plan cannot reach the desired count.
@@ -260,48 +265,40 @@ func (p Plan) String() string {
 		}
 		fmt.Fprintf(&b, " holds=[%s]", strings.Join(hs, " "))
 	}
-	if len(p.Unknown) > 0 {
-		fmt.Fprintf(&b, " unknown=%s", names(p.Unknown))
-	}
-	if len(p.Restart) > 0 {
-		fmt.Fprintf(&b, " restart=%s", names(p.Restart))
-	}
-	if len(p.Replace) > 0 {
-		fmt.Fprintf(&b, " replace=%s", names(p.Replace))
-	}
-	if len(p.Prepare) > 0 {
-		fmt.Fprintf(&b, " prepare=%s", names(p.Prepare))
-	}
-	if len(p.Cancel) > 0 {
-		fmt.Fprintf(&b, " cancel=%s", names(p.Cancel))
-	}
-	if len(p.Update) > 0 {
-		us := make([]string, len(p.Update))
-		for i, u := range p.Update {
-			us[i] = u.Replica.Name
-			if u.PowerCycle {
-				us[i] += "~"
-			}
+	updates := make([]string, len(p.Update))
+	for i, u := range p.Update {
+		updates[i] = u.Replica.Name
+		if u.PowerCycle {
+			updates[i] += "~"
 		}
-		fmt.Fprintf(&b, " update=[%s]", strings.Join(us, " "))
 	}
-	if len(p.Fallback) > 0 {
-		fs := make([]string, len(p.Fallback))
-		for i, f := range p.Fallback {
-			fs[i] = f.Replica.Name
+	fallbacks := make([]string, len(p.Fallback))
+	for i, f := range p.Fallback {
+		fallbacks[i] = f.Replica.Name
+	}
+	for _, l := range []struct {
+		key   string
+		names []string
+	}{
+		{"unknown", nameList(p.Unknown)}, {"restart", nameList(p.Restart)}, {"replace", nameList(p.Replace)},
+		{"prepare", nameList(p.Prepare)}, {"cancel", nameList(p.Cancel)}, {"update", updates},
+		{"fallback", fallbacks}, {"prepare-update", nameList(p.PrepareUpdate)},
+	} {
+		if len(l.names) > 0 {
+			fmt.Fprintf(&b, " %s=[%s]", l.key, strings.Join(l.names, " "))
 		}
-		fmt.Fprintf(&b, " fallback=[%s]", strings.Join(fs, " "))
-	}
-	if len(p.PrepareUpdate) > 0 {
-		fmt.Fprintf(&b, " prepare-update=%s", names(p.PrepareUpdate))
 	}
 	return b.String()
 }
 
-func names(rs []Replica) string {
+// names renders the replicas' names as Plan.String lists them: "[a b]".
+func names(rs []Replica) string { return "[" + strings.Join(nameList(rs), " ") + "]" }
+
+// nameList returns the replicas' names.
+func nameList(rs []Replica) []string {
 	s := make([]string, len(rs))
 	for i := range rs {
 		s[i] = rs[i].Name
 	}
-	return "[" + strings.Join(s, " ") + "]"
+	return s
 }

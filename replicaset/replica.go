@@ -1,7 +1,7 @@
 package replicaset
 
 import (
-	"fmt"
+	"cmp"
 	"time"
 )
 
@@ -24,19 +24,9 @@ const (
 )
 
 // String returns the phase's name, as used in Plan.String.
-func (p Phase) String() string {
-	switch p {
-	case PhaseUnknown:
-		return "Unknown"
-	case PhasePending:
-		return "Pending"
-	case PhaseRunning:
-		return "Running"
-	case PhaseFailed:
-		return "Failed"
-	}
-	return fmt.Sprintf("Phase(%d)", int(p))
-}
+func (p Phase) String() string { return enumName(p, phaseNames[:], "Phase") }
+
+var phaseNames = [...]string{PhaseUnknown: "Unknown", PhasePending: "Pending", PhaseRunning: "Running", PhaseFailed: "Failed"}
 
 // Replica is the planner's view of one replica: everything a scale decision
 // or a deletion policy may depend on, and nothing else. Bindings build it
@@ -183,11 +173,8 @@ type Rank [4]int64
 // Compare returns -1, 0 or +1 as r sorts before, with, or after o.
 func (r Rank) Compare(o Rank) int {
 	for i := range r {
-		switch {
-		case r[i] < o[i]:
-			return -1
-		case r[i] > o[i]:
-			return 1
+		if c := cmp.Compare(r[i], o[i]); c != 0 {
+			return c
 		}
 	}
 	return 0

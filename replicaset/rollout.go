@@ -1,9 +1,6 @@
 package replicaset
 
-import (
-	"fmt"
-	"strings"
-)
+import "strings"
 
 // replace plans the rollout's own work once scaling is planned: surge
 // creates on the wanted revision, and deletes of replicas on older
@@ -23,8 +20,8 @@ func (ps *pass) replace() {
 		}
 	}
 	if lim.Partition > 0 {
-		ps.hold(HoldPartition, min(oldLeft, lim.Partition), fmt.Sprintf(
-			"%d replicas stay on older revisions (Partition %s)", min(oldLeft, lim.Partition), spec.Strategy.Partition))
+		ps.hold(HoldPartition, min(oldLeft, lim.Partition),
+			"%d replicas stay on older revisions (Partition %s)", min(oldLeft, lim.Partition), spec.Strategy.Partition)
 	}
 	excess := oldLeft - lim.Partition
 	if excess <= 0 {
@@ -32,16 +29,14 @@ func (ps *pass) replace() {
 	}
 	switch {
 	case spec.Strategy.Paused:
-		ps.hold(HoldPaused, excess, fmt.Sprintf("the rollout is paused: %d replicas on older revisions wait for it to resume", excess))
+		ps.hold(HoldPaused, excess, "the rollout is paused: %d replicas on older revisions wait for it to resume", excess)
 		return
 	case spec.Strategy.Type == OnDelete:
-		ps.hold(HoldOnDelete, excess, fmt.Sprintf(
-			"%d replicas on older revisions are replaced only when they are deleted (OnDelete)", excess))
+		ps.hold(HoldOnDelete, excess, "%d replicas on older revisions are replaced only when they are deleted (OnDelete)", excess)
 		return
 	case ps.inPlaceOnly:
-		ps.hold(HoldInPlaceOnly, excess, fmt.Sprintf(
-			"%d %s be updated in place, and the update method InPlaceOnly replaces none: %s",
-			excess, plural(excess, "replica on an older revision cannot", "replicas on older revisions cannot"), ps.describeFallback()))
+		ps.hold(HoldInPlaceOnly, excess, "%d %s be updated in place, and the update method InPlaceOnly replaces none: %s",
+			excess, plural(excess, "replica on an older revision cannot", "replicas on older revisions cannot"), ps.describeFallback())
 		return
 	}
 	if ps.zoned() && spec.Strategy.ZoneByZone {
@@ -64,9 +59,8 @@ func (ps *pass) replace() {
 		case n < need && room > n:
 			p.Deferred += min(need, room) - n // over the per-pass cap
 		case n < need:
-			ps.hold(HoldMaxSurge, need-n, fmt.Sprintf(
-				"%d new replicas wait: %d replicas exist counting those being deleted and created, and MaxSurge allows %d",
-				need-n, total+n, ps.desired+lim.Surge))
+			ps.hold(HoldMaxSurge, need-n, "%d new replicas wait: %d replicas exist counting those being deleted and created, and MaxSurge allows %d",
+				need-n, total+n, ps.desired+lim.Surge)
 		}
 	}
 
@@ -100,35 +94,32 @@ func (ps *pass) replace() {
 	}
 	if protectedOld := ps.old - ps.oldCandidates; protectedOld > 0 {
 		n := min(waiting, protectedOld)
-		ps.hold(HoldProtected, n, fmt.Sprintf(
-			"%d replicas on older revisions are protected from scale-in and are not replaced", n))
+		ps.hold(HoldProtected, n, "%d replicas on older revisions are protected from scale-in and are not replaced", n)
 		waiting -= n
 	}
-	if ps.zoned() {
-		waiting = ps.zoneHolds(waiting)
-	}
-	if waiting <= 0 {
+	if waiting = ps.zoneHolds(waiting); waiting <= 0 {
 		return
 	}
 	if ps.deletes >= ps.limit {
-		ps.hold(HoldMaxPerPass, waiting, fmt.Sprintf("%d replicas on older revisions wait for the next pass (MaxPerPass)", waiting))
+		ps.hold(HoldMaxPerPass, waiting, "%d replicas on older revisions wait for the next pass (MaxPerPass)", waiting)
 		p.Deferred += waiting
 		return
 	}
-	reason := fmt.Sprintf(
-		"%d replicas on older revisions wait for replicas on revision %s to become available: %d are available, and at least %d (Desired − MaxUnavailable) must stay",
-		waiting, spec.Revision, ps.avail, ps.desired-lim.Unavailable)
+	var also string // what else holds them, and which setting would not
 	if ps.heldServing {
-		reason += fmt.Sprintf("; %s", ps.servingNote())
+		also = "; " + ps.servingNote()
 	}
+	const noSurge = "no replica is coming up to take their place: MaxUnavailable above 0 would let the rollout replace replicas without a surge replica, within it"
 	switch {
 	case lim.Unavailable > 0:
 	case spec.History.CreatesFailing:
-		reason += "; creates are failing, so no replica is coming up to take their place: MaxUnavailable above 0 would let the rollout replace replicas without a surge replica, within it"
+		also += "; creates are failing, so " + noSurge
 	case ps.onNew-ps.newAvail == 0 && p.Create == 0:
-		reason += "; no replica is coming up to take their place: MaxUnavailable above 0 would let the rollout replace replicas without a surge replica, within it"
+		also += "; " + noSurge
 	}
-	ps.hold(HoldMaxUnavailable, waiting, reason)
+	ps.hold(HoldMaxUnavailable, waiting,
+		"%d replicas on older revisions wait for replicas on revision %s to become available: %d are available, and at least %d (Desired − MaxUnavailable) must stay%s",
+		waiting, spec.Revision, ps.avail, ps.desired-lim.Unavailable, also)
 }
 
 // updateZone returns the zone a ZoneByZone rollout updates now: the first
@@ -146,7 +137,7 @@ func (ps *pass) updateZone() int {
 // zoneHolds records the holds of replicas left on older revisions because
 // of their zone, at most waiting of them, and returns how many of the
 // waiting are left to explain: those in zones backing off, and with
-// ZoneByZone those in zones not updated yet.
+// ZoneByZone those in zones not updated yet (none without zones).
 func (ps *pass) zoneHolds(waiting int) int {
 	var off, later []string
 	nOff, nLater := 0, 0
@@ -160,15 +151,13 @@ func (ps *pass) zoneHolds(waiting int) int {
 		}
 	}
 	if n := min(waiting, nOff); n > 0 {
-		ps.hold(HoldZoneBackoff, n, fmt.Sprintf(
-			"%d replicas on older revisions in %s wait: creates there failed recently, so none is replaced there until the zone's backoff ends",
-			n, strings.Join(off, ", ")))
+		ps.hold(HoldZoneBackoff, n, "%d replicas on older revisions in %s wait: creates there failed recently, so none is replaced there until the zone's backoff ends",
+			n, strings.Join(off, ", "))
 		waiting -= n
 	}
 	if n := min(waiting, nLater); n > 0 {
-		ps.hold(HoldZoneByZone, n, fmt.Sprintf(
-			"%d replicas on older revisions in %s wait for zone %s to be updated first (ZoneByZone)",
-			n, strings.Join(later, ", "), ps.zones[max(ps.update, 0)]))
+		ps.hold(HoldZoneByZone, n, "%d replicas on older revisions in %s wait for zone %s to be updated first (ZoneByZone)",
+			n, strings.Join(later, ", "), ps.zones[max(ps.update, 0)])
 		waiting -= n
 	}
 	return waiting

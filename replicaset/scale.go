@@ -27,9 +27,8 @@ func (ps *pass) scale() {
 			// count toward the surge bound while a rollout runs.
 			held := n - max(0, room)
 			n -= held
-			ps.hold(HoldMaxSurge, held, fmt.Sprintf(
-				"%d new replicas wait: %d replicas exist counting %d being deleted, and MaxSurge allows %d",
-				held, total, ps.gone, ps.desired+ps.lim.Surge))
+			ps.hold(HoldMaxSurge, held, "%d new replicas wait: %d replicas exist counting %d being deleted, and MaxSurge allows %d",
+				held, total, ps.gone, ps.desired+ps.lim.Surge)
 		}
 		ps.create(n)
 	case ps.live > ps.desired:
@@ -71,24 +70,16 @@ func (ps *pass) scaleDown(want int) {
 		}
 		f := ps.fl[i]
 		isNew, avail := f&fNew != 0, f&fAvail != 0
-		if guarded {
-			passed := func() bool {
-				switch {
-				case avail && ps.budget == 0:
-					byBudget = true
-				case ps.serveBudget == 0:
-					byServing = true
-				default:
-					byLast = true
-				}
-				return true
+		if guarded && (avail && isNew && newAvailLeft == 1 && ps.desired > 0 || !ps.spend(i)) {
+			switch { // passed over: why
+			case avail && ps.budget == 0:
+				byBudget = true
+			case ps.serveBudget == 0:
+				byServing = true
+			default:
+				byLast = true
 			}
-			if avail && isNew && newAvailLeft == 1 && ps.desired > 0 {
-				return passed()
-			}
-			if !ps.spend(i) {
-				return passed()
-			}
+			return true
 		}
 		if avail && isNew {
 			newAvailLeft--
@@ -105,13 +96,6 @@ func (ps *pass) scaleDown(want int) {
 	// replace keeps its new replicas: scaling a surge replica down to make
 	// room for the one it replaces would undo the rollout's every step.
 	active := spec.Strategy.Type == RollingUpdate && !spec.Strategy.Paused && !ps.inPlaceOnly
-	blocked := func() bool {
-		if active && oldLeft > ps.lim.Partition && oldCandidatesLeft > 0 {
-			byRollout = true
-			return true
-		}
-		return false
-	}
 	updating := -1 // the zone a ZoneByZone rollout updates: its replicas go first
 	if ps.zoned() && active && spec.Strategy.ZoneByZone && ps.rolling() {
 		updating = ps.updateZone()
@@ -120,7 +104,13 @@ func (ps *pass) scaleDown(want int) {
 	ps.each(order{mask: fMarked, want: fMarked, need: n, budgeted: guarded, size: ps.marked}, take)
 	ps.each(old, func(i int) bool { return oldLeft > ps.lim.Partition && take(i) })
 	ps.each(order{mask: fMarked | fNew, want: fNew, tiered: true, updating: -1, need: n, budgeted: guarded, size: ps.candidates - ps.oldCandidates},
-		func(i int) bool { return !blocked() && take(i) })
+		func(i int) bool {
+			if active && oldLeft > ps.lim.Partition && oldCandidatesLeft > 0 {
+				byRollout = true
+				return false
+			}
+			return take(i)
+		})
 	old.updating = -1
 	ps.each(old, take)
 	if ps.rebalancing() {
@@ -166,7 +156,7 @@ func (ps *pass) scaleDown(want int) {
 			kind = HoldLastAvailable
 		}
 	}
-	ps.hold(kind, waiting, fmt.Sprintf("%d replicas wait to be scaled down: %s", waiting, strings.Join(why, "; ")))
+	ps.hold(kind, waiting, "%d replicas wait to be scaled down: %s", waiting, strings.Join(why, "; "))
 }
 
 // servingNote says why replicas that look unavailable were kept.

@@ -20,7 +20,7 @@ type scratch struct {
 	flags  []flags
 	victim [2][]victim // the candidates, and the same in buckets (pass.each)
 	used   int         // victims handed out since the scratch left the pool
-	// zoneKeys is zoneCounts.byKey.
+	// zoneKeys finds a listed zone by its key (zoneIndex, zoneIndexOf).
 	zoneKeys [256]int8
 }
 
@@ -56,36 +56,27 @@ func (w *scratch) reset() {
 	w.used = 0
 }
 
-// uint64s returns buffer k with length n, its contents undefined.
-func (w *scratch) uint64s(k, n int) []uint64 {
-	if cap(w.words[k]) < n {
-		w.words[k] = make([]uint64, n)
+// sized returns the buffer *b with length n, its contents undefined,
+// allocating a larger one when it has no room.
+func sized[T any](b *[]T, n int) []T {
+	if cap(*b) < n {
+		*b = make([]T, n)
 	}
-	return w.words[k][:n]
+	return (*b)[:n]
 }
 
+// uint64s returns buffer k with length n, its contents undefined.
+func (w *scratch) uint64s(k, n int) []uint64 { return sized(&w.words[k], n) }
+
 // int32s returns buffer k with length n, its contents undefined.
-func (w *scratch) int32s(k, n int) []int32 {
-	if cap(w.ints[k]) < n {
-		w.ints[k] = make([]int32, n)
-	}
-	return w.ints[k][:n]
-}
+func (w *scratch) int32s(k, n int) []int32 { return sized(&w.ints[k], n) }
+
+// flagsFor returns the flags buffer with length n, its contents undefined.
+func (w *scratch) flagsFor(n int) []flags { return sized(&w.flags, n) }
 
 // victims returns victim buffer k, empty, with room for n victims, to be
 // filled within that room.
 func (w *scratch) victims(k, n int) []victim {
-	if cap(w.victim[k]) < n {
-		w.victim[k] = make([]victim, 0, n)
-	}
 	w.used = max(w.used, n)
-	return w.victim[k][:0]
-}
-
-// flagsFor returns the flags buffer with length n, its contents undefined.
-func (w *scratch) flagsFor(n int) []flags {
-	if cap(w.flags) < n {
-		w.flags = make([]flags, n)
-	}
-	return w.flags[:n]
+	return sized(&w.victim[k], n)[:0]
 }

@@ -1,6 +1,7 @@
 package replicaset
 
 import (
+	"cmp"
 	"errors"
 	"fmt"
 	"hash/maphash"
@@ -134,51 +135,53 @@ type Spec struct {
 }
 
 // maxPerPass returns the effective per-pass cap.
-func (s Spec) maxPerPass() int {
-	if s.MaxPerPass == 0 {
-		return DefaultMaxPerPass
-	}
-	return s.MaxPerPass
-}
+func (s Spec) maxPerPass() int { return cmp.Or(s.MaxPerPass, DefaultMaxPerPass) }
 
 // Validate reports whether s can be planned for. The error wraps
 // ErrInvalidSpec.
 func (s Spec) Validate() error {
-	var errs []error
-	if s.Desired < 0 {
-		errs = append(errs, fmt.Errorf("desired replicas %d is negative: %w", s.Desired, ErrInvalidSpec))
-	}
+	// Each check appends its error or nil, which errors.Join drops: room
+	// for all of them, so that a valid spec allocates nothing.
+	errs := make([]error, 0, 16)
+	errs = append(errs, negative(s.Desired < 0, "desired replicas", s.Desired))
 	if s.MaxPerPass < 0 {
 		errs = append(errs, fmt.Errorf("max per pass %d is negative (use 0 for the default %d): %w",
 			s.MaxPerPass, DefaultMaxPerPass, ErrInvalidSpec))
 	}
-	if s.MinReady < 0 {
-		errs = append(errs, fmt.Errorf("min ready %v is negative: %w", s.MinReady, ErrInvalidSpec))
-	}
-	errs = append(errs, s.Strategy.validate()...)
+	errs = append(errs, negative(s.MinReady < 0, "min ready", s.MinReady))
+	errs = s.Strategy.validate(errs)
 	if s.Remediation != nil {
-		errs = append(errs, s.Remediation.validate()...)
+		errs = s.Remediation.validate(errs)
 	}
 	if s.Lifecycle != nil {
-		errs = append(errs, s.Lifecycle.validate()...)
+		errs = s.Lifecycle.validate(errs)
 	}
-	for i, z := range s.Zones {
-		switch {
-		case z == "":
-			errs = append(errs, fmt.Errorf("zone %d has an empty name: %w", i, ErrInvalidSpec))
-		case slices.Contains(s.Zones[:i], z):
-			errs = append(errs, fmt.Errorf("zone %q is listed twice: %w", z, ErrInvalidSpec))
-		}
-	}
-	for i, z := range s.Unreachable {
-		switch {
-		case z == "":
-			errs = append(errs, fmt.Errorf("unreachable zone %d has an empty name: %w", i, ErrInvalidSpec))
-		case slices.Contains(s.Unreachable[:i], z):
-			errs = append(errs, fmt.Errorf("unreachable zone %q is listed twice: %w", z, ErrInvalidSpec))
-		}
-	}
+	errs = validateZones(errs, "zone", s.Zones)
+	errs = validateZones(errs, "unreachable zone", s.Unreachable)
 	return errors.Join(errs...)
+}
+
+// negative returns, when neg, the error of a setting (name) whose value v
+// is negative, wrapping ErrInvalidSpec; nil otherwise.
+func negative[T any](neg bool, name string, v T) error {
+	if !neg {
+		return nil
+	}
+	return fmt.Errorf("%s %v is negative: %w", name, v, ErrInvalidSpec)
+}
+
+// validateZones appends to errs the problems of a list of zones (what
+// names the list): an empty name, a name listed twice.
+func validateZones(errs []error, what string, zones []string) []error {
+	for i, z := range zones {
+		switch {
+		case z == "":
+			errs = append(errs, fmt.Errorf("%s %d has an empty name: %w", what, i, ErrInvalidSpec))
+		case slices.Contains(zones[:i], z):
+			errs = append(errs, fmt.Errorf("%s %q is listed twice: %w", what, z, ErrInvalidSpec))
+		}
+	}
+	return errs
 }
 
 // validator checks, one replica at a time, that every replica has a name

@@ -82,15 +82,9 @@ const (
 )
 
 // String returns the type's name, as Kubernetes spells it.
-func (t StrategyType) String() string {
-	switch t {
-	case RollingUpdate:
-		return "RollingUpdate"
-	case OnDelete:
-		return "OnDelete"
-	}
-	return fmt.Sprintf("StrategyType(%d)", int(t))
-}
+func (t StrategyType) String() string { return enumName(t, strategyTypeNames[:], "StrategyType") }
+
+var strategyTypeNames = [...]string{RollingUpdate: "RollingUpdate", OnDelete: "OnDelete"}
 
 // The defaults of an unset Strategy.MaxSurge and Strategy.MaxUnavailable:
 // Cluster API's for machines, not Deployment's 25% and 25%. A VM takes
@@ -195,20 +189,14 @@ func (s Strategy) bothZero() bool {
 	return s.MaxSurge.set && s.MaxSurge.value == 0 && s.MaxUnavailable.set && s.MaxUnavailable.value == 0
 }
 
-// validate returns the problems with s, each wrapping ErrInvalidSpec.
-func (s Strategy) validate() []error {
-	var errs []error
+// validate appends to errs the problems with s (Spec.Validate).
+func (s Strategy) validate(errs []error) []error {
 	if s.Type != RollingUpdate && s.Type != OnDelete {
 		errs = append(errs, fmt.Errorf("strategy type %d is neither RollingUpdate nor OnDelete: %w", int(s.Type), ErrInvalidSpec))
 	}
-	for _, a := range []struct {
-		name string
-		a    Amount
-	}{{"max surge", s.MaxSurge}, {"max unavailable", s.MaxUnavailable}, {"partition", s.Partition}} {
-		if a.a.value < 0 {
-			errs = append(errs, fmt.Errorf("%s %s is negative: %w", a.name, a.a, ErrInvalidSpec))
-		}
-	}
+	errs = append(errs, negative(s.MaxSurge.value < 0, "max surge", s.MaxSurge),
+		negative(s.MaxUnavailable.value < 0, "max unavailable", s.MaxUnavailable),
+		negative(s.Partition.value < 0, "partition", s.Partition))
 	if s.Method < UpdateReplace || s.Method > UpdateInPlaceOnly {
 		errs = append(errs, fmt.Errorf("update method %d is none of Replace, InPlaceIfPossible and InPlaceOnly: %w", int(s.Method), ErrInvalidSpec))
 	}
@@ -250,7 +238,7 @@ type RolloutStatus struct {
 // spec. A spec without a revision counts every replica as updated.
 func SummarizeRollout(spec Spec, current []Replica, now time.Time) RolloutStatus {
 	var s RolloutStatus
-	var olds map[string]int // live replicas per older revision
+	olds := map[string]int{} // live replicas per older revision
 	deleting := false
 	for i := range current {
 		r := &current[i]
@@ -260,9 +248,6 @@ func SummarizeRollout(spec Spec, current []Replica, now time.Time) RolloutStatus
 		}
 		if !onRevision(spec.Revision, r) {
 			s.Old++
-			if olds == nil {
-				olds = map[string]int{}
-			}
 			olds[r.Revision]++
 			continue
 		}

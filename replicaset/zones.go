@@ -63,11 +63,7 @@ func backingOff(zones []string, backoff []ZoneBackoff, now time.Time) []bool {
 	off := make([]bool, len(zones))
 	all := len(zones) > 0
 	for i, z := range zones {
-		for _, b := range backoff {
-			if b.Zone == z && now.Before(b.Until) {
-				off[i] = true
-			}
-		}
+		off[i] = backsOff(backoff, z, now)
 		all = all && off[i]
 	}
 	if all {
@@ -76,25 +72,27 @@ func backingOff(zones []string, backoff []ZoneBackoff, now time.Time) []bool {
 	return off
 }
 
+// backsOff reports whether backoff avoids zone at now.
+func backsOff(backoff []ZoneBackoff, zone string, now time.Time) bool {
+	return slices.ContainsFunc(backoff, func(b ZoneBackoff) bool { return b.Zone == zone && now.Before(b.Until) })
+}
+
 // create adds n creates to the plan, each placed in a zone (pick) when
 // the spec lists zones; when it does and every one is unreachable, emit
 // makes them wait (Plan.Deferred).
 func (ps *pass) create(n int) {
-	switch {
-	case n <= 0:
-	case !ps.zoned():
-		ps.p.Create += n
-	default:
-		ps.p.Create += n
-		for range n {
-			z := ps.pick()
-			t := &ps.z[z]
-			t.onNew++
-			t.coming++
-			t.live++
-			t.occ++
-			ps.p.CreateZones = append(ps.p.CreateZones, ps.zones[z])
-		}
+	if n <= 0 {
+		return
+	}
+	ps.p.Create += n
+	for ; n > 0 && ps.zoned(); n-- {
+		z := ps.pick()
+		t := &ps.z[z]
+		t.onNew++
+		t.coming++
+		t.live++
+		t.occ++
+		ps.p.CreateZones = append(ps.p.CreateZones, ps.zones[z])
 	}
 }
 
@@ -124,37 +122,23 @@ func (ps *pass) pick() int {
 	if byLive && u < 0 {
 		u = ps.updateZone()
 	}
-	stay := func(z int) int {
-		if z == u {
-			return ps.z[z].live - ps.z[z].old
-		}
-		return ps.z[z].live
-	}
-	best := -1
-	for z := range ps.z {
-		a := &ps.z[z]
+	// key is zone z's place in the picker's order, lowest first; the
+	// earlier listed on a tie.
+	key := func(z int) [5]int {
+		t := &ps.z[z]
+		stay, other := 0, 0 // with byLive: the live replicas that stay, and 1 outside the zone updated
 		switch {
-		case ps.off[z]:
-		case best < 0:
-			best = z
-		case byLive && stay(z) != stay(best):
-			if stay(z) < stay(best) {
-				best = z
-			}
-		case byLive && (z == u || best == u):
-			if z == u {
-				best = z
-			}
-		case a.onNew != ps.z[best].onNew:
-			if a.onNew < ps.z[best].onNew {
-				best = z
-			}
-		case a.old-a.coming != ps.z[best].old-ps.z[best].coming:
-			if a.old-a.coming > ps.z[best].old-ps.z[best].coming {
-				best = z
-			}
-		case a.occ < ps.z[best].occ:
-			best = z
+		case byLive && z == u:
+			stay = t.live - t.old
+		case byLive:
+			stay, other = t.live, 1
+		}
+		return [5]int{stay, other, t.onNew, -(t.old - t.coming), t.occ}
+	}
+	best, bestKey := -1, [5]int{}
+	for z := range ps.z {
+		if k := key(z); !ps.off[z] && (best < 0 || slices.Compare(k[:], bestKey[:]) < 0) {
+			best, bestKey = z, k
 		}
 	}
 	return best
@@ -188,11 +172,7 @@ func (ps *pass) rebalance() {
 		stray = stray || f&fFixed == 0 && ps.zoneAt(i) < 0
 	}
 	to := ps.pick()
-	move := stray
-	for z := range ps.z {
-		move = move || ps.z[z].free > 0 && ps.z[z].live >= ps.z[to].live+2
-	}
-	if move {
+	if stray || slices.ContainsFunc(ps.z, func(t zoneTally) bool { return t.free > 0 && t.live >= ps.z[to].live+2 }) {
 		ps.create(1)
 	}
 }
@@ -217,22 +197,6 @@ func (ps *pass) keepAvailable(from int) {
 	ps.chosen = kept
 }
 
-// unchoose takes current[i] back from the plan's deletions (choose);
-// the caller removes it from pass.chosen.
-func (ps *pass) unchoose(i int) {
-	ps.fl[i] &^= fChosen
-	ps.deletes--
-	if z := ps.zoneAt(i); z >= 0 {
-		ps.z[z].live++
-		ps.z[z].free++ // only unfixed replicas are chosen
-		if ps.fl[i]&fNew != 0 {
-			ps.z[z].onNew++
-		} else {
-			ps.z[z].old++
-		}
-	}
-}
-
 // unbalanced says why the listed zones' live replicas will differ by more
 // than one after the plan is carried out, or "" when they will not; held
 // is how many deletes Spec.Rebalance held back.
@@ -245,29 +209,24 @@ func (ps *pass) unbalanced(held int) string {
 	if !ps.zoned() {
 		return ""
 	}
-	after := make([]int, len(ps.z))
-	pinned := false // a zone above the rest has no candidate left
-	for z := range ps.z {
-		after[z] = ps.z[z].live
+	lo, hi := ps.z[0].live, ps.z[0].live
+	for _, t := range ps.z {
+		lo, hi = min(lo, t.live), max(hi, t.live)
 	}
-	lo, hi := slices.Min(after), slices.Max(after)
 	if hi-lo <= 1 {
 		return ""
 	}
-	for z := range ps.z {
-		pinned = pinned || after[z] > lo+1 && ps.z[z].free == 0
-	}
+	pinned := false // a zone above the rest has no candidate left
 	parts := make([]string, len(ps.zones))
-	for z, zone := range ps.zones {
-		parts[z] = fmt.Sprintf("%s=%d", zone, after[z])
-	}
-	spread := fmt.Sprintf("zones hold %s live replicas", strings.Join(parts, " "))
-	var off []string
-	for z, b := range ps.off {
-		if b {
+	var off []string // the zones backing off
+	for z, t := range ps.z {
+		pinned = pinned || t.live > lo+1 && t.free == 0
+		parts[z] = fmt.Sprintf("%s=%d", ps.zones[z], t.live)
+		if ps.off[z] {
 			off = append(off, ps.zones[z])
 		}
 	}
+	spread := fmt.Sprintf("zones hold %s live replicas", strings.Join(parts, " "))
 	early := slices.ContainsFunc(ps.chosen, func(i int) bool {
 		return ps.cur[i].MarkedForDeletion || ps.tierOf(i, &order{tiered: true, updating: -1}, ps.rebalancing()) != groupListed*3+healthUp
 	})
