@@ -90,7 +90,7 @@ func (w *allWorld) observe() {
 			}
 			h := r.Health.Observe(r.Ready && !w.hung[r.Name] && r.Phase == replicaset.PhaseRunning, "Hung", w.now)
 			if w.settled {
-				h.Now, h.Skip = false, false
+				h.RemediateNow, h.Skip = false, false
 			}
 			r.Health = &h
 		}

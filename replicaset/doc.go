@@ -247,7 +247,7 @@
 // caught it, as the storm guard below says): a replica whose health
 // flaps more often than the window is never remediated, which is the
 // hysteresis. A replica not yet started has no window running. A replica
-// asked for (Health.Now) at once.
+// asked for (Health.RemediateNow) at once.
 //
 // What is done. With Remediation.Restart, a replica due that was not
 // restarted for it already is restarted (Plan.Restart) and, once the
@@ -304,7 +304,7 @@
 //     restarted replicas in their start-up window, and replicas being
 //     deleted that were unhealthy or failed (HoldInFlight).
 //
-// A replica asked for (Health.Now) passes the storm, zone, suspension and
+// A replica asked for (Health.RemediateNow) passes the storm, zone, suspension and
 // backoff guards, which guard against faults outside the replicas, but not
 // the cap in flight. Replicas due are taken asked for first, then failed,
 // then by when they fell due. HealthStatus says what the pass found, with
@@ -388,7 +388,9 @@
 // preparing replica protected from scale-in since it began to prepare is
 // taken back whatever the count, as the rules would never have chosen it.
 // Replicas in unreachable zones stay preparing, in Plan.Unknown, until
-// their zone answers.
+// their zone answers. A spec that drops its Lifecycle while replicas
+// prepare takes every known one back, so that no stale record counts as a
+// preparation long under way were the Lifecycle set again.
 //
 // A replica with a launch gate still closed (Replica.LaunchGated) is
 // neither ready nor available, whatever Replica.Ready says, so a rollout

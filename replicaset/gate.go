@@ -39,7 +39,7 @@ func (ps *pass) keepable(i int) bool {
 	switch r := &ps.cur[i]; {
 	case r.Phase != PhaseRunning, !r.Ready, r.MarkedForDeletion, ps.fl[i]&fNew == 0,
 		len(ps.spec.Zones) > 0 && ps.zoneAt(i) < 0,
-		ps.spec.Remediation != nil && r.Health != nil && (r.Health.Unhealthy || r.Health.Now):
+		ps.spec.Remediation != nil && r.Health != nil && (r.Health.Unhealthy || r.Health.RemediateNow):
 		return false
 	}
 	return true
@@ -90,6 +90,11 @@ func (ps *pass) emit() {
 	if ps.spec.Lifecycle == nil {
 		p.Delete = ps.replicas(dels)
 		p.Update = updates
+		for _, i := range ps.back {
+			if ps.fl[i]&fChosen == 0 {
+				p.Cancel = append(p.Cancel, ps.cur[i])
+			}
+		}
 		return
 	}
 	ps.gate(dels, updates)

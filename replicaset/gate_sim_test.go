@@ -192,7 +192,7 @@ func checkGate(t *rapid.T, spec replicaset.Spec, rs []replicaset.Replica, p repl
 		}
 		// With Remediation, one unhealthy, asked for, or whose launch gate
 		// stayed closed past its start-up window is remediated, not kept.
-		healthy := spec.Remediation == nil || r.Health == nil || !r.Health.Unhealthy && !r.Health.Now &&
+		healthy := spec.Remediation == nil || r.Health == nil || !r.Health.Unhealthy && !r.Health.RemediateNow &&
 			!(r.LaunchGated && !r.Health.Started.IsZero() && !now.Before(r.Health.Started.Add(cmp.Or(spec.Remediation.StartupWindow, replicaset.DefaultStartupWindow))))
 		if r.Phase == replicaset.PhaseRunning && r.Ready && !r.MarkedForDeletion &&
 			(r.Revision == "" || r.Revision == spec.Revision) && healthy {

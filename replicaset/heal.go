@@ -85,7 +85,7 @@ func (ps *pass) failedInZones() (at []int, stay bool) {
 type due struct {
 	i      int
 	at     time.Time
-	asked  bool // Health.Now
+	asked  bool // Health.RemediateNow
 	failed bool // PhaseFailed
 }
 
@@ -122,7 +122,7 @@ func (ps *pass) decideHealing() {
 		gone := f&fGone != 0
 		// Most replicas are healthy, or have no health: nothing to do.
 		if !gone && r.Phase != PhaseFailed && !recovering && !r.LaunchGated &&
-			(hl == nil || hl.Healthy && !hl.Unhealthy && !hl.Now && !hl.Restarted) {
+			(hl == nil || hl.Healthy && !hl.Unhealthy && !hl.RemediateNow && !hl.Restarted) {
 			continue
 		}
 		if hl == nil {
@@ -162,7 +162,7 @@ func (ps *pass) decideHealing() {
 		default:
 			unhealthy = true // for how long is unknown: counted, never due
 		}
-		if hl.Now {
+		if hl.RemediateNow {
 			at = now
 		}
 		if hl.Restarted && !at.IsZero() && now.Before(at) {
@@ -184,7 +184,7 @@ func (ps *pass) decideHealing() {
 		case now.Before(at):
 			earliest(&windowNext, at)
 		default:
-			dues = append(dues, due{i: i, at: at, asked: hl.Now, failed: r.Phase == PhaseFailed})
+			dues = append(dues, due{i: i, at: at, asked: hl.RemediateNow, failed: r.Phase == PhaseFailed})
 		}
 	}
 	if hist.Failures > 0 && st.Recovered {

@@ -193,7 +193,7 @@ func TestHealing_HealsWithinTheGuards(t *testing.T) {
 		for ; w.now.Before(end); w.now = w.now.Add(healStep) {
 			p := w.pass(t)
 			for _, r := range append(slices.Clone(p.Replace), p.Restart...) {
-				if flaps[r.Name] && !r.Health.Now {
+				if flaps[r.Name] && !r.Health.RemediateNow {
 					if v := w.find(r.Name); v != nil && v.hangTo.After(w.now) {
 						t.Fatalf("at %v: %s, hanging for less than the window, remediated: %v", w.now, r.Name, p)
 					}

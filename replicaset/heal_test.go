@@ -26,13 +26,13 @@ func healthGen(t *rapid.T, label string) *replicaset.Health {
 		return replicagen.Now().Add(time.Duration(rapid.IntRange(-1800, 0).Draw(t, label+l)) * time.Second)
 	}
 	return &replicaset.Health{
-		Unhealthy: rapid.Bool().Draw(t, label+"Unhealthy"),
-		Since:     at("Since"),
-		Started:   at("Started"),
-		Healthy:   rapid.Bool().Draw(t, label+"Healthy"),
-		Restarted: rapid.IntRange(0, 3).Draw(t, label+"Restarted") == 0,
-		Skip:      rapid.IntRange(0, 7).Draw(t, label+"Skip") == 0,
-		Now:       rapid.IntRange(0, 9).Draw(t, label+"Now") == 0,
+		Unhealthy:    rapid.Bool().Draw(t, label+"Unhealthy"),
+		Since:        at("Since"),
+		Started:      at("Started"),
+		Healthy:      rapid.Bool().Draw(t, label+"Healthy"),
+		Restarted:    rapid.IntRange(0, 3).Draw(t, label+"Restarted") == 0,
+		Skip:         rapid.IntRange(0, 7).Draw(t, label+"Skip") == 0,
+		RemediateNow: rapid.IntRange(0, 9).Draw(t, label+"Now") == 0,
 	}
 }
 
@@ -117,7 +117,7 @@ func naiveHealth(rm replicaset.Remediation, storm time.Time, r replicaset.Replic
 			}
 		}
 	}
-	if h.Now {
+	if h.RemediateNow {
 		due = now
 	}
 	return due, unhealthy
@@ -180,12 +180,12 @@ func healingGuards(t *rapid.T) {
 		if bad {
 			unhealthy++
 			unhealthyIn[r.Zone]++
-			if !h.Skip && !h.Now && r.Phase != replicaset.PhaseFailed {
+			if !h.Skip && !h.RemediateNow && r.Phase != replicaset.PhaseFailed {
 				heldByStorm++
 			}
 		}
 		if !due.IsZero() && now.Before(due) {
-			spell := r.Phase != replicaset.PhaseFailed && h.Healthy && h.Unhealthy && !h.Since.IsZero() && !h.Started.IsZero() && !h.Now
+			spell := r.Phase != replicaset.PhaseFailed && h.Healthy && h.Unhealthy && !h.Since.IsZero() && !h.Started.IsZero() && !h.RemediateNow
 			if spell && (nextSpell.IsZero() || due.Before(nextSpell)) {
 				nextSpell = due
 			}
@@ -221,7 +221,7 @@ func healingGuards(t *rapid.T) {
 			t.Fatalf("%s remediated, but it is not due (or unknown, or being deleted): %v", r.Name, p)
 		case h.Skip:
 			t.Fatalf("%s remediated though it opted out: %v", r.Name, p)
-		case h.Now:
+		case h.RemediateNow:
 			continue
 		case p.Health.Suspended:
 			t.Fatalf("%s remediated while suspended: %v", r.Name, p)

@@ -34,12 +34,12 @@ type Health struct {
 	// skip-remediation annotation): it counts as unhealthy, but nothing is
 	// done to it.
 	Skip bool
-	// Now asks for the replica to be remediated now, whatever its health
-	// (Cluster API's remediate-machine annotation). It is not held by the
-	// storm or zone guards, which guard against faults outside the
-	// replicas, but is by the cap on remediations in flight and the
-	// rollout's bounds.
-	Now bool
+	// RemediateNow asks for the replica to be remediated now, whatever
+	// its health (Cluster API's remediate-machine annotation). It is not
+	// held by the storm or zone guards, which guard against faults
+	// outside the replicas, but is by the cap on remediations in flight
+	// and the rollout's bounds.
+	RemediateNow bool
 	// Since is when the replica became unhealthy, and has been since
 	// without a break. With Unhealthy and a zero Since, how long is
 	// unknown: the replica is never remediated for it.

@@ -188,8 +188,14 @@ func (ps *pass) classify() error {
 		case r.Deleting:
 			f = fGone
 			ps.p.Deleting = append(ps.p.Deleting, *r)
-		case !gated || r.Preparing == nil:
+		case r.Preparing == nil:
 			f = fLive
+		case !gated:
+			// The spec dropped its Lifecycle while the replica prepared:
+			// taken back, so that the record goes and a Lifecycle set
+			// again never counts it as a preparation long under way.
+			f = fLive | fBack
+			ps.back = append(ps.back, i)
 		case r.Preparing.Update && ps.stillUpdates(r):
 			f = fLive | fCycling // the power cycle it prepares for, under way
 		case r.Preparing.Update:

@@ -26,9 +26,11 @@ type Plan struct {
 	// scale-up, before anything new is created, because they were
 	// protected from scale-in since they began to prepare, or because the
 	// in-place update they prepared for (Preparing.Update) no longer
-	// applies (a rollback, a pause, a change that no longer fits). The caller
-	// removes their Replica.Preparing (and tells their hooks, as its
-	// documentation says). Empty without Spec.Lifecycle.
+	// applies (a rollback, a pause, a change that no longer fits); and,
+	// without Spec.Lifecycle, every known replica that still records a
+	// preparation (the spec dropped its Lifecycle). The caller removes
+	// their Replica.Preparing (and tells their hooks, as its
+	// documentation says).
 	Cancel []Replica
 	// Update lists the replicas to change in place in this pass, onto
 	// Spec.Revision (Strategy.Method): the caller changes each and

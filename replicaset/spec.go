@@ -122,9 +122,10 @@ type Spec struct {
 	// any rule, prepares first (Plan.Prepare) and is deleted only once
 	// its pre-delete hooks released it or timed out. The package
 	// documentation's Lifecycle hooks section states the rules. Nil: off,
-	// and Compute plans exactly as without it; Replica.Preparing is then
-	// not read (a caller that drops its Lifecycle clears what it
-	// recorded). Launch gates need no Lifecycle: a replica with one
+	// and Compute plans exactly as without it, but that a replica still
+	// recording a preparation (Replica.Preparing: the spec dropped its
+	// Lifecycle while it prepared) is taken back (Plan.Cancel), for the
+	// caller to clear the record. Launch gates need no Lifecycle: a replica with one
 	// closed (Replica.LaunchGated) is not ready, with or without it.
 	Lifecycle *Lifecycle
 	// History is what the caller keeps of the set between passes: the

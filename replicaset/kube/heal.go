@@ -32,7 +32,7 @@ const (
 	// but it is neither restarted nor replaced.
 	AnnotationSkipRemediation = "replicakit.io/skip-remediation"
 	// AnnotationRemediate set to "true" on a child asks for it to be
-	// remediated now, whatever its health (replicaset.Health.Now). The
+	// remediated now, whatever its health (replicaset.Health.RemediateNow). The
 	// binding removes it once it restarted the child; a replaced child
 	// goes with it.
 	AnnotationRemediate = "replicakit.io/remediate"
@@ -176,7 +176,7 @@ func healthOf(c child, now time.Time) (replicaset.Health, string) {
 		h = back // the value read back, as the next pass reads it
 	}
 	h.Skip = a[AnnotationSkipRemediation] == "true"
-	h.Now = a[AnnotationRemediate] == "true"
+	h.RemediateNow = a[AnnotationRemediate] == "true"
 	return h, enc
 }
 

@@ -93,7 +93,7 @@ func healthReason(h *replicaset.Health) string {
 	switch {
 	case h == nil:
 		return "unknown"
-	case h.Now && h.Reason == "":
+	case h.RemediateNow && h.Reason == "":
 		return "asked for (" + AnnotationRemediate + ")"
 	case h.Reason == "":
 		return "failed"

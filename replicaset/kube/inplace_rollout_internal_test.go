@@ -30,7 +30,7 @@ func (sizeIP) ShowsInPlace(child, want client.Object) bool {
 // setupInPlace describes o's children as a pass with sizeIP would.
 func setupInPlace(o *observation, want client.Object) {
 	ip := sizeIP{}
-	lc := &lifecycleRead{domain: DefaultHookDomain, now: testNow}
+	lc := &lifecycleRead{domain: DefaultHookDomain, now: testNow, gates: true}
 	for i := range o.children {
 		_ = lc.describe(o.children[i].obj, &o.children[i].replica)
 	}

@@ -126,10 +126,13 @@ func (r *Reconciler[O, C]) hookDomain() string {
 }
 
 // lifecycleRead is what a pass reads children's lifecycles with: the
-// hook domain and the pass's time.
+// hook domain, the pass's time, and whether launch gates count (only with
+// Spec.Lifecycle). A preparation is read with or without a Lifecycle: the
+// planner takes back one the spec no longer has hooks for.
 type lifecycleRead struct {
 	domain string
 	now    time.Time
+	gates  bool
 }
 
 // describe adds to rep what obj's annotations say of its lifecycle:
@@ -140,14 +143,16 @@ func (l *lifecycleRead) describe(obj metav1.Object, rep *replicaset.Replica) err
 	var err error
 	if v, ok := obj.GetAnnotations()[AnnotationPreparing]; ok {
 		since := unstamp(v)
+		if since.IsZero() && l.gates {
+			err = fmt.Errorf("child %s: annotation %s=%q is not a time; counting from now", obj.GetName(), AnnotationPreparing, v)
+		}
 		if since.IsZero() {
 			since = l.now
-			err = fmt.Errorf("child %s: annotation %s=%q is not a time; counting from now", obj.GetName(), AnnotationPreparing, v)
 		}
 		_, update := obj.GetAnnotations()[AnnotationPreparingUpdate]
 		rep.Preparing = &replicaset.Preparing{Since: since, Hooks: PreDeleteHooks(obj, l.domain), Update: update}
 	}
-	rep.LaunchGated = len(LaunchGates(obj, l.domain)) > 0
+	rep.LaunchGated = l.gates && len(LaunchGates(obj, l.domain)) > 0
 	return err
 }
 
@@ -162,18 +167,15 @@ func lifecycleSpec(s Spec) *replicaset.Lifecycle {
 // preparations adds to updates the annotations of the children the plan
 // prepares (AnnotationPreparing at now, and the declared hooks) and takes
 // back (both removed), merged with any other in-place change of the same
-// child. Without a Lifecycle, it takes back every child still marked
-// preparing (the spec dropped its Lifecycle while they prepared): were
-// the Lifecycle set again, a stale mark would count as a preparation
-// long under way.
+// child. Without a Lifecycle the plan takes back every child still marked
+// preparing (the spec dropped its Lifecycle while they prepared), and the
+// marks go with the rest.
 func preparations(o *observation, domain string, members []child, updates []inPlaceUpdate, p replicaset.Plan) []inPlaceUpdate {
 	set := map[string]map[string]string{} // by UID
 	for _, c := range members {
 		v, ok := c.obj.GetAnnotations()[AnnotationPreparing]
 		switch {
-		case !ok || c.replica.Deleting:
-		case o.spec.Lifecycle == nil:
-			p.Cancel = append(p.Cancel, c.replica)
+		case !ok || c.replica.Deleting || o.spec.Lifecycle == nil:
 		case unstamp(v).IsZero():
 			// A time that does not parse counts from now (describe): write
 			// now, or every pass would count it from its own time again

@@ -41,6 +41,9 @@ func TestPreparations_WaitForTheCache(t *testing.T) {
 // long under way.
 func TestPreparations_DroppedLifecycle(t *testing.T) {
 	stale := kid("web-1", withAnnotation(AnnotationPreparing, stamp(testNow.Add(-time.Hour))))
+	if err := (&lifecycleRead{domain: DefaultHookDomain, now: testNow}).describe(stale.obj, &stale.replica); err != nil {
+		t.Fatal(err)
+	}
 	o := observed(2, kids(kid("web-0"), stale))
 	d := decide(o, rules{policies: ordinal.policies, naming: OrdinalNames, hookDomain: DefaultHookDomain})
 	if len(d.update) != 1 || d.update[0].from.GetName() != "web-1" {
@@ -56,7 +59,7 @@ func TestPreparations_DroppedLifecycle(t *testing.T) {
 func TestStatus_MarkNotReady(t *testing.T) {
 	for _, mark := range []bool{false, true} {
 		c := kid("web-1", withAnnotation(AnnotationPreparing, stamp(testNow)))
-		lc := &lifecycleRead{domain: DefaultHookDomain, now: testNow}
+		lc := &lifecycleRead{domain: DefaultHookDomain, now: testNow, gates: true}
 		if err := lc.describe(c.obj, &c.replica); err != nil {
 			t.Fatal(err)
 		}
@@ -123,7 +126,7 @@ func TestDrain_InvalidSpec(t *testing.T) {
 // timeout runs from there and passes.
 func TestPreparations_BadTime(t *testing.T) {
 	bad := kid("web-1", withAnnotation(AnnotationPreparing, "yesterday"), withAnnotation(PreDeleteHookAnnotation("", "drain"), "web"))
-	lc := &lifecycleRead{domain: DefaultHookDomain, now: testNow}
+	lc := &lifecycleRead{domain: DefaultHookDomain, now: testNow, gates: true}
 	err := lc.describe(bad.obj, &bad.replica)
 	if err == nil || !bad.replica.Preparing.Since.Equal(testNow) {
 		t.Fatalf("describe: %v, since %v; want a warning, since now", err, bad.replica.Preparing.Since)

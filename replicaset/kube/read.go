@@ -162,8 +162,8 @@ func (r *Reconciler[O, C]) read(ctx context.Context, req reconcile.Request) (*ob
 	}
 	heals := o.specErr == nil && o.spec.Remediation != nil
 	var lc *lifecycleRead
-	if o.specErr == nil && o.spec.Lifecycle != nil {
-		lc = &lifecycleRead{domain: r.hookDomain(), now: o.now}
+	if o.specErr == nil {
+		lc = &lifecycleRead{domain: r.hookDomain(), now: o.now, gates: o.spec.Lifecycle != nil}
 	}
 	o.children = r.describe(own, match, heals, lc)
 	o.orphans = r.describe(orphans, match, heals, lc)

@@ -30,8 +30,10 @@ import (
 //     none has.
 //   - "protected": no protected replica is in Delete, Prepare, Update or
 //     PrepareUpdate.
-//   - "hooks": without Spec.Lifecycle, Prepare, Cancel and PrepareUpdate
-//     are empty; with it, no replica that ran (its phase neither
+//   - "hooks": without Spec.Lifecycle, Prepare and PrepareUpdate are
+//     empty, and Cancel takes back exactly the known replicas that record
+//     a preparation (Replica.Preparing) and are neither being deleted nor
+//     deleted by the plan (the spec dropped its Lifecycle); with it, no replica that ran (its phase neither
 //     PhasePending nor PhaseFailed) is in Delete unless it was preparing
 //     and Lifecycle.Hold holds it no more, nor power-cycled (Update)
 //     unless it prepared for that update and nothing holds it; only
@@ -277,10 +279,21 @@ func ran(r *replicaset.Replica) bool {
 
 func (c *checker) hooks() {
 	if c.lc == nil {
-		for _, l := range []list{{"Prepare", c.p.Prepare}, {"Cancel", c.p.Cancel}, {"PrepareUpdate", c.p.PrepareUpdate}} {
+		for _, l := range []list{{"Prepare", c.p.Prepare}, {"PrepareUpdate", c.p.PrepareUpdate}} {
 			if len(l.rs) > 0 {
 				c.fail("hooks", "no Lifecycle, yet %s is %v", l.name, sortedNames(l.rs))
 			}
+		}
+		deleted := setOf(c.p.Delete)
+		var want []string
+		for i := range c.in.Replicas {
+			if r := &c.in.Replicas[i]; r.Preparing != nil && !r.Deleting && !c.unknown[r.Name] && !deleted[r.Name] {
+				want = append(want, r.Name)
+			}
+		}
+		slices.Sort(want)
+		if got := sortedNames(c.p.Cancel); !slices.Equal(got, want) {
+			c.fail("hooks", "no Lifecycle, yet Cancel is %v; want the known replicas that record a preparation, %v", got, want)
 		}
 		return
 	}
@@ -335,7 +348,7 @@ func (c *checker) takeBack() {
 			c.fail("hooks", "%q is protected and prepares to leave, yet is not taken back (Cancel)", r.Name)
 		case r.Phase == replicaset.PhaseRunning && r.Ready && !r.MarkedForDeletion && !old(spec, r) &&
 			(len(spec.Zones) == 0 || slices.Contains(spec.Zones, r.Zone)) &&
-			(spec.Remediation == nil || r.Health == nil || !r.Health.Unhealthy && !r.Health.Now):
+			(spec.Remediation == nil || r.Health == nil || !r.Health.Unhealthy && !r.Health.RemediateNow):
 			keep = append(keep, r.Name)
 		}
 	}

@@ -69,8 +69,9 @@ func TestCheck_PlantedMistakes(t *testing.T) {
 	}
 }
 
-// TestCheck_PlantedTakeBackAndInPlaceOnly: the take-back rule of "hooks"
-// and the UpdateInPlaceOnly rule of "in place", each seen failing on a
+// TestCheck_PlantedTakeBackAndInPlaceOnly: the take-back rules of "hooks"
+// (with a Lifecycle, and once the spec dropped it) and the
+// UpdateInPlaceOnly rule of "in place", each seen failing on a
 // plan with a mistake planted, and passing without it.
 func TestCheck_PlantedTakeBackAndInPlaceOnly(t *testing.T) {
 	now := replicasettest.Now()
@@ -86,6 +87,7 @@ func TestCheck_PlantedTakeBackAndInPlaceOnly(t *testing.T) {
 	x3.Protected = true
 	hooked := replicasettest.Input{Spec: replicaset.Spec{Desired: 4, Lifecycle: &replicaset.Lifecycle{}},
 		Replicas: []replicaset.Replica{x0, x1, x2, x3}, Now: now}
+	dropped := replicasettest.Input{Spec: replicaset.Spec{Desired: 1}, Replicas: []replicaset.Replica{x2}, Now: now}
 	o0, o1 := rep("o0", "v1"), rep("o1", "v1")
 	o0.InPlace, o1.InPlace = replicaset.InPlaceLive, replicaset.InPlaceLive
 	only := replicasettest.Input{Spec: replicaset.Spec{Desired: 2, Revision: "v2",
@@ -97,6 +99,8 @@ func TestCheck_PlantedTakeBackAndInPlaceOnly(t *testing.T) {
 		plan       replicaset.Plan
 	}{
 		{"both taken back", "", hooked, replicaset.Plan{Cancel: []replicaset.Replica{x2, x3}}},
+		{"a Lifecycle dropped, the preparation taken back", "", dropped, replicaset.Plan{Cancel: []replicaset.Replica{x2}}},
+		{"a Lifecycle dropped, the preparation left", "hooks:", dropped, replicaset.Plan{}},
 		{"a protected replica left preparing", "hooks:", hooked, replicaset.Plan{Cancel: []replicaset.Replica{x2}}},
 		{"a keepable replica left preparing below the count", "hooks:", hooked, replicaset.Plan{Cancel: []replicaset.Replica{x3}}},
 		{"updated in place", "", only, replicaset.Plan{Update: []replicaset.Update{{Replica: o0}}}},

@@ -233,6 +233,6 @@ func health(t *rapid.T) *replicaset.Health {
 	h.Restarted = chance(t, 5, "restarted")
 	h.HealthyBefore = chance(t, 4, "healthyBefore")
 	h.Skip = chance(t, 6, "skip")
-	h.Now = chance(t, 8, "asked")
+	h.RemediateNow = chance(t, 8, "asked")
 	return &h
 }
