@@ -244,7 +244,7 @@ func TestSet_RolloutZoneRefusesClones(t *testing.T) {
 	}
 
 	down.Delete("b")
-	settle(t, s, 6, 20, now.Add(vmprovider.DefaultZoneBackoff+time.Minute))
+	settle(t, s, 6, 20, now.Add(replicaset.DefaultZoneBackoff+time.Minute))
 	if diff := cmp.Diff(map[string]int{revB: 6}, revisions(t, p, "uid-web")); diff != "" {
 		t.Errorf("after b recovered: VMs per revision (-want +got):\n%s", diff)
 	}

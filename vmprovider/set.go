@@ -234,7 +234,7 @@ type Set struct {
 	// ZoneBackoff is how long a zone in which a create failed is avoided
 	// by later passes, while they place its VMs in the other zones (and a
 	// rollout leaves the zone's old VMs in place); zero means
-	// DefaultZoneBackoff. It is read when a create fails: a change
+	// replicaset.DefaultZoneBackoff. It is read when a create fails: a change
 	// applies to later failures.
 	ZoneBackoff time.Duration
 	// Names makes new VM names: naming.Random, or naming.Indexed for
@@ -306,10 +306,6 @@ func (s *Set) SetRollout(r *replicaset.Strategy) {
 	defer s.mu.Unlock()
 	s.Rollout = r
 }
-
-// DefaultZoneBackoff is how long a Set avoids a zone in which a create
-// failed, when Set.ZoneBackoff is zero.
-const DefaultZoneBackoff = replicaset.DefaultZoneBackoff
 
 // DefaultLostNameHold is the Set's LostNameHold when it sets none: longer
 // than a clone of a large VM takes, and costing no more than a name left

@@ -247,15 +247,15 @@ func TestSet_Zones(t *testing.T) {
 	}
 	want("7 with b down", map[string]int{"a": 3, "b": 1, "c": 3})
 	if zs, err := s.ZoneStatus(ctx, now.Add(time.Second)); err != nil || len(zs) != 3 ||
-		!zs[1].BackoffUntil.Equal(now.Add(vmprovider.DefaultZoneBackoff)) || !zs[0].BackoffUntil.IsZero() {
-		t.Fatalf("zone status with b backing off: %+v, %v; want b's BackoffUntil %v", zs, err, now.Add(vmprovider.DefaultZoneBackoff))
+		!zs[1].BackoffUntil.Equal(now.Add(replicaset.DefaultZoneBackoff)) || !zs[0].BackoffUntil.IsZero() {
+		t.Fatalf("zone status with b backing off: %+v, %v; want b's BackoffUntil %v", zs, err, now.Add(replicaset.DefaultZoneBackoff))
 	}
 
 	// b recovers; after the backoff, Rebalance moves one VM at a time.
 	down.Delete("b")
 	s.Spec.Rebalance = true
 	for i := range 12 {
-		scale(7, now.Add(vmprovider.DefaultZoneBackoff+time.Duration(i)*time.Second))
+		scale(7, now.Add(replicaset.DefaultZoneBackoff+time.Duration(i)*time.Second))
 	}
 	want("7 rebalanced", map[string]int{"a": 3, "b": 2, "c": 2})
 	zs, err := s.ZoneStatus(ctx, now.Add(time.Hour))

@@ -109,7 +109,7 @@ func kid(name string, opts ...kidOpt) child {
 // own children; change edits it further.
 func observed(replicas int, children []child, change ...func(*observation)) *observation {
 	owner := &metav1.PartialObjectMetadata{ObjectMeta: metav1.ObjectMeta{Name: "web", Namespace: "ns", UID: ownerUID, Generation: 1}}
-	o := &observation{owner: owner, key: "ns/web", seed: 1, now: testNow, backoffFor: DefaultZoneBackoff,
+	o := &observation{owner: owner, key: "ns/web", seed: 1, now: testNow, backoffFor: replicaset.DefaultZoneBackoff,
 		spec:     Spec{Replicas: replicas, Selector: &metav1.LabelSelector{MatchLabels: map[string]string{"app": "web"}}},
 		selector: labels.SelectorFromSet(labels.Set{"app": "web"}), template: labels.Set{"app": "web"}}
 	for _, c := range children {

@@ -154,7 +154,7 @@ func (r *Reconciler[O, C]) read(ctx context.Context, req reconcile.Request) (*ob
 		o.waiting = true
 	}
 	o.taken = r.expectations.takenNames(key, o.now)
-	o.backoff, o.backoffFor = r.backoff.active(key, o.now), cmp.Or(r.ZoneBackoff, DefaultZoneBackoff)
+	o.backoff, o.backoffFor = r.backoff.active(key, o.now), cmp.Or(r.ZoneBackoff, replicaset.DefaultZoneBackoff)
 	o.failedSeen = r.backoff.failing(key)
 	o.progress = r.rollouts.get(key)
 	if idle(o, r.rules()) {

@@ -113,7 +113,7 @@ type Reconciler[O, C client.Object] struct {
 	Metrics *Metrics
 	// ZoneBackoff is how long creates avoid a zone in which a create
 	// failed, or a child failed (Spec.Zones); zero means
-	// DefaultZoneBackoff. The owner's status shows each zone's backoff
+	// replicaset.DefaultZoneBackoff. The owner's status shows each zone's backoff
 	// (replicaset.ZoneStatus.BackoffUntil), and the owner is looked at again when it
 	// ends. It is kept in memory, so a restarted controller (or a new
 	// leader) starts with no zone backing off.

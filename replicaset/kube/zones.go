@@ -20,10 +20,6 @@ import (
 // topology.kubernetes.io/zone.
 const ZoneLabel = corev1.LabelTopologyZone
 
-// DefaultZoneBackoff is how long creates avoid a zone in which a create
-// failed, when Reconciler.ZoneBackoff is zero.
-const DefaultZoneBackoff = replicaset.DefaultZoneBackoff
-
 // Zoner is implemented by an Adapter whose children record their zone
 // somewhere else than the [ZoneLabel] label, such as a field of their
 // spec, or whose zone must be set where something acts on it: a Pod is

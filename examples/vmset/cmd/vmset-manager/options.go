@@ -13,7 +13,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/replicakit/replicakit/replicaset/kube"
+	"github.com/replicakit/replicakit/replicaset"
 	"github.com/replicakit/replicakit/vmprovider"
 	"github.com/replicakit/replicakit/vmprovider/vsphere"
 )
@@ -98,7 +98,7 @@ func parse(args []string, getenv func(string) string, stderr io.Writer) (options
 	var zones zoneFlag
 	var vcenters vcenterFlag
 	fs.Var(&vcenters, "vcenter", "another vCenter zones may name (vcenter=NAME), repeated: NAME=DIR, DIR holding one file per setting as a mounted Secret does: url, username and password, and optionally ca.crt, thumbprint, insecure, datacenter, folder, resourcePool, datastore and template [$VSPHERE_VCENTERS: entries separated by ';']")
-	fs.DurationVar(&o.zoneBackoff, "zone-backoff", kube.DefaultZoneBackoff, "how long a set's new VMs avoid a zone after a clone there failed")
+	fs.DurationVar(&o.zoneBackoff, "zone-backoff", replicaset.DefaultZoneBackoff, "how long a set's new VMs avoid a zone after a clone there failed")
 	fs.Var(&zones, "zone", "a zone sets may spread over, repeated: NAME:resourcePool=PATH[,folder=PATH][,datastore=NAME][,vcenter=NAME] (a cluster or resource pool, and optionally a folder, datastore and -vcenter; none: the -vsphere-url one) [$VSPHERE_ZONES: entries separated by ';'; with -vcsim and none given: zone-a, zone-b and zone-c, one per simulated cluster]")
 
 	if err := fs.Parse(args); err != nil {
