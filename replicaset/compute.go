@@ -22,7 +22,8 @@ import (
 // Compute returns an error wrapping ErrInvalidSpec for a bad spec,
 // ErrInvalidReplica for an empty or repeated name or a repeated UID (input
 // that contradicts itself: see [Counting] for what a binding passes
-// instead) or a replica preparing to leave with no start time, and
+// instead) or, with Spec.Lifecycle, a replica preparing to leave with no
+// start time, and
 // ErrNoPolicy when policy is nil (an untyped nil, or a nil
 // pointer, map, slice or func behind the interface); all of them are
 // terminal (retrying the same input gives the same error).

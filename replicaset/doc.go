@@ -5,7 +5,7 @@
 // uses no global randomness and does no logging: the time of a pass is an
 // argument, and randomness comes from seeds (Spec.Seed, a policy's seed). Its functions
 // return values that describe work (a Plan, a Status); bindings such as the
-// controller-runtime reconciler or the VM provider's actuator carry them out.
+// controller-runtime reconciler or vmprovider.Set carry them out.
 // This is the shape of etcd's raft, whose core returns a Ready value and lets
 // the application do the I/O.
 //
@@ -389,8 +389,9 @@
 // taken back whatever the count, as the rules would never have chosen it.
 // Replicas in unreachable zones stay preparing, in Plan.Unknown, until
 // their zone answers. A spec that drops its Lifecycle while replicas
-// prepare takes every known one back, so that no stale record counts as a
-// preparation long under way were the Lifecycle set again.
+// prepare takes every known one back that the plan neither deletes nor
+// updates in place, so that no stale record counts as a preparation long
+// under way were the Lifecycle set again.
 //
 // A replica with a launch gate still closed (Replica.LaunchGated) is
 // neither ready nor available, whatever Replica.Ready says, so a rollout

@@ -91,7 +91,8 @@ func (ps *pass) emit() {
 		p.Delete = ps.replicas(dels)
 		p.Update = updates
 		for _, i := range ps.back {
-			if ps.fl[i]&fChosen == 0 {
+			// One deleted or updated in place goes with its record.
+			if ps.fl[i]&fChosen == 0 && !slices.ContainsFunc(updates, func(u Update) bool { return u.Replica.Name == ps.cur[i].Name }) {
 				p.Cancel = append(p.Cancel, ps.cur[i])
 			}
 		}
@@ -165,7 +166,7 @@ func (ps *pass) gate(dels []int, updates []Update) {
 	p.Lifecycle.TimedOut = slices.DeleteFunc(p.Lifecycle.TimedOut, func(r Replica) bool {
 		return !deleted(r) && !slices.ContainsFunc(p.Update, func(u Update) bool { return compareIdentity(&u.Replica, &r) == 0 })
 	})
-	lc.hookHolds(p)
+	lc.hookHolds(p, now)
 }
 
 // admit takes r, chosen to leave, through the pre-delete gate: a replica
@@ -251,7 +252,7 @@ func Drain(spec Spec, current []Replica, now time.Time) (Plan, error) {
 		for _, r := range settling {
 			spec.Lifecycle.settle(&p, r, now, func(r Replica) { p.Delete = append(p.Delete, r) })
 		}
-		spec.Lifecycle.hookHolds(&p)
+		spec.Lifecycle.hookHolds(&p, now)
 	}
 	return p, nil
 }

@@ -265,3 +265,28 @@ func TestLifecycle_Hold(t *testing.T) {
 		}
 	}
 }
+
+// TestLifecycle_NextCheckOfNewPreparations: a pass whose plan begins
+// preparations asks to be looked at again when their hooks time out, as a
+// pass with replicas already waiting does; a caller that requeues only at
+// NextCheck would otherwise never come back. A nil Lifecycle holds
+// nothing.
+func TestLifecycle_NextCheckOfNewPreparations(t *testing.T) {
+	now := replicagen.Now()
+	rs := []replicaset.Replica{
+		{Name: "a", UID: "uid-a", Phase: replicaset.PhaseRunning, Ready: true},
+		{Name: "b", UID: "uid-b", Phase: replicaset.PhaseRunning, Ready: true},
+	}
+	lc := &replicaset.Lifecycle{Timeout: 10 * time.Minute}
+	p, err := checkedCompute(t, replicaset.Spec{Desired: 1, Lifecycle: lc}, rs, deletionpolicy.Oldest{}, now)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(p.Prepare) != 1 || !p.Lifecycle.NextCheck.Equal(now.Add(10*time.Minute)) {
+		t.Errorf("plan %v, NextCheck %v; want one replica preparing and NextCheck %v", p, p.Lifecycle.NextCheck, now.Add(10*time.Minute))
+	}
+	var none *replicaset.Lifecycle
+	if by, at := none.Hold(replicaset.Preparing{Since: now, Hooks: []string{"drain"}}, now); by != 0 || !at.IsZero() {
+		t.Errorf("a nil Lifecycle: %v until %v, want no hold", by, at)
+	}
+}

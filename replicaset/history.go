@@ -20,8 +20,8 @@ const DefaultZoneBackoff = time.Minute
 // is a set with nothing behind it.
 type History struct {
 	// Failures is how many replacements in a row failed: the replica
-	// replaced had never been healthy since it started. Read only with
-	// Spec.Remediation.
+	// replaced had never been healthy since it started. Failures, Last,
+	// Storming and Storm are read only with Spec.Remediation.
 	Failures int
 	// Last is when the last failed replacement was made.
 	Last time.Time
@@ -67,7 +67,9 @@ type ZoneBackoff struct {
 // that was never healthy (neither since it started nor before a restart),
 // or whose launch gate never opened, is a failure; a replica that started
 // no earlier than the last failure and has been healthy since
-// (p.Health.Recovered) clears the failures.
+// (p.Health.Recovered) clears the failures. CreatesFailing is set when
+// created is below p.Create, and cleared otherwise, by a pass that plans
+// no creates too.
 func (h History) After(p Plan, created int, failed []string, avoid time.Duration, now time.Time) History {
 	if p.Health.Recovered {
 		h.Failures, h.Last = 0, time.Time{}

@@ -25,7 +25,8 @@ const DefaultHookTimeout = 15 * time.Minute
 // documentation's Lifecycle hooks section states the rules.
 type Lifecycle struct {
 	// Timeout is how long pre-delete hooks may hold a replica, from when
-	// it began to prepare (Preparing.Since). Zero means
+	// it began to prepare (Preparing.Since): they time out at
+	// Preparing.Since plus Timeout, that instant included. Zero means
 	// DefaultHookTimeout. It must not be negative.
 	Timeout time.Duration
 	// Abandon keeps a replica whose hooks still hold it when Timeout
@@ -56,12 +57,16 @@ type Preparing struct {
 
 // Hold says what holds a replica preparing as p at now, by the rules
 // Compute and Drain apply, and when its hooks time out (Preparing.Since
-// plus Timeout): HoldPreDelete while hooks hold it within their timeout;
-// HoldHookAbandoned once they held it past the timeout, with Abandon;
-// zero when nothing holds it and it goes, its hooks having released it
-// (p.Hooks empty) or timed out. A binding that gates a deletion the
-// planner did not decide (a child deleted by a person, say) asks it too.
+// plus Timeout; they have timed out from that instant on): HoldPreDelete
+// while hooks hold it before then; HoldHookAbandoned from then on, with
+// Abandon; zero when nothing holds it and it goes, its hooks having
+// released it (p.Hooks empty) or timed out. The time does not depend on
+// now. A nil Lifecycle holds nothing, and gives no time. A binding that gates a deletion the planner
+// did not decide (a child deleted by a person, say) asks it too.
 func (l *Lifecycle) Hold(p Preparing, now time.Time) (HoldKind, time.Time) {
+	if l == nil {
+		return 0, time.Time{}
+	}
 	deadline := p.Since.Add(l.timeout())
 	switch {
 	case len(p.Hooks) == 0:
@@ -102,8 +107,10 @@ type LifecycleStatus struct {
 	// their timeout with Lifecycle.Abandon: nothing deletes them until their
 	// hooks release them.
 	Abandoned []Replica
-	// NextCheck is when the first hook of Waiting times out, for the
-	// caller's requeue; zero when none waits.
+	// NextCheck is when the first hooks time out, for the caller's
+	// requeue: of the replicas in Waiting, and of those that begin to
+	// prepare in this pass (Prepare, PrepareUpdate: now plus Timeout);
+	// zero when none waits.
 	NextCheck time.Time
 }
 
@@ -136,8 +143,12 @@ func (l *Lifecycle) settle(p *Plan, r Replica, now time.Time, goes func(Replica)
 	p.Lifecycle.Preparing++
 }
 
-// hookHolds adds the holds of replicas that wait on their hooks.
-func (l *Lifecycle) hookHolds(p *Plan) {
+// hookHolds adds the holds of replicas that wait on their hooks, and
+// counts in NextCheck the timeout of those that begin to prepare at now.
+func (l *Lifecycle) hookHolds(p *Plan, now time.Time) {
+	if len(p.Prepare)+len(p.PrepareUpdate) > 0 {
+		earliest(&p.Lifecycle.NextCheck, now.Add(l.timeout()))
+	}
 	if n := len(p.Lifecycle.Waiting); n > 0 {
 		p.Holds = append(p.Holds, Hold{By: HoldPreDelete, Waiting: n,
 			Reason: fmt.Sprintf("%d %s on pre-delete hooks: %s",

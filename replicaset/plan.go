@@ -28,7 +28,8 @@ type Plan struct {
 	// in-place update they prepared for (Preparing.Update) no longer
 	// applies (a rollback, a pause, a change that no longer fits); and,
 	// without Spec.Lifecycle, every known replica that still records a
-	// preparation (the spec dropped its Lifecycle). The caller removes
+	// preparation (the spec dropped its Lifecycle) and that the plan
+	// neither deletes nor updates in place. The caller removes
 	// their Replica.Preparing (and tells their hooks, as its
 	// documentation says).
 	Cancel []Replica

@@ -57,9 +57,12 @@ type Replica struct {
 	// planner never chooses it, and reports a Shortfall when that prevents
 	// reaching the desired count.
 	Protected bool
-	// DeletionCost is a hint: among replicas the policy would otherwise rank
-	// alike, those with a lower cost are deleted first (as Kubernetes'
-	// controller.kubernetes.io/pod-deletion-cost). The default is 0.
+	// DeletionCost is a hint for the deletion policy: among replicas it
+	// would otherwise rank alike, those with a lower cost are deleted first
+	// (as Kubernetes' controller.kubernetes.io/pod-deletion-cost). Compute
+	// reads it only through the policy's Rank: the deletionpolicy package's
+	// policies honour it, and a Ranker of your own decides whether to. The
+	// default is 0.
 	DeletionCost int64
 
 	// Phase is the replica's life-cycle phase.

@@ -18,8 +18,8 @@ const DefaultMaxPerPass = 500
 // to act on it; match them with errors.Is.
 var (
 	// ErrInvalidSpec means the Spec cannot be planned for: a negative
-	// desired count, cap or availability window, or an empty or repeated
-	// zone.
+	// desired count, cap, window, timeout or amount, an unknown strategy
+	// or method, or an empty or repeated zone.
 	ErrInvalidSpec = errors.New("replicaset: invalid spec")
 	// ErrInvalidReplica means the current replicas are inconsistent: an
 	// empty name, or a name or UID that appears twice.
@@ -122,11 +122,12 @@ type Spec struct {
 	// any rule, prepares first (Plan.Prepare) and is deleted only once
 	// its pre-delete hooks released it or timed out. The package
 	// documentation's Lifecycle hooks section states the rules. Nil: off,
-	// and Compute plans exactly as without it, but that a replica still
-	// recording a preparation (Replica.Preparing: the spec dropped its
-	// Lifecycle while it prepared) is taken back (Plan.Cancel), for the
-	// caller to clear the record. Launch gates need no Lifecycle: a replica with one
-	// closed (Replica.LaunchGated) is not ready, with or without it.
+	// and Compute plans as without it. A replica that still records a
+	// preparation then (Replica.Preparing: the spec dropped its Lifecycle
+	// while it prepared) is taken back (Plan.Cancel) unless the plan
+	// deletes it or updates it in place, for the caller to clear the
+	// record. Launch gates need no Lifecycle: a replica with one closed
+	// (Replica.LaunchGated) is not ready, with or without it.
 	Lifecycle *Lifecycle
 	// History is what the caller keeps of the set between passes: the
 	// remediations' failures and storms, the zones creates avoid, and

@@ -114,13 +114,15 @@ type ZoneStatus struct {
 	// Status does.
 	Replicas, Ready, Available int
 	// BackoffUntil, when not zero, is when creates in the zone resume
-	// (Spec.ZoneBackoff): until then new replicas go to the other zones.
-	// SummarizeZones leaves it zero; a binding that keeps the backoff
-	// fills it in (the Kubernetes binding's status does).
+	// (History.ZoneBackoff): until then new replicas go to the other
+	// zones. SummarizeZones leaves it zero; a binding that keeps the
+	// History fills it in (the Kubernetes binding's status and
+	// vmprovider.Set.ZoneStatus do).
 	BackoffUntil time.Time
 	// Unreachable reports that the zone is in Spec.Unreachable: its
 	// replicas are unknown. SummarizeZones leaves it false; a binding
-	// fills it in (the Kubernetes binding's status does).
+	// fills it in (the Kubernetes binding's status and
+	// vmprovider.Set.ZoneStatus do).
 	Unreachable bool
 }
 

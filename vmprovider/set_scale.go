@@ -120,9 +120,11 @@ func (s *Set) spec(desired int, now time.Time) replicaset.Spec {
 	spec.Desired = desired
 	spec.Revision, spec.Strategy = "", replicaset.Strategy{}
 	spec.Lifecycle = s.Lifecycle.planner()
-	if rev := TemplateRevision(s.Template); spec.Remediation != nil && rev != s.heal.revision {
-		s.history.Failures, s.history.Last = 0, time.Time{}
-		s.heal.revision = rev
+	if spec.Remediation != nil {
+		if rev := TemplateRevision(s.Template); rev != s.heal.revision {
+			s.history.Failures, s.history.Last = 0, time.Time{}
+			s.heal.revision = rev
+		}
 	}
 	spec.History = s.history
 	if s.Rollout != nil {

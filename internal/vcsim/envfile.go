@@ -8,6 +8,7 @@ import (
 	"slices"
 	"strings"
 
+	"github.com/vmware/govmomi/fault"
 	"github.com/vmware/govmomi/find"
 	"github.com/vmware/govmomi/property"
 	"github.com/vmware/govmomi/vim25"
@@ -156,21 +157,28 @@ func VMFolder(ctx context.Context, vc *vim25.Client, cfg vsphere.Config) (types.
 // ChildVMs reads props of the VMs in folder through the property
 // collector, which the simulator serves under its object locks (its
 // container views race with concurrent destroys). A VM destroyed between
-// the two reads fails the second: the caller reads again.
+// the two reads fails the second with ManagedObjectNotFound: ChildVMs
+// then reads both again, a few times, so that a caller taking a snapshot
+// while VMs are deleted gets one instead of an error.
 func ChildVMs(ctx context.Context, vc *vim25.Client, folder types.ManagedObjectReference, props ...string) ([]mo.VirtualMachine, error) {
 	pc := property.DefaultCollector(vc)
-	var f mo.Folder
-	if err := pc.RetrieveOne(ctx, folder, []string{"childEntity"}, &f); err != nil {
-		return nil, err
-	}
-	refs := slices.DeleteFunc(f.ChildEntity, func(r types.ManagedObjectReference) bool { return r.Type != "VirtualMachine" })
-	var vms []mo.VirtualMachine
-	if len(refs) > 0 {
-		if err := pc.Retrieve(ctx, refs, props, &vms); err != nil {
+	for attempt := 1; ; attempt++ {
+		var f mo.Folder
+		if err := pc.RetrieveOne(ctx, folder, []string{"childEntity"}, &f); err != nil {
+			return nil, err
+		}
+		refs := slices.DeleteFunc(f.ChildEntity, func(r types.ManagedObjectReference) bool { return r.Type != "VirtualMachine" })
+		var vms []mo.VirtualMachine
+		if len(refs) == 0 {
+			return nil, nil
+		}
+		switch err := pc.Retrieve(ctx, refs, props, &vms); {
+		case err == nil:
+			return vms, nil
+		case attempt == 5 || !fault.Is(err, &types.ManagedObjectNotFound{}):
 			return nil, err
 		}
 	}
-	return vms, nil
 }
 
 // WriteVCenterDir writes the simulator's settings into dir, one file per

@@ -1,7 +1,7 @@
 // Package execute carries out a replicaset.Plan against an Actuator, the two
 // operations a platform must offer (create a named replica, delete a
 // replica). It is written once and used by every binding: the
-// controller-runtime reconciler and the VM provider's actuator.
+// controller-runtime reconciler and vmprovider.Set.
 //
 // It issues creates with slow start, as the Kubernetes ReplicaSet
 // controller does: one create first, and two more for each success, so the

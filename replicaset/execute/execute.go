@@ -105,8 +105,9 @@ type Result struct {
 
 // Plan carries out p against a: it creates len(names) replicas with the given
 // names (which must number p.Create) and deletes p.Delete. It carries out
-// nothing else of p: a caller with Spec.Lifecycle, Remediation or an
-// in-place Strategy.Method carries out p.Prepare, p.Cancel, p.Restart,
+// nothing else of p: a caller with Spec.Lifecycle (or that records
+// Replica.Preparing), Remediation or an in-place Strategy.Method carries
+// out p.Prepare, p.Cancel, p.Restart,
 // p.Update and p.PrepareUpdate itself (vmprovider.Set and the kube
 // binding do). When p places
 // creates in zones, a must be a ZonedActuator: names[i] is created in

@@ -110,10 +110,10 @@ type Status struct {
 	ObservedGeneration int64
 	// Selector is the selector in string form, for the scale subresource.
 	Selector string
-	// Zones, when the spec lists zones, is the status per zone: each
-	// listed zone in order, then any other zone a live child is in. Nil
-	// when the spec lists none, with each zone's backoff and whether it
-	// is unreachable. replicaset.Spread renders it on one line ("a=2 b=1
+	// Zones, when the spec lists zones, is the status per zone, with each
+	// zone's backoff and whether it is unreachable: each listed zone in
+	// order, then any other zone a live child is in. Nil when the spec
+	// lists none. replicaset.Spread renders it on one line ("a=2 b=1
 	// c=1"), for a printer column.
 	Zones []replicaset.ZoneStatus
 	// UpdatedReplicas counts live children made from the owner's current

@@ -20,7 +20,7 @@ import (
 // RemediationBackoff or RemediationInFlight (replicaset.HoldTooManyUnhealthy,
 // HoldSuspended, HoldRemediationBackoff, HoldInFlight), and ReplicaFailure
 // is True with HookAbandoned (replicaset.HoldHookAbandoned) while hooks
-// hold children past their timeout with DefaultResult HookAbandon. Compare
+// hold children past their timeout with Lifecycle.Abandon. Compare
 // a condition's reason with, say, replicaset.HoldSuspended.String(). The
 // constants below are the binding's own reasons: what it finds in the
 // spec, the children and its own writes, and how it sums the plan up.

@@ -364,7 +364,7 @@ func abandoned(d decision) string {
 
 // lifecycleEvents lists the pass's lifecycle events: children that began
 // to prepare, taken back, or deleted when their hooks timed out.
-func lifecycleEvents(d decision, out outcome) []note {
+func lifecycleEvents(d decision, out outcome, hooks bool) []note {
 	var evs []note
 	done := func(rs []replicaset.Replica, in []string) []string {
 		var names []string
@@ -380,8 +380,11 @@ func lifecycleEvents(d decision, out outcome) []note {
 			"Children prepare to leave, waiting on their pre-delete hooks: " + listNote(names, ", ", maxNote), nil})
 	}
 	if names := done(d.plan.Cancel, out.updated); len(names) > 0 {
-		evs = append(evs, note{corev1.EventTypeNormal, "TakenBack", "Cancel",
-			"Children taken back by a scale-up before they left: " + listNote(names, ", ", maxNote), nil})
+		why := "Children taken back by a scale-up before they left: "
+		if !hooks {
+			why = "Children no longer prepare to leave: the spec has no lifecycle hooks now: "
+		}
+		evs = append(evs, note{corev1.EventTypeNormal, "TakenBack", "Cancel", why + listNote(names, ", ", maxNote), nil})
 	}
 	for _, r := range d.plan.Lifecycle.TimedOut {
 		if slices.Contains(out.acted.Deleted, r.Name) {

@@ -80,7 +80,7 @@ func settle(o *observation, d decision, out outcome) verdict {
 	// its owner writes what it saw, with the error.
 	v.publish = !(acted && clean) && d.hold != holdWaiting && !out.ownerGone
 	v.events = append(eventsOf(d, out, failed), healEvents(d, out)...)
-	v.events = append(v.events, lifecycleEvents(d, out)...)
+	v.events = append(v.events, lifecycleEvents(d, out, o.spec.Lifecycle != nil)...)
 
 	takenOnly := onlyTaken(out.acted.Err)
 	switch {

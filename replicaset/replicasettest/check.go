@@ -33,7 +33,8 @@ import (
 //   - "hooks": without Spec.Lifecycle, Prepare and PrepareUpdate are
 //     empty, and Cancel takes back exactly the known replicas that record
 //     a preparation (Replica.Preparing) and are neither being deleted nor
-//     deleted by the plan (the spec dropped its Lifecycle); with it, no replica that ran (its phase neither
+//     deleted or updated in place by the plan (the spec dropped its
+//     Lifecycle); with it, no replica that ran (its phase neither
 //     PhasePending nor PhaseFailed) is in Delete unless it was preparing
 //     and Lifecycle.Hold holds it no more, nor power-cycled (Update)
 //     unless it prepared for that update and nothing holds it; only
@@ -284,10 +285,10 @@ func (c *checker) hooks() {
 				c.fail("hooks", "no Lifecycle, yet %s is %v", l.name, sortedNames(l.rs))
 			}
 		}
-		deleted := setOf(c.p.Delete)
+		gone := setOf(append(slices.Clone(c.p.Delete), updated(c.p.Update)...))
 		var want []string
 		for i := range c.in.Replicas {
-			if r := &c.in.Replicas[i]; r.Preparing != nil && !r.Deleting && !c.unknown[r.Name] && !deleted[r.Name] {
+			if r := &c.in.Replicas[i]; r.Preparing != nil && !r.Deleting && !c.unknown[r.Name] && !gone[r.Name] {
 				want = append(want, r.Name)
 			}
 		}
