@@ -106,7 +106,9 @@ import (
 //     their place.
 //   - "surge creates": while a rollout is in progress, the creates
 //     beyond K − the known live replicas are at most the replicas left
-//     to replace: those remediation replaces, and the known live replicas
+//     to replace: those remediation replaces (with Spec.Remediation,
+//     those preparing for a power cycle too, which it may replace while
+//     their hooks hold them), and the known live replicas
 //     on older revisions neither protected, preparing for a power cycle,
 //     remediated nor updated in place in the pass, and with zones in no
 //     listed zone, or in one that does not back off (unless all do) and,

@@ -156,10 +156,13 @@ func (c *checker) lastAvailable() {
 // surgeCreates states that while a rollout is in progress, the creates
 // beyond those the desired count misses (surge creates: Create less
 // K − the known replicas that have not left) are at most the replicas
-// left to replace: those remediation replaces (Replace), and the known
-// live replicas on older revisions that are not protected, not preparing
-// for a power cycle, not remediated and not updated in place in the pass
-// (Update, PrepareUpdate), and, with listed zones, in no listed zone, or
+// left to replace: those remediation replaces (Replace), with
+// Spec.Remediation those preparing for a power cycle (remediation may
+// replace one while its hooks hold it: the replacement comes at once, the
+// replica in Replace once it goes), and the known live replicas on older
+// revisions that are not protected, not preparing for a power cycle, not
+// remediated and not updated in place in the pass (Update,
+// PrepareUpdate), and, with listed zones, in no listed zone, or
 // in one that does not back off (unless every listed zone that answers
 // does) and, with ZoneByZone, in the zone updated (see rollout), before
 // the pass's deletions or after them (a scale-down may take the last
@@ -192,7 +195,12 @@ func (c *checker) surgeCreates() {
 	for i := range c.in.Replicas {
 		r := &c.in.Replicas[i]
 		switch {
-		case c.unknown[r.Name] || c.leaving(r) || c.cycling(r) || replaced[r.Name] || moved[r.Name]:
+		case c.unknown[r.Name] || c.leaving(r) || replaced[r.Name]:
+		case c.cycling(r):
+			if spec.Remediation != nil {
+				left++
+			}
+		case moved[r.Name]:
 		case !old(spec, r) || r.Protected:
 		case !slices.Contains(spec.Zones, r.Zone):
 			left++
