@@ -19,31 +19,34 @@ import (
 // at once keeps every invariant replicasettest.Check states, and the plan
 // is the same for the same input in any order (doc.go, Invariants,
 // Determinism: the plan's lists are all in an order Compute decides).
-func TestAllFeatures_Check(t *testing.T) {
-	rapid.Check(t, func(t *rapid.T) {
-		in := replicasettest.Inputs().Draw(t, "input")
-		_, policy := replicagen.Policy(t)
-		p, err := replicaset.Compute(in.Spec, in.Replicas, policy, in.Now)
-		if err != nil {
-			t.Fatalf("Compute of a valid input: %v", err)
-		}
-		if err := replicasettest.Check(in, p); err != nil {
-			t.Fatalf("plan %v:\n%v", p, err)
-		}
-		again, err := checkedCompute(t, in.Spec, rapid.Permutation(in.Replicas).Draw(t, "shuffled"), policy, in.Now)
-		if err != nil {
-			t.Fatal(err)
-		}
-		if diff := gocmp.Diff(p, again, cmpopts.EquateEmpty()); diff != "" {
-			t.Fatalf("plan depends on input order (-first +shuffled):\n%s", diff)
-		}
-	})
+func TestAllFeatures_Check(t *testing.T) { rapid.Check(t, allFeaturesCheck) }
+
+// allFeaturesCheck is TestAllFeatures_Check's property, which
+// FuzzAllFeatures_Check drives from the fuzzer's bytes.
+func allFeaturesCheck(t *rapid.T) {
+	in := replicasettest.Inputs().Draw(t, "input")
+	_, policy := replicagen.Policy(t)
+	p, err := replicaset.Compute(in.Spec, in.Replicas, policy, in.Now)
+	if err != nil {
+		t.Fatalf("Compute of a valid input: %v", err)
+	}
+	if err := replicasettest.Check(in, p); err != nil {
+		t.Fatalf("plan %v:\n%v", p, err)
+	}
+	again, err := checkedCompute(t, in.Spec, rapid.Permutation(in.Replicas).Draw(t, "shuffled"), policy, in.Now)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if diff := gocmp.Diff(p, again, cmpopts.EquateEmpty()); diff != "" {
+		t.Fatalf("plan depends on input order (-first +shuffled):\n%s", diff)
+	}
 }
 
 // allWorld is a platform under every feature at once, playing a binding:
 // deletes take a pass or two, creates come up Pending and then Running
-// and ready (behind a launch gate now and then), preparations record
-// hooks that release late or never, updates in place record the new
+// and ready (behind a launch gate that opens late or never, now and then)
+// or never show up, preparations record up to three hooks that each
+// release it late, never or out of order, updates in place record the new
 // revision (or fail, after which the replica reports InPlaceNone),
 // restarts record Health.Restart, guests hang and clones fail, and zones
 // stop answering and answer again. Replicas in an unreachable zone are
@@ -55,12 +58,48 @@ type allWorld struct {
 	serial  int
 	settled bool // no faults: hooks release, gates open, nothing hangs or fails
 	kind    map[string]replicaset.InPlace
-	release map[string]time.Time // when a preparing replica's hooks release it; zero: never
+	// release is when each hook of each preparing replica releases it;
+	// zero: never.
+	release map[string]map[string]time.Time
 	gateAt  map[string]time.Time // when a launch gate opens; zero: never
 	hung    map[string]bool
 }
 
 const allStep = time.Minute
+
+// allHooks are the hooks a preparation may wait on.
+var allHooks = []string{"drain", "lb", "backup"}
+
+// newAllWorld draws a world: a spec with every field drawn, and either
+// replicas in every state or, one time in three, a set at rest (running,
+// ready and healthy on v1, spread over the listed zones, each with the
+// in-place kind its hardware allows) whose spec wants v2: a rollout, in
+// place or not, from the start.
+func newAllWorld(t *rapid.T) *allWorld {
+	w := &allWorld{now: replicasettest.Now(), spec: replicasettest.Spec().Draw(t, "spec"), kind: map[string]replicaset.InPlace{},
+		release: map[string]map[string]time.Time{}, gateAt: map[string]time.Time{}, hung: map[string]bool{}}
+	if !chanceOf(t, 3, "atRest") {
+		w.set = replicasettest.Replicas(8).Draw(t, "replicas")
+		return w
+	}
+	w.spec.Revision, w.spec.Desired = "v2", rapid.IntRange(0, 12).Draw(t, "desiredAtRest")
+	since := w.now.Add(-time.Hour)
+	for i := range rapid.IntRange(0, 12).Draw(t, "atRestCount") {
+		name := fmt.Sprintf("o%d", i)
+		r := replicaset.Replica{Name: name, UID: "uid-" + name, CreatedAt: since, Phase: replicaset.PhaseRunning,
+			Ready: true, ReadySince: since, Revision: "v1", InPlace: replicaset.InPlace(rapid.IntRange(0, 2).Draw(t, "kind")),
+			Protected: chanceOf(t, 10, "protected")}
+		if len(w.spec.Zones) > 0 {
+			r.Zone = w.spec.Zones[i%len(w.spec.Zones)]
+		}
+		if w.spec.Remediation != nil {
+			r.Health = &replicaset.Health{Started: since, Healthy: true}
+		}
+		w.kind[name] = r.InPlace
+		w.set = append(w.set, r)
+	}
+	return w
+}
 
 func (w *allWorld) unknown(r *replicaset.Replica) bool {
 	return slices.Contains(w.spec.Unreachable, r.Zone)
@@ -77,8 +116,12 @@ func (w *allWorld) observe() {
 			r.InPlace = k
 		}
 		if p := r.Preparing; p != nil && len(p.Hooks) > 0 {
-			if at := w.release[r.Name]; w.settled || !at.IsZero() && !w.now.Before(at) {
-				r.Preparing = &replicaset.Preparing{Since: p.Since, Update: p.Update}
+			hooks := slices.DeleteFunc(slices.Clone(p.Hooks), func(h string) bool {
+				at := w.release[r.Name][h]
+				return w.settled || !at.IsZero() && !w.now.Before(at)
+			})
+			if len(hooks) < len(p.Hooks) {
+				r.Preparing = &replicaset.Preparing{Since: p.Since, Update: p.Update, Hooks: hooks}
 			}
 		}
 		if at, ok := w.gateAt[r.Name]; r.LaunchGated && (w.settled || ok && !at.IsZero() && !w.now.Before(at)) {
@@ -107,12 +150,17 @@ func (w *allWorld) apply(t *rapid.T, p replicaset.Plan) {
 		for _, r := range rs {
 			rr := &w.set[idx[r.Name]]
 			rr.Preparing = &replicaset.Preparing{Since: w.now, Update: update}
-			if rapid.Bool().Draw(t, "hooked") {
-				rr.Preparing.Hooks = []string{"drain"}
-				w.release[r.Name] = time.Time{}
-				if w.settled || !chanceOf(t, 5, "neverReleases") {
-					w.release[r.Name] = w.now.Add(time.Duration(rapid.IntRange(0, 4).Draw(t, "releaseAfter")) * allStep)
+			w.release[r.Name] = map[string]time.Time{}
+			for _, h := range allHooks {
+				if !rapid.Bool().Draw(t, "hooked") {
+					continue
 				}
+				rr.Preparing.Hooks = append(rr.Preparing.Hooks, h)
+				var at time.Time // never
+				if w.settled || !chanceOf(t, 5, "neverReleases") {
+					at = w.now.Add(time.Duration(rapid.IntRange(0, 15).Draw(t, "releaseAfter")) * allStep)
+				}
+				w.release[r.Name][h] = at
 			}
 		}
 	}
@@ -142,14 +190,17 @@ func (w *allWorld) apply(t *rapid.T, p replicaset.Plan) {
 			rr.Ready, rr.ReadySince = false, time.Time{}
 		}
 	}
-	// The zones backing off and the failing creates are the world's
-	// faults, drawn once; After keeps the remediations' part.
-	zb, cf := w.spec.History.ZoneBackoff, w.spec.History.CreatesFailing
-	w.spec.History = w.spec.History.After(p, p.Create, nil, 0, w.now)
-	w.spec.History.ZoneBackoff, w.spec.History.CreatesFailing = zb, cf
+	created, lostIn := 0, []string(nil)
 	for i := range p.Create {
 		w.serial++
 		name := fmt.Sprintf("n%d", w.serial)
+		if !w.settled && chanceOf(t, 10, "createLost") { // the clone never shows up
+			if i < len(p.CreateZones) {
+				lostIn = append(lostIn, p.CreateZones[i])
+			}
+			continue
+		}
+		created++
 		w.kind[name] = replicaset.InPlace(rapid.IntRange(0, 2).Draw(t, "kind"))
 		r := replicaset.Replica{Name: name, UID: "uid-" + name, CreatedAt: w.now,
 			Phase: replicaset.PhasePending, Revision: w.spec.Revision}
@@ -160,13 +211,21 @@ func (w *allWorld) apply(t *rapid.T, p replicaset.Plan) {
 			r.LaunchGated = true
 			w.gateAt[name] = time.Time{}
 			if !chanceOf(t, 4, "gateNeverOpens") {
-				w.gateAt[name] = w.now.Add(time.Duration(rapid.IntRange(1, 6).Draw(t, "gateAfter")) * allStep)
+				w.gateAt[name] = w.now.Add(time.Duration(rapid.IntRange(1, 12).Draw(t, "gateAfter")) * allStep)
 			}
 		}
 		if w.spec.Remediation != nil {
 			r.Health = &replicaset.Health{}
 		}
 		w.set = append(w.set, r)
+	}
+	// The zones backing off and the failing creates are the world's
+	// faults, drawn once, and those of the creates lost; After keeps the
+	// remediations' part.
+	zb, cf := w.spec.History.ZoneBackoff, w.spec.History.CreatesFailing
+	w.spec.History = w.spec.History.After(p, created, lostIn, 0, w.now)
+	if created == p.Create {
+		w.spec.History.ZoneBackoff, w.spec.History.CreatesFailing = zb, cf
 	}
 	w.now = w.now.Add(allStep)
 	var next []replicaset.Replica
@@ -193,7 +252,7 @@ func chanceOf(t *rapid.T, n int, label string) bool { return rapid.IntRange(1, n
 
 // settle ends every fault: zones answer, nothing backs off or fails,
 // hooks release, gates open, guests are healthy, and the owner lifts
-// protection, pauses and OnDelete, as TestGate_Passes does.
+// protection, pauses and OnDelete.
 func (w *allWorld) settle() {
 	w.settled = true
 	w.spec.Unreachable, w.spec.History.ZoneBackoff, w.spec.History.CreatesFailing = nil, nil, false
@@ -221,97 +280,100 @@ func (w *allWorld) settle() {
 }
 
 // TestAllFeatures_Passes drives a world with every feature drawn at once
-// (replicasettest.Spec, and replicas in every state to start from) pass
-// after pass through faults, zones that stop and start answering, and
-// changes of count, revision, pause, method and protection, and runs
-// replicasettest.Check on every pass. Then the world settles, and the set
-// must converge within a bounded number of passes: the desired count,
-// none being deleted or preparing, no replica on an older revision beyond
-// the partition but, under UpdateInPlaceOnly, those that cannot be
-// changed in place; and a fixed point.
-func TestAllFeatures_Passes(t *testing.T) {
-	rapid.Check(t, func(t *rapid.T) {
-		w := &allWorld{now: replicasettest.Now(), spec: replicasettest.Spec().Draw(t, "spec"),
-			set: replicasettest.Replicas(8).Draw(t, "replicas"), kind: map[string]replicaset.InPlace{},
-			release: map[string]time.Time{}, gateAt: map[string]time.Time{}, hung: map[string]bool{}}
-		_, policy := replicagen.Policy(t)
-		pass := func(what string, i int) replicaset.Plan {
-			w.observe()
-			in := replicasettest.Input{Spec: w.spec, Replicas: w.set, Now: w.now}
-			p, err := replicaset.Compute(in.Spec, in.Replicas, policy, in.Now)
-			if err != nil {
-				t.Fatalf("%s pass %d: %v", what, i, err)
-			}
-			if err := replicasettest.Check(in, p); err != nil {
-				t.Fatalf("%s pass %d: plan %v:\n%v\nspec %+v\nset %+v", what, i, p, err, w.spec, w.set)
-			}
-			return p
-		}
-		for i := range rapid.IntRange(0, 25).Draw(t, "passes") {
-			if chanceOf(t, 4, "change") {
-				switch rapid.IntRange(0, 5).Draw(t, "what") {
-				case 0:
-					w.spec.Revision = rapid.SampledFrom([]string{"", "v2", "v3"}).Draw(t, "revision")
-				case 1:
-					w.spec.Desired = rapid.IntRange(0, 8).Draw(t, "desired")
-				case 2:
-					w.spec.Strategy.Paused = !w.spec.Strategy.Paused
-				case 3:
-					w.spec.Strategy.Method = replicaset.UpdateMethod(rapid.IntRange(0, 2).Draw(t, "method"))
-				case 4:
-					z := rapid.SampledFrom([]string{"a", "b", "c", "x"}).Draw(t, "zone")
-					if j := slices.Index(w.spec.Unreachable, z); j >= 0 {
-						w.spec.Unreachable = slices.Delete(slices.Clone(w.spec.Unreachable), j, j+1)
-					} else {
-						w.spec.Unreachable = append(slices.Clone(w.spec.Unreachable), z)
-					}
-				case 5:
-					if len(w.set) > 0 { // protected (or not) mid-way, preparing or not
-						j := rapid.IntRange(0, len(w.set)-1).Draw(t, "protect")
-						w.set[j].Protected = !w.set[j].Protected
-					}
-				}
-			}
-			w.apply(t, pass("faulty", i))
-		}
+// (replicasettest.Spec, and replicas in every state, or at rest, to start
+// from) pass after pass through faults, zones that stop and start
+// answering, and changes of count, revision (rollbacks included),
+// strategy, pause, method and protection, and runs replicasettest.Check
+// on every pass. Then the world settles, and the set must converge within
+// a bounded number of passes: the desired count, none being deleted or
+// preparing, no replica on an older revision beyond the partition but,
+// under UpdateInPlaceOnly, those that cannot be changed in place; and a
+// fixed point.
+func TestAllFeatures_Passes(t *testing.T) { rapid.Check(t, allFeaturesPasses) }
 
-		w.settle()
-		lim := w.spec.Strategy.Limits(w.spec.Desired)
-		for i := 0; ; i++ {
-			p := pass("settled", i)
-			waiting := slices.ContainsFunc(p.Holds, func(h replicaset.Hold) bool {
-				return h.By != replicaset.HoldPartition && h.By != replicaset.HoldInPlaceOnly
-			})
-			if p.IsZero() && len(p.Deleting) == 0 && !waiting {
-				live, olds, stuck, preparing := 0, 0, 0, 0
-				for _, r := range w.set {
-					live++
-					if w.spec.Lifecycle != nil && r.Preparing != nil {
-						preparing++
-					}
-					if w.spec.Revision != "" && r.Revision != "" && r.Revision != w.spec.Revision {
-						olds++
-						if r.InPlace == replicaset.InPlaceNone || r.InPlace == replicaset.InPlacePowerCycle && lim.Unavailable == 0 {
-							stuck++
-						}
-					}
-				}
-				if w.spec.Strategy.Method != replicaset.UpdateInPlaceOnly {
-					stuck = 0
-				}
-				if live != w.spec.Desired || olds > max(lim.Partition, stuck) || preparing > 0 {
-					t.Fatalf("settled with %d live (desired %d), %d old (partition %d, %d that cannot change in place), %d preparing: %v",
-						live, w.spec.Desired, olds, lim.Partition, stuck, preparing, p)
-				}
-				if again := pass("fixed point", i); !again.IsZero() {
-					t.Fatalf("a settled set plans again: %v", again)
-				}
-				return
-			}
-			if i > 300 {
-				t.Fatalf("not converged after %d passes: %v", i, p)
-			}
-			w.apply(t, p)
+// allFeaturesPasses is TestAllFeatures_Passes's property, which
+// FuzzAllFeatures_Passes drives from the fuzzer's bytes.
+func allFeaturesPasses(t *rapid.T) {
+	w := newAllWorld(t)
+	_, policy := replicagen.Policy(t)
+	pass := func(what string, i int) replicaset.Plan {
+		w.observe()
+		in := replicasettest.Input{Spec: w.spec, Replicas: w.set, Now: w.now}
+		p, err := replicaset.Compute(in.Spec, in.Replicas, policy, in.Now)
+		if err != nil {
+			t.Fatalf("%s pass %d: %v", what, i, err)
 		}
-	})
+		if err := replicasettest.Check(in, p); err != nil {
+			t.Fatalf("%s pass %d: plan %v:\n%v\nspec %+v\nset %+v", what, i, p, err, w.spec, w.set)
+		}
+		return p
+	}
+	for i := range rapid.IntRange(0, 30).Draw(t, "passes") {
+		if chanceOf(t, 4, "change") {
+			switch rapid.IntRange(0, 6).Draw(t, "what") {
+			case 0: // a new revision, or back to an older one
+				w.spec.Revision = rapid.SampledFrom([]string{"", "v1", "v2", "v3"}).Draw(t, "revision")
+			case 1:
+				w.spec.Desired = rapid.IntRange(0, 8).Draw(t, "desired")
+			case 2:
+				w.spec.Strategy.Paused = !w.spec.Strategy.Paused
+			case 3:
+				w.spec.Strategy.Method = replicaset.UpdateMethod(rapid.IntRange(0, 2).Draw(t, "method"))
+			case 4:
+				z := rapid.SampledFrom([]string{"a", "b", "c", "x"}).Draw(t, "zone")
+				if j := slices.Index(w.spec.Unreachable, z); j >= 0 {
+					w.spec.Unreachable = slices.Delete(slices.Clone(w.spec.Unreachable), j, j+1)
+				} else {
+					w.spec.Unreachable = append(slices.Clone(w.spec.Unreachable), z)
+				}
+			case 5:
+				if len(w.set) > 0 { // protected (or not) mid-way, preparing or not
+					j := rapid.IntRange(0, len(w.set)-1).Draw(t, "protect")
+					w.set[j].Protected = !w.set[j].Protected
+				}
+			case 6: // surge, unavailability, partition, zone by zone, OnDelete
+				w.spec.Strategy = replicasettest.Strategy().Draw(t, "strategy")
+			}
+		}
+		w.apply(t, pass("faulty", i))
+	}
+
+	w.settle()
+	lim := w.spec.Strategy.Limits(w.spec.Desired)
+	for i := 0; ; i++ {
+		p := pass("settled", i)
+		waiting := slices.ContainsFunc(p.Holds, func(h replicaset.Hold) bool {
+			return h.By != replicaset.HoldPartition && h.By != replicaset.HoldInPlaceOnly
+		})
+		if p.IsZero() && len(p.Deleting) == 0 && !waiting {
+			live, olds, stuck, preparing := 0, 0, 0, 0
+			for _, r := range w.set {
+				live++
+				if w.spec.Lifecycle != nil && r.Preparing != nil {
+					preparing++
+				}
+				if w.spec.Revision != "" && r.Revision != "" && r.Revision != w.spec.Revision {
+					olds++
+					if r.InPlace == replicaset.InPlaceNone || r.InPlace == replicaset.InPlacePowerCycle && lim.Unavailable == 0 {
+						stuck++
+					}
+				}
+			}
+			if w.spec.Strategy.Method != replicaset.UpdateInPlaceOnly {
+				stuck = 0
+			}
+			if live != w.spec.Desired || olds > max(lim.Partition, stuck) || preparing > 0 {
+				t.Fatalf("settled with %d live (desired %d), %d old (partition %d, %d that cannot change in place), %d preparing: %v",
+					live, w.spec.Desired, olds, lim.Partition, stuck, preparing, p)
+			}
+			if again := pass("fixed point", i); !again.IsZero() {
+				t.Fatalf("a settled set plans again: %v", again)
+			}
+			return
+		}
+		if i > 300 {
+			t.Fatalf("not converged after %d passes: %v", i, p)
+		}
+		w.apply(t, p)
+	}
 }

@@ -152,20 +152,20 @@ func TestCompose_OneDeletionOrder(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			if diff := gocmp.Diff([]string{"c"}, namesOf(p.Delete)); diff != "" {
+			if diff := gocmp.Diff([]string{"c"}, names(p.Delete)); diff != "" {
 				t.Errorf("Delete (-want +got):\n%s\nplan %v", diff, p)
 			}
 		})
 	}
 }
 
-// TestCompose_HoldsOnce is the case TestInPlace_Passes found with
-// -rapid.seed=370201099966463785 (InPlaceOnly, hooks, MaxPerPass 1): two
-// replicas prepared for a power cycle and released, four that cannot be
-// changed in place. The plan's holds account for each replica on an
+// TestCompose_HoldsOnce is the case the former TestInPlace_Passes found
+// with -rapid.seed=370201099966463785 (InPlaceOnly, hooks, MaxPerPass 1):
+// two replicas prepared for a power cycle and released, four that cannot
+// be changed in place. The plan's holds account for each replica on an
 // older revision it leaves waiting once, with a replica preparing for a
 // power cycle planned as that power cycle under way (doc.go, In-place
-// updates), as TestInPlace_Passes counts them.
+// updates), as replicasettest.Check's "holds" rule counts them.
 func TestCompose_HoldsOnce(t *testing.T) {
 	spec := replicaset.Spec{Desired: 6, MaxPerPass: 1, Revision: "B",
 		Strategy: replicaset.Strategy{MaxUnavailable: replicaset.Percent(50), ZoneByZone: true,

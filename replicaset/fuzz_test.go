@@ -21,22 +21,19 @@ func FuzzCompute_Properties(f *testing.F) { f.Fuzz(rapid.MakeFuzz(computePropert
 // (TestCompute_ArbitraryInput).
 func FuzzCompute_ArbitraryInput(f *testing.F) { f.Fuzz(rapid.MakeFuzz(computeArbitraryInput)) }
 
-// FuzzRollout_Passes drives a set with revisions pass after pass through
-// faults and spec changes mid-rollout, checking every bound of every pass
-// and convergence once healthy (TestRollout_Passes).
-func FuzzRollout_Passes(f *testing.F) { f.Fuzz(rapid.MakeFuzz(rolloutPasses)) }
-
 // FuzzHealing_Guards checks passes of a set with Spec.Remediation against
 // the naive self-healing rules (TestHealing_Guards).
 func FuzzHealing_Guards(f *testing.F) { f.Fuzz(rapid.MakeFuzz(healingGuards)) }
 
-// FuzzGate_Passes drives a set with lifecycle hooks pass after pass
-// through hooks released late, never or out of order, scaling, rollouts
-// and remediation, checking the gate and the bounds of every pass and
-// convergence once hooks release (TestGate_Passes).
-func FuzzGate_Passes(f *testing.F) { f.Fuzz(rapid.MakeFuzz(gatePasses)) }
+// FuzzAllFeatures_Check checks one pass from any input with every feature
+// drawn at once against replicasettest.Check, and its independence of the
+// replicas' order (TestAllFeatures_Check).
+func FuzzAllFeatures_Check(f *testing.F) { f.Fuzz(rapid.MakeFuzz(allFeaturesCheck)) }
 
-// FuzzInPlace_Passes is TestInPlace_Passes under the fuzzer: in-place
-// updates live and by power cycle, failing, under each method, with and
-// without hooks.
-func FuzzInPlace_Passes(f *testing.F) { f.Fuzz(rapid.MakeFuzz(inPlacePasses)) }
+// FuzzAllFeatures_Passes drives a world with every feature drawn at once
+// pass after pass through faults and spec changes mid-rollout (rollbacks,
+// strategy, method, count, pause, protection, zones cut off), hooks that
+// release late, never or out of order, in-place updates that fail,
+// checking every pass with replicasettest.Check and convergence once the
+// world settles (TestAllFeatures_Passes).
+func FuzzAllFeatures_Passes(f *testing.F) { f.Fuzz(rapid.MakeFuzz(allFeaturesPasses)) }

@@ -206,7 +206,7 @@ func TestInPlace_UpdateCapTimedOut(t *testing.T) {
 		t.Fatal(err)
 	}
 	if len(p.Update) != 1 || len(p.Lifecycle.TimedOut) != 1 || p.Lifecycle.TimedOut[0].Name != p.Update[0].Replica.Name {
-		t.Errorf("plan %v, timed out %v: want one update, and it alone timed out", p, namesOf(p.Lifecycle.TimedOut))
+		t.Errorf("plan %v, timed out %v: want one update, and it alone timed out", p, names(p.Lifecycle.TimedOut))
 	}
 	// The other drained replica is a power cycle under way, deferred by
 	// the cap: still preparing, and no hold counts it as a replica on an

@@ -51,11 +51,16 @@ func (ps *pass) replace() {
 		n := capped
 		if ps.zoned() {
 			n = ps.surgeRoom(capped)
+		} else {
+			// One for each replica left to replace: none for a
+			// protected one, which no pass replaces.
+			n = min(capped, ps.oldCandidates-(ps.old-oldLeft))
 		}
 		ps.create(n)
 		switch {
 		case n < capped:
-			// The zones hold the rest: zoneHolds says which and why.
+			// The zones or protection hold the rest: zoneHolds, or the
+			// Protected hold, says which and why.
 		case n < need && room > n:
 			p.Deferred += min(need, room) - n // over the per-pass cap
 		case n < need:

@@ -147,3 +147,23 @@ func TestCompute_RebalanceWaitsOnBackoffSaysSo(t *testing.T) {
 		t.Errorf("plan %v: want nothing done and Unbalanced naming the backoff", p)
 	}
 }
+
+// TestCompute_NoSurgeForProtectedOld: a set without zones whose only
+// replica on an older revision is protected has nothing left to replace,
+// so it makes no surge replica for it. One made would be the excess of
+// the next pass's scale-down, which takes a replica on the wanted
+// revision (the protected one stays), and the pass after would make it
+// again: a create and a delete on every other pass, for ever. With zones
+// the picker counts no protected replica (surgeRoom); without, it did.
+func TestCompute_NoSurgeForProtectedOld(t *testing.T) {
+	set := append(on("b", "B", 1), on("a", "A", 1)...)
+	set[1].Protected = true
+	spec := replicaset.Spec{Desired: 2, Revision: "B"}
+	p, err := replicaset.Compute(spec, set, deletionpolicy.HighestOrdinal{}, replicagen.Now())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if p.Create != 0 || len(p.Delete) != 0 {
+		t.Fatalf("plan %v: want no surge replica for a-0, protected, which is never replaced", p)
+	}
+}

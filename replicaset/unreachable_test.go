@@ -61,7 +61,8 @@ func unreachableGen() *rapid.Generator[[]string] {
 // with and without revisions, on arbitrary replicas: the replicas in them
 // are listed as unknown and nothing else is done with them, no create
 // goes to them, and the known replicas get exactly the plan, and so every
-// bound (checkPass), of a set of their own whose desired count is K.
+// invariant (replicasettest.Check, which checkedCompute runs), of a set of
+// their own whose desired count is K.
 func TestCompute_UnreachableProperties(t *testing.T) {
 	rapid.Check(t, func(t *rapid.T) {
 		var spec replicaset.Spec
@@ -109,7 +110,6 @@ func TestCompute_UnreachableProperties(t *testing.T) {
 		if diff := cmp.Diff(want, got); diff != "" {
 			t.Fatalf("the known replicas' plan differs from that of a set of %d (-want +got):\n%s", inner.Desired, diff)
 		}
-		checkPass(t, inner, known, got)
 		old := 0
 		for _, r := range unknown {
 			if !r.Deleting && r.Revision != "" && spec.Revision != "" && r.Revision != spec.Revision {
@@ -166,7 +166,7 @@ func TestUnreachable_PartitionsComeAndGo(t *testing.T) {
 			spec.Revision = "A"
 		}
 		_, policy := replicagen.Policy(t)
-		s := &sim{healthy: true}
+		s := &sim{}
 		for i := range spec.Desired {
 			name := fmt.Sprintf("a%d", i)
 			s.set = append(s.set, replicaset.Replica{Name: name, UID: "uid-" + name, Revision: spec.Revision, Zone: zones[i%3],
@@ -203,8 +203,7 @@ func TestUnreachable_PartitionsComeAndGo(t *testing.T) {
 			if err != nil {
 				t.Fatalf("pass %d: %v", pass, err)
 			}
-			known, unknown, inner := partition(spec, s.set)
-			checkPass(t, inner, known, knownPlan(p))
+			_, unknown, inner := partition(spec, s.set)
 			for _, r := range slices.Concat(p.Delete, p.Deleting) {
 				if slices.Contains(spec.Unreachable, r.Zone) {
 					t.Fatalf("pass %d: %q in unreachable zone %s is deleted: %v", pass, r.Name, r.Zone, p)
@@ -239,7 +238,6 @@ func TestUnreachable_PartitionsComeAndGo(t *testing.T) {
 			if err != nil {
 				t.Fatalf("healed pass %d: %v", pass, err)
 			}
-			checkPass(t, spec, s.set, p)
 			if p.IsZero() && len(p.Deleting) == 0 && len(p.Holds) == 0 && available(s.set) == len(s.set) {
 				c := tallyOf(spec, s.set)
 				per := map[string]int{}

@@ -26,8 +26,9 @@ import (
 //     Deleting lists only known replicas being deleted.
 //   - "caps": Create, Delete, Prepare, Update and PrepareUpdate are each
 //     within the per-pass cap (Spec.MaxPerPass, DefaultMaxPerPass when
-//     zero); with Spec.Zones every create has a listed zone, without them
-//     none has.
+//     zero); with Spec.Zones every create has a listed zone, never one
+//     that backs off (History.ZoneBackoff) while a listed zone that
+//     answers does not; without them none has.
 //   - "protected": no protected replica is in Delete, Prepare, Update or
 //     PrepareUpdate.
 //   - "hooks": without Spec.Lifecycle, Prepare and PrepareUpdate are
@@ -81,7 +82,40 @@ import (
 //     replicas on older revisions stay at least
 //     min(before, P), those updated in place or preparing for it
 //     counted as moved.
-//   - "fallback": Plan.Fallback lists each replica at most once, only
+//   - "holds": while the live known replicas (those taken back
+//     included) are at most K, every hold has a reason and waits for at
+//     least one replica, and the holds account for the replicas on older
+//     revisions that stay beyond the partition. W, those left after the
+//     pass (not in Delete, Prepare, Update, PrepareUpdate or Replace, nor
+//     preparing for a power cycle) beyond P plus the live ones in
+//     unreachable zones, is within R ≤ W ≤ R + X ≤ W + h: R sums the
+//     holds of the rollout's own kinds (Paused, OnDelete,
+//     MaxUnavailable, MaxPerPass, LastAvailable, ZoneByZone, Unreachable,
+//     InPlaceOnly), X those of the kinds remediation shares with it
+//     (Protected, ZoneBackoff), and h bounds what remediation holds by
+//     those kinds (the known live replicas protected, with
+//     Spec.Remediation, or failed in a listed zone, with it or
+//     Spec.ReplaceFailed), so that without either W = R + X. The
+//     Partition, MaxSurge, PreDelete and HookAbandoned holds and the
+//     other remediation guards count other replicas. A replica restarted
+//     in the pass (Restart) waits on its restart: it may go uncounted.
+//   - "last available": while a rollout is in progress and K is above
+//     zero, no pass takes (Delete, Prepare) the last available known
+//     replicas on the wanted revision (not remediated, not preparing for
+//     a power cycle), unless a replica updated live in the pass takes
+//     their place.
+//   - "surge creates": while a rollout is in progress, the creates
+//     beyond K − the known live replicas are at most the replicas left
+//     to replace: those remediation replaces (with Spec.Remediation,
+//     those preparing for a power cycle too, which it may replace while
+//     their hooks hold them), and the known live replicas
+//     on older revisions neither protected, preparing for a power cycle,
+//     remediated nor updated in place in the pass, and with zones in no
+//     listed zone, or in one that does not back off (unless all do) and,
+//     with ZoneByZone, in the zone updated before or after the pass's
+//     deletions.
+//   - "fallback": Plan.Fallback lists each replica at most once, with a
+//     reason, only
 //     under UpdateInPlaceIfPossible, and only replicas on older revisions
 //     not updated in this pass.
 //
@@ -114,6 +148,9 @@ func Check(in Input, p replicaset.Plan) error {
 	c.remediation()
 	c.bounds()
 	c.rollout()
+	c.holds()
+	c.lastAvailable()
+	c.surgeCreates()
 	c.fallback()
 	return errors.Join(c.errs...)
 }
@@ -255,9 +292,12 @@ func (c *checker) caps() {
 	case len(zones) == 0 && len(c.p.CreateZones) > 0:
 		c.fail("caps", "no zones listed, yet CreateZones %v", c.p.CreateZones)
 	}
+	allOff := c.allBackingOff()
 	for _, z := range c.p.CreateZones {
 		if !slices.Contains(zones, z) {
 			c.fail("caps", "a create goes to zone %q, which is not listed (%v)", z, zones)
+		} else if !allOff && c.backingOff(z) {
+			c.fail("caps", "a create goes to zone %q, which backs off while a listed zone that answers does not", z)
 		}
 	}
 }
@@ -443,6 +483,8 @@ func (c *checker) fallback() {
 		switch {
 		case seen[f.Replica.Name]:
 			c.fail("fallback", "Fallback lists %q twice", f.Replica.Name)
+		case f.Reason == "":
+			c.fail("fallback", "Fallback lists %q without a reason", f.Replica.Name)
 		case c.in.Spec.Strategy.Method != replicaset.UpdateInPlaceIfPossible:
 			c.fail("fallback", "Fallback lists %q under %v", f.Replica.Name, c.in.Spec.Strategy.Method)
 		case r != nil && (!old(&c.in.Spec, r) || upd[r.Name]):

@@ -64,6 +64,9 @@ func TestCheck_PlantedMistakes(t *testing.T) {
 		{"a fallback twice", "fallback:", with(func(p *replicaset.Plan) {
 			p.Fallback = []replicaset.Fallback{{Replica: a0, Reason: "x"}, {Replica: a0, Reason: "x"}}
 		})},
+		{"a fallback without a reason", "fallback:", with(func(p *replicaset.Plan) {
+			p.Fallback = []replicaset.Fallback{{Replica: a0}}
+		})},
 	} {
 		t.Run(tc.name, func(t *testing.T) { expectCheck(t, in, tc.plan, tc.want) })
 	}
@@ -103,7 +106,7 @@ func TestCheck_PlantedTakeBackAndInPlaceOnly(t *testing.T) {
 		{"a Lifecycle dropped, the preparation left", "hooks:", dropped, replicaset.Plan{}},
 		{"a protected replica left preparing", "hooks:", hooked, replicaset.Plan{Cancel: []replicaset.Replica{x2}}},
 		{"a keepable replica left preparing below the count", "hooks:", hooked, replicaset.Plan{Cancel: []replicaset.Replica{x3}}},
-		{"updated in place", "", only, replicaset.Plan{Update: []replicaset.Update{{Replica: o0}}}},
+		{"updated in place", "", only, replicaset.Plan{Update: []replicaset.Update{{Replica: o0}, {Replica: o1}}}},
 		{"replaced under UpdateInPlaceOnly", "in place:", only, replicaset.Plan{Delete: []replicaset.Replica{o0}, Create: 1}},
 	} {
 		t.Run(tc.name, func(t *testing.T) { expectCheck(t, tc.in, tc.plan, tc.want) })
@@ -133,20 +136,82 @@ func TestCheck_PlantedRollout(t *testing.T) {
 		s.History.ZoneBackoff = []replicaset.ZoneBackoff{{Zone: "a", Until: now.Add(time.Minute)}}
 	})
 	zoneByZone := in(func(s *replicaset.Spec) { s.Strategy.ZoneByZone = true })
+	held := func(by replicaset.HoldKind) []replicaset.Hold {
+		return []replicaset.Hold{{By: by, Waiting: 1, Reason: "o waits"}}
+	}
 	for _, tc := range []struct {
 		name, want string
 		in         replicasettest.Input
 		plan       replicaset.Plan
 	}{
-		{"zone by zone, in the zone updated", "", zoneByZone, replicaset.Plan{Delete: []replicaset.Replica{o0}}},
+		{"zone by zone, in the zone updated", "", zoneByZone, replicaset.Plan{Delete: []replicaset.Replica{o0}, Holds: held(replicaset.HoldZoneByZone)}},
 		{"zone by zone, in a zone updated later", "rollout:", zoneByZone, replicaset.Plan{Delete: []replicaset.Replica{o1}}},
-		{"an old replica replaced", "", plain, replicaset.Plan{Delete: []replicaset.Replica{o0}, Create: 1, CreateZones: []string{"a"}}},
+		{"an old replica replaced", "", plain, replicaset.Plan{Delete: []replicaset.Replica{o0}, Create: 1, CreateZones: []string{"a"},
+			Holds: held(replicaset.HoldMaxUnavailable)}},
 		{"a new replica deleted without a scale-down", "rollout:", plain,
 			replicaset.Plan{Delete: []replicaset.Replica{n0}, Create: 1, CreateZones: []string{"a"}}},
 		{"replaced while paused", "rollout:", paused, replicaset.Plan{Delete: []replicaset.Replica{o0}}},
 		{"below the partition", "rollout:", partitioned, replicaset.Plan{Delete: []replicaset.Replica{o0}}},
 		{"replaced in a zone backing off", "rollout:", backoff, replicaset.Plan{Delete: []replicaset.Replica{o0}}},
-		{"replaced in a zone that answers", "", backoff, replicaset.Plan{Delete: []replicaset.Replica{o1}}},
+		{"replaced in a zone that answers", "", backoff, replicaset.Plan{Delete: []replicaset.Replica{o1}, Holds: held(replicaset.HoldZoneBackoff)}},
+	} {
+		t.Run(tc.name, func(t *testing.T) { expectCheck(t, tc.in, tc.plan, tc.want) })
+	}
+}
+
+// TestCheck_PlantedReplace: the rules of "holds", "last available" and
+// "surge creates" each seen failing on a plan with a mistake planted, and
+// a plan without one passing.
+func TestCheck_PlantedReplace(t *testing.T) {
+	now := replicasettest.Now()
+	rep := func(name, rev, zone string) replicaset.Replica {
+		return replicaset.Replica{Name: name, UID: "uid-" + name, Phase: replicaset.PhaseRunning, Ready: true,
+			ReadySince: now.Add(-time.Hour), Revision: rev, Zone: zone}
+	}
+	n0, o0, o1, o2 := rep("n0", "v2", "a"), rep("o0", "v1", "a"), rep("o1", "v1", "b"), rep("o2", "v1", "b")
+	spec := replicaset.Spec{Desired: 3, Revision: "v2", Zones: []string{"a", "b"},
+		Strategy: replicaset.Strategy{MaxUnavailable: replicaset.Count(1)}}
+	in := func(desired int, f func(s *replicaset.Spec), rs ...replicaset.Replica) replicasettest.Input {
+		s := spec
+		s.Desired = desired
+		f(&s)
+		return replicasettest.Input{Spec: s, Replicas: rs, Now: now}
+	}
+	plain := in(3, func(*replicaset.Spec) {}, n0, o0, o1)
+	scaleDown := in(1, func(*replicaset.Spec) {}, n0, o0, o2)
+	surge2 := func(s *replicaset.Spec) { s.Strategy.MaxSurge = replicaset.Count(2) }
+	backoff := in(3, func(s *replicaset.Spec) {
+		surge2(s)
+		s.History.ZoneBackoff = []replicaset.ZoneBackoff{{Zone: "a", Until: now.Add(time.Minute)}}
+	}, n0, o0, o1)
+	zoneByZone := in(3, func(s *replicaset.Spec) { surge2(s); s.Strategy.ZoneByZone = true }, n0, o0, o1)
+	hold := func(by replicaset.HoldKind, n int) replicaset.Hold {
+		return replicaset.Hold{By: by, Waiting: n, Reason: "they wait"}
+	}
+	replaced := func(hs ...replicaset.Hold) replicaset.Plan {
+		return replicaset.Plan{Delete: []replicaset.Replica{o0}, Create: 1, CreateZones: []string{"a"}, Holds: hs}
+	}
+	for _, tc := range []struct {
+		name, want string
+		in         replicasettest.Input
+		plan       replicaset.Plan
+	}{
+		{"the replica left held", "", plain, replaced(hold(replicaset.HoldMaxUnavailable, 1))},
+		{"the replica left not held", "holds:", plain, replaced()},
+		{"a hold counts too many", "holds:", plain, replaced(hold(replicaset.HoldMaxUnavailable, 2))},
+		{"held by the partition", "holds:", plain, replaced(hold(replicaset.HoldPartition, 1))},
+		{"a hold without a reason", "holds:", plain, replaced(replicaset.Hold{By: replicaset.HoldMaxUnavailable, Waiting: 1})},
+		{"a scale-down takes the replicas on older revisions", "", scaleDown, replicaset.Plan{Delete: []replicaset.Replica{o0, o2}}},
+		{"a scale-down takes the last available new replica", "last available:", scaleDown,
+			replicaset.Plan{Delete: []replicaset.Replica{n0, o0}}},
+		{"a create in a zone backing off", "caps:", backoff, replicaset.Plan{Create: 1, CreateZones: []string{"a"},
+			Holds: []replicaset.Hold{hold(replicaset.HoldZoneBackoff, 1), hold(replicaset.HoldMaxUnavailable, 1)}}},
+		{"a surge create for the replica that may be replaced", "", backoff, replicaset.Plan{Create: 1, CreateZones: []string{"b"},
+			Holds: []replicaset.Hold{hold(replicaset.HoldZoneBackoff, 1), hold(replicaset.HoldMaxUnavailable, 1)}}},
+		{"a surge create for a replica in a zone backing off", "surge creates:", backoff, replicaset.Plan{Create: 2, CreateZones: []string{"b", "b"},
+			Holds: []replicaset.Hold{hold(replicaset.HoldZoneBackoff, 1), hold(replicaset.HoldMaxUnavailable, 1)}}},
+		{"a surge create for a replica in a zone updated later", "surge creates:", zoneByZone, replicaset.Plan{Create: 2, CreateZones: []string{"a", "b"},
+			Holds: []replicaset.Hold{hold(replicaset.HoldZoneByZone, 1), hold(replicaset.HoldMaxUnavailable, 1)}}},
 	} {
 		t.Run(tc.name, func(t *testing.T) { expectCheck(t, tc.in, tc.plan, tc.want) })
 	}

@@ -45,27 +45,8 @@ func (c *checker) rollout() {
 	if live > c.k {
 		return // a scale-down: the deletion order chooses
 	}
-	allOff := true
-	for _, z := range spec.Zones {
-		allOff = allOff && (slices.Contains(spec.Unreachable, z) || c.backingOff(z))
-	}
-	// The zone a ZoneByZone rollout updates: the first listed zone that
-	// answers, does not back off (unless all do) and holds a replica on an
-	// older revision still to replace: not one the strategy updates in
-	// place (in this pass or a later one: in-place updates are not ordered
-	// by zone), nor one remediation replaces.
-	update := ""
-	for _, z := range spec.Zones {
-		if update != "" || slices.Contains(spec.Unreachable, z) || !allOff && c.backingOff(z) {
-			continue
-		}
-		if slices.ContainsFunc(c.in.Replicas, func(r replicaset.Replica) bool {
-			return r.Zone == z && !r.Deleting && !r.Protected && old(spec, &r) && (c.lc == nil || r.Preparing == nil) &&
-				!moved[r.Name] && !replaced[r.Name] && !c.inPlaceable(&r)
-		}) {
-			update = z
-		}
-	}
+	allOff := c.allBackingOff()
+	update := c.zoneUpdated(nil)
 	for _, l := range []list{{"Delete", c.p.Delete}, {"Prepare", c.p.Prepare}} {
 		for _, d := range l.rs {
 			r := c.byName[d.Name]
@@ -90,6 +71,41 @@ func (c *checker) rollout() {
 	if after < min(before, c.lim.Partition) {
 		c.fail("rollout", "replicas on older revisions %d → %d, below the partition %d", before, after, c.lim.Partition)
 	}
+}
+
+// allBackingOff reports whether every listed zone that answers backs
+// off (or none answers).
+func (c *checker) allBackingOff() bool {
+	allOff := true
+	for _, z := range c.in.Spec.Zones {
+		allOff = allOff && (slices.Contains(c.in.Spec.Unreachable, z) || c.backingOff(z))
+	}
+	return allOff
+}
+
+// zoneUpdated returns the zone a ZoneByZone rollout updates: the first
+// listed zone that answers, does not back off (unless all do) and holds a
+// replica on an older revision still to replace: not one the strategy
+// updates in place (in this pass or a later one: in-place updates are not
+// ordered by zone), nor one remediation replaces, nor one in skip; ""
+// when none does.
+func (c *checker) zoneUpdated(skip map[string]bool) string {
+	spec := &c.in.Spec
+	replaced := setOf(c.p.Replace)
+	moved := setOf(slices.Concat(c.p.PrepareUpdate, updated(c.p.Update)))
+	allOff := c.allBackingOff()
+	for _, z := range spec.Zones {
+		if slices.Contains(spec.Unreachable, z) || !allOff && c.backingOff(z) {
+			continue
+		}
+		if slices.ContainsFunc(c.in.Replicas, func(r replicaset.Replica) bool {
+			return r.Zone == z && !r.Deleting && !r.Protected && old(spec, &r) && (c.lc == nil || r.Preparing == nil) &&
+				!moved[r.Name] && !replaced[r.Name] && !skip[r.Name] && !c.inPlaceable(&r)
+		}) {
+			return z
+		}
+	}
+	return ""
 }
 
 // backingOff reports whether creates avoid zone at the pass's time.
