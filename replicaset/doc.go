@@ -33,11 +33,9 @@
 //	}
 //	// create plan.Create replicas, delete plan.Delete in order
 //
-// and reports status with [Summarize], requeueing after [NextAvailable] when
-// a replica is about to become available. Creates are issued with slow
-// start: never more started than [SlowStartAllowance] for as many
-// successes, the bound of [SlowStart]'s batches. The execute subpackage does
-// this for any binding.
+// and reports status with [Summarize]. Creates are issued with slow start,
+// within the bound of the Kubernetes ReplicaSet controller's batches: the
+// execute subpackage does this for any binding.
 //
 // # Counting
 //
