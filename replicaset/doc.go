@@ -474,7 +474,8 @@
 // # One pass
 //
 // Compute is one pass, as raft's Step is one entry for every message: it
-// validates the input once; classifies every replica once (unknown, in an
+// validates the input once (the spec, then each replica, as Drain does,
+// then the policy); classifies every replica once (unknown, in an
 // unreachable zone; being deleted; preparing to leave; preparing for a
 // power cycle still to come; taken back; live, and of the live ones on the
 // wanted revision or not, available, may serve, broken, marked,

@@ -72,7 +72,7 @@ func (ps *pass) failedInZones() (at []int, stay bool) {
 	if len(at) == 0 {
 		return nil, false
 	}
-	slices.SortFunc(at, func(a, b int) int { return compareIdentity(&ps.cur[a], &ps.cur[b]) })
+	slices.SortFunc(at, ps.byIdentity)
 	for z, zone := range ps.zones {
 		if !sick[z] && !backsOff(ps.spec.History.ZoneBackoff, zone, ps.env.Now) {
 			return at, false

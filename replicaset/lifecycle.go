@@ -197,15 +197,3 @@ func plural(n int, one, many string) string {
 	}
 	return many
 }
-
-// checkPreparing reports a replica preparing with no start time, which no
-// timeout could be counted from.
-func checkPreparing(current []Replica) error {
-	for i := range current {
-		if r := &current[i]; r.Preparing != nil && r.Preparing.Since.IsZero() {
-			return fmt.Errorf("replica %q prepares to leave with no start time (Preparing.Since): %w",
-				r.Name, ErrInvalidReplica)
-		}
-	}
-	return nil
-}

@@ -122,15 +122,16 @@ type pass struct {
 }
 
 // newPass returns a pass over current, classified (classify).
-func newPass(spec *Spec, current []Replica, policy Ranker, now time.Time, w *scratch) (*pass, error) {
+func newPass(spec *Spec, current []Replica, policy Ranker, now time.Time, w *scratch) *pass {
 	ps := &pass{spec: spec, cur: current, policy: policy, w: w, update: -1,
 		env: Env{Now: now, MinReady: spec.MinReady, Seed: spec.Seed}, limit: spec.maxPerPass()}
-	return ps, ps.classify()
+	ps.classify()
+	return ps
 }
 
-// classify validates the replicas and decides, once, the state of each
-// (flags) and the pass's counts, desired count and limits.
-func (ps *pass) classify() error {
+// classify decides, once, the state of each replica (flags) and the
+// pass's counts, desired count and limits.
+func (ps *pass) classify() {
 	spec, cur := ps.spec, ps.cur
 	gated := spec.Lifecycle != nil
 	for _, z := range spec.Zones {
@@ -158,16 +159,9 @@ func (ps *pass) classify() error {
 		ps.off = backingOff(ps.zones, spec.History.ZoneBackoff, ps.env.Now)
 		zoneIndex(&ps.w.zoneKeys, ps.zones)
 	}
-	v := newValidator(len(cur), ps.w)
-	if gated {
-		if err := checkPreparing(cur); err != nil {
-			return err
-		}
-	}
 	var leaving []int
 	lazyUntil := len(cur) // the replicas before it were classified lazily
 	for i := range cur {
-		v.check(cur, i)
 		r := &cur[i]
 		if ps.zoneOf != nil {
 			ps.zoneOf[i] = int32(zoneIndexOf(&ps.w.zoneKeys, ps.zones, r.Zone)) // -1 for an unreachable zone
@@ -237,17 +231,15 @@ func (ps *pass) classify() error {
 		ps.readiness(lazyUntil)
 	}
 	ps.countAll()
-	if err := v.err(); err != nil {
-		return err
-	}
 	sortByIdentity(ps.p.Deleting)
 	sortByIdentity(ps.p.Unknown)
-	byIdentity := func(a, b int) int { return compareIdentity(&cur[a], &cur[b]) }
-	slices.SortFunc(ps.back, byIdentity)
-	slices.SortFunc(ps.cancelUpdate, byIdentity)
+	slices.SortFunc(ps.back, ps.byIdentity)
+	slices.SortFunc(ps.cancelUpdate, ps.byIdentity)
 	ps.takeBack(leaving)
-	return nil
 }
+
+// byIdentity orders indexes into current by their replicas' identity.
+func (ps *pass) byIdentity(a, b int) int { return compareIdentity(&ps.cur[a], &ps.cur[b]) }
 
 // readyFlags returns f with the flags of r's readiness: broken (not
 // provisioned, or failed), available (a power cycle under way is not),
