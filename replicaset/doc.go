@@ -121,7 +121,9 @@
 // caller backs off the failed replica's zone, as after a failed create).
 // While no listed zone is healthy the failed replicas stay where they are,
 // to recover with their zone (HoldZoneBackoff): a set whose every zone
-// fails does not churn. Replicas in unreachable zones are unknown, failed
+// fails does not churn. This is the one rule when every listed zone backs
+// off: creates and a rollout's replacements go to all of them again, and
+// no zone is healthy, so failed replicas stay. Replicas in unreachable zones are unknown, failed
 // or not, and stay.
 //
 // # Rollouts
@@ -130,9 +132,13 @@
 // number: give Spec.Revision the revision replicas should be on (a hash of
 // the owner's template), set each Replica.Revision to the one it was made
 // from, and choose a Strategy. A replica whose Revision is neither empty
-// nor Spec.Revision is on an older revision. While no live replica is,
-// Compute plans exactly as without revisions (Spec.Rebalance included);
-// what follows applies while some are. Creates are always on
+// nor Spec.Revision is on an older revision. A rollout is in progress
+// while some live known replica is on an older revision, counting one
+// that the pass moves onto the wanted revision in place (In-place updates
+// below); this is the one definition every rule below uses. While none
+// is, Compute plans exactly as without revisions (Spec.Rebalance
+// included); what follows applies while one is, and the surge bound and
+// the replacements while more than P of them are. Creates are always on
 // Spec.Revision. Rolling back is setting the older revision again:
 // replicas still on it count as updated at once and are never deleted
 // for it.
@@ -421,12 +427,17 @@
 //
 // An in-place update is a step of the rollout, under the same bounds:
 //
-//   - A replica is updated in place only under a rolling update that is
-//     not paused, as many as Partition lets move and a scale-down does
-//     not delete (it takes replicas on older revisions first), within the
-//     per-pass cap (the rest are Deferred, HoldMaxPerPass). Protected,
-//     marked, failed and (with Remediation) unhealthy replicas are left
-//     to the rules, as is every replica in an unreachable zone. In-place
+//   - Every in-place step checks in one order, and its holds follow it:
+//     the strategy (a rolling update, not paused, an in-place method);
+//     the replica (protected, marked, failed, with Remediation unhealthy,
+//     then its change: InPlaceBlocker, or a power cycle MaxUnavailable 0
+//     does not allow), the first that applies naming it in
+//     Plan.Fallback; Partition and the scale-down (as many move as
+//     Partition lets and a scale-down does not delete: it takes replicas
+//     on older revisions first); the per-pass cap (the rest are
+//     Deferred, HoldMaxPerPass); then the budget (HoldMaxUnavailable,
+//     below). The same order decides whether a preparation for an update
+//     still applies. Replicas in unreachable zones are left alone. In-place
 //     updates are not ordered by zone: Strategy.ZoneByZone orders only
 //     the replacements.
 //   - A live update (Update.PowerCycle false) keeps the replica
@@ -506,8 +517,8 @@
 //     older revisions as it will delete; what they spend, the rules
 //     below cannot.
 //  6. Scaling, in the deletion order; while a rollout is in progress
-//     (a replica on an older revision, or moving onto the wanted one in
-//     place), within the budget and MaxSurge.
+//     (Rollouts), within the budget, and within MaxSurge while more than
+//     Partition replicas are on older revisions.
 //  7. Replacement, of what in-place updates and scaling left.
 //  8. Remediation's replacements, in what MaxSurge leaves after the
 //     rollout's creates.

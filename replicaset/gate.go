@@ -52,12 +52,10 @@ func (ps *pass) keepable(i int) bool {
 // through the pre-delete gate when the spec has a Lifecycle.
 func (ps *pass) emit() {
 	p := &ps.p
-	for _, h := range ps.inPlaceHolds {
-		addHold(p, h)
-	}
 	p.Holds = append(p.Holds, ps.healHolds...)
 	if ps.unknownOld > 0 {
-		ps.hold(HoldUnreachable, ps.unknownOld, "%d replicas on older revisions are in unreachable zones; they are replaced once their zones answer again", ps.unknownOld)
+		ps.hold(HoldUnreachable, ps.unknownOld, "%s", count(ps.unknownOld, "replica on an older revision is in an unreachable zone; it is replaced once its zone answers again",
+			"replicas on older revisions are in unreachable zones; they are replaced once their zones answer again"))
 	}
 	if ps.spec.Strategy.Method == UpdateInPlaceIfPossible {
 		p.Fallback = ps.fallback

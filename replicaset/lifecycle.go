@@ -3,6 +3,7 @@ package replicaset
 import (
 	"cmp"
 	"fmt"
+	"strconv"
 	"strings"
 	"time"
 )
@@ -151,14 +152,14 @@ func (l *Lifecycle) hookHolds(p *Plan, now time.Time) {
 	}
 	if n := len(p.Lifecycle.Waiting); n > 0 {
 		p.Holds = append(p.Holds, Hold{By: HoldPreDelete, Waiting: n,
-			Reason: fmt.Sprintf("%d %s on pre-delete hooks: %s",
-				n, plural(n, "replica waits", "replicas wait"), l.describe(p.Lifecycle.Waiting, "until"))})
+			Reason: fmt.Sprintf("%s on pre-delete hooks: %s",
+				count(n, "replica waits", "replicas wait"), l.describe(p.Lifecycle.Waiting, "until"))})
 	}
 	if n := len(p.Lifecycle.Abandoned); n > 0 {
 		p.Holds = append(p.Holds, Hold{By: HoldHookAbandoned, Waiting: n,
-			Reason: fmt.Sprintf("%d %s: pre-delete hooks held them past their timeout, "+
-				"and the default result is Abandon; release the hooks to delete them: %s",
-				n, plural(n, "replica stays", "replicas stay"), l.describe(p.Lifecycle.Abandoned, "timed out at"))})
+			Reason: count(n, "replica stays: pre-delete hooks held it past its timeout, and the default result is Abandon; release the hooks to delete it: ",
+				"replicas stay: pre-delete hooks held them past their timeout, and the default result is Abandon; release the hooks to delete them: ") +
+				l.describe(p.Lifecycle.Abandoned, "timed out at")})
 	}
 }
 
@@ -191,9 +192,14 @@ func firstFew(n int, describe func(k int) string) string {
 	return strings.Join(parts, "; ")
 }
 
+// plural is the one formatter of plurals in hold reasons: one when n is
+// 1, else many.
 func plural(n int, one, many string) string {
 	if n == 1 {
 		return one
 	}
 	return many
 }
+
+// count is plural with n first: "1 replica waits", "2 replicas wait".
+func count(n int, one, many string) string { return strconv.Itoa(n) + " " + plural(n, one, many) }

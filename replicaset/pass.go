@@ -85,6 +85,7 @@ type pass struct {
 	zoneOf []int32  // by index into cur: its index into zones, or -1; nil without zones
 	zones  []string // the listed zones that answer
 	off    []bool   // by zone: backing off (backingOff)
+	allOff bool     // every zone backs off
 	z      []zoneTally
 	strays int // live, unfixed replicas on older revisions in no listed zone
 
@@ -115,7 +116,6 @@ type pass struct {
 	inPlaceOnly                bool  // UpdateInPlaceOnly: the rules replace nothing for its revision
 	updates                    []int // replicas updated in place
 	moved                      int   // replicas moved onto the wanted revision in place (updated or waiting)
-	inPlaceHolds               []Hold
 	back, cancelUpdate         []int // taken back from preparing: to leave, and for an update
 
 	p Plan
@@ -156,7 +156,7 @@ func (ps *pass) classify() {
 	if len(ps.zones) > 0 {
 		ps.zoneOf = ps.w.int32s(intsZones, len(cur))
 		ps.z = make([]zoneTally, len(ps.zones))
-		ps.off = backingOff(ps.zones, spec.History.ZoneBackoff, ps.env.Now)
+		ps.off, ps.allOff = backingOff(ps.zones, spec.History.ZoneBackoff, ps.env.Now)
 		zoneIndex(&ps.w.zoneKeys, ps.zones)
 	}
 	var leaving []int
@@ -381,15 +381,17 @@ func (ps *pass) set(i int, f flags) {
 	ps.tally(i, 1)
 }
 
-// rolling reports whether replicas on older revisions remain beyond the
-// partition: a rollout is in progress, or would be without Paused or
-// OnDelete.
-func (ps *pass) rolling() bool { return ps.old > ps.lim.Partition }
-
-// inRollout reports whether a rollout is in progress in this pass: some
-// live replica is on an older revision, or moves onto the wanted one in
-// place. Its bounds then hold through the pass, and Rebalance waits.
+// inRollout reports whether a rollout is in progress, by the package
+// documentation's one definition (One pass): some live known replica is
+// on an older revision, one this pass moves onto the wanted revision in
+// place included. Its budget then holds through the pass, and Rebalance
+// waits.
 func (ps *pass) inRollout() bool { return ps.old+ps.moved > 0 }
+
+// beyondPartition reports whether more of those replicas than the
+// partition remain, counted as inRollout counts them: the rollout's surge
+// bound holds, and its replacements are due.
+func (ps *pass) beyondPartition() bool { return ps.old+ps.moved > ps.lim.Partition }
 
 // zoned reports whether the pass places replicas in listed zones.
 func (ps *pass) zoned() bool { return len(ps.zones) > 0 }
