@@ -94,15 +94,15 @@ func (ps *pass) emit() {
 // pass takes back cancelled; with one through the pre-delete gate (gate).
 func (ps *pass) release(dels []int, updates []Update) {
 	p := &ps.p
+	for _, i := range slices.Concat(ps.back, ps.cancelUpdate) {
+		// One deleted or updated in place goes with its record.
+		if ps.fl[i]&fChosen == 0 && !slices.ContainsFunc(updates, func(u Update) bool { return u.Replica.Name == ps.cur[i].Name }) {
+			p.Cancel = append(p.Cancel, ps.cur[i])
+		}
+	}
 	if ps.spec.Lifecycle == nil {
 		p.Delete = ps.replicas(dels)
 		p.Update = updates
-		for _, i := range ps.back {
-			// One deleted or updated in place goes with its record.
-			if ps.fl[i]&fChosen == 0 && !slices.ContainsFunc(updates, func(u Update) bool { return u.Replica.Name == ps.cur[i].Name }) {
-				p.Cancel = append(p.Cancel, ps.cur[i])
-			}
-		}
 		return
 	}
 	ps.gate(dels, updates)
@@ -111,15 +111,10 @@ func (ps *pass) release(dels []int, updates []Update) {
 // gate carries deletions and power cycles through the pre-delete gate:
 // a replica that ran prepares first (Plan.Prepare, Plan.PrepareUpdate);
 // one already preparing goes once its hooks released it or timed out without
-// Abandon (settle); a preparation taken back is cancelled; and
-// deletions and updates the hooks released keep to the per-pass cap.
+// Abandon (settle); and deletions and updates the hooks released keep to
+// the per-pass cap.
 func (ps *pass) gate(dels []int, updates []Update) {
 	p, lc, now := &ps.p, ps.spec.Lifecycle, ps.env.Now
-	for _, i := range slices.Concat(ps.back, ps.cancelUpdate) {
-		if ps.fl[i]&fChosen == 0 {
-			p.Cancel = append(p.Cancel, ps.cur[i])
-		}
-	}
 	for _, u := range updates {
 		if !u.PowerCycle || skipsGate(&u.Replica) {
 			p.Update = append(p.Update, u)

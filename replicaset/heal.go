@@ -216,7 +216,7 @@ func (ps *pass) decideHealing() {
 		case !a.at.Equal(b.at):
 			return a.at.Compare(b.at)
 		}
-		return compareIdentity(&current[a.i], &current[b.i])
+		return ps.byIdentity(a.i, b.i)
 	})
 	stay := false // failed replicas stay: no listed zone is healthy
 	if slices.ContainsFunc(dues, func(d due) bool { return d.failed }) {

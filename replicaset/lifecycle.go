@@ -115,10 +115,11 @@ type LifecycleStatus struct {
 	NextCheck time.Time
 }
 
-// skipsGate reports whether r leaves without preparing: a replica that
-// never ran (a clone in flight, PhasePending; or one that failed,
-// PhaseFailed) has nothing to drain, and hooks that wait on a workload
-// that never started would only run to their timeout.
+// skipsGate reports whether r never ran (a clone in flight, PhasePending;
+// or one that failed, PhaseFailed): the one definition of a broken
+// replica (readyFlags), which leaves without preparing, as it has nothing
+// to drain, and hooks that wait on a workload that never started would
+// only run to their timeout.
 func skipsGate(r *Replica) bool {
 	return r.Phase == PhasePending || r.Phase == PhaseFailed
 }

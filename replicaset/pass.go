@@ -249,7 +249,7 @@ func (ps *pass) byIdentity(a, b int) int { return compareIdentity(&ps.cur[a], &p
 // unavailable; a replica on the wanted revision that was never available
 // has served nothing yet.
 func (ps *pass) readyFlags(r *Replica, f flags) flags {
-	if r.Phase == PhasePending || r.Phase == PhaseFailed {
+	if skipsGate(r) {
 		f |= fBroken
 	}
 	avail := f&fCycling == 0 && available(r, ps.env.MinReady, ps.env.Now)
@@ -278,20 +278,22 @@ func (ps *pass) readiness(n int) {
 // tally adds (d = 1) or removes (d = −1) current[i] to or from the
 // pass's counts, as its flags say.
 func (ps *pass) tally(i, d int) {
-	f := ps.fl[i]
-	if f&fGone != 0 {
-		ps.gone += d
-	} else if f&fLive != 0 {
-		ps.tallyLive(f, d)
-	}
+	ps.tallyFlags(ps.fl[i], d)
 	if ps.zoneOf != nil {
-		ps.tallyZone(i, f, d)
+		ps.tallyZone(i, ps.fl[i], d)
 	}
 }
 
-// tallyLive counts a live replica of flags f.
-func (ps *pass) tallyLive(f flags, d int) {
+// tallyFlags counts d replicas of flags f: as being deleted, or live.
+func (ps *pass) tallyFlags(f flags, d int) {
 	c := &ps.counts
+	switch {
+	case f&fGone != 0:
+		c.gone += d
+		return
+	case f&fLive == 0:
+		return
+	}
 	c.live += d
 	avail := f&fAvail != 0
 	if avail {
@@ -364,12 +366,8 @@ func (ps *pass) countAll() {
 		h[f&counted]++
 	}
 	for f, n := range h {
-		switch {
-		case n == 0:
-		case flags(f)&fGone != 0:
-			ps.gone += int(n)
-		case flags(f)&fLive != 0:
-			ps.tallyLive(flags(f), int(n))
+		if n > 0 {
+			ps.tallyFlags(flags(f), int(n))
 		}
 	}
 }
