@@ -20,11 +20,7 @@ func (ps *pass) remediate() {
 	case ps.spec.ReplaceFailed && ps.zoned():
 		at, stay := ps.failedInZones()
 		if stay {
-			names := make([]string, len(at))
-			for k, i := range at {
-				names[k] = ps.cur[i].Name
-			}
-			ps.healHolds = healHolds(map[HoldKind][]string{HoldZoneBackoff: names}, HealthStatus{}, 0, 0, 0, time.Time{})
+			ps.healHolds = healHolds(map[HoldKind][]string{HoldZoneBackoff: nameList(ps.replicas(at))}, HealthStatus{}, 0, 0, 0, time.Time{})
 			return
 		}
 		ps.replaced = at
@@ -46,7 +42,7 @@ func (ps *pass) replaceRemediated() {
 	if ps.spec.Remediation == nil || ps.spec.ReplaceDeleting {
 		return
 	}
-	room := min(ps.desired+ps.lim.Surge-(ps.live+ps.gone+ps.p.Create), ps.limit-ps.p.Create)
+	room := min(ps.surgeLeft(), ps.limit-ps.p.Create)
 	ps.create(min(len(ps.replaced), max(0, room)))
 }
 

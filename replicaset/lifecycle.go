@@ -83,11 +83,7 @@ func (l *Lifecycle) Hold(p Preparing, now time.Time) (HoldKind, time.Time) {
 func (l *Lifecycle) timeout() time.Duration { return cmp.Or(l.Timeout, DefaultHookTimeout) }
 
 func (l *Lifecycle) validate(errs []error) []error {
-	if l.Timeout < 0 {
-		errs = append(errs, fmt.Errorf("hook timeout %v is negative (use 0 for the default %v): %w",
-			l.Timeout, DefaultHookTimeout, ErrInvalidSpec))
-	}
-	return errs
+	return append(errs, negative(l.Timeout < 0, "hook timeout", l.Timeout, DefaultHookTimeout))
 }
 
 // LifecycleStatus is what a pass found of its replicas' preparations to

@@ -44,9 +44,8 @@ func (ps *pass) replace() {
 	}
 
 	// Surge: new replicas up to desired − Partition, within MaxSurge.
-	total := ps.live + ps.gone + p.Create
 	if need := ps.desired - lim.Partition - newLeft; need > 0 {
-		room := ps.desired + lim.Surge - total
+		room := ps.surgeLeft()
 		capped := max(0, min(need, room, ps.limit-p.Create))
 		n := capped
 		if ps.zoned() {
@@ -59,7 +58,7 @@ func (ps *pass) replace() {
 		case n < need && room > n:
 			p.Deferred += min(need, room) - n // over the per-pass cap
 		case n < need:
-			ps.surgeHold(need-n, total+n)
+			ps.surgeHold(need - n)
 		}
 	}
 

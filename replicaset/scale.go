@@ -9,10 +9,8 @@ import (
 // scale plans the pass's creates up to the desired count (within
 // MaxSurge while a rollout is in progress) and its scale-down.
 func (ps *pass) scale() {
-	spec := ps.spec
-	total := ps.live + ps.gone
-	counted := total
-	if spec.ReplaceDeleting {
+	counted := ps.live + ps.gone
+	if ps.spec.ReplaceDeleting {
 		counted = ps.live
 	}
 	switch {
@@ -20,14 +18,14 @@ func (ps *pass) scale() {
 		want := ps.desired - counted
 		n := min(want, ps.limit)
 		ps.p.Deferred += want - n
-		if room := ps.desired + ps.lim.Surge - total; ps.beyondPartition() && n > room {
-			// Only with ReplaceDeleting: replicas being deleted still
-			// count toward the surge bound while a rollout runs.
-			held := n - max(0, room)
-			n -= held
-			ps.surgeHold(held, total+n)
+		// Only with ReplaceDeleting: replicas being deleted still count
+		// toward the surge bound while a rollout runs.
+		held := 0
+		if room := ps.surgeLeft(); ps.beyondPartition() && n > room {
+			held = n - max(0, room)
 		}
-		ps.create(n)
+		ps.create(n - held)
+		ps.surgeHold(held)
 	case ps.live > ps.desired:
 		ps.scaleDown(ps.live - ps.desired)
 	}
@@ -156,12 +154,18 @@ func (ps *pass) scaleDown(want int) {
 	ps.hold(kind, waiting, "%s to be scaled down: %s", count(waiting, "replica waits", "replicas wait"), strings.Join(why, "; "))
 }
 
-// surgeHold records the one MaxSurge hold: n new replicas wait, and total
-// replicas exist counting those being deleted and those this pass
-// creates.
-func (ps *pass) surgeHold(n, total int) {
-	ps.hold(HoldMaxSurge, n, "%s: %s counting those being deleted and created, and MaxSurge allows %d (Desired + MaxSurge)",
-		count(n, "new replica waits", "new replicas wait"), count(total, "replica exists", "replicas exist"), ps.desired+ps.lim.Surge)
+// surgeLeft is how many replicas may still be created within the one
+// surge bound, Desired + MaxSurge, counting replicas live, being deleted
+// and created in this pass; below zero when they are above it.
+func (ps *pass) surgeLeft() int { return ps.desired + ps.lim.Surge - ps.live - ps.gone - ps.p.Create }
+
+// surgeHold records the one MaxSurge hold, once the pass's creates are
+// made: n new replicas wait (none: no hold).
+func (ps *pass) surgeHold(n int) {
+	if n > 0 {
+		ps.hold(HoldMaxSurge, n, "%s: %s counting those being deleted and created, and MaxSurge allows %d (Desired + MaxSurge)",
+			count(n, "new replica waits", "new replicas wait"), count(ps.live+ps.gone+ps.p.Create, "replica exists", "replicas exist"), ps.desired+ps.lim.Surge)
+	}
 }
 
 // servingNote says why replicas that look unavailable were kept.

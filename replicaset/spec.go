@@ -146,10 +146,7 @@ func (s Spec) Validate() error {
 	// for all of them, so that a valid spec allocates nothing.
 	errs := make([]error, 0, 16)
 	errs = append(errs, negative(s.Desired < 0, "desired replicas", s.Desired))
-	if s.MaxPerPass < 0 {
-		errs = append(errs, fmt.Errorf("max per pass %d is negative (use 0 for the default %d): %w",
-			s.MaxPerPass, DefaultMaxPerPass, ErrInvalidSpec))
-	}
+	errs = append(errs, negative(s.MaxPerPass < 0, "max per pass", s.MaxPerPass, DefaultMaxPerPass))
 	errs = append(errs, negative(s.MinReady < 0, "min ready", s.MinReady))
 	errs = s.Strategy.validate(errs)
 	if s.Remediation != nil {
@@ -164,10 +161,14 @@ func (s Spec) Validate() error {
 }
 
 // negative returns, when neg, the error of a setting (name) whose value v
-// is negative, wrapping ErrInvalidSpec; nil otherwise.
-func negative[T any](neg bool, name string, v T) error {
-	if !neg {
+// is negative, wrapping ErrInvalidSpec, with the default that 0 stands for
+// if the setting has one (def); nil otherwise.
+func negative[T any](neg bool, name string, v T, def ...T) error {
+	switch {
+	case !neg:
 		return nil
+	case len(def) > 0:
+		return fmt.Errorf("%s %v is negative (use 0 for the default %v): %w", name, v, def[0], ErrInvalidSpec)
 	}
 	return fmt.Errorf("%s %v is negative: %w", name, v, ErrInvalidSpec)
 }
