@@ -72,18 +72,6 @@ type victim struct {
 	r    *Replica
 }
 
-// compareVictims orders candidates by tier, then policy rank, then
-// identity.
-func compareVictims(a, b victim) int {
-	if c := cmp.Compare(a.tier, b.tier); c != 0 {
-		return c
-	}
-	if c := a.rank.Compare(b.rank); c != 0 {
-		return c
-	}
-	return compareIdentity(a.r, b.r)
-}
-
 // compareIdentity orders replicas by name, then UID. It takes pointers: a
 // Replica is 160 bytes, and orderings compare many times.
 func compareIdentity(a, b *Replica) int {

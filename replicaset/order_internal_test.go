@@ -1,6 +1,7 @@
 package replicaset
 
 import (
+	"cmp"
 	"fmt"
 	"slices"
 	"strconv"
@@ -112,4 +113,16 @@ func TestZoneIndex_MatchesAScan(t *testing.T) {
 			}
 		}
 	})
+}
+
+// compareVictims orders candidates by tier, then policy rank, then
+// identity: the order sortFirst sorts by, as a comparison.
+func compareVictims(a, b victim) int {
+	if c := cmp.Compare(a.tier, b.tier); c != 0 {
+		return c
+	}
+	if c := a.rank.Compare(b.rank); c != 0 {
+		return c
+	}
+	return compareIdentity(a.r, b.r)
 }
