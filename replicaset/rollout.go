@@ -78,12 +78,9 @@ func (ps *pass) replace() {
 		return replaced < k // chosen, or passed over: MaxUnavailable
 	}
 	ps.each(order{mask: fNew | fMarked, want: fMarked, need: k, budgeted: true, size: min(ps.marked, ps.oldCandidates)}, take)
-	replaceable := func(i int) bool {
-		z := ps.zoneAt(i)
-		return z < 0 || !ps.off[z] && (!spec.Strategy.ZoneByZone || z == ps.update)
-	}
-	if !ps.zoned() {
-		replaceable = nil
+	var replaceable func(i int) bool
+	if ps.zoned() {
+		replaceable = func(i int) bool { return ps.replaceable(ps.zoneAt(i)) }
 	}
 	ps.each(order{mask: fNew | fMarked, match: replaceable, tiered: true, updating: -1, need: k, budgeted: true, size: ps.oldCandidates}, take)
 	waiting := excess - replaced
@@ -173,23 +170,27 @@ func (ps *pass) zoneHolds(waiting int) int {
 // stay within one of each other. Replicas in no listed zone are replaced
 // anywhere.
 func (ps *pass) surgeRoom(n int) int {
-	room := ps.strays
-	if ps.spec.Strategy.ZoneByZone {
-		// Its creates go where zones are fewest, not always to the zone
-		// updated: a replacement on its way anywhere is one for it.
-		coming := 0
-		for z := range ps.z {
-			coming += ps.z[z].coming
-		}
-		if ps.update >= 0 {
-			room += max(0, ps.z[ps.update].old-coming)
-		}
-		return min(n, room)
+	room, coming := ps.strays, 0
+	for z := range ps.z {
+		coming += ps.z[z].coming
 	}
 	for z := range ps.z {
-		if !ps.off[z] {
-			room += max(0, ps.z[z].old-ps.z[z].coming)
+		// A ZoneByZone rollout's creates go where zones are fewest, not
+		// always to the zone updated: a replacement on its way anywhere
+		// is one for it.
+		if c := ps.z[z].coming; ps.replaceable(z) {
+			if ps.spec.Strategy.ZoneByZone {
+				c = coming
+			}
+			room += max(0, ps.z[z].old-c)
 		}
 	}
 	return min(n, room)
+}
+
+// replaceable reports whether the replicas on older revisions in zone z
+// (-1: in no listed zone) may be replaced in this pass: not in a zone
+// backing off, and with ZoneByZone only in the zone updated.
+func (ps *pass) replaceable(z int) bool {
+	return z < 0 || !ps.off[z] && (!ps.spec.Strategy.ZoneByZone || z == ps.update)
 }
