@@ -123,8 +123,8 @@
 // to recover with their zone (HoldZoneBackoff): a set whose every zone
 // fails does not churn. This is the one rule when every listed zone backs
 // off: creates and a rollout's replacements go to all of them again, and
-// no zone is healthy, so failed replicas stay. Replicas in unreachable zones are unknown, failed
-// or not, and stay.
+// no zone is healthy, so failed replicas stay. Replicas in unreachable
+// zones are unknown, failed or not, and stay.
 //
 // # Rollouts
 //
@@ -431,13 +431,14 @@
 //     the strategy (a rolling update, not paused, an in-place method);
 //     the replica (protected, marked, failed, with Remediation unhealthy,
 //     then its change: InPlaceBlocker, or a power cycle MaxUnavailable 0
-//     does not allow), the first that applies naming it in
-//     Plan.Fallback; Partition and the scale-down (as many move as
+//     does not allow), the first that applies naming it in Plan.Fallback
+//     (or HoldInPlaceOnly); Partition and the scale-down (as many move as
 //     Partition lets and a scale-down does not delete: it takes replicas
 //     on older revisions first); the per-pass cap (the rest are
 //     Deferred, HoldMaxPerPass); then the budget (HoldMaxUnavailable,
-//     below). The same order decides whether a preparation for an update
-//     still applies. Replicas in unreachable zones are left alone. In-place
+//     below). The checks of the strategy and the replica, in that order,
+//     also decide whether a preparation for an update still applies.
+//     Replicas in unreachable zones are left alone. In-place
 //     updates are not ordered by zone: Strategy.ZoneByZone orders only
 //     the replacements.
 //   - A live update (Update.PowerCycle false) keeps the replica
