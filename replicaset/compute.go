@@ -19,12 +19,12 @@ import (
 // compose in one pass ([One pass]); and [Invariants], what every plan
 // guarantees.
 //
-// Compute returns an error wrapping ErrInvalidSpec for a bad spec,
+// Compute validates its input as Drain does (validate), then the policy:
+// it returns an error wrapping ErrInvalidSpec for a bad spec,
 // ErrInvalidReplica for an empty or repeated name or a repeated UID (input
 // that contradicts itself: see [Counting] for what a binding passes
 // instead) or, with Spec.Lifecycle, a replica preparing to leave with no
-// start time, and
-// ErrNoPolicy when policy is nil (an untyped nil, or a nil
+// start time, and ErrNoPolicy when policy is nil (an untyped nil, or a nil
 // pointer, map, slice or func behind the interface); all of them are
 // terminal (retrying the same input gives the same error).
 //
@@ -39,18 +39,15 @@ import (
 // [One pass]: https://pkg.go.dev/github.com/replicakit/replicakit/replicaset#hdr-One_pass
 // [Invariants]: https://pkg.go.dev/github.com/replicakit/replicakit/replicaset#hdr-Invariants
 func Compute(spec Spec, current []Replica, policy Ranker, now time.Time) (Plan, error) {
-	if err := spec.Validate(); err != nil {
+	w := getScratch()
+	defer w.put()
+	if err := validate(&spec, current, w); err != nil {
 		return Plan{}, err
 	}
 	if isNil(policy) {
 		return Plan{}, fmt.Errorf("compute needs a deletion policy such as deletionpolicy.Random: %w", ErrNoPolicy)
 	}
-	w := getScratch()
-	defer w.put()
-	ps, err := newPass(&spec, current, policy, now, w)
-	if err != nil {
-		return Plan{}, err
-	}
+	ps := newPass(&spec, current, policy, now, w)
 	// The actions, in their one priority (the package documentation's
 	// One pass section says why): what must go, in-place updates, scale,
 	// replacement, rebalancing; then the plan is emitted through the
@@ -73,18 +70,6 @@ type victim struct {
 	i    int32 // r's index in the replicas Compute was given
 	rank Rank
 	r    *Replica
-}
-
-// compareVictims orders candidates by tier, then policy rank, then
-// identity.
-func compareVictims(a, b victim) int {
-	if c := cmp.Compare(a.tier, b.tier); c != 0 {
-		return c
-	}
-	if c := a.rank.Compare(b.rank); c != 0 {
-		return c
-	}
-	return compareIdentity(a.r, b.r)
 }
 
 // compareIdentity orders replicas by name, then UID. It takes pointers: a

@@ -33,11 +33,9 @@
 //	}
 //	// create plan.Create replicas, delete plan.Delete in order
 //
-// and reports status with [Summarize], requeueing after [NextAvailable] when
-// a replica is about to become available. Creates are issued with slow
-// start: never more started than [SlowStartAllowance] for as many
-// successes, the bound of [SlowStart]'s batches. The execute subpackage does
-// this for any binding.
+// and reports status with [Summarize]. Creates are issued with slow start,
+// within the bound of the Kubernetes ReplicaSet controller's batches: the
+// execute subpackage does this for any binding.
 //
 // # Counting
 //
@@ -123,8 +121,10 @@
 // caller backs off the failed replica's zone, as after a failed create).
 // While no listed zone is healthy the failed replicas stay where they are,
 // to recover with their zone (HoldZoneBackoff): a set whose every zone
-// fails does not churn. Replicas in unreachable zones are unknown, failed
-// or not, and stay.
+// fails does not churn. This is the one rule when every listed zone backs
+// off: creates and a rollout's replacements go to all of them again, and
+// no zone is healthy, so failed replicas stay. Replicas in unreachable
+// zones are unknown, failed or not, and stay.
 //
 // # Rollouts
 //
@@ -132,9 +132,13 @@
 // number: give Spec.Revision the revision replicas should be on (a hash of
 // the owner's template), set each Replica.Revision to the one it was made
 // from, and choose a Strategy. A replica whose Revision is neither empty
-// nor Spec.Revision is on an older revision. While no live replica is,
-// Compute plans exactly as without revisions (Spec.Rebalance included);
-// what follows applies while some are. Creates are always on
+// nor Spec.Revision is on an older revision. A rollout is in progress
+// while some live known replica is on an older revision, counting one
+// that the pass moves onto the wanted revision in place (In-place updates
+// below); this is the one definition every rule below uses. While none
+// is, Compute plans exactly as without revisions (Spec.Rebalance
+// included); what follows applies while one is, and the surge bound and
+// the replacements while more than P of them are. Creates are always on
 // Spec.Revision. Rolling back is setting the older revision again:
 // replicas still on it count as updated at once and are never deleted
 // for it.
@@ -423,12 +427,18 @@
 //
 // An in-place update is a step of the rollout, under the same bounds:
 //
-//   - A replica is updated in place only under a rolling update that is
-//     not paused, as many as Partition lets move and a scale-down does
-//     not delete (it takes replicas on older revisions first), within the
-//     per-pass cap (the rest are Deferred, HoldMaxPerPass). Protected,
-//     marked, failed and (with Remediation) unhealthy replicas are left
-//     to the rules, as is every replica in an unreachable zone. In-place
+//   - Every in-place step checks in one order, and its holds follow it:
+//     the strategy (a rolling update, not paused, an in-place method);
+//     the replica (protected, marked, failed, with Remediation unhealthy,
+//     then its change: InPlaceBlocker, or a power cycle MaxUnavailable 0
+//     does not allow), the first that applies naming it in Plan.Fallback
+//     (or HoldInPlaceOnly); Partition and the scale-down (as many move as
+//     Partition lets and a scale-down does not delete: it takes replicas
+//     on older revisions first); the per-pass cap (the rest are
+//     Deferred, HoldMaxPerPass); then the budget (HoldMaxUnavailable,
+//     below). The checks of the strategy and the replica, in that order,
+//     also decide whether a preparation for an update still applies.
+//     Replicas in unreachable zones are left alone. In-place
 //     updates are not ordered by zone: Strategy.ZoneByZone orders only
 //     the replacements.
 //   - A live update (Update.PowerCycle false) keeps the replica
@@ -476,7 +486,8 @@
 // # One pass
 //
 // Compute is one pass, as raft's Step is one entry for every message: it
-// validates the input once; classifies every replica once (unknown, in an
+// validates the input once (the spec, then each replica, as Drain does,
+// then the policy); classifies every replica once (unknown, in an
 // unreachable zone; being deleted; preparing to leave; preparing for a
 // power cycle still to come; taken back; live, and of the live ones on the
 // wanted revision or not, available, may serve, broken, marked,
@@ -507,8 +518,8 @@
 //     older revisions as it will delete; what they spend, the rules
 //     below cannot.
 //  6. Scaling, in the deletion order; while a rollout is in progress
-//     (a replica on an older revision, or moving onto the wanted one in
-//     place), within the budget and MaxSurge.
+//     (Rollouts), within the budget, and within MaxSurge while more than
+//     Partition replicas are on older revisions.
 //  7. Replacement, of what in-place updates and scaling left.
 //  8. Remediation's replacements, in what MaxSurge leaves after the
 //     rollout's creates.

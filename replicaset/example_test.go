@@ -110,8 +110,7 @@ func ExampleSpread() {
 	// Output: zone-a=2 zone-b=1 zone-c=0 ?=1
 }
 
-// Report status, and requeue exactly when the next replica becomes
-// available.
+// Report status.
 func ExampleSummarize() {
 	now := time.Date(2026, 11, 30, 12, 0, 0, 0, time.UTC)
 	replicas := []replicaset.Replica{
@@ -122,41 +121,8 @@ func ExampleSummarize() {
 	}
 	minReady := 30 * time.Second
 	fmt.Printf("%+v\n", replicaset.Summarize(replicas, minReady, now))
-	if after, ok := replicaset.NextAvailable(replicas, minReady, now); ok {
-		fmt.Println("requeue after", after)
-	}
 	// Output:
 	// {Replicas:3 Ready:2 Available:1 Terminating:1 Preparing:0}
-	// requeue after 25s
-}
-
-// After three successes, at most seven creates may have been started: the
-// first batch of one and the second of two succeeded, and the third, of
-// four, may be in flight.
-func ExampleSlowStartAllowance() {
-	fmt.Println(replicaset.SlowStartAllowance(1, 3))
-	// Output:
-	// 7
-}
-
-func ExampleSlowStart() {
-	fmt.Println(replicaset.SlowStart(20, 1))
-	// Output:
-	// [1 2 4 8 5]
-}
-
-// A replica ready for 10 of the 30 seconds a spec asks before it counts as
-// available: look again in 20 seconds, not on a fixed period.
-func ExampleNextAvailable() {
-	now := time.Date(2026, 11, 30, 12, 0, 0, 0, time.UTC)
-	replicas := []replicaset.Replica{
-		{Name: "web-0", Ready: true, ReadySince: now.Add(-time.Hour)},
-		{Name: "web-1", Ready: true, ReadySince: now.Add(-10 * time.Second)},
-	}
-	after, ok := replicaset.NextAvailable(replicas, 30*time.Second, now)
-	fmt.Println(after, ok)
-	// Output:
-	// 20s true
 }
 
 // A spec from user input is checked before planning: every problem is

@@ -1,6 +1,7 @@
 package replicaset
 
 import (
+	"math"
 	"slices"
 	"time"
 )
@@ -51,12 +52,10 @@ func (ps *pass) keepable(i int) bool {
 // through the pre-delete gate when the spec has a Lifecycle.
 func (ps *pass) emit() {
 	p := &ps.p
-	for _, h := range ps.inPlaceHolds {
-		addHold(p, h)
-	}
 	p.Holds = append(p.Holds, ps.healHolds...)
 	if ps.unknownOld > 0 {
-		ps.hold(HoldUnreachable, ps.unknownOld, "%d replicas on older revisions are in unreachable zones; they are replaced once their zones answer again", ps.unknownOld)
+		ps.hold(HoldUnreachable, ps.unknownOld, "%s", count(ps.unknownOld, "replica on an older revision is in an unreachable zone; it is replaced once its zone answers again",
+			"replicas on older revisions are in unreachable zones; they are replaced once their zones answer again"))
 	}
 	if ps.spec.Strategy.Method == UpdateInPlaceIfPossible {
 		p.Fallback = ps.fallback
@@ -87,15 +86,23 @@ func (ps *pass) emit() {
 		p.Deferred += p.Create
 		p.Create = 0
 	}
+	ps.release(dels, updates)
+}
+
+// release emits the deletions (dels, indexes into current) and the
+// updates: without a Lifecycle as they are, with the preparations the
+// pass takes back cancelled; with one through the pre-delete gate (gate).
+func (ps *pass) release(dels []int, updates []Update) {
+	p := &ps.p
+	for _, i := range slices.Concat(ps.back, ps.cancelUpdate) {
+		// One deleted or updated in place goes with its record.
+		if ps.fl[i]&fChosen == 0 && !slices.ContainsFunc(updates, func(u Update) bool { return u.Replica.Name == ps.cur[i].Name }) {
+			p.Cancel = append(p.Cancel, ps.cur[i])
+		}
+	}
 	if ps.spec.Lifecycle == nil {
 		p.Delete = ps.replicas(dels)
 		p.Update = updates
-		for _, i := range ps.back {
-			// One deleted or updated in place goes with its record.
-			if ps.fl[i]&fChosen == 0 && !slices.ContainsFunc(updates, func(u Update) bool { return u.Replica.Name == ps.cur[i].Name }) {
-				p.Cancel = append(p.Cancel, ps.cur[i])
-			}
-		}
 		return
 	}
 	ps.gate(dels, updates)
@@ -104,15 +111,10 @@ func (ps *pass) emit() {
 // gate carries deletions and power cycles through the pre-delete gate:
 // a replica that ran prepares first (Plan.Prepare, Plan.PrepareUpdate);
 // one already preparing goes once its hooks released it or timed out without
-// Abandon (settle); a preparation taken back is cancelled; and
-// deletions and updates the hooks released keep to the per-pass cap.
+// Abandon (settle); and deletions and updates the hooks released keep to
+// the per-pass cap.
 func (ps *pass) gate(dels []int, updates []Update) {
 	p, lc, now := &ps.p, ps.spec.Lifecycle, ps.env.Now
-	for _, i := range slices.Concat(ps.back, ps.cancelUpdate) {
-		if ps.fl[i]&fChosen == 0 {
-			p.Cancel = append(p.Cancel, ps.cur[i])
-		}
-	}
 	for _, u := range updates {
 		if !u.PowerCycle || skipsGate(&u.Replica) {
 			p.Update = append(p.Update, u)
@@ -138,9 +140,8 @@ func (ps *pass) gate(dels []int, updates []Update) {
 			cycling = append(cycling, i)
 		}
 	}
-	byIdentity := func(a, b int) int { return compareIdentity(&ps.cur[a], &ps.cur[b]) }
-	slices.SortFunc(settling, byIdentity)
-	slices.SortFunc(cycling, byIdentity)
+	slices.SortFunc(settling, ps.byIdentity)
+	slices.SortFunc(cycling, ps.byIdentity)
 	for _, i := range settling {
 		lc.settle(p, ps.cur[i], now, func(r Replica) { p.Delete = append(p.Delete, r) })
 	}
@@ -213,46 +214,30 @@ func (ps *pass) replicas(is []int) []Replica {
 // gone, for its replicas, once a pass finds none but those being
 // deleted: its finalizer can then go.
 //
-// Drain returns an error wrapping ErrInvalidSpec for a bad spec and
-// ErrInvalidReplica for an empty or repeated name or UID, or a replica
+// Drain validates its input as Compute does (validate): it returns an
+// error wrapping ErrInvalidSpec for a bad spec and ErrInvalidReplica for an
+// empty or repeated name or UID, or, with Spec.Lifecycle, a replica
 // preparing with no start time.
 func Drain(spec Spec, current []Replica, now time.Time) (Plan, error) {
-	if err := spec.Validate(); err != nil {
-		return Plan{}, err
-	}
 	w := getScratch()
 	defer w.put()
-	v := newValidator(len(current), w)
+	if err := validate(&spec, current, w); err != nil {
+		return Plan{}, err
+	}
+	// Every live replica is chosen, in identity order, and emitted as a
+	// pass emits its deletions, with no per-pass cap.
+	ps := &pass{spec: &spec, cur: current, w: w, env: Env{Now: now}, limit: math.MaxInt, fl: w.flagsFor(len(current))}
+	clear(ps.fl)
+	var dels []int
 	for i := range current {
-		v.check(current, i)
-	}
-	if err := v.err(); err != nil {
-		return Plan{}, err
-	}
-	if err := checkPreparing(current); err != nil {
-		return Plan{}, err
-	}
-	var p Plan
-	var settling []Replica
-	for _, r := range current {
-		switch {
-		case r.Deleting:
-			p.Deleting = append(p.Deleting, r)
-		case spec.Lifecycle == nil:
-			p.Delete = append(p.Delete, r)
-		case !admit(&p, &r):
-			settling = append(settling, r)
+		if current[i].Deleting {
+			ps.p.Deleting = append(ps.p.Deleting, current[i])
+		} else {
+			dels = append(dels, i)
 		}
 	}
-	sortByIdentity(p.Deleting)
-	sortByIdentity(p.Delete)
-	sortByIdentity(p.Prepare)
-	sortByIdentity(settling)
-	if spec.Lifecycle != nil {
-		for _, r := range settling {
-			spec.Lifecycle.settle(&p, r, now, func(r Replica) { p.Delete = append(p.Delete, r) })
-		}
-		spec.Lifecycle.hookHolds(&p, now)
-	}
-	return p, nil
+	sortByIdentity(ps.p.Deleting)
+	slices.SortFunc(dels, ps.byIdentity)
+	ps.release(dels, nil)
+	return ps.p, nil
 }

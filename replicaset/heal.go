@@ -20,11 +20,7 @@ func (ps *pass) remediate() {
 	case ps.spec.ReplaceFailed && ps.zoned():
 		at, stay := ps.failedInZones()
 		if stay {
-			names := make([]string, len(at))
-			for k, i := range at {
-				names[k] = ps.cur[i].Name
-			}
-			ps.healHolds = healHolds(map[HoldKind][]string{HoldZoneBackoff: names}, HealthStatus{}, 0, 0, 0, time.Time{})
+			ps.healHolds = healHolds(map[HoldKind][]string{HoldZoneBackoff: nameList(ps.replicas(at))}, HealthStatus{}, 0, 0, 0, time.Time{})
 			return
 		}
 		ps.replaced = at
@@ -46,7 +42,7 @@ func (ps *pass) replaceRemediated() {
 	if ps.spec.Remediation == nil || ps.spec.ReplaceDeleting {
 		return
 	}
-	room := min(ps.desired+ps.lim.Surge-(ps.live+ps.gone+ps.p.Create), ps.limit-ps.p.Create)
+	room := min(ps.surgeLeft(), ps.limit-ps.p.Create)
 	ps.create(min(len(ps.replaced), max(0, room)))
 }
 
@@ -54,7 +50,7 @@ func (ps *pass) replaceRemediated() {
 // replicas that failed in a listed zone (PhaseFailed, live, not fixed;
 // see the package documentation's Zones section), and whether they stay
 // where they are because no listed zone is healthy: each backs off
-// (History.ZoneBackoff at now) or holds one of them.
+// (backingOff, every zone when all do) or holds one of them.
 func (ps *pass) failedInZones() (at []int, stay bool) {
 	if !ps.zoned() {
 		return nil, false
@@ -72,9 +68,9 @@ func (ps *pass) failedInZones() (at []int, stay bool) {
 	if len(at) == 0 {
 		return nil, false
 	}
-	slices.SortFunc(at, func(a, b int) int { return compareIdentity(&ps.cur[a], &ps.cur[b]) })
-	for z, zone := range ps.zones {
-		if !sick[z] && !backsOff(ps.spec.History.ZoneBackoff, zone, ps.env.Now) {
+	slices.SortFunc(at, ps.byIdentity)
+	for z := range ps.zones {
+		if !sick[z] && !ps.off[z] && !ps.allOff {
 			return at, false
 		}
 	}
@@ -216,7 +212,7 @@ func (ps *pass) decideHealing() {
 		case !a.at.Equal(b.at):
 			return a.at.Compare(b.at)
 		}
-		return compareIdentity(&current[a.i], &current[b.i])
+		return ps.byIdentity(a.i, b.i)
 	})
 	stay := false // failed replicas stay: no listed zone is healthy
 	if slices.ContainsFunc(dues, func(d due) bool { return d.failed }) {
@@ -327,27 +323,31 @@ func healHolds(held map[HoldKind][]string, st HealthStatus, starting, maxInFligh
 		}
 		slices.Sort(names)
 		list := strings.Join(names, ", ")
+		// The replicas held, named: "a waits", "a, b wait".
+		wait := list + plural(len(names), " waits", " wait")
 		var reason string
 		switch by {
 		case HoldSkipRemediation:
 			reason = fmt.Sprintf("%s opted out of remediation", list)
 		case HoldProtected:
-			reason = fmt.Sprintf("%s are protected from scale-in, so they are not replaced (remove the protection to let them be)", list)
+			reason = list + plural(len(names), " is protected from scale-in, so it is not replaced (remove the protection to let it be)",
+				" are protected from scale-in, so they are not replaced (remove the protection to let them be)")
 		case HoldZoneBackoff:
-			reason = fmt.Sprintf("%s failed, but every listed zone backs off or holds a failed replica: they stay, to recover where they are", list)
+			reason = list + " failed, but every listed zone backs off or holds a failed replica: " +
+				plural(len(names), "it stays, to recover where it is", "they stay, to recover where they are")
 		case HoldTooManyUnhealthy:
-			reason = fmt.Sprintf("%d replicas are unhealthy, more than MaxUnhealthy %d: the fault is taken to be outside them, so none is remediated (%s wait)",
-				st.Unhealthy, maxUnhealthy, list)
+			reason = fmt.Sprintf("%s, more than MaxUnhealthy %d: the fault is taken to be outside them, so none is remediated (%s)",
+				count(st.Unhealthy, "replica is unhealthy", "replicas are unhealthy"), maxUnhealthy, wait)
 		case HoldZoneUnhealthy:
-			reason = fmt.Sprintf("most replicas of zones %s are unhealthy: the zone is taken to be failing, so %s wait",
-				strings.Join(st.FailingZones, ", "), list)
+			reason = fmt.Sprintf("most replicas of zones %s are unhealthy: the zone is taken to be failing, so %s",
+				strings.Join(st.FailingZones, ", "), wait)
 		case HoldSuspended:
-			reason = fmt.Sprintf("remediation is suspended after replacements in a row that never became healthy; %s wait until a replica that started since is healthy", list)
+			reason = fmt.Sprintf("remediation is suspended after replacements in a row that never became healthy; %s until a replica that started since is healthy", wait)
 		case HoldRemediationBackoff:
-			reason = fmt.Sprintf("remediation backs off after a failed replacement until %s; %s wait", resume.Format(time.RFC3339), list)
+			reason = fmt.Sprintf("remediation backs off after a failed replacement until %s; %s", resume.Format(time.RFC3339), wait)
 		case HoldInFlight:
-			reason = fmt.Sprintf("%d remediations are under way and %d start in this pass, the most MaxInFlight %d allows; %s wait",
-				st.InFlight, starting, maxInFlight, list)
+			reason = fmt.Sprintf("%s and %d start in this pass, the most MaxInFlight %d allows; %s",
+				count(st.InFlight, "remediation is under way", "remediations are under way"), starting, maxInFlight, wait)
 		}
 		out = append(out, Hold{By: by, Waiting: len(names), Reason: reason})
 	}

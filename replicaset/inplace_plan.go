@@ -130,18 +130,15 @@ func (ps *pass) inPlace() {
 	}
 	// The rules spend what the state now leaves.
 	ps.resolveBudget()
-	if waiting > 0 {
-		lim := ps.lim
-		ps.inPlaceHolds = append(ps.inPlaceHolds, Hold{By: HoldMaxUnavailable, Waiting: waiting, Reason: fmt.Sprintf(
-			"%d %s to be updated in place: another power cycle (or live update of a replica not yet available) "+
-				"would take the replicas available or serving below %d (Desired %d − MaxUnavailable %d)",
-			waiting, plural(waiting, "replica waits", "replicas wait"), ps.desired-lim.Unavailable, ps.desired, lim.Unavailable)})
-	}
+	// The holds in the order of the checks: the cap, then the budget.
 	if deferred > 0 {
 		ps.p.Deferred += deferred
-		ps.inPlaceHolds = append(ps.inPlaceHolds, Hold{By: HoldMaxPerPass, Waiting: deferred, Reason: fmt.Sprintf(
-			"%d %s to be updated in place on the next pass (MaxPerPass)",
-			deferred, plural(deferred, "replica waits", "replicas wait"))})
+		ps.hold(HoldMaxPerPass, deferred, "%s to be updated in place on the next pass (MaxPerPass)", count(deferred, "replica waits", "replicas wait"))
+	}
+	if waiting > 0 {
+		ps.hold(HoldMaxUnavailable, waiting, "%s to be updated in place: another power cycle (or live update of a replica not yet available) "+
+			"would take the replicas available or serving below %d (Desired %d − MaxUnavailable %d)",
+			count(waiting, "replica waits", "replicas wait"), ps.desired-ps.lim.Unavailable, ps.desired, ps.lim.Unavailable)
 	}
 }
 

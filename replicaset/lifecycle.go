@@ -3,6 +3,7 @@ package replicaset
 import (
 	"cmp"
 	"fmt"
+	"strconv"
 	"strings"
 	"time"
 )
@@ -82,11 +83,7 @@ func (l *Lifecycle) Hold(p Preparing, now time.Time) (HoldKind, time.Time) {
 func (l *Lifecycle) timeout() time.Duration { return cmp.Or(l.Timeout, DefaultHookTimeout) }
 
 func (l *Lifecycle) validate(errs []error) []error {
-	if l.Timeout < 0 {
-		errs = append(errs, fmt.Errorf("hook timeout %v is negative (use 0 for the default %v): %w",
-			l.Timeout, DefaultHookTimeout, ErrInvalidSpec))
-	}
-	return errs
+	return append(errs, negative(l.Timeout < 0, "hook timeout", l.Timeout, DefaultHookTimeout))
 }
 
 // LifecycleStatus is what a pass found of its replicas' preparations to
@@ -114,10 +111,11 @@ type LifecycleStatus struct {
 	NextCheck time.Time
 }
 
-// skipsGate reports whether r leaves without preparing: a replica that
-// never ran (a clone in flight, PhasePending; or one that failed,
-// PhaseFailed) has nothing to drain, and hooks that wait on a workload
-// that never started would only run to their timeout.
+// skipsGate reports whether r never ran (a clone in flight, PhasePending;
+// or one that failed, PhaseFailed): the one definition of a broken
+// replica (readyFlags), which leaves without preparing, as it has nothing
+// to drain, and hooks that wait on a workload that never started would
+// only run to their timeout.
 func skipsGate(r *Replica) bool {
 	return r.Phase == PhasePending || r.Phase == PhaseFailed
 }
@@ -151,14 +149,14 @@ func (l *Lifecycle) hookHolds(p *Plan, now time.Time) {
 	}
 	if n := len(p.Lifecycle.Waiting); n > 0 {
 		p.Holds = append(p.Holds, Hold{By: HoldPreDelete, Waiting: n,
-			Reason: fmt.Sprintf("%d %s on pre-delete hooks: %s",
-				n, plural(n, "replica waits", "replicas wait"), l.describe(p.Lifecycle.Waiting, "until"))})
+			Reason: fmt.Sprintf("%s on pre-delete hooks: %s",
+				count(n, "replica waits", "replicas wait"), l.describe(p.Lifecycle.Waiting, "until"))})
 	}
 	if n := len(p.Lifecycle.Abandoned); n > 0 {
 		p.Holds = append(p.Holds, Hold{By: HoldHookAbandoned, Waiting: n,
-			Reason: fmt.Sprintf("%d %s: pre-delete hooks held them past their timeout, "+
-				"and the default result is Abandon; release the hooks to delete them: %s",
-				n, plural(n, "replica stays", "replicas stay"), l.describe(p.Lifecycle.Abandoned, "timed out at"))})
+			Reason: count(n, "replica stays: pre-delete hooks held it past its timeout, and the default result is Abandon; release the hooks to delete it: ",
+				"replicas stay: pre-delete hooks held them past their timeout, and the default result is Abandon; release the hooks to delete them: ") +
+				l.describe(p.Lifecycle.Abandoned, "timed out at")})
 	}
 }
 
@@ -191,6 +189,8 @@ func firstFew(n int, describe func(k int) string) string {
 	return strings.Join(parts, "; ")
 }
 
+// plural is the one formatter of plurals in hold reasons: one when n is
+// 1, else many.
 func plural(n int, one, many string) string {
 	if n == 1 {
 		return one
@@ -198,14 +198,5 @@ func plural(n int, one, many string) string {
 	return many
 }
 
-// checkPreparing reports a replica preparing with no start time, which no
-// timeout could be counted from.
-func checkPreparing(current []Replica) error {
-	for i := range current {
-		if r := &current[i]; r.Preparing != nil && r.Preparing.Since.IsZero() {
-			return fmt.Errorf("replica %q prepares to leave with no start time (Preparing.Since): %w",
-				r.Name, ErrInvalidReplica)
-		}
-	}
-	return nil
-}
+// count is plural with n first: "1 replica waits", "2 replicas wait".
+func count(n int, one, many string) string { return strconv.Itoa(n) + " " + plural(n, one, many) }

@@ -17,8 +17,9 @@ func (v *victim) column(c int) uint64 {
 }
 
 // sortFirst orders idx, positions in vs (len(idx) == len(vs)), so that
-// its first n are vs's first n in deletion order (compareVictims); the
-// rest it leaves in no order.
+// its first n are vs's first n in deletion order: by tier, then policy
+// rank, then identity (compareVictims, in the tests, says it as a
+// comparison); the rest it leaves in no order.
 //
 // It packs each victim's key into the words of the columns that vary
 // among vs (one word for a policy such as Random), then runs a most

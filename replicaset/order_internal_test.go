@@ -1,6 +1,7 @@
 package replicaset
 
 import (
+	"cmp"
 	"fmt"
 	"slices"
 	"strconv"
@@ -56,10 +57,7 @@ func TestScratch_ResetDropsReplicas(t *testing.T) {
 		for i := range rs {
 			rs[i] = Replica{Name: fmt.Sprintf("r%d", i), CreatedAt: time.Unix(int64(i*7%n), 0), Zone: []string{"a", "b", "c"}[i%3], Phase: PhaseRunning, Ready: i%5 > 0}
 		}
-		ps, err := newPass(&Spec{Desired: n / 2, Zones: []string{"a", "b"}}, rs, rankByCreation{}, time.Time{}, w)
-		if err != nil {
-			t.Fatal(err)
-		}
+		ps := newPass(&Spec{Desired: n / 2, Zones: []string{"a", "b"}}, rs, rankByCreation{}, time.Time{}, w)
 		ps.scale()
 		if len(ps.chosen) != n/2 {
 			t.Fatalf("chose %d of %d, want %d", len(ps.chosen), n, n/2)
@@ -115,4 +113,16 @@ func TestZoneIndex_MatchesAScan(t *testing.T) {
 			}
 		}
 	})
+}
+
+// compareVictims orders candidates by tier, then policy rank, then
+// identity: the order sortFirst sorts by, as a comparison.
+func compareVictims(a, b victim) int {
+	if c := cmp.Compare(a.tier, b.tier); c != 0 {
+		return c
+	}
+	if c := a.rank.Compare(b.rank); c != 0 {
+		return c
+	}
+	return compareIdentity(a.r, b.r)
 }

@@ -85,6 +85,7 @@ type pass struct {
 	zoneOf []int32  // by index into cur: its index into zones, or -1; nil without zones
 	zones  []string // the listed zones that answer
 	off    []bool   // by zone: backing off (backingOff)
+	allOff bool     // every zone backs off
 	z      []zoneTally
 	strays int // live, unfixed replicas on older revisions in no listed zone
 
@@ -115,22 +116,22 @@ type pass struct {
 	inPlaceOnly                bool  // UpdateInPlaceOnly: the rules replace nothing for its revision
 	updates                    []int // replicas updated in place
 	moved                      int   // replicas moved onto the wanted revision in place (updated or waiting)
-	inPlaceHolds               []Hold
 	back, cancelUpdate         []int // taken back from preparing: to leave, and for an update
 
 	p Plan
 }
 
 // newPass returns a pass over current, classified (classify).
-func newPass(spec *Spec, current []Replica, policy Ranker, now time.Time, w *scratch) (*pass, error) {
+func newPass(spec *Spec, current []Replica, policy Ranker, now time.Time, w *scratch) *pass {
 	ps := &pass{spec: spec, cur: current, policy: policy, w: w, update: -1,
 		env: Env{Now: now, MinReady: spec.MinReady, Seed: spec.Seed}, limit: spec.maxPerPass()}
-	return ps, ps.classify()
+	ps.classify()
+	return ps
 }
 
-// classify validates the replicas and decides, once, the state of each
-// (flags) and the pass's counts, desired count and limits.
-func (ps *pass) classify() error {
+// classify decides, once, the state of each replica (flags) and the
+// pass's counts, desired count and limits.
+func (ps *pass) classify() {
 	spec, cur := ps.spec, ps.cur
 	gated := spec.Lifecycle != nil
 	for _, z := range spec.Zones {
@@ -155,19 +156,12 @@ func (ps *pass) classify() error {
 	if len(ps.zones) > 0 {
 		ps.zoneOf = ps.w.int32s(intsZones, len(cur))
 		ps.z = make([]zoneTally, len(ps.zones))
-		ps.off = backingOff(ps.zones, spec.History.ZoneBackoff, ps.env.Now)
+		ps.off, ps.allOff = backingOff(ps.zones, spec.History.ZoneBackoff, ps.env.Now)
 		zoneIndex(&ps.w.zoneKeys, ps.zones)
-	}
-	v := newValidator(len(cur), ps.w)
-	if gated {
-		if err := checkPreparing(cur); err != nil {
-			return err
-		}
 	}
 	var leaving []int
 	lazyUntil := len(cur) // the replicas before it were classified lazily
 	for i := range cur {
-		v.check(cur, i)
 		r := &cur[i]
 		if ps.zoneOf != nil {
 			ps.zoneOf[i] = int32(zoneIndexOf(&ps.w.zoneKeys, ps.zones, r.Zone)) // -1 for an unreachable zone
@@ -237,17 +231,15 @@ func (ps *pass) classify() error {
 		ps.readiness(lazyUntil)
 	}
 	ps.countAll()
-	if err := v.err(); err != nil {
-		return err
-	}
 	sortByIdentity(ps.p.Deleting)
 	sortByIdentity(ps.p.Unknown)
-	byIdentity := func(a, b int) int { return compareIdentity(&cur[a], &cur[b]) }
-	slices.SortFunc(ps.back, byIdentity)
-	slices.SortFunc(ps.cancelUpdate, byIdentity)
+	slices.SortFunc(ps.back, ps.byIdentity)
+	slices.SortFunc(ps.cancelUpdate, ps.byIdentity)
 	ps.takeBack(leaving)
-	return nil
 }
+
+// byIdentity orders indexes into current by their replicas' identity.
+func (ps *pass) byIdentity(a, b int) int { return compareIdentity(&ps.cur[a], &ps.cur[b]) }
 
 // readyFlags returns f with the flags of r's readiness: broken (not
 // provisioned, or failed), available (a power cycle under way is not),
@@ -257,7 +249,7 @@ func (ps *pass) classify() error {
 // unavailable; a replica on the wanted revision that was never available
 // has served nothing yet.
 func (ps *pass) readyFlags(r *Replica, f flags) flags {
-	if r.Phase == PhasePending || r.Phase == PhaseFailed {
+	if skipsGate(r) {
 		f |= fBroken
 	}
 	avail := f&fCycling == 0 && available(r, ps.env.MinReady, ps.env.Now)
@@ -286,20 +278,22 @@ func (ps *pass) readiness(n int) {
 // tally adds (d = 1) or removes (d = −1) current[i] to or from the
 // pass's counts, as its flags say.
 func (ps *pass) tally(i, d int) {
-	f := ps.fl[i]
-	if f&fGone != 0 {
-		ps.gone += d
-	} else if f&fLive != 0 {
-		ps.tallyLive(f, d)
-	}
+	ps.tallyFlags(ps.fl[i], d)
 	if ps.zoneOf != nil {
-		ps.tallyZone(i, f, d)
+		ps.tallyZone(i, ps.fl[i], d)
 	}
 }
 
-// tallyLive counts a live replica of flags f.
-func (ps *pass) tallyLive(f flags, d int) {
+// tallyFlags counts d replicas of flags f: as being deleted, or live.
+func (ps *pass) tallyFlags(f flags, d int) {
 	c := &ps.counts
+	switch {
+	case f&fGone != 0:
+		c.gone += d
+		return
+	case f&fLive == 0:
+		return
+	}
 	c.live += d
 	avail := f&fAvail != 0
 	if avail {
@@ -372,12 +366,8 @@ func (ps *pass) countAll() {
 		h[f&counted]++
 	}
 	for f, n := range h {
-		switch {
-		case n == 0:
-		case flags(f)&fGone != 0:
-			ps.gone += int(n)
-		case flags(f)&fLive != 0:
-			ps.tallyLive(flags(f), int(n))
+		if n > 0 {
+			ps.tallyFlags(flags(f), int(n))
 		}
 	}
 }
@@ -389,15 +379,17 @@ func (ps *pass) set(i int, f flags) {
 	ps.tally(i, 1)
 }
 
-// rolling reports whether replicas on older revisions remain beyond the
-// partition: a rollout is in progress, or would be without Paused or
-// OnDelete.
-func (ps *pass) rolling() bool { return ps.old > ps.lim.Partition }
-
-// inRollout reports whether a rollout is in progress in this pass: some
-// live replica is on an older revision, or moves onto the wanted one in
-// place. Its bounds then hold through the pass, and Rebalance waits.
+// inRollout reports whether a rollout is in progress, by the package
+// documentation's one definition (One pass): some live known replica is
+// on an older revision, one this pass moves onto the wanted revision in
+// place included. Its budget then holds through the pass, and Rebalance
+// waits.
 func (ps *pass) inRollout() bool { return ps.old+ps.moved > 0 }
+
+// beyondPartition reports whether more of those replicas than the
+// partition remain, counted as inRollout counts them: the rollout's surge
+// bound holds, and its replacements are due.
+func (ps *pass) beyondPartition() bool { return ps.old+ps.moved > ps.lim.Partition }
 
 // zoned reports whether the pass places replicas in listed zones.
 func (ps *pass) zoned() bool { return len(ps.zones) > 0 }

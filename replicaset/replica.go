@@ -129,8 +129,8 @@ type Replica struct {
 // ReadySince is unknown (zero) is available only when minReady is zero.
 //
 // The boundary is inclusive: a replica ready since t is available at exactly
-// t+minReady, so a caller that requeues after NextAvailable's duration sees it
-// available on that pass.
+// t+minReady, so a caller that requeues for that instant sees it available
+// on that pass.
 func (r Replica) Available(minReady time.Duration, now time.Time) bool {
 	return available(&r, minReady, now)
 }

@@ -20,8 +20,8 @@ func (ps *pass) replace() {
 		}
 	}
 	if lim.Partition > 0 {
-		ps.hold(HoldPartition, min(oldLeft, lim.Partition),
-			"%d replicas stay on older revisions (Partition %s)", min(oldLeft, lim.Partition), spec.Strategy.Partition)
+		n := min(oldLeft, lim.Partition)
+		ps.hold(HoldPartition, n, "%s (Partition %s)", count(n, "replica stays on an older revision", "replicas stay on older revisions"), spec.Strategy.Partition)
 	}
 	excess := oldLeft - lim.Partition
 	if excess <= 0 {
@@ -29,14 +29,14 @@ func (ps *pass) replace() {
 	}
 	switch {
 	case spec.Strategy.Paused:
-		ps.hold(HoldPaused, excess, "the rollout is paused: %d replicas on older revisions wait for it to resume", excess)
+		ps.hold(HoldPaused, excess, "the rollout is paused: %s for it to resume", count(excess, "replica on an older revision waits", "replicas on older revisions wait"))
 		return
 	case spec.Strategy.Type == OnDelete:
-		ps.hold(HoldOnDelete, excess, "%d replicas on older revisions are replaced only when they are deleted (OnDelete)", excess)
+		ps.hold(HoldOnDelete, excess, "%s (OnDelete)", count(excess, "replica on an older revision is replaced only when it is deleted", "replicas on older revisions are replaced only when they are deleted"))
 		return
 	case ps.inPlaceOnly:
-		ps.hold(HoldInPlaceOnly, excess, "%d %s be updated in place, and the update method InPlaceOnly replaces none: %s",
-			excess, plural(excess, "replica on an older revision cannot", "replicas on older revisions cannot"), ps.describeFallback())
+		ps.hold(HoldInPlaceOnly, excess, "%s be updated in place, and the update method InPlaceOnly replaces none: %s",
+			count(excess, "replica on an older revision cannot", "replicas on older revisions cannot"), ps.describeFallback())
 		return
 	}
 	if ps.zoned() && spec.Strategy.ZoneByZone {
@@ -44,9 +44,8 @@ func (ps *pass) replace() {
 	}
 
 	// Surge: new replicas up to desired − Partition, within MaxSurge.
-	total := ps.live + ps.gone + p.Create
 	if need := ps.desired - lim.Partition - newLeft; need > 0 {
-		room := ps.desired + lim.Surge - total
+		room := ps.surgeLeft()
 		capped := max(0, min(need, room, ps.limit-p.Create))
 		n := capped
 		if ps.zoned() {
@@ -64,8 +63,7 @@ func (ps *pass) replace() {
 		case n < need && room > n:
 			p.Deferred += min(need, room) - n // over the per-pass cap
 		case n < need:
-			ps.hold(HoldMaxSurge, need-n, "%d new replicas wait: %d replicas exist counting those being deleted and created, and MaxSurge allows %d",
-				need-n, total+n, ps.desired+lim.Surge)
+			ps.surgeHold(need - n)
 		}
 	}
 
@@ -85,12 +83,9 @@ func (ps *pass) replace() {
 		return replaced < k // chosen, or passed over: MaxUnavailable
 	}
 	ps.each(order{mask: fNew | fMarked, want: fMarked, need: k, budgeted: true, size: min(ps.marked, ps.oldCandidates)}, take)
-	replaceable := func(i int) bool {
-		z := ps.zoneAt(i)
-		return z < 0 || !ps.off[z] && (!spec.Strategy.ZoneByZone || z == ps.update)
-	}
-	if !ps.zoned() {
-		replaceable = nil
+	var replaceable func(i int) bool
+	if ps.zoned() {
+		replaceable = func(i int) bool { return ps.replaceable(ps.zoneAt(i)) }
 	}
 	ps.each(order{mask: fNew | fMarked, match: replaceable, tiered: true, updating: -1, need: k, budgeted: true, size: ps.oldCandidates}, take)
 	waiting := excess - replaced
@@ -99,14 +94,15 @@ func (ps *pass) replace() {
 	}
 	if protectedOld := ps.old - ps.oldCandidates; protectedOld > 0 {
 		n := min(waiting, protectedOld)
-		ps.hold(HoldProtected, n, "%d replicas on older revisions are protected from scale-in and are not replaced", n)
+		ps.hold(HoldProtected, n, "%s", count(n, "replica on an older revision is protected from scale-in and is not replaced",
+			"replicas on older revisions are protected from scale-in and are not replaced"))
 		waiting -= n
 	}
 	if waiting = ps.zoneHolds(waiting); waiting <= 0 {
 		return
 	}
 	if ps.deletes >= ps.limit {
-		ps.hold(HoldMaxPerPass, waiting, "%d replicas on older revisions wait for the next pass (MaxPerPass)", waiting)
+		ps.hold(HoldMaxPerPass, waiting, "%s for the next pass (MaxPerPass)", count(waiting, "replica on an older revision waits", "replicas on older revisions wait"))
 		p.Deferred += waiting
 		return
 	}
@@ -123,8 +119,9 @@ func (ps *pass) replace() {
 		also += "; " + noSurge
 	}
 	ps.hold(HoldMaxUnavailable, waiting,
-		"%d replicas on older revisions wait for replicas on revision %s to become available: %d are available, and at least %d (Desired − MaxUnavailable) must stay%s",
-		waiting, spec.Revision, ps.avail, ps.desired-lim.Unavailable, also)
+		"%s for replicas on revision %s to become available: %s, and at least %d (Desired − MaxUnavailable) must stay%s",
+		count(waiting, "replica on an older revision waits", "replicas on older revisions wait"), spec.Revision,
+		count(ps.avail, "is available", "are available"), ps.desired-lim.Unavailable, also)
 }
 
 // updateZone returns the zone a ZoneByZone rollout updates now: the first
@@ -156,13 +153,14 @@ func (ps *pass) zoneHolds(waiting int) int {
 		}
 	}
 	if n := min(waiting, nOff); n > 0 {
-		ps.hold(HoldZoneBackoff, n, "%d replicas on older revisions in %s wait: creates there failed recently, so none is replaced there until the zone's backoff ends",
-			n, strings.Join(off, ", "))
+		ps.hold(HoldZoneBackoff, n, "%s: creates there failed recently, so none is replaced there until the zone's backoff ends",
+			count(n, "replica on an older revision in "+strings.Join(off, ", ")+" waits", "replicas on older revisions in "+strings.Join(off, ", ")+" wait"))
 		waiting -= n
 	}
 	if n := min(waiting, nLater); n > 0 {
-		ps.hold(HoldZoneByZone, n, "%d replicas on older revisions in %s wait for zone %s to be updated first (ZoneByZone)",
-			n, strings.Join(later, ", "), ps.zones[max(ps.update, 0)])
+		ps.hold(HoldZoneByZone, n, "%s for zone %s to be updated first (ZoneByZone)",
+			count(n, "replica on an older revision in "+strings.Join(later, ", ")+" waits", "replicas on older revisions in "+strings.Join(later, ", ")+" wait"),
+			ps.zones[max(ps.update, 0)])
 		waiting -= n
 	}
 	return waiting
@@ -177,23 +175,27 @@ func (ps *pass) zoneHolds(waiting int) int {
 // stay within one of each other. Replicas in no listed zone are replaced
 // anywhere.
 func (ps *pass) surgeRoom(n int) int {
-	room := ps.strays
-	if ps.spec.Strategy.ZoneByZone {
-		// Its creates go where zones are fewest, not always to the zone
-		// updated: a replacement on its way anywhere is one for it.
-		coming := 0
-		for z := range ps.z {
-			coming += ps.z[z].coming
-		}
-		if ps.update >= 0 {
-			room += max(0, ps.z[ps.update].old-coming)
-		}
-		return min(n, room)
+	room, coming := ps.strays, 0
+	for z := range ps.z {
+		coming += ps.z[z].coming
 	}
 	for z := range ps.z {
-		if !ps.off[z] {
-			room += max(0, ps.z[z].old-ps.z[z].coming)
+		// A ZoneByZone rollout's creates go where zones are fewest, not
+		// always to the zone updated: a replacement on its way anywhere
+		// is one for it.
+		if c := ps.z[z].coming; ps.replaceable(z) {
+			if ps.spec.Strategy.ZoneByZone {
+				c = coming
+			}
+			room += max(0, ps.z[z].old-c)
 		}
 	}
 	return min(n, room)
+}
+
+// replaceable reports whether the replicas on older revisions in zone z
+// (-1: in no listed zone) may be replaced in this pass: not in a zone
+// backing off, and with ZoneByZone only in the zone updated.
+func (ps *pass) replaceable(z int) bool {
+	return z < 0 || !ps.off[z] && (!ps.spec.Strategy.ZoneByZone || z == ps.update)
 }

@@ -9,10 +9,8 @@ import (
 // scale plans the pass's creates up to the desired count (within
 // MaxSurge while a rollout is in progress) and its scale-down.
 func (ps *pass) scale() {
-	spec := ps.spec
-	total := ps.live + ps.gone
-	counted := total
-	if spec.ReplaceDeleting {
+	counted := ps.live + ps.gone
+	if ps.spec.ReplaceDeleting {
 		counted = ps.live
 	}
 	switch {
@@ -20,17 +18,14 @@ func (ps *pass) scale() {
 		want := ps.desired - counted
 		n := min(want, ps.limit)
 		ps.p.Deferred += want - n
-		// Replicas moving onto the wanted revision in place are still a
-		// rollout in progress.
-		if room := ps.desired + ps.lim.Surge - total; ps.old+ps.moved > ps.lim.Partition && n > room {
-			// Only with ReplaceDeleting: replicas being deleted still
-			// count toward the surge bound while a rollout runs.
-			held := n - max(0, room)
-			n -= held
-			ps.hold(HoldMaxSurge, held, "%d new replicas wait: %d replicas exist counting %d being deleted, and MaxSurge allows %d",
-				held, total, ps.gone, ps.desired+ps.lim.Surge)
+		// Only with ReplaceDeleting: replicas being deleted still count
+		// toward the surge bound while a rollout runs.
+		held := 0
+		if room := ps.surgeLeft(); ps.beyondPartition() && n > room {
+			held = n - max(0, room)
 		}
-		ps.create(n)
+		ps.create(n - held)
+		ps.surgeHold(held)
 	case ps.live > ps.desired:
 		ps.scaleDown(ps.live - ps.desired)
 	}
@@ -97,7 +92,7 @@ func (ps *pass) scaleDown(want int) {
 	// room for the one it replaces would undo the rollout's every step.
 	active := spec.Strategy.Type == RollingUpdate && !spec.Strategy.Paused && !ps.inPlaceOnly
 	updating := -1 // the zone a ZoneByZone rollout updates: its replicas go first
-	if ps.zoned() && active && spec.Strategy.ZoneByZone && ps.rolling() {
+	if ps.zoned() && active && spec.Strategy.ZoneByZone {
 		updating = ps.updateZone()
 	}
 	old := order{mask: fMarked | fNew, tiered: true, updating: updating, need: n, budgeted: guarded, size: ps.oldCandidates}
@@ -133,7 +128,7 @@ func (ps *pass) scaleDown(want int) {
 	// A rolling update's surge excess held by the availability bounds is
 	// the replacement that replace holds and explains: a hold of its own
 	// would count it twice.
-	surgeOnly := active && ps.rolling() && want <= ps.lim.Surge && !byLast
+	surgeOnly := active && ps.beyondPartition() && want <= ps.lim.Surge && !byLast
 	waiting := held - capped
 	if waiting <= 0 || surgeOnly {
 		return
@@ -156,7 +151,21 @@ func (ps *pass) scaleDown(want int) {
 			kind = HoldLastAvailable
 		}
 	}
-	ps.hold(kind, waiting, "%d replicas wait to be scaled down: %s", waiting, strings.Join(why, "; "))
+	ps.hold(kind, waiting, "%s to be scaled down: %s", count(waiting, "replica waits", "replicas wait"), strings.Join(why, "; "))
+}
+
+// surgeLeft is how many replicas may still be created within the one
+// surge bound, Desired + MaxSurge, counting replicas live, being deleted
+// and created in this pass; below zero when they are above it.
+func (ps *pass) surgeLeft() int { return ps.desired + ps.lim.Surge - ps.live - ps.gone - ps.p.Create }
+
+// surgeHold records the one MaxSurge hold, once the pass's creates are
+// made: n new replicas wait (none: no hold).
+func (ps *pass) surgeHold(n int) {
+	if n > 0 {
+		ps.hold(HoldMaxSurge, n, "%s: %s counting those being deleted and created, and MaxSurge allows %d (Desired + MaxSurge)",
+			count(n, "new replica waits", "new replicas wait"), count(ps.live+ps.gone+ps.p.Create, "replica exists", "replicas exist"), ps.desired+ps.lim.Surge)
+	}
 }
 
 // servingNote says why replicas that look unavailable were kept.

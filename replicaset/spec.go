@@ -146,10 +146,7 @@ func (s Spec) Validate() error {
 	// for all of them, so that a valid spec allocates nothing.
 	errs := make([]error, 0, 16)
 	errs = append(errs, negative(s.Desired < 0, "desired replicas", s.Desired))
-	if s.MaxPerPass < 0 {
-		errs = append(errs, fmt.Errorf("max per pass %d is negative (use 0 for the default %d): %w",
-			s.MaxPerPass, DefaultMaxPerPass, ErrInvalidSpec))
-	}
+	errs = append(errs, negative(s.MaxPerPass < 0, "max per pass", s.MaxPerPass, DefaultMaxPerPass))
 	errs = append(errs, negative(s.MinReady < 0, "min ready", s.MinReady))
 	errs = s.Strategy.validate(errs)
 	if s.Remediation != nil {
@@ -164,10 +161,14 @@ func (s Spec) Validate() error {
 }
 
 // negative returns, when neg, the error of a setting (name) whose value v
-// is negative, wrapping ErrInvalidSpec; nil otherwise.
-func negative[T any](neg bool, name string, v T) error {
-	if !neg {
+// is negative, wrapping ErrInvalidSpec, with the default that 0 stands for
+// if the setting has one (def); nil otherwise.
+func negative[T any](neg bool, name string, v T, def ...T) error {
+	switch {
+	case !neg:
 		return nil
+	case len(def) > 0:
+		return fmt.Errorf("%s %v is negative (use 0 for the default %v): %w", name, v, def[0], ErrInvalidSpec)
 	}
 	return fmt.Errorf("%s %v is negative: %w", name, v, ErrInvalidSpec)
 }
@@ -186,38 +187,36 @@ func validateZones(errs []error, what string, zones []string) []error {
 	return errs
 }
 
-// validator checks, one replica at a time, that every replica has a name
-// and that names and non-empty UIDs are unique. Its error wraps
-// ErrInvalidReplica.
-type validator struct {
-	seed        maphash.Seed
-	names, uids indexSet
-	errs        []error
-}
-
-func newValidator(n int, w *scratch) validator {
-	v := validator{seed: maphash.MakeSeed()}
-	v.names, v.uids = newIndexSets(n, w)
-	return v
-}
-
-// check checks rs[i] against rs[:i].
-func (v *validator) check(rs []Replica, i int) {
-	r := &rs[i]
-	if r.Name == "" {
-		v.errs = append(v.errs, fmt.Errorf("replica %d has an empty name: %w", i, ErrInvalidReplica))
-	} else if j := v.names.add(maphash.String(v.seed, r.Name), i, func(j int) bool { return rs[j].Name == r.Name }); j >= 0 {
-		v.errs = append(v.errs, fmt.Errorf("replica name %q appears twice: %w", r.Name, ErrInvalidReplica))
+// validate is the one validation of Compute and Drain, in this order: the
+// spec (Spec.Validate); then the replicas, each against those before it:
+// a name, names and non-empty UIDs unique, and with Spec.Lifecycle a
+// start time for a preparation (Preparing.Since), which its timeout runs
+// from. The replicas' errors wrap ErrInvalidReplica, all of them joined.
+func validate(spec *Spec, rs []Replica, w *scratch) error {
+	if err := spec.Validate(); err != nil {
+		return err
 	}
-	if r.UID == "" {
-		return
+	seed := maphash.MakeSeed()
+	names, uids := newIndexSets(len(rs), w)
+	var errs []error
+	for i := range rs {
+		r := &rs[i]
+		if r.Name == "" {
+			errs = append(errs, fmt.Errorf("replica %d has an empty name: %w", i, ErrInvalidReplica))
+		} else if j := names.add(maphash.String(seed, r.Name), i, func(j int) bool { return rs[j].Name == r.Name }); j >= 0 {
+			errs = append(errs, fmt.Errorf("replica name %q appears twice: %w", r.Name, ErrInvalidReplica))
+		}
+		if r.UID != "" {
+			if j := uids.add(maphash.String(seed, r.UID), i, func(j int) bool { return rs[j].UID == r.UID }); j >= 0 {
+				errs = append(errs, fmt.Errorf("replicas %q and %q share UID %q: %w", rs[j].Name, r.Name, r.UID, ErrInvalidReplica))
+			}
+		}
+		if spec.Lifecycle != nil && r.Preparing != nil && r.Preparing.Since.IsZero() {
+			errs = append(errs, fmt.Errorf("replica %q prepares to leave with no start time (Preparing.Since): %w", r.Name, ErrInvalidReplica))
+		}
 	}
-	if j := v.uids.add(maphash.String(v.seed, r.UID), i, func(j int) bool { return rs[j].UID == r.UID }); j >= 0 {
-		v.errs = append(v.errs, fmt.Errorf("replicas %q and %q share UID %q: %w", rs[j].Name, r.Name, r.UID, ErrInvalidReplica))
-	}
+	return errors.Join(errs...)
 }
-
-func (v *validator) err() error { return errors.Join(v.errs...) }
 
 // indexSet is an open-addressing set of indices into a slice, keyed by
 // their entries' hashes: several times faster than a map at 100,000

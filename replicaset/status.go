@@ -50,60 +50,6 @@ func Summarize(current []Replica, minReady time.Duration, now time.Time) Status 
 	return s
 }
 
-// NextAvailable returns how long after now the next live, ready but not yet
-// available replica becomes available, so a controller can requeue exactly
-// then. ok is false when no replica is waiting to become available (ready
-// replicas whose ReadySince is unknown never become available by waiting).
-func NextAvailable(current []Replica, minReady time.Duration, now time.Time) (after time.Duration, ok bool) {
-	if minReady <= 0 {
-		return 0, false
-	}
-	for i := range current {
-		r := &current[i]
-		if !r.ready() || r.Deleting || r.ReadySince.IsZero() || r.Available(minReady, now) {
-			continue
-		}
-		d := r.ReadySince.Add(minReady).Sub(now)
-		if !ok || d < after {
-			after, ok = d, true
-		}
-	}
-	return after, ok
-}
-
-// SlowStartAllowance is how many creates may have been started once
-// succeeded of them have succeeded: initial (1 when initial < 1) plus two
-// per success. It is the bound SlowStart's batches keep, since each batch
-// starts when every create before it has succeeded, and it lets an executor
-// start creates one by one as successes arrive rather than batch by batch.
-func SlowStartAllowance(initial, succeeded int) int {
-	return max(initial, 1) + 2*succeeded
-}
-
-// SlowStart splits total creates into batches of growing size, starting at
-// initial (1 when initial < 1) and doubling after each batch, the last batch
-// holding what remains: SlowStart(10, 1) is [1 2 4 3]. An executor issues a
-// batch only when every create of the previous batch succeeded, so a
-// platform that refuses every create costs one call, not total calls. (The
-// execute subpackage keeps the same bound, SlowStartAllowance, without
-// waiting for a whole batch.) It returns nil when total < 1.
-func SlowStart(total, initial int) []int {
-	if total < 1 {
-		return nil
-	}
-	size := max(initial, 1)
-	var out []int
-	for total > 0 {
-		n := min(size, total)
-		out = append(out, n)
-		total -= n
-		if size <= total { // doubling cannot overflow past what is left
-			size *= 2
-		}
-	}
-	return out
-}
-
 // ZoneStatus is the status of a set's replicas in one zone.
 type ZoneStatus struct {
 	// Zone is the zone's name; empty for replicas whose zone is unknown.

@@ -56,25 +56,21 @@ func zoneIndex(byKey *[256]int8, zones []string) {
 	}
 }
 
-// backingOff reports, per zone, whether backoff avoids it at now; all
-// false when every zone is backing off, so that a set whose every zone
-// failed still tries them all.
-func backingOff(zones []string, backoff []ZoneBackoff, now time.Time) []bool {
-	off := make([]bool, len(zones))
-	all := len(zones) > 0
+// backingOff reports, per zone, whether backoff avoids it at now, and
+// whether every zone backs off: then all are false, so that a set whose
+// every zone failed still places and replaces in them all, and no zone is
+// healthy for a failed replica's replacement (failedInZones).
+func backingOff(zones []string, backoff []ZoneBackoff, now time.Time) (off []bool, all bool) {
+	off = make([]bool, len(zones))
+	all = len(zones) > 0
 	for i, z := range zones {
-		off[i] = backsOff(backoff, z, now)
+		off[i] = slices.ContainsFunc(backoff, func(b ZoneBackoff) bool { return b.Zone == z && now.Before(b.Until) })
 		all = all && off[i]
 	}
 	if all {
 		clear(off)
 	}
-	return off
-}
-
-// backsOff reports whether backoff avoids zone at now.
-func backsOff(backoff []ZoneBackoff, zone string, now time.Time) bool {
-	return slices.ContainsFunc(backoff, func(b ZoneBackoff) bool { return b.Zone == zone && now.Before(b.Until) })
+	return off, all
 }
 
 // create adds n creates to the plan, each placed in a zone (pick) when

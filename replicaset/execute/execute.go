@@ -72,9 +72,9 @@ func (e *OpError) Unwrap() error { return e.Err }
 // Options tune how a plan is carried out. The zero value is ready to use.
 type Options struct {
 	// InitialBatch is how many creates may start before any has
-	// succeeded; each success lets two more start
-	// (replicaset.SlowStartAllowance), so the allowance doubles per round
-	// trip like the batches of replicaset.SlowStart.
+	// succeeded; each success lets two more start (allowance), so the
+	// allowance doubles per round trip like the Kubernetes ReplicaSet
+	// controller's batches.
 	// Zero means 1, as in Kubernetes.
 	InitialBatch int
 	// MaxInFlight bounds how many operations run at once. Zero means no
@@ -117,7 +117,7 @@ type Result struct {
 // Creates start in order under a slow-start allowance: InitialBatch may
 // start at once, and each success lets two more start, so that by the time
 // k creates have succeeded at most InitialBatch+2k have started: the bound
-// of the Kubernetes ReplicaSet controller's batches (replicaset.SlowStart),
+// of the Kubernetes ReplicaSet controller's batches (allowance),
 // without their barrier, since a slow create does not hold back the next
 // ones. Once a create has returned a failure no further create starts
 // (those already in flight finish, and their successes may have let more
@@ -215,8 +215,19 @@ func run[T any](ctx context.Context, items []T, limit int, op func(context.Conte
 	return errs
 }
 
+// allowance is how many creates may have been started once succeeded of
+// them have succeeded: initial (1 when initial < 1) plus two per success.
+// It is the bound of the Kubernetes ReplicaSet controller's batches, which
+// start at initial and double, each once every create before it has
+// succeeded (1, 2, 4, 8, …): after three successes at most seven creates
+// have started. It lets creates start one by one as successes arrive
+// rather than batch by batch.
+func allowance(initial, succeeded int) int {
+	return max(initial, 1) + 2*succeeded
+}
+
 // slowStart calls op for the n indices in order, starting one only while
-// fewer than replicaset.SlowStartAllowance(initial, successes so far) have
+// fewer than allowance(initial, successes so far) have
 // started; after the first failure, or once ctx has ended, it starts
 // nothing more, and those indices get errNotStarted. At most limit calls
 // are in flight at once (no bound when limit is zero). It returns each
@@ -233,7 +244,7 @@ func slowStart(ctx context.Context, n, initial, limit int, op func(context.Conte
 	done := make(chan outcome)
 	started, inFlight, succeeded, failed := 0, 0, 0, false
 	for {
-		for !failed && started < n && started < replicaset.SlowStartAllowance(initial, succeeded) &&
+		for !failed && started < n && started < allowance(initial, succeeded) &&
 			(limit <= 0 || inFlight < limit) && ctx.Err() == nil {
 			i := started
 			started++

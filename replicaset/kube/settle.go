@@ -100,7 +100,7 @@ func settle(o *observation, d decision, out outcome) verdict {
 	case d.hold == holdWaiting:
 		v.requeue = waitRequeue
 	default:
-		if after, ok := replicaset.NextAvailable(replicasOf(d.members), o.spec.MinReady, o.now); ok {
+		if after, ok := nextAvailable(replicasOf(d.members), o.spec.MinReady, o.now); ok {
 			v.requeue = after
 		}
 		// A rollout's progress deadline passing changes its status, and
@@ -343,4 +343,24 @@ func unjoin(err error) []error {
 		return j.Unwrap()
 	}
 	return []error{err}
+}
+
+// nextAvailable returns how long after now the next live, ready but not
+// yet available replica becomes available, so that the pass requeues
+// exactly then. ok is false when no replica is waiting to become
+// available (ready replicas whose ReadySince is unknown never become
+// available by waiting).
+func nextAvailable(current []replicaset.Replica, minReady time.Duration, now time.Time) (after time.Duration, ok bool) {
+	if minReady <= 0 {
+		return 0, false
+	}
+	for _, r := range current {
+		if !r.Ready || r.LaunchGated || r.Deleting || r.ReadySince.IsZero() || r.Available(minReady, now) {
+			continue
+		}
+		if d := r.ReadySince.Add(minReady).Sub(now); !ok || d < after {
+			after, ok = d, true
+		}
+	}
+	return after, ok
 }
