@@ -56,10 +56,11 @@ type observation struct {
 	// taken lists names that objects of others were found to hold: no
 	// new child is given one of them.
 	taken []string
-	// backoff lists the zones creates avoid, after failures, and until
-	// when; a zone whose create fails in this pass is avoided for
-	// backoffFor.
-	backoff    []replicaset.ZoneBackoff
+	// zones is the zones' part of the owner's replicaset.History as the
+	// last pass left it (ZoneBackoff: the zones creates avoid after
+	// failures, and until when; CreatesFailing); a zone whose create fails
+	// in this pass is avoided for backoffFor.
+	zones      replicaset.History
 	backoffFor time.Duration
 	// failedSeen lists the UIDs of children seen failing in a listed
 	// zone by an earlier pass: each has backed its zone off already.
@@ -154,7 +155,7 @@ func (r *Reconciler[O, C]) read(ctx context.Context, req reconcile.Request) (*ob
 		o.waiting = true
 	}
 	o.taken = r.expectations.takenNames(key, o.now)
-	o.backoff, o.backoffFor = r.backoff.active(key, o.now), cmp.Or(r.ZoneBackoff, replicaset.DefaultZoneBackoff)
+	o.zones, o.backoffFor = r.backoff.history(key), cmp.Or(r.ZoneBackoff, replicaset.DefaultZoneBackoff)
 	o.failedSeen = r.backoff.failing(key)
 	o.progress = r.rollouts.get(key)
 	if idle(o, r.rules()) {
