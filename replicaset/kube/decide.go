@@ -191,10 +191,10 @@ func decide(o *observation, rl rules) decision {
 	d.adopt, d.release = objects(adopt), objects(release)
 	d.delete = slices.Clone(d.plan.Delete)
 	d.restart = restarts(o, d.members, d.plan)
-	d.update = updates(o, d.members, d.delete, health, d.restart)
+	d.update = updates(d.members, d.delete, health, d.restart)
 	d.update = preparations(o, rl.hookDomain, d.members, d.update, d.plan)
-	if o.inPlaceSteps != nil {
-		d.update = o.inPlaceSteps(d.members, d.update, d.plan)
+	if o.want != nil {
+		d.update = inPlaceSteps(o, rl.hookDomain, d.members, d.update, d.plan)
 	}
 	if o.spec.Remediation == nil {
 		d.replaced = d.plan.Replace // failed in their zones (Spec.ReplaceFailed)
@@ -235,8 +235,17 @@ func idle(o *observation, rl rules) bool {
 	return planSpec(o, rl).Validate() == nil
 }
 
-// inPlaceUpdate is one member and its copy changed in place.
-type inPlaceUpdate struct{ from, to client.Object }
+// inPlaceUpdate is one member and its copy changed in place. With
+// applyInPlace (the plan updates it in place, Plan.Update), apply first has
+// the Adapter change the copy (InPlaceRollout.ApplyInPlace, a power cycle
+// allowed when *applyInPlace); adapterOnly says that the copy is
+// otherwise unchanged, so that nothing is written when the Adapter
+// changes nothing.
+type inPlaceUpdate struct {
+	from, to     client.Object
+	applyInPlace *bool
+	adapterOnly  bool
+}
 
 // zoneFailures lists, when the spec lists zones, the zones of the members
 // that failed in them, as the Adapter describes them

@@ -35,16 +35,14 @@ type observation struct {
 	template labels.Set // the labels of a new child; nil when templateErr is set
 	// templateErr is why no child can be built from the template.
 	templateErr error
-	// With Spec.Rollout: revision is the template's (RevisionLabel), and
-	// inPlace returns a copy of a child brought in line with the
-	// template in what needs no new child, or nil when nothing would
-	// change.
+	// With Spec.Rollout, revision is the template's (RevisionLabel).
 	revision string
-	inPlace  func(child client.Object) client.Object
-	// inPlaceSteps, with an in-place Strategy.Method and an Adapter that
-	// is an InPlaceRollout, adds the pass's in-place updates to a
-	// decision's updates (inPlaceSteps); nil otherwise.
-	inPlaceSteps func(members []child, updates []inPlaceUpdate, p replicaset.Plan) []inPlaceUpdate
+	// want, with an in-place Strategy.Method and an Adapter that is an
+	// InPlaceRollout, is a new child as NewChild built it: the template
+	// the plan's in-place updates bring children onto (inPlaceSteps;
+	// apply has the Adapter change them, InPlaceRollout.ApplyInPlace).
+	// nil otherwise.
+	want client.Object
 	// progress is where the rollout last moved, as an earlier pass saw it.
 	progress progress
 
@@ -76,6 +74,15 @@ type child struct {
 	// check is what the pass's health check said of it, with
 	// Spec.Remediation.
 	check healthCheck
+	// templated, with Spec.Rollout, is a copy of it brought in line with
+	// the template in what needs no new child (the binding's labels and
+	// annotations, InPlaceUpdater.UpdateInPlace), or nil when nothing
+	// would change; never set for a child being deleted. shows, for a
+	// child being changed in place to the current revision
+	// (AnnotationInPlaceRevision), is whether it runs with the template
+	// now (InPlaceRollout.ShowsInPlace).
+	templated client.Object
+	shows     bool
 }
 
 // read gathers the observation for the owner of req; it returns nil when the
@@ -107,15 +114,14 @@ func (r *Reconciler[O, C]) read(ctx context.Context, req reconcile.Request) (*ob
 	// (describe finds them): they are not given the revision in place.
 	unmatched := map[types.UID]bool{}
 	var match func(C) bool
+	var inPlace inPlaceFunc
 	if o.specErr == nil {
 		if probe, err := r.Adapter.NewChild(owner); err != nil {
 			o.templateErr = err
 		} else {
 			o.template = labels.Set(probe.GetLabels())
 			if o.spec.Rollout != nil {
-				var inPlace inPlaceFunc
 				o.revision, inPlace, o.templateErr = r.revision(owner, probe)
-				o.inPlace = func(c client.Object) client.Object { return inPlace(c, !unmatched[c.GetUID()]) }
 				if _, ok := any(r.Adapter).(TemplateMatcher[O, C]); ok && o.templateErr == nil {
 					match = func(c C) bool { return r.matches(owner, c) }
 				}
@@ -172,16 +178,22 @@ func (r *Reconciler[O, C]) read(ctx context.Context, req reconcile.Request) (*ob
 		if want, err := r.Adapter.NewChild(owner); err == nil {
 			describeInPlace[O, C](ip, want, o.revision, o.children)
 			describeInPlace[O, C](ip, want, o.revision, o.orphans)
-			domain := r.hookDomain()
-			o.inPlaceSteps = func(members []child, updates []inPlaceUpdate, p replicaset.Plan) []inPlaceUpdate {
-				return inPlaceSteps[O, C](ip, o, want, domain, members, updates, p)
-			}
+			o.want = want
 		}
 	}
 	for _, cs := range [][]child{o.children, o.orphans} {
 		for _, c := range cs {
 			if c.replica.Revision == UnmatchedRevision {
 				unmatched[c.obj.GetUID()] = true
+			}
+		}
+	}
+	if inPlace != nil && o.templateErr == nil {
+		for _, cs := range [][]child{o.children, o.orphans} {
+			for i := range cs {
+				if c := &cs[i]; !c.replica.Deleting {
+					c.templated = inPlace(c.obj, !unmatched[c.obj.GetUID()])
+				}
 			}
 		}
 	}

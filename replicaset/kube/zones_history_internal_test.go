@@ -52,7 +52,7 @@ func TestZonesAfter_History(t *testing.T) {
 	}
 
 	held := observed(3, nil, zoned("a", "b", "c"), func(n *observation) {
-		n.zones, n.now, n.spec.Paused = want, testNow.Add(60*time.Second + 500*time.Millisecond), true
+		n.zones, n.now, n.spec.Paused = want, testNow.Add(60*time.Second+500*time.Millisecond), true
 	})
 	d = decide(held, ordinal)
 	v = settle(held, d, outcome{})
