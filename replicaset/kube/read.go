@@ -91,7 +91,7 @@ type child struct {
 // matchLabels pair of the owner's selector, then filtered by the whole
 // selector.
 func (r *Reconciler[O, C]) read(ctx context.Context, req reconcile.Request) (*observation, error) {
-	owner := r.EmptyOwner()
+	owner := r.owner.newObj()
 	key := req.String()
 	if err := r.Cache.Get(ctx, req.NamespacedName, owner, client.UnsafeDisableDeepCopy); err != nil {
 		if apierrors.IsNotFound(err) {
@@ -233,7 +233,7 @@ func (r *Reconciler[O, C]) listLive(ctx context.Context, owner client.Object, se
 
 // list returns the children that opts select.
 func (r *Reconciler[O, C]) list(ctx context.Context, reader client.Reader, opts ...client.ListOption) ([]client.Object, error) {
-	l := r.EmptyChildList()
+	l := r.child.newList()
 	if err := reader.List(ctx, l, opts...); err != nil {
 		return nil, fmt.Errorf("list children: %w", err)
 	}

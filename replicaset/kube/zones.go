@@ -232,7 +232,7 @@ func balanced(zones []replicaset.ZoneStatus) bool {
 func zonesCondition(o *observation, d decision, zones []replicaset.ZoneStatus, cond func(t string, ok bool, reason, msg string) metav1.Condition) metav1.Condition {
 	spread := "zones hold " + replicaset.Spread(zones) + " live replicas"
 	if d.hold == holdFailure {
-		return cond(ConditionZonesBalanced, false, ReasonReplicaFailure, spread)
+		return cond(ConditionZonesBalanced, false, ConditionReplicaFailure, spread)
 	}
 	var failing []string
 	for _, z := range zones {
@@ -259,7 +259,7 @@ func zonesCondition(o *observation, d decision, zones []replicaset.ZoneStatus, c
 			spread, strings.Join(away, ", "), unknownCount(len(d.plan.Unknown)), avoiding))
 	}
 	if balanced(zones) && d.plan.Unbalanced == "" {
-		return cond(ConditionZonesBalanced, true, ReasonZonesBalanced, spread+avoiding)
+		return cond(ConditionZonesBalanced, true, ConditionZonesBalanced, spread+avoiding)
 	}
 	if n, ok := surgeBalanced(o, d); ok {
 		return cond(ConditionZonesBalanced, true, ReasonRolloutSurge, fmt.Sprintf(
