@@ -114,7 +114,7 @@ func describeInPlace[O, C client.Object](ip InPlaceRollout[O, C], want C, revisi
 		r := &c.replica
 		typed, isC := c.obj.(C)
 		to, ok := c.obj.GetAnnotations()[AnnotationInPlaceRevision]
-		if ok && to == revision && isC && !r.Deleting {
+		if ok && to == revision && isC {
 			c.shows = ip.ShowsInPlace(typed, want)
 		}
 		if ok && r.Revision == revision {
