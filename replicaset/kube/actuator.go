@@ -92,7 +92,7 @@ func (a *actuator[O, C]) CreateIn(ctx context.Context, name, zone string) error 
 	if err == nil || !apierrors.IsAlreadyExists(err) && !unclear(err) {
 		return err // created, or refused: it did not happen
 	}
-	existing := a.r.EmptyChild()
+	existing := a.r.child.newObj()
 	switch gerr := a.r.APIReader.Get(ctx, client.ObjectKeyFromObject(child), existing); {
 	case apierrors.IsNotFound(gerr):
 		return err // it did not happen

@@ -36,17 +36,13 @@ func intOrString() *rapid.Generator[intstr.IntOrString] {
 func TestAmountFrom_AgreesWithParseAmount(t *testing.T) {
 	rapid.Check(t, func(t *rapid.T) {
 		v := intOrString().Draw(t, "v")
-		got, err := kube.AmountFrom(v)
+		got, err := kube.AmountFrom(&v)
 		want, wantErr := replicaset.ParseAmount(v.String())
 		if (err != nil) != (wantErr != nil) || got != want {
 			t.Fatalf("AmountFrom(%#v) = %v, %v; ParseAmount(%q) = %v, %v", v, got, err, v.String(), want, wantErr)
 		}
 		if err == nil && !got.IsSet() {
 			t.Fatalf("AmountFrom(%#v) = the unset Amount, with no error", v)
-		}
-		p, perr := kube.AmountFromPtr(&v)
-		if p != got || (perr != nil) != (err != nil) {
-			t.Fatalf("AmountFromPtr(&%#v) = %v, %v; AmountFrom = %v, %v", v, p, perr, got, err)
 		}
 	})
 }
@@ -61,7 +57,7 @@ func TestAmountFrom_RoundTrip(t *testing.T) {
 			a = replicaset.Percent(n)
 		}
 		v := intstr.Parse(a.String())
-		got, err := kube.AmountFrom(v)
+		got, err := kube.AmountFrom(&v)
 		if err != nil || got != a {
 			t.Fatalf("AmountFrom(%#v) = %v, %v; want %v", v, got, err, a)
 		}
@@ -88,9 +84,9 @@ func TestAmountFrom_Refusals(t *testing.T) {
 		{"no type", &intstr.IntOrString{Type: 7, IntVal: 3}, "", true},
 	}
 	for _, tt := range tests {
-		got, err := kube.AmountFromPtr(tt.v)
+		got, err := kube.AmountFrom(tt.v)
 		if got.String() != tt.want || (err != nil) != tt.wantErr {
-			t.Errorf("%s: AmountFromPtr(%v) = %q, %v; want %q, error %v", tt.desc, tt.v, got, err, tt.want, tt.wantErr)
+			t.Errorf("%s: AmountFrom(%v) = %q, %v; want %q, error %v", tt.desc, tt.v, got, err, tt.want, tt.wantErr)
 		}
 	}
 }
@@ -104,19 +100,19 @@ func ExampleAmountFrom() {
 
 	var s replicaset.Strategy
 	var err error
-	if s.MaxSurge, err = kube.AmountFrom(maxSurge); err != nil {
+	if s.MaxSurge, err = kube.AmountFrom(&maxSurge); err != nil {
 		fmt.Println("spec.strategy.maxSurge:", err)
 	}
-	if s.MaxUnavailable, err = kube.AmountFrom(maxUnavailable); err != nil {
+	if s.MaxUnavailable, err = kube.AmountFrom(&maxUnavailable); err != nil {
 		fmt.Println("spec.strategy.maxUnavailable:", err)
 	}
 	fmt.Println(s.MaxSurge, s.MaxUnavailable)
 
 	var partition *intstr.IntOrString // optional, and unset
-	s.Partition, err = kube.AmountFromPtr(partition)
+	s.Partition, err = kube.AmountFrom(partition)
 	fmt.Println(s.Partition.IsSet(), err)
 
-	_, err = kube.AmountFrom(intstr.FromString("half"))
+	_, err = kube.AmountFrom(ptr.To(intstr.FromString("half")))
 	fmt.Println("spec.strategy.maxSurge:", err)
 	// Output:
 	// 25% 1

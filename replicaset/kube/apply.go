@@ -95,7 +95,7 @@ func (r *Reconciler[O, C]) apply(ctx context.Context, o *observation, d decision
 	if out.claimErr = errors.Join(errAdopt, errRelease); out.claimErr != nil {
 		return out
 	}
-	out.updated, out.updateErr = r.updateInPlace(ctx, d.update)
+	out.updated, out.updateErr = r.updateInPlace(ctx, o, d.update)
 	out.restarted, out.restartErr = r.restart(ctx, o, d.restart)
 	if len(d.create) > 0 || len(d.delete) > 0 {
 		out.ran = true
@@ -165,12 +165,26 @@ func splitChanged(err error) (changed []string, rest error) {
 
 // updateInPlace patches each child of us with its change in place, as a
 // merge patch of the difference, and returns the names it changed,
-// joining the failures.
-func (r *Reconciler[O, C]) updateInPlace(ctx context.Context, us []inPlaceUpdate) ([]string, error) {
+// joining the failures. The plan's in-place updates (inPlaceUpdate's
+// applyInPlace) are the Adapter's to make first, toward o.want
+// (InPlaceRollout.ApplyInPlace); a child that neither it nor the pass
+// changes is left alone.
+func (r *Reconciler[O, C]) updateInPlace(ctx context.Context, o *observation, us []inPlaceUpdate) ([]string, error) {
 	var done []string
 	var errs []error
+	ip := r.inPlaceRollout(o.spec)
 	for _, u := range us {
-		if err := r.Client.Patch(ctx, u.to, client.MergeFrom(u.from)); err != nil && !apierrors.IsNotFound(err) {
+		to := u.to
+		if u.applyInPlace != nil {
+			to = to.DeepCopyObject().(client.Object)
+			typed, isC := to.(C)
+			want, wantC := o.want.(C)
+			changed := ip != nil && isC && wantC && ip.ApplyInPlace(typed, want, *u.applyInPlace)
+			if !changed && u.adapterOnly {
+				continue
+			}
+		}
+		if err := r.Client.Patch(ctx, to, client.MergeFrom(u.from)); err != nil && !apierrors.IsNotFound(err) {
 			errs = append(errs, fmt.Errorf("update %s in place: %w", u.from.GetName(), err))
 			continue
 		}

@@ -24,15 +24,16 @@ import (
 // the owner is still read through the wrapper, the children not.
 
 // informerIndex registers the reconciler's child index, named after name,
-// on the informer that informers keep for the child's kind, and returns
+// on the informer that informers keep for the child's kind (of child, an
+// empty one), and returns
 // that informer's indexer; nil when the informer keeps none (a cache over
 // several namespaces), when the index is then left to a field index.
-func (r *Reconciler[O, C]) informerIndex(ctx context.Context, informers cache.Informers, name string) (toolscache.Indexer, error) {
+func (r *Reconciler[O, C]) informerIndex(ctx context.Context, informers cache.Informers, child client.Object, name string) (toolscache.Indexer, error) {
 	// Not blocking until synced, as IndexField does not: a manager
 	// already running would otherwise wait here for a cache that may
 	// never sync (missing RBAC), where the controller fails after its
 	// CacheSyncTimeout instead.
-	inf, err := informers.GetInformer(ctx, r.EmptyChild(), cache.BlockUntilSynced(false))
+	inf, err := informers.GetInformer(ctx, child, cache.BlockUntilSynced(false))
 	if err != nil {
 		return nil, fmt.Errorf("index children by controller: %w", err)
 	}

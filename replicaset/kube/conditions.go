@@ -71,10 +71,6 @@ const (
 	// ReasonOwnerDeleting means the owner is being deleted; the garbage
 	// collector removes its children (also ZonesBalanced's reason then).
 	ReasonOwnerDeleting = "OwnerDeleting"
-	// ReasonReplicaFailure means ScalingUp, ScalingDown, Ready,
-	// ZonesBalanced or RolledOut cannot move because of what
-	// ReplicaFailure says.
-	ReasonReplicaFailure = "ReplicaFailure"
 	// ReasonReplicasReady is Ready's reason when it is True.
 	ReasonReplicasReady = "ReplicasReady"
 	// ReasonTooFewReplicas means Ready is False because fewer children
@@ -87,8 +83,6 @@ const (
 	// than desired are ready.
 	ReasonReplicasNotReady = "ReplicasNotReady"
 
-	// ReasonZonesBalanced is ZonesBalanced's reason when it is True.
-	ReasonZonesBalanced = "ZonesBalanced"
 	// ReasonZoneFailing means creates failed in a zone, or a child failed
 	// there after it was made (replicaset.PhaseFailed), and new children
 	// avoid it until its backoff ends; the message names it.
@@ -183,7 +177,7 @@ func conditions(o *observation, d decision, out outcome, failed map[string]error
 	case sum.Terminating > 0:
 		counts += fmt.Sprintf(", %d terminating (counted until gone)", sum.Terminating)
 	}
-	held := map[hold]string{holdFailure: ReasonReplicaFailure, holdPaused: ReasonPaused, holdDeleting: ReasonOwnerDeleting}[d.hold]
+	held := map[hold]string{holdFailure: ConditionReplicaFailure, holdPaused: ReasonPaused, holdDeleting: ReasonOwnerDeleting}[d.hold]
 	// A rollout's surge is not a scale-down: the children at the desired
 	// count are what Ready and ScalingDown judge.
 	surge := 0

@@ -68,17 +68,19 @@ type decision struct {
 	// warnings are problems with single children that do not stop the
 	// pass (a malformed deletion cost), one sentence each.
 	warnings []string
-	// backoff is the zones creates avoid after failures, and until when:
-	// the observed backoff, and the zones of members found failing in
-	// them (replicaset.PhaseFailed) for the first time in this pass.
+	// backoff is the zones the plan's creates avoided after failures, and
+	// until when: the observed backoff, and failedZones, the zones of
+	// members found failing in them (replicaset.PhaseFailed) for the
+	// first time in this pass, which settle passes to History.After.
 	// failedNow lists the UIDs of every member failing in a listed zone,
 	// each of which has now backed its zone off once. replaced are the
 	// failing members the plan replaces (Plan.Replace of an owner without
 	// Spec.Remediation: Spec.ReplaceFailed; they are in delete too), for
 	// the ReplacingFailed event.
-	backoff   []replicaset.ZoneBackoff
-	failedNow []string
-	replaced  []replicaset.Replica
+	backoff     []replicaset.ZoneBackoff
+	failedZones []string
+	failedNow   []string
+	replaced    []replicaset.Replica
 	// capped reports that the per-pass cap held creates or deletes back
 	// to the next pass: the pass reached the cap in a direction with
 	// deferred work, or the cap held replicas on older revisions
@@ -120,7 +122,7 @@ func (d decision) toExecute() replicaset.Plan {
 // paused owner holds everything; unmet expectations hold everything. Only
 // then are orphans adopted, strays released and the plan computed.
 func decide(o *observation, rl rules) decision {
-	d := decision{backoff: o.backoff}
+	d := decision{backoff: o.zones.ZoneBackoff}
 	for _, c := range o.children {
 		if c.costErr != nil {
 			d.warnings = append(d.warnings, c.costErr.Error())
@@ -158,7 +160,10 @@ func decide(o *observation, rl rules) decision {
 	unknownIn(o, current)
 	health := heal(o, d.members, current)
 	if err == nil && d.hold == holdNone {
-		d.backoff, d.failedNow = zoneFailures(spec, current, o)
+		d.failedZones, d.failedNow = zoneFailures(spec, current, o)
+		// The plan avoids them already: the zones' part of the History
+		// this pass will leave, but for its creates.
+		d.backoff = o.zones.After(replicaset.Plan{}, 0, d.failedZones, o.backoffFor, o.now).ZoneBackoff
 		spec.History.ZoneBackoff = d.backoff
 	}
 	if err == nil {
@@ -166,7 +171,7 @@ func decide(o *observation, rl rules) decision {
 	}
 	if err != nil {
 		d.hold, d.failure = holdFailure, err
-		d.backoff, d.failedNow = o.backoff, nil
+		d.backoff, d.failedZones, d.failedNow = o.zones.ZoneBackoff, nil, nil
 		return d
 	}
 	d.capped = capped(d.plan, rl.limit())
@@ -180,16 +185,16 @@ func decide(o *observation, rl rules) decision {
 	d.finalizer = drainFinalizer(o)
 	if d.create, err = newNames(o, rl.naming, d.plan.Create); err != nil {
 		d.hold, d.failure, d.create = holdFailure, err, nil
-		d.backoff, d.failedNow = o.backoff, nil
+		d.backoff, d.failedZones, d.failedNow = o.zones.ZoneBackoff, nil, nil
 		return d
 	}
 	d.adopt, d.release = objects(adopt), objects(release)
 	d.delete = slices.Clone(d.plan.Delete)
 	d.restart = restarts(o, d.members, d.plan)
-	d.update = updates(o, d.members, d.delete, health, d.restart)
+	d.update = updates(d.members, d.delete, health, d.restart)
 	d.update = preparations(o, rl.hookDomain, d.members, d.update, d.plan)
-	if o.inPlaceSteps != nil {
-		d.update = o.inPlaceSteps(d.members, d.update, d.plan)
+	if o.want != nil {
+		d.update = inPlaceSteps(o, rl.hookDomain, d.members, d.update, d.plan)
 	}
 	if o.spec.Remediation == nil {
 		d.replaced = d.plan.Replace // failed in their zones (Spec.ReplaceFailed)
@@ -230,23 +235,32 @@ func idle(o *observation, rl rules) bool {
 	return planSpec(o, rl).Validate() == nil
 }
 
-// inPlaceUpdate is one member and its copy changed in place.
-type inPlaceUpdate struct{ from, to client.Object }
+// inPlaceUpdate is one member and its copy changed in place. With
+// applyInPlace (the plan updates it in place, Plan.Update), apply first has
+// the Adapter change the copy (InPlaceRollout.ApplyInPlace, a power cycle
+// allowed when *applyInPlace); adapterOnly says that the copy is
+// otherwise unchanged, so that nothing is written when the Adapter
+// changes nothing.
+type inPlaceUpdate struct {
+	from, to     client.Object
+	applyInPlace *bool
+	adapterOnly  bool
+}
 
-// zoneFailures backs off, when the spec lists zones, the zones of the
-// members that failed in them, as the Adapter describes them
+// zoneFailures lists, when the spec lists zones, the zones of the members
+// that failed in them, as the Adapter describes them
 // (replicaset.PhaseFailed, not being deleted, not protected): a create
 // that failed after the child was made, as a VM whose clone vCenter
-// refused. Each such member backs its zone off once (for o.backoffFor
-// from o.now), as a failed create would: the first pass that sees it
-// failing. The planner replaces them (Spec.ReplaceFailed), placing the
-// replacements in the zones not backing off. Children in unreachable
-// zones are unknown, failed or not.
+// refused. Each such member fails its zone once, as a failed create
+// would: in the first pass that sees it failing, unless its zone is
+// backing off already. The pass backs those zones off
+// (replicaset.History.After) and the planner replaces the members
+// (Spec.ReplaceFailed), placing the replacements in the zones not backing
+// off. Children in unreachable zones are unknown, failed or not.
 //
-// It returns the backoff for the pass and the UIDs of the failing
-// members.
-func zoneFailures(spec replicaset.Spec, current []replicaset.Replica, o *observation) (backoff []replicaset.ZoneBackoff, uids []string) {
-	backoff = spec.History.ZoneBackoff
+// It returns the zones that failed in the pass and the UIDs of the
+// failing members.
+func zoneFailures(spec replicaset.Spec, current []replicaset.Replica, o *observation) (failed, uids []string) {
 	for i := range current {
 		r := &current[i]
 		if r.Phase != replicaset.PhaseFailed || r.Deleting || r.Protected || !slices.Contains(spec.Zones, r.Zone) ||
@@ -254,12 +268,12 @@ func zoneFailures(spec replicaset.Spec, current []replicaset.Replica, o *observa
 			continue
 		}
 		uids = append(uids, r.UID)
-		avoided := slices.ContainsFunc(backoff, func(b replicaset.ZoneBackoff) bool { return b.Zone == r.Zone && o.now.Before(b.Until) })
-		if !slices.Contains(o.failedSeen, r.UID) && !avoided {
-			backoff = append(slices.Clip(backoff), replicaset.ZoneBackoff{Zone: r.Zone, Until: o.now.Add(o.backoffFor)})
+		avoided := slices.ContainsFunc(o.zones.ZoneBackoff, func(b replicaset.ZoneBackoff) bool { return b.Zone == r.Zone && o.now.Before(b.Until) })
+		if !slices.Contains(o.failedSeen, r.UID) && !avoided && !slices.Contains(failed, r.Zone) {
+			failed = append(failed, r.Zone)
 		}
 	}
-	return backoff, uids
+	return failed, uids
 }
 
 // planSpec is the planner's spec for the observed owner.
@@ -271,7 +285,7 @@ func planSpec(o *observation, rl rules) replicaset.Spec {
 	if o.spec.Remediation != nil {
 		s.History, _ = historyFor(o)
 	}
-	s.History.ZoneBackoff = o.backoff
+	s.History.ZoneBackoff, s.History.CreatesFailing = o.zones.ZoneBackoff, o.zones.CreatesFailing
 	if o.spec.Rollout != nil {
 		s.Revision, s.Strategy = o.revision, *o.spec.Rollout
 	}

@@ -71,7 +71,7 @@ func drawObservation(t *rapid.T) (*observation, rules) {
 		o.spec.Zones = rapid.SampledFrom([][]string{nil, {"a", "b"}, {"a", "b", "c"}}).Draw(t, "zones")
 		o.spec.Rebalance = rapid.Bool().Draw(t, "rebalance")
 		for _, z := range rapid.SliceOfDistinct(rapid.SampledFrom([]string{"a", "b", "c"}), rapid.ID).Draw(t, "backoff") {
-			o.backoff = append(o.backoff, replicaset.ZoneBackoff{Zone: z, Until: testNow.Add(time.Minute)})
+			o.zones.ZoneBackoff = append(o.zones.ZoneBackoff, replicaset.ZoneBackoff{Zone: z, Until: testNow.Add(time.Minute)})
 		}
 	})
 	// Another owner's children land among the owner's own (read never
@@ -158,7 +158,7 @@ func TestDecide_Properties(t *testing.T) {
 		open := slices.ContainsFunc(o.spec.Zones, func(z string) bool { return !avoided[z] })
 		for _, z := range d.plan.CreateZones {
 			if !slices.Contains(o.spec.Zones, z) || open && avoided[z] {
-				t.Fatalf("a create in zone %s: not listed in %v, or backing off (%v) while another is not", z, o.spec.Zones, o.backoff)
+				t.Fatalf("a create in zone %s: not listed in %v, or backing off (%v) while another is not", z, o.spec.Zones, o.zones.ZoneBackoff)
 			}
 		}
 		used := slices.Concat(o.taken)

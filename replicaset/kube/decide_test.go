@@ -103,7 +103,7 @@ func passCases() []passCase {
 			zoneFails("b", apierrors.NewForbidden(schema.GroupResource{Resource: "configmaps"}, "web-1", errors.New("zone b is full")))},
 		{"zones: b backing off: creates avoid it, ZoneFailing says until when",
 			observed(3, kids(kid("web-0", inZone("a"))), zoned("a", "b", "c"), func(o *observation) {
-				o.backoff = []replicaset.ZoneBackoff{{Zone: "b", Until: testNow.Add(40 * time.Second)}}
+				o.zones.ZoneBackoff = []replicaset.ZoneBackoff{{Zone: "b", Until: testNow.Add(40 * time.Second)}}
 			}), ordinal, nil},
 		{"zones: out of balance without Rebalance stays so, Unbalanced says why",
 			observed(3, kids(kid("web-0", inZone("a")), kid("web-1", inZone("a")), kid("web-2", inZone("a"))), zoned("a", "b", "c")), ordinal, nil},
@@ -117,7 +117,7 @@ func passCases() []passCase {
 			observed(3, kids(kid("web-0", inZone("a")), kid("web-1", inZone("b"), failed), kid("web-2", inZone("c"))), zoned("a", "b", "c")), ordinal, nil},
 		{"zones: every zone backing off: a failed child stays, nothing churns",
 			observed(2, kids(kid("web-0", inZone("a")), kid("web-1", inZone("b"), failed)), zoned("a", "b"), func(o *observation) {
-				o.backoff = []replicaset.ZoneBackoff{{Zone: "a", Until: testNow.Add(time.Minute)}}
+				o.zones.ZoneBackoff = []replicaset.ZoneBackoff{{Zone: "a", Until: testNow.Add(time.Minute)}}
 			}), ordinal, nil},
 		{"zones: the only zone's first failed child backs it off and stays",
 			observed(1, kids(kid("web-0", inZone("a"), failed)), zoned("a")), ordinal, nil},
@@ -126,7 +126,7 @@ func passCases() []passCase {
 		{"zones: every zone has a failed child, one backoff over: no healthy zone, nothing replaced",
 			observed(2, kids(kid("web-0", inZone("a"), failed), kid("web-1", inZone("b"), failed)), zoned("a", "b"), func(o *observation) {
 				o.failedSeen = []string{"uid-web-0", "uid-web-1"}
-				o.backoff = []replicaset.ZoneBackoff{{Zone: "b", Until: testNow.Add(30 * time.Second)}}
+				o.zones.ZoneBackoff = []replicaset.ZoneBackoff{{Zone: "b", Until: testNow.Add(30 * time.Second)}}
 			}), ordinal, nil},
 		{"zones: replacements share the per-pass cap with the plan's deletes",
 			observed(1, kids(kid("web-0", inZone("a"), failed), kid("web-1", inZone("a"), failed), kid("web-2", inZone("b")), kid("web-3", inZone("b"))),

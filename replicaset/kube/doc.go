@@ -65,9 +65,9 @@
 // about to be written (the Adapter's Spec and Describe see the cache's own
 // objects; NewChild builds one new child per pass to learn the template's
 // labels). With the manager's own cache the children are read from the
-// child informer's indexer directly, not copied into a list first. With
-// EmptyOwnerList set, owners of a new orphan are found through an index on
-// one matchLabels pair of their selectors. Events of
+// child informer's indexer directly, not copied into a list first. The
+// owners of a new orphan are found through an index on one matchLabels
+// pair of their selectors. Events of
 // children reach their owner through the controller reference, without a
 // REST mapping per event.
 //
@@ -361,7 +361,7 @@
 //
 // An owner's API usually gives a rollout's maxSurge, maxUnavailable and
 // partition as intstr.IntOrString, as a Deployment does: [AmountFrom]
-// and [AmountFromPtr] read them as the Strategy's replicaset.Amount.
+// reads them as the Strategy's replicaset.Amount.
 //
 // # Permissions
 //

@@ -14,7 +14,6 @@ import (
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
 	"k8s.io/client-go/rest"
 	ctrl "sigs.k8s.io/controller-runtime"
-	"sigs.k8s.io/controller-runtime/pkg/client"
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 
 	"github.com/replicakit/replicakit/replicaset"
@@ -170,12 +169,8 @@ func Example() {
 		return
 	}
 	r := &kube.Reconciler[*WorkerPool, *corev1.Pod]{
-		Adapter:        poolAdapter{},
-		EmptyOwner:     func() *WorkerPool { return &WorkerPool{} },
-		EmptyChild:     func() *corev1.Pod { return &corev1.Pod{} },
-		EmptyChildList: func() client.ObjectList { return &corev1.PodList{} },
-		EmptyOwnerList: func() client.ObjectList { return &WorkerPoolList{} }, // adopt orphans at once
-		Naming:         kube.OrdinalNames,                                     // pool-0, pool-1, …
+		Adapter: poolAdapter{},
+		Naming:  kube.OrdinalNames, // pool-0, pool-1, …
 	}
 	// Client, Cache, APIReader, Scheme, events and metrics come from the
 	// manager; so do the indexes the reconciler reads through.

@@ -31,19 +31,18 @@ import (
 // failed (Remediation.Backoff, doubling); RemediationInFlight,
 // Remediation.MaxInFlight remediations are under way and more wait until
 // they end.
+//
+// Its reason when it is True is its own name, RemediationAllowed: the
+// guards let unhealthy children be remediated now; the message says how
+// many more may be.
 const ConditionRemediationAllowed = "RemediationAllowed"
-
-// ReasonRemediationAllowed is ConditionRemediationAllowed's reason when it
-// is True: the guards let unhealthy children be remediated now; the
-// message says how many more may be.
-const ReasonRemediationAllowed = "RemediationAllowed"
 
 // remediationCondition is ConditionRemediationAllowed for the pass.
 func remediationCondition(o *observation, d decision) metav1.Condition {
 	c := metav1.Condition{Type: ConditionRemediationAllowed, Status: metav1.ConditionFalse, ObservedGeneration: o.owner.GetGeneration()}
 	h := d.plan.Health
 	counts := fmt.Sprintf("%d unhealthy, %d remediations under way, %d more allowed", h.Unhealthy, h.InFlight, h.Allowed)
-	held := map[hold]string{holdFailure: ReasonReplicaFailure, holdPaused: ReasonPaused, holdDeleting: ReasonOwnerDeleting}[d.hold]
+	held := map[hold]string{holdFailure: ConditionReplicaFailure, holdPaused: ReasonPaused, holdDeleting: ReasonOwnerDeleting}[d.hold]
 	history, _ := historyFor(o)
 	switch {
 	case held != "":
@@ -58,7 +57,7 @@ func remediationCondition(o *observation, d decision) metav1.Condition {
 	case h.Allowed == 0:
 		c.Reason, c.Message = replicaset.HoldInFlight.String(), counts
 	default:
-		c.Status, c.Reason, c.Message = metav1.ConditionTrue, ReasonRemediationAllowed, counts
+		c.Status, c.Reason, c.Message = metav1.ConditionTrue, ConditionRemediationAllowed, counts
 	}
 	return c
 }

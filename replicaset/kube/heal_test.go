@@ -78,7 +78,7 @@ func TestHeal_ReplacesUnhealthyHoldsStorm(t *testing.T) {
 	var st, reason, msg string
 	err = wait.PollUntilContextTimeout(ctx, 50*time.Millisecond, 10*time.Second, true, func(context.Context) (bool, error) {
 		st, reason, msg = condition(t, c, w, kube.ConditionRemediationAllowed)
-		return st == "True" && reason == kube.ReasonRemediationAllowed && strings.HasPrefix(msg, "0 unhealthy"), nil
+		return st == "True" && reason == kube.ConditionRemediationAllowed && strings.HasPrefix(msg, "0 unhealthy"), nil
 	})
 	if err != nil {
 		t.Errorf("RemediationAllowed is %s/%s %q once the child is replaced, want True/RemediationAllowed with 0 unhealthy", st, reason, msg)
@@ -130,7 +130,7 @@ func TestHeal_ReplacesUnhealthyHoldsStorm(t *testing.T) {
 	// remediation allowed, 3 children.
 	setHealth(t, c, ns, live[0], "good")
 	setHealth(t, c, ns, live[1], "good")
-	waitCondition(t, c, w, kube.ConditionRemediationAllowed, "True", kube.ReasonRemediationAllowed)
+	waitCondition(t, c, w, kube.ConditionRemediationAllowed, "True", kube.ConditionRemediationAllowed)
 	converge(t, c, w, 3)
 }
 

@@ -180,12 +180,9 @@ func stampNew(child client.Object, keys []string, revision string) {
 }
 
 // updates lists the members, not being deleted, deleted or restarted in
-// this pass, that the template changes in place (observation.inPlace) or
+// this pass, that the template changes in place (child.templated) or
 // whose AnnotationHealth changes (health, by UID: the copies heal made).
-func updates(o *observation, members []child, deleted []replicaset.Replica, health map[string]client.Object, restarted []restart) []inPlaceUpdate {
-	if o.inPlace == nil && len(health) == 0 {
-		return nil
-	}
+func updates(members []child, deleted []replicaset.Replica, health map[string]client.Object, restarted []restart) []inPlaceUpdate {
 	var out []inPlaceUpdate
 	gone := make(map[string]bool, len(deleted)+len(restarted))
 	for _, r := range deleted {
@@ -198,10 +195,7 @@ func updates(o *observation, members []child, deleted []replicaset.Replica, heal
 		if c.replica.Deleting || gone[c.replica.UID] {
 			continue
 		}
-		var to client.Object
-		if o.inPlace != nil {
-			to = o.inPlace(c.obj)
-		}
+		to := c.templated
 		if h, ok := health[c.replica.UID]; ok {
 			if to == nil {
 				to = h

@@ -105,17 +105,23 @@ func (r *Reconciler[O, C]) inPlaceRollout(s Spec) InPlaceRollout[O, C] {
 // one until it shows the change (unconfirmedRevision), so that the
 // rollout goes on with it rather than leave it half-changed; and every
 // child on an older revision says how it could take the current template
-// (InPlaceRollout.InPlace).
+// (InPlaceRollout.InPlace). Each child being changed to the current
+// revision records whether it shows the change (child.shows), for
+// inPlaceSteps.
 func describeInPlace[O, C client.Object](ip InPlaceRollout[O, C], want C, revision string, cs []child) {
 	for i := range cs {
 		c := &cs[i]
 		r := &c.replica
 		typed, isC := c.obj.(C)
-		if to, ok := c.obj.GetAnnotations()[AnnotationInPlaceRevision]; ok && r.Revision == revision {
+		to, ok := c.obj.GetAnnotations()[AnnotationInPlaceRevision]
+		if ok && to == revision && isC {
+			c.shows = ip.ShowsInPlace(typed, want)
+		}
+		if ok && r.Revision == revision {
 			switch {
 			case to != revision:
 				r.Revision = to
-			case isC && !ip.ShowsInPlace(typed, want):
+			case isC && !c.shows:
 				r.Revision = unconfirmedRevision
 			}
 		}
@@ -130,32 +136,38 @@ func describeInPlace[O, C client.Object](ip InPlaceRollout[O, C], want C, revisi
 
 // inPlaceSteps adds to updates the pass's in-place work, merged with any
 // other change of the same child: the plan's updates (the Adapter's
-// change, and AnnotationInPlaceRevision), its preparations for a power
-// cycle (as preparations writes them for a deletion, with
-// AnnotationPreparingUpdate), and the recording of children that show
-// their change (RevisionLabel moved, AnnotationUpdatedInPlace stamped,
-// the in-place and preparation annotations and the hooks' removed).
-func inPlaceSteps[O, C client.Object](ip InPlaceRollout[O, C], o *observation, want C, domain string, members []child, updates []inPlaceUpdate, p replicaset.Plan) []inPlaceUpdate {
+// change, which apply makes, and AnnotationInPlaceRevision), its
+// preparations for a power cycle (as preparations writes them for a
+// deletion, with AnnotationPreparingUpdate), and the recording of
+// children that show their change (child.shows: RevisionLabel moved,
+// AnnotationUpdatedInPlace stamped, the in-place and preparation
+// annotations and the hooks' removed).
+func inPlaceSteps(o *observation, domain string, members []child, updates []inPlaceUpdate, p replicaset.Plan) []inPlaceUpdate {
 	byUID := map[string]int{}
 	for i, u := range updates {
 		byUID[string(u.from.GetUID())] = i
 	}
-	edit := func(c child, f func(obj client.Object) bool) {
+	// edit changes c's copy with f, which reports whether it changed it,
+	// and returns the index of c's update, or -1 when it has none.
+	edit := func(c child, f func(obj client.Object) bool) int {
 		i, ok := byUID[c.replica.UID]
 		base := c.obj
 		if ok {
 			base = updates[i].to
 		}
 		to := base.DeepCopyObject().(client.Object)
-		if !f(to) {
-			return
-		}
-		if ok {
-			updates[i].to = to
-			return
+		switch changed := f(to); {
+		case !changed && ok:
+			return i
+		case !changed:
+			return -1
+		case ok:
+			updates[i].to, updates[i].adapterOnly = to, false
+			return i
 		}
 		byUID[c.replica.UID] = len(updates)
 		updates = append(updates, inPlaceUpdate{from: c.obj, to: to})
+		return len(updates) - 1
 	}
 	member := map[string]child{}
 	for _, c := range members {
@@ -172,26 +184,28 @@ func inPlaceSteps[O, C client.Object](ip InPlaceRollout[O, C], o *observation, w
 		if !ok {
 			continue
 		}
-		edit(c, func(obj client.Object) bool {
-			typed, ok := obj.(C)
-			if !ok {
+		i := edit(c, func(obj client.Object) bool {
+			if obj.GetAnnotations()[AnnotationInPlaceRevision] == o.revision {
 				return false
 			}
-			changed := ip.ApplyInPlace(typed, want, u.PowerCycle)
-			if obj.GetAnnotations()[AnnotationInPlaceRevision] != o.revision {
-				m := map[string]string{AnnotationInPlaceRevision: o.revision}
-				if u.PowerCycle && o.spec.Lifecycle != nil {
-					// It comes back as a new child does: its launch
-					// gates closed until they open again.
-					for _, g := range o.spec.Lifecycle.LaunchGates {
-						m[LaunchGateAnnotation(domain, g)] = o.owner.GetName()
-					}
+			m := map[string]string{AnnotationInPlaceRevision: o.revision}
+			if u.PowerCycle && o.spec.Lifecycle != nil {
+				// It comes back as a new child does: its launch
+				// gates closed until they open again.
+				for _, g := range o.spec.Lifecycle.LaunchGates {
+					m[LaunchGateAnnotation(domain, g)] = o.owner.GetName()
 				}
-				setAnnotations(obj, m)
-				changed = true
 			}
-			return changed
+			setAnnotations(obj, m)
+			return true
 		})
+		if i < 0 { // only the Adapter's change, if it makes one
+			i = len(updates)
+			byUID[c.replica.UID] = i
+			updates = append(updates, inPlaceUpdate{from: c.obj, to: c.obj, adapterOnly: true})
+		}
+		pc := u.PowerCycle
+		updates[i].applyInPlace = &pc
 	}
 	for _, r := range p.PrepareUpdate {
 		c, ok := member[r.UID]
@@ -209,8 +223,7 @@ func inPlaceSteps[O, C client.Object](ip InPlaceRollout[O, C], o *observation, w
 	}
 	for _, c := range members {
 		a := c.obj.GetAnnotations()
-		typed, ok := c.obj.(C)
-		if c.replica.Deleting || !ok || a[AnnotationInPlaceRevision] != o.revision || !ip.ShowsInPlace(typed, want) {
+		if c.replica.Deleting || a[AnnotationInPlaceRevision] != o.revision || !c.shows {
 			continue
 		}
 		_, forUpdate := a[AnnotationPreparingUpdate]

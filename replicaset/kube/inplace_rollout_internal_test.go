@@ -35,9 +35,7 @@ func setupInPlace(o *observation, want client.Object) {
 		_ = lc.describe(o.children[i].obj, &o.children[i].replica)
 	}
 	describeInPlace[client.Object, client.Object](ip, want, o.revision, o.children)
-	o.inPlaceSteps = func(members []child, updates []inPlaceUpdate, p replicaset.Plan) []inPlaceUpdate {
-		return inPlaceSteps[client.Object, client.Object](ip, o, want, DefaultHookDomain, members, updates, p)
-	}
+	o.want = want
 }
 
 // TestInPlace_RollbackInFlightCountsAsOld: a rollback B→A in flight

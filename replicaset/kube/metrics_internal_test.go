@@ -51,7 +51,7 @@ func tracked(m *Metrics, kind string) *cmReconciler {
 // trackedAndDropped tracks a reconciler of kind kind, and drops it.
 func trackedAndDropped(m *Metrics, kind string) {
 	r := tracked(m, kind)
-	r.backoff.record("ns/x", []replicaset.ZoneBackoff{{Zone: "a", Until: time.Now().Add(time.Hour)}})
+	r.backoff.record("ns/x", replicaset.History{ZoneBackoff: []replicaset.ZoneBackoff{{Zone: "a", Until: time.Now().Add(time.Hour)}}})
 }
 
 // TestMetrics_TableGauges: the gauges count the owners in the tables, per
@@ -85,7 +85,7 @@ func TestMetrics_TableGauges(t *testing.T) {
 	e.expect("ns/c", nil, []string{"uid-c-1"}, now) // waiting, not bound
 	e.noteTaken("ns/d", []string{"d-1"}, now)       // a taken name alone
 	e.noteTaken("ns/c", []string{"c-1"}, now)       // (waiting: counted once)
-	web.backoff.record("ns/a", []replicaset.ZoneBackoff{{Zone: "z", Until: now.Add(time.Hour)}})
+	web.backoff.record("ns/a", replicaset.History{ZoneBackoff: []replicaset.ZoneBackoff{{Zone: "z", Until: now.Add(time.Hour)}}})
 	web.backoff.setFailing("ns/b", []string{"uid-b-0"})
 	check("one reconciler's tables", map[string]map[string]float64{exp: {"Widget": 4}, zb: {"Widget": 2}})
 
@@ -96,7 +96,7 @@ func TestMetrics_TableGauges(t *testing.T) {
 	twin := &cmReconciler{Metrics: m2, expectations: e}
 	twin.ownerGVK = web.ownerGVK
 	twin.trackTables()
-	twin.backoff.record("ns/t", []replicaset.ZoneBackoff{{Zone: "z", Until: now.Add(time.Hour)}})
+	twin.backoff.record("ns/t", replicaset.History{ZoneBackoff: []replicaset.ZoneBackoff{{Zone: "z", Until: now.Add(time.Hour)}}})
 	other := tracked(m2, "Gadget")
 	other.defaults()
 	other.expectations.bind("ns/g", "uid-g")

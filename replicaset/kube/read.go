@@ -35,16 +35,14 @@ type observation struct {
 	template labels.Set // the labels of a new child; nil when templateErr is set
 	// templateErr is why no child can be built from the template.
 	templateErr error
-	// With Spec.Rollout: revision is the template's (RevisionLabel), and
-	// inPlace returns a copy of a child brought in line with the
-	// template in what needs no new child, or nil when nothing would
-	// change.
+	// With Spec.Rollout, revision is the template's (RevisionLabel).
 	revision string
-	inPlace  func(child client.Object) client.Object
-	// inPlaceSteps, with an in-place Strategy.Method and an Adapter that
-	// is an InPlaceRollout, adds the pass's in-place updates to a
-	// decision's updates (inPlaceSteps); nil otherwise.
-	inPlaceSteps func(members []child, updates []inPlaceUpdate, p replicaset.Plan) []inPlaceUpdate
+	// want, with an in-place Strategy.Method and an Adapter that is an
+	// InPlaceRollout, is a new child as NewChild built it: the template
+	// the plan's in-place updates bring children onto (inPlaceSteps;
+	// apply has the Adapter change them, InPlaceRollout.ApplyInPlace).
+	// nil otherwise.
+	want client.Object
 	// progress is where the rollout last moved, as an earlier pass saw it.
 	progress progress
 
@@ -56,10 +54,11 @@ type observation struct {
 	// taken lists names that objects of others were found to hold: no
 	// new child is given one of them.
 	taken []string
-	// backoff lists the zones creates avoid, after failures, and until
-	// when; a zone whose create fails in this pass is avoided for
-	// backoffFor.
-	backoff    []replicaset.ZoneBackoff
+	// zones is the zones' part of the owner's replicaset.History as the
+	// last pass left it (ZoneBackoff: the zones creates avoid after
+	// failures, and until when; CreatesFailing); a zone whose create fails
+	// in this pass is avoided for backoffFor.
+	zones      replicaset.History
 	backoffFor time.Duration
 	// failedSeen lists the UIDs of children seen failing in a listed
 	// zone by an earlier pass: each has backed its zone off already.
@@ -75,6 +74,15 @@ type child struct {
 	// check is what the pass's health check said of it, with
 	// Spec.Remediation.
 	check healthCheck
+	// templated, with Spec.Rollout, is a copy of it brought in line with
+	// the template in what needs no new child (the binding's labels and
+	// annotations, InPlaceUpdater.UpdateInPlace), or nil when nothing
+	// would change; never set for a child being deleted. shows, for a
+	// child being changed in place to the current revision
+	// (AnnotationInPlaceRevision), is whether it runs with the template
+	// now (InPlaceRollout.ShowsInPlace).
+	templated client.Object
+	shows     bool
 }
 
 // read gathers the observation for the owner of req; it returns nil when the
@@ -83,7 +91,7 @@ type child struct {
 // matchLabels pair of the owner's selector, then filtered by the whole
 // selector.
 func (r *Reconciler[O, C]) read(ctx context.Context, req reconcile.Request) (*observation, error) {
-	owner := r.EmptyOwner()
+	owner := r.owner.newObj()
 	key := req.String()
 	if err := r.Cache.Get(ctx, req.NamespacedName, owner, client.UnsafeDisableDeepCopy); err != nil {
 		if apierrors.IsNotFound(err) {
@@ -106,15 +114,14 @@ func (r *Reconciler[O, C]) read(ctx context.Context, req reconcile.Request) (*ob
 	// (describe finds them): they are not given the revision in place.
 	unmatched := map[types.UID]bool{}
 	var match func(C) bool
+	var inPlace inPlaceFunc
 	if o.specErr == nil {
 		if probe, err := r.Adapter.NewChild(owner); err != nil {
 			o.templateErr = err
 		} else {
 			o.template = labels.Set(probe.GetLabels())
 			if o.spec.Rollout != nil {
-				var inPlace inPlaceFunc
 				o.revision, inPlace, o.templateErr = r.revision(owner, probe)
-				o.inPlace = func(c client.Object) client.Object { return inPlace(c, !unmatched[c.GetUID()]) }
 				if _, ok := any(r.Adapter).(TemplateMatcher[O, C]); ok && o.templateErr == nil {
 					match = func(c C) bool { return r.matches(owner, c) }
 				}
@@ -154,7 +161,7 @@ func (r *Reconciler[O, C]) read(ctx context.Context, req reconcile.Request) (*ob
 		o.waiting = true
 	}
 	o.taken = r.expectations.takenNames(key, o.now)
-	o.backoff, o.backoffFor = r.backoff.active(key, o.now), cmp.Or(r.ZoneBackoff, replicaset.DefaultZoneBackoff)
+	o.zones, o.backoffFor = r.backoff.history(key), cmp.Or(r.ZoneBackoff, replicaset.DefaultZoneBackoff)
 	o.failedSeen = r.backoff.failing(key)
 	o.progress = r.rollouts.get(key)
 	if idle(o, r.rules()) {
@@ -171,16 +178,22 @@ func (r *Reconciler[O, C]) read(ctx context.Context, req reconcile.Request) (*ob
 		if want, err := r.Adapter.NewChild(owner); err == nil {
 			describeInPlace[O, C](ip, want, o.revision, o.children)
 			describeInPlace[O, C](ip, want, o.revision, o.orphans)
-			domain := r.hookDomain()
-			o.inPlaceSteps = func(members []child, updates []inPlaceUpdate, p replicaset.Plan) []inPlaceUpdate {
-				return inPlaceSteps[O, C](ip, o, want, domain, members, updates, p)
-			}
+			o.want = want
 		}
 	}
 	for _, cs := range [][]child{o.children, o.orphans} {
 		for _, c := range cs {
 			if c.replica.Revision == UnmatchedRevision {
 				unmatched[c.obj.GetUID()] = true
+			}
+		}
+	}
+	if inPlace != nil && o.templateErr == nil {
+		for _, cs := range [][]child{o.children, o.orphans} {
+			for i := range cs {
+				if c := &cs[i]; !c.replica.Deleting {
+					c.templated = inPlace(c.obj, !unmatched[c.obj.GetUID()])
+				}
 			}
 		}
 	}
@@ -220,7 +233,7 @@ func (r *Reconciler[O, C]) listLive(ctx context.Context, owner client.Object, se
 
 // list returns the children that opts select.
 func (r *Reconciler[O, C]) list(ctx context.Context, reader client.Reader, opts ...client.ListOption) ([]client.Object, error) {
-	l := r.EmptyChildList()
+	l := r.child.newList()
 	if err := reader.List(ctx, l, opts...); err != nil {
 		return nil, fmt.Errorf("list children: %w", err)
 	}

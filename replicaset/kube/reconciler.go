@@ -66,18 +66,13 @@ type Reconciler[O, C client.Object] struct {
 	Scheme *runtime.Scheme
 	// Adapter knows the owner's and the child's kinds.
 	Adapter Adapter[O, C]
-	// EmptyOwner returns an empty owner to read into (for unstructured
-	// kinds, with its GroupVersionKind set).
-	EmptyOwner func() O
-	// EmptyChild returns an empty child (see EmptyOwner).
-	EmptyChild func() C
-	// EmptyChildList returns an empty list of children (see EmptyOwner).
-	EmptyChildList func() client.ObjectList
-	// EmptyOwnerList, when set, lets the reconciler find the owners whose
-	// selector matches a new orphan (through an index on the owners'
-	// selectors), so the orphan is adopted at once; without it, orphans
-	// are adopted at their owner's next reconcile.
-	EmptyOwnerList func() client.ObjectList
+	// OwnerKind and ChildKind are the owner's and the child's
+	// GroupVersionKind, which the Reconciler takes from Scheme by O's and
+	// C's Go types; set one only when its type names no kind
+	// (*unstructured.Unstructured, *metav1.PartialObjectMetadata). The
+	// Reconciler makes its empty objects and lists from them, as
+	// controller-runtime's builder does from the object given to For.
+	OwnerKind, ChildKind schema.GroupVersionKind
 	// Policies maps the names in owners' specs to deletion policies.
 	// Nil means deletionpolicy.Default(), built once. Random is seeded
 	// per owner (a hash of its UID) through replicaset.Spec.Seed.
@@ -141,8 +136,11 @@ type Reconciler[O, C client.Object] struct {
 	// index, when Cache is the manager's own (see children).
 	childIndexer toolscache.Indexer
 
-	// The kinds of owner and child, resolved once by SetupWithManager,
-	// for the requests that name objects by metadata alone.
+	// The kinds of owner and child, resolved once by setup: their
+	// empty objects and lists, and their GroupVersionKinds, for the
+	// requests that name objects by metadata alone.
+	owner              kind[O]
+	child              kind[C]
 	ownerGVK, childGVK schema.GroupVersionKind
 }
 
@@ -173,7 +171,9 @@ func (n Naming) String() string {
 const (
 	// ConditionReplicaFailure is True when something keeps the set from
 	// its desired count: a spec it cannot use, a failed create, delete
-	// or claim, protection, a malformed annotation.
+	// or claim, protection, a malformed annotation. It is also the
+	// reason of ScalingUp, ScalingDown, Ready, ZonesBalanced or RolledOut
+	// when they cannot move because of what ReplicaFailure says.
 	ConditionReplicaFailure = "ReplicaFailure"
 	// ConditionScalingUp is True while the set is creating children.
 	ConditionScalingUp = "ScalingUp"
@@ -189,7 +189,8 @@ const (
 	ConditionReady = "Ready"
 	// ConditionZonesBalanced, set only when the spec lists zones, is True
 	// when the live children of the listed zones differ by at most one
-	// and none lives elsewhere; False says why not.
+	// and none lives elsewhere, with its own name as the reason; False
+	// says why not.
 	ConditionZonesBalanced = "ZonesBalanced"
 	// ConditionRolledOut says, with Spec.Rollout, whether every live
 	// child is on the owner's current template and available, and if not,

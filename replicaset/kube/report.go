@@ -30,7 +30,7 @@ func (r *Reconciler[O, C]) report(ctx context.Context, o *observation, d decisio
 	r.expectations.forgive(o.key, v.forgive...)
 	r.expectations.forgiveDeletes(o.key, v.forgiveUIDs...)
 	r.expectations.noteTaken(o.key, v.taken, o.now)
-	r.backoff.record(o.key, v.backoff)
+	r.backoff.record(o.key, v.zones)
 	r.restarts.record(o.key, out.restarted, o.now)
 	r.recordPreparations(o.key, d, out, o.now)
 	if o.spec.Rollout != nil && d.hold != holdFailure {

@@ -143,7 +143,7 @@ func rolledOut(o *observation, d decision, rs replicaset.RolloutStatus) metav1.C
 	case rs.Complete:
 		c.Status, c.Reason, c.Message = metav1.ConditionTrue, ReasonRolloutComplete, counts
 	case d.hold == holdFailure:
-		c.Reason, c.Message = ReasonReplicaFailure, counts+"; nothing moves until the spec is fixed (ReplicaFailure)"
+		c.Reason, c.Message = ConditionReplicaFailure, counts+"; nothing moves until the spec is fixed (ReplicaFailure)"
 	case o.spec.Rollout.Paused:
 		c.Reason, c.Message = ReasonRolloutPaused, counts
 	case len(held) > 0 && len(d.delete) == 0 && len(d.create) == 0 && inPlace == 0 && !waitsOnItsOwn(d.plan.Holds, rs, len(d.plan.Deleting)):

@@ -3,6 +3,7 @@ package kube
 import (
 	"errors"
 	"fmt"
+	"slices"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
@@ -37,9 +38,10 @@ type verdict struct {
 	forgive     []string
 	forgiveUIDs []string
 	taken       []string
-	// backoff is the owner's zone backoff after the pass: the zones
-	// still backing off and those whose creates failed in it.
-	backoff []replicaset.ZoneBackoff
+	// zones is the zones' part of the owner's History after the pass
+	// (History.After): the zones still backing off and those that failed
+	// in it, and whether its creates failed.
+	zones replicaset.History
 	// publish says to write status. A pass whose writes all succeeded,
 	// and a pass waiting for the cache to show earlier writes, leave it to
 	// the pass that sees those writes: what they observed is already
@@ -69,8 +71,8 @@ func settle(o *observation, d decision, out outcome) verdict {
 	var v verdict
 	failed := failures(out.acted)
 	v.forgive, v.forgiveUIDs, v.taken = forgiveness(d, out, failed)
-	v.backoff = backoffAfter(d.backoff, out.acted.FailedZones, o.now.Add(o.backoffFor))
-	v.status = status(o, d, out, failed, v.backoff)
+	v.zones = zonesAfter(o, d, out)
+	v.status = status(o, d, out, failed, v.zones.ZoneBackoff)
 	acted := out.ran || len(out.adopted) > 0 || len(out.released) > 0 || len(out.updated) > 0 || len(out.restarted) > 0 || d.historyChanged
 	// A delete that left a changed child wrote nothing: the pass that
 	// sees the change would only come with that child's event.
@@ -115,7 +117,7 @@ func settle(o *observation, d decision, out outcome) verdict {
 		// A zone's backoff ending changes the plan (creates may go
 		// there again; Rebalance may move children back), and no
 		// event will say so.
-		for _, b := range v.backoff {
+		for _, b := range v.zones.ZoneBackoff {
 			if after := b.Until.Sub(o.now); v.requeue == 0 || after < v.requeue {
 				v.requeue = after
 			}
@@ -133,6 +135,19 @@ func settle(o *observation, d decision, out outcome) verdict {
 		v.requeue = nextCheck(d, o.now, v.requeue)
 	}
 	return v
+}
+
+// zonesAfter is the zones' part of the owner's History once the pass was
+// carried out: the zones that failed in it (its failing members', its
+// creates') back off, and its creates failed when fewer were made than
+// it set out to make. A pass that ran no plan made no creates.
+func zonesAfter(o *observation, d decision, out outcome) replicaset.History {
+	var carried replicaset.Plan
+	if out.ran {
+		carried = d.toExecute()
+	}
+	failed := slices.Concat(d.failedZones, out.acted.FailedZones)
+	return o.zones.After(carried, len(out.acted.Created), failed, o.backoffFor, o.now)
 }
 
 // failures maps each failed operation's name to its error.

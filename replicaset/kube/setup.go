@@ -18,7 +18,6 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/builder"
 	"sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
-	"sigs.k8s.io/controller-runtime/pkg/client/apiutil"
 	"sigs.k8s.io/controller-runtime/pkg/controller"
 	"sigs.k8s.io/controller-runtime/pkg/event"
 	"sigs.k8s.io/controller-runtime/pkg/handler"
@@ -38,8 +37,8 @@ const anySelector = "*"
 // SetupWithManager fills in what the manager provides (Client, Cache,
 // APIReader, Scheme, Events and Metrics when nil), registers the indexes
 // the reconciler reads through, and registers the reconciler under name:
-// it watches owners and the children they control, and, when
-// EmptyOwnerList is set, orphans that an owner's selector matches.
+// it watches owners, the children they control, and orphans that an
+// owner's selector matches.
 //
 // The indexes are what make a pass cost what its owner has, not what the
 // namespace holds: children are indexed by their controller's UID (orphans
@@ -96,8 +95,8 @@ func (r *Reconciler[O, C]) SetupWithManager(mgr ctrl.Manager, name string) error
 	}
 	return ctrl.NewControllerManagedBy(mgr).
 		Named(name).
-		For(r.EmptyOwner(), builder.WithPredicates(ownerChanged)).
-		Watches(r.EmptyChild(), r.childEvents()).
+		For(r.owner.newObj(), builder.WithPredicates(ownerChanged)).
+		Watches(r.child.newObj(), r.childEvents()).
 		WithOptions(controller.Options{MaxConcurrentReconciles: workers}).
 		Complete(r)
 }
@@ -133,8 +132,7 @@ func (r *Reconciler[O, C]) setup(indexer client.FieldIndexer, informers cache.In
 		name string
 		nil  bool
 	}{
-		{"Scheme", r.Scheme == nil}, {"Adapter", r.Adapter == nil}, {"EmptyOwner", r.EmptyOwner == nil},
-		{"EmptyChild", r.EmptyChild == nil}, {"EmptyChildList", r.EmptyChildList == nil},
+		{"Scheme", r.Scheme == nil}, {"Adapter", r.Adapter == nil},
 	} {
 		if f.nil {
 			missing = append(missing, f.name)
@@ -143,43 +141,41 @@ func (r *Reconciler[O, C]) setup(indexer client.FieldIndexer, informers cache.In
 	if len(missing) > 0 {
 		return fmt.Errorf("kube: Reconciler.%s must be set", strings.Join(missing, ", Reconciler."))
 	}
-	ownerGVK, err := apiutil.GVKForObject(r.EmptyOwner(), r.Scheme)
+	owner, err := kindOf[O](r.Scheme, r.OwnerKind, "OwnerKind", "owner")
 	if err != nil {
-		return fmt.Errorf("kube: Reconciler.Scheme does not know the owner's kind, %T (add it to the scheme, as its package's AddToScheme does): %w", r.EmptyOwner(), err)
+		return err
 	}
-	childGVK, err := apiutil.GVKForObject(r.EmptyChild(), r.Scheme)
+	child, err := kindOf[C](r.Scheme, r.ChildKind, "ChildKind", "child")
 	if err != nil {
-		return fmt.Errorf("kube: Reconciler.Scheme does not know the child's kind, %T (add it to the scheme, as its package's AddToScheme does): %w", r.EmptyChild(), err)
+		return err
 	}
 	// The Reconciler is changed only once every index is registered, so a
 	// failed setup leaves it as it was: Reconcile still refuses to run.
 	ctx := context.Background()
 	var direct toolscache.Indexer
 	if informers != nil {
-		if direct, err = r.informerIndex(ctx, informers, name); err != nil {
+		if direct, err = r.informerIndex(ctx, informers, child.newObj(), name); err != nil {
 			return err
 		}
 	}
 	if direct == nil {
-		if err := indexer.IndexField(ctx, r.EmptyChild(), childIndexName(name), controllerUID); err != nil {
+		if err := indexer.IndexField(ctx, child.newObj(), childIndexName(name), controllerUID); err != nil {
 			return fmt.Errorf("index children by controller: %w", err)
 		}
 	}
-	if r.EmptyOwnerList != nil {
-		if err := indexer.IndexField(ctx, r.EmptyOwner(), ownerIndexName(name), r.selectorKey); err != nil {
-			return fmt.Errorf("index owners by selector: %w", err)
-		}
+	if err := indexer.IndexField(ctx, owner.newObj(), ownerIndexName(name), r.selectorKey); err != nil {
+		return fmt.Errorf("index owners by selector: %w", err)
 	}
-	r.ownerGVK, r.childGVK, r.index, r.childIndexer = ownerGVK, childGVK, name, direct
+	r.owner, r.child = owner, child
+	r.ownerGVK, r.childGVK, r.index, r.childIndexer = owner.gvk, child.gvk, name, direct
 	r.trackTables()
 	r.logSetup(log, name)
 	return nil
 }
 
 // childEvents maps an event of a child to the owner that controls it, read
-// off its controller reference (the child is in its owner's namespace), and,
-// when EmptyOwnerList is set, an orphan's to the owners whose selector
-// matches it. One handler per child kind, and no REST mapping per event.
+// off its controller reference (the child is in its owner's namespace), and
+// an orphan's to the owners whose selector matches it. One handler per child kind, and no REST mapping per event.
 func (r *Reconciler[O, C]) childEvents() handler.EventHandler {
 	type queue = workqueue.TypedRateLimitingInterface[reconcile.Request]
 	return handler.Funcs{
@@ -207,10 +203,8 @@ func (r *Reconciler[O, C]) ownersOf(ctx context.Context, child client.Object, ad
 		}
 		return
 	}
-	if r.EmptyOwnerList != nil {
-		for _, req := range r.ownersOfOrphan(ctx, child) {
-			add(req)
-		}
+	for _, req := range r.ownersOfOrphan(ctx, child) {
+		add(req)
 	}
 }
 
@@ -310,7 +304,7 @@ func (r *Reconciler[O, C]) ownersOfOrphan(ctx context.Context, c client.Object) 
 	}
 	var out []reconcile.Request
 	for _, key := range keys {
-		l := r.EmptyOwnerList()
+		l := r.owner.newList()
 		if err := r.Cache.List(ctx, l, client.InNamespace(c.GetNamespace()),
 			client.MatchingFields{r.ownerIndex(): key}, client.UnsafeDisableDeepCopy); err != nil {
 			continue

@@ -10,13 +10,19 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/utils/ptr"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/client/fake"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 )
 
 // TestOwnersOf pins how a child's event finds its owner: by its controller
 // reference, only for the owner's group and kind, in the child's namespace.
+// An orphan's owners come from the owners' selector index (none here).
 func TestOwnersOf(t *testing.T) {
-	r := &Reconciler[*corev1.ConfigMap, *corev1.Pod]{ownerGVK: schema.GroupVersionKind{Group: "example.com", Version: "v1", Kind: "WorkerPool"}}
+	noOwners := kind[*corev1.ConfigMap]{newList: func() client.ObjectList { return &corev1.ConfigMapList{} }}
+	empty := fake.NewClientBuilder().Build()
+	r := &Reconciler[*corev1.ConfigMap, *corev1.Pod]{ownerGVK: schema.GroupVersionKind{Group: "example.com", Version: "v1", Kind: "WorkerPool"},
+		owner: noOwners, Cache: empty}
 	ref := func(apiVersion, kind string, controller bool) metav1.OwnerReference {
 		return metav1.OwnerReference{APIVersion: apiVersion, Kind: kind, Name: "pool", UID: "u1", Controller: ptr.To(controller)}
 	}
@@ -32,7 +38,7 @@ func TestOwnersOf(t *testing.T) {
 		{"same kind, the core group", []metav1.OwnerReference{ref("v1", "WorkerPool", true)}, nil},
 		{"another kind of the group", []metav1.OwnerReference{ref("example.com/v1", "Job", true)}, nil},
 		{"an owner that is not the controller", []metav1.OwnerReference{ref("example.com/v1", "WorkerPool", false)}, nil},
-		{"an orphan, orphans not watched", nil, nil},
+		{"an orphan no owner selects", nil, nil},
 	}
 	for _, tt := range tests {
 		child := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "c", OwnerReferences: tt.refs}}

@@ -17,7 +17,6 @@ import (
 	"k8s.io/client-go/rest"
 	"k8s.io/utils/ptr"
 	ctrl "sigs.k8s.io/controller-runtime"
-	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/config"
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 
@@ -106,10 +105,7 @@ func setUpPools(t *testing.T, adapter kube.Adapter[*WorkerPool, *corev1.Pod]) re
 		t.Fatal(err)
 	}
 	r := &kube.Reconciler[*WorkerPool, *corev1.Pod]{
-		Adapter:        adapter,
-		EmptyOwner:     func() *WorkerPool { return &WorkerPool{} },
-		EmptyChild:     func() *corev1.Pod { return &corev1.Pod{} },
-		EmptyChildList: func() client.ObjectList { return &corev1.PodList{} },
+		Adapter: adapter,
 	}
 	if err := r.SetupWithManager(mgr, "workerpool"); err != nil {
 		t.Fatal(err)

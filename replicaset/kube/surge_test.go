@@ -22,6 +22,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	ctrlmetrics "sigs.k8s.io/controller-runtime/pkg/metrics"
 
+	"github.com/replicakit/replicakit/internal/testenv"
 	"github.com/replicakit/replicakit/internal/widgetkind"
 	"github.com/replicakit/replicakit/replicaset"
 	"github.com/replicakit/replicakit/replicaset/kube"
@@ -77,10 +78,8 @@ func startPodManager(t *testing.T) (client.WithWatch, string) {
 	createObject(t, e.Client, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}})
 	e.StartManager(t, scheme, func(mgr ctrl.Manager) error {
 		r := &kube.Reconciler[*unstructured.Unstructured, *corev1.Pod]{
-			Adapter:        podWidgets{},
-			EmptyOwner:     emptyWidget,
-			EmptyChild:     func() *corev1.Pod { return &corev1.Pod{} },
-			EmptyChildList: func() client.ObjectList { return &corev1.PodList{} },
+			Adapter:   podWidgets{},
+			OwnerKind: testenv.WidgetGVK,
 		}
 		return r.SetupWithManager(mgr, "podwidget")
 	}, func(o *ctrl.Options) { o.Cache.DefaultNamespaces = map[string]cache.Config{ns: {}} })

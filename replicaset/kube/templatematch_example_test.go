@@ -85,12 +85,9 @@ func ExampleTemplateMatcher() {
 	}
 
 	r := &kube.Reconciler[*WorkerPool, *corev1.Pod]{
-		Scheme:         scheme,
-		Adapter:        rollingPools{},
-		EmptyOwner:     func() *WorkerPool { return &WorkerPool{} },
-		EmptyChild:     func() *corev1.Pod { return &corev1.Pod{} },
-		EmptyChildList: func() client.ObjectList { return &corev1.PodList{} },
-		Naming:         kube.OrdinalNames,
+		Scheme:  scheme,
+		Adapter: rollingPools{},
+		Naming:  kube.OrdinalNames,
 	}
 	c, err := kubetest.NewFakeClient(r, "workerpool", objs...)
 	if err != nil {

@@ -4,8 +4,8 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
-	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	"github.com/replicakit/replicakit/internal/testenv"
 	"github.com/replicakit/replicakit/internal/widgetkind"
 	"github.com/replicakit/replicakit/replicaset"
 	"github.com/replicakit/replicakit/replicaset/kube"
@@ -57,11 +57,8 @@ func emptyWidget() *unstructured.Unstructured { return widgetkind.Empty() }
 // newWidgetReconciler returns the reconciler under test.
 func newWidgetReconciler() *kube.Reconciler[*unstructured.Unstructured, *corev1.ConfigMap] {
 	return &kube.Reconciler[*unstructured.Unstructured, *corev1.ConfigMap]{
-		Adapter:        widgets{},
-		EmptyOwner:     emptyWidget,
-		EmptyChild:     func() *corev1.ConfigMap { return &corev1.ConfigMap{} },
-		EmptyChildList: func() client.ObjectList { return &corev1.ConfigMapList{} },
-		EmptyOwnerList: widgetkind.EmptyList,
+		Adapter:   widgets{},
+		OwnerKind: testenv.WidgetGVK,
 	}
 }
 

@@ -76,18 +76,20 @@ func (r *Reconciler[O, C]) checkZones(zones []string) error {
 	return nil
 }
 
-// zoneBackoffs remembers, per owner, the zones its creates avoid after
-// failures, until when, and the children seen failing in a zone (each
-// backs its zone off once). It lives in memory: a restarted controller
-// starts with no zone backing off.
+// zoneBackoffs remembers, per owner, the zones' part of its
+// replicaset.History (ZoneBackoff, CreatesFailing: the remediations' part
+// is on the owner, historyFor) and the children seen failing in a zone
+// (each backs its zone off once). The history changes only through
+// replicaset.History.After, in settle. It lives in memory: a restarted
+// controller starts with no zone backing off.
 type zoneBackoffs struct {
 	mu sync.Mutex
 	m  map[string]*ownerZones // by owner key
 }
 
 type ownerZones struct {
-	backoff []replicaset.ZoneBackoff // by zone
-	failing []string                 // UIDs of children seen failing in a zone
+	history replicaset.History // its zones' part only (zonesPart)
+	failing []string           // UIDs of children seen failing in a zone
 }
 
 func (b *zoneBackoffs) get(key string) *ownerZones {
@@ -100,32 +102,35 @@ func (b *zoneBackoffs) get(key string) *ownerZones {
 	return b.m[key]
 }
 
-// active lists the owner's zones still backing off at now, by zone.
-func (b *zoneBackoffs) active(key string, now time.Time) []replicaset.ZoneBackoff {
+// history is the zones' part of the owner's History, as the last pass
+// left it.
+func (b *zoneBackoffs) history(key string) replicaset.History {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	if oz := b.m[key]; oz != nil {
-		oz.backoff = slices.DeleteFunc(oz.backoff, func(z replicaset.ZoneBackoff) bool { return !now.Before(z.Until) })
-		out := slices.Clone(oz.backoff)
-		slices.SortFunc(out, func(a, b replicaset.ZoneBackoff) int { return strings.Compare(a.Zone, b.Zone) })
-		return out
+		h := oz.history
+		h.ZoneBackoff = slices.Clone(h.ZoneBackoff)
+		return h
 	}
-	return nil
+	return replicaset.History{}
 }
 
-// record keeps backoff (a verdict's: the zones backing off after the
+// record keeps the zones' part of h (a verdict's: the History after the
 // pass) as the owner's.
-func (b *zoneBackoffs) record(key string, backoff []replicaset.ZoneBackoff) {
+func (b *zoneBackoffs) record(key string, h replicaset.History) {
 	b.mu.Lock()
 	defer b.mu.Unlock()
-	if len(backoff) == 0 && (b.m[key] == nil || len(b.m[key].failing) == 0) {
+	h = zonesPart(h)
+	if h.ZoneBackoff == nil && !h.CreatesFailing && (b.m[key] == nil || len(b.m[key].failing) == 0) {
 		delete(b.m, key)
 		return
 	}
-	oz := b.get(key)
-	for _, z := range backoff {
-		oz.backoff = backoffAfter(oz.backoff, []string{z.Zone}, z.Until)
-	}
+	b.get(key).history = h
+}
+
+// zonesPart is h without its remediations' part.
+func zonesPart(h replicaset.History) replicaset.History {
+	return replicaset.History{ZoneBackoff: slices.Clone(h.ZoneBackoff), CreatesFailing: h.CreatesFailing}
 }
 
 // failing returns the UIDs of the owner's children seen failing in a zone.
@@ -159,17 +164,6 @@ func (b *zoneBackoffs) forget(key string) {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	delete(b.m, key)
-}
-
-// backoffAfter is the verdict's zone backoff: the zones that failed in
-// this pass join those still backing off.
-func backoffAfter(backoff []replicaset.ZoneBackoff, failed []string, until time.Time) []replicaset.ZoneBackoff {
-	out := slices.Clone(backoff)
-	for _, z := range failed {
-		out = slices.DeleteFunc(out, func(b replicaset.ZoneBackoff) bool { return b.Zone == z })
-		out = append(out, replicaset.ZoneBackoff{Zone: z, Until: until})
-	}
-	return out
 }
 
 // unknownIn marks the replicas in the spec's unreachable zones as a pass
@@ -238,7 +232,7 @@ func balanced(zones []replicaset.ZoneStatus) bool {
 func zonesCondition(o *observation, d decision, zones []replicaset.ZoneStatus, cond func(t string, ok bool, reason, msg string) metav1.Condition) metav1.Condition {
 	spread := "zones hold " + replicaset.Spread(zones) + " live replicas"
 	if d.hold == holdFailure {
-		return cond(ConditionZonesBalanced, false, ReasonReplicaFailure, spread)
+		return cond(ConditionZonesBalanced, false, ConditionReplicaFailure, spread)
 	}
 	var failing []string
 	for _, z := range zones {
@@ -265,7 +259,7 @@ func zonesCondition(o *observation, d decision, zones []replicaset.ZoneStatus, c
 			spread, strings.Join(away, ", "), unknownCount(len(d.plan.Unknown)), avoiding))
 	}
 	if balanced(zones) && d.plan.Unbalanced == "" {
-		return cond(ConditionZonesBalanced, true, ReasonZonesBalanced, spread+avoiding)
+		return cond(ConditionZonesBalanced, true, ConditionZonesBalanced, spread+avoiding)
 	}
 	if n, ok := surgeBalanced(o, d); ok {
 		return cond(ConditionZonesBalanced, true, ReasonRolloutSurge, fmt.Sprintf(

@@ -121,7 +121,7 @@ func TestReconciler_Zones(t *testing.T) {
 	createObject(t, c, w)
 	converge(t, c, w, 6)
 	waitSpread(t, c, w, map[string]int{"a": 2, "b": 2, "c": 2})
-	waitCondition(t, c, w, kube.ConditionZonesBalanced, "True", kube.ReasonZonesBalanced)
+	waitCondition(t, c, w, kube.ConditionZonesBalanced, "True", kube.ConditionZonesBalanced)
 
 	scale(t, c, w, 4)
 	converge(t, c, w, 4)
@@ -182,7 +182,7 @@ func TestReconciler_Zones(t *testing.T) {
 	close(stop)
 	<-done
 	converge(t, c, w, 9)
-	waitCondition(t, c, w, kube.ConditionZonesBalanced, "True", kube.ReasonZonesBalanced)
+	waitCondition(t, c, w, kube.ConditionZonesBalanced, "True", kube.ConditionZonesBalanced)
 	if n := lowest.Load(); n < 9 {
 		t.Errorf("rebalancing took the set down to %d live children, want never below 9", n)
 	}
@@ -275,7 +275,7 @@ func TestReconciler_ZonesRemoved(t *testing.T) {
 	w.Object["spec"].(map[string]any)["zones"] = []any{"a", "b"}
 	createObject(t, c, w)
 	converge(t, c, w, 2)
-	waitCondition(t, c, w, kube.ConditionZonesBalanced, "True", kube.ReasonZonesBalanced)
+	waitCondition(t, c, w, kube.ConditionZonesBalanced, "True", kube.ConditionZonesBalanced)
 	patch := []byte(`{"spec":{"zones":null}}`)
 	if err := c.Patch(context.Background(), w, client.RawPatch("application/merge-patch+json", patch)); err != nil {
 		t.Fatal(err)

@@ -130,7 +130,7 @@ func waitHealed(t testing.TB, e *testenv.Env, vcs []vsphere.Config, set *vmv1.Vi
 			why = "not settled"
 			return false, nil
 		}
-		if reason, unhealthy := remediationOf(st.Set); reason != kube.ReasonRemediationAllowed || unhealthy != 0 {
+		if reason, unhealthy := remediationOf(st.Set); reason != kube.ConditionRemediationAllowed || unhealthy != 0 {
 			why = fmt.Sprintf("RemediationAllowed %s, %d unhealthy", reason, unhealthy)
 			return false, nil
 		}

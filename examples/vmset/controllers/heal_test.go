@@ -301,7 +301,7 @@ func TestHeal_SkipThenResetThenReplace(t *testing.T) {
 	// Its window (1s) ends by since+2s,
 	// and the pass the set's requeue makes then holds it: for 3s more,
 	// nothing is done.
-	holdStill(t, e, faults, ns, sick, kube.ReasonRemediationAllowed, since.Add(2*time.Second+3*time.Second))
+	holdStill(t, e, faults, ns, sick, kube.ConditionRemediationAllowed, since.Add(2*time.Second+3*time.Second))
 
 	unskip := fmt.Appendf(nil, `{"metadata":{"annotations":{%q:null}}}`, kube.AnnotationSkipRemediation)
 	if err := e.Client.Patch(ctx, vm, client.RawPatch(types.MergePatchType, unskip)); err != nil {

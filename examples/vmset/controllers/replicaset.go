@@ -14,7 +14,6 @@ import (
 	"k8s.io/apimachinery/pkg/util/intstr"
 	"k8s.io/utils/ptr"
 	ctrl "sigs.k8s.io/controller-runtime"
-	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	vmv1 "github.com/replicakit/replicakit/examples/vmset/api/v1alpha1"
 	"github.com/replicakit/replicakit/replicaset"
@@ -130,7 +129,7 @@ func rollout(u vmv1.UpdateStrategy) (replicaset.Strategy, error) {
 		from *intstr.IntOrString
 		to   *replicaset.Amount
 	}{{"maxSurge", u.MaxSurge, &s.MaxSurge}, {"maxUnavailable", u.MaxUnavailable, &s.MaxUnavailable}, {"partition", u.Partition, &s.Partition}} {
-		amount, err := kube.AmountFromPtr(a.from)
+		amount, err := kube.AmountFrom(a.from)
 		if err != nil {
 			return s, fmt.Errorf("%s: %w", a.name, err)
 		}
@@ -180,7 +179,7 @@ func remediation(r *vmv1.Remediation) (*replicaset.Remediation, error) {
 		from *intstr.IntOrString
 		to   *replicaset.Amount
 	}{{"maxUnhealthy", r.MaxUnhealthy, &out.MaxUnhealthy}, {"maxInFlight", r.MaxInFlight, &out.MaxInFlight}} {
-		amount, err := kube.AmountFromPtr(a.from)
+		amount, err := kube.AmountFrom(a.from)
 		if err != nil {
 			return out, fmt.Errorf("%s: %w", a.name, err)
 		}
@@ -355,11 +354,7 @@ const HookDomain = "vm.replicakit.io"
 // first is refused.
 func NewReplicaSetReconciler(zones []string) *kube.Reconciler[*vmv1.VirtualMachineReplicaSet, *vmv1.VirtualMachine] {
 	return &kube.Reconciler[*vmv1.VirtualMachineReplicaSet, *vmv1.VirtualMachine]{
-		Adapter:        ReplicaSetAdapter{Zones: zones},
-		EmptyOwner:     func() *vmv1.VirtualMachineReplicaSet { return &vmv1.VirtualMachineReplicaSet{} },
-		EmptyChild:     func() *vmv1.VirtualMachine { return &vmv1.VirtualMachine{} },
-		EmptyChildList: func() client.ObjectList { return &vmv1.VirtualMachineList{} },
-		EmptyOwnerList: func() client.ObjectList { return &vmv1.VirtualMachineReplicaSetList{} },
+		Adapter: ReplicaSetAdapter{Zones: zones},
 		// Each child becomes a clone: one read of the set per creating
 		// pass is cheap beside cloning a VM for a set being deleted.
 		ConfirmOwnerBeforeCreate: true,

@@ -9,7 +9,6 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/utils/ptr"
-	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/replicakit/replicakit/replicaset"
 	"github.com/replicakit/replicakit/replicaset/kube"
@@ -60,11 +59,7 @@ func (podSets) SetStatus(s *appsv1.StatefulSet, st kube.Status) {
 
 func newSetReconciler() *kube.Reconciler[*appsv1.StatefulSet, *corev1.Pod] {
 	return &kube.Reconciler[*appsv1.StatefulSet, *corev1.Pod]{
-		Adapter:        podSets{},
-		EmptyOwner:     func() *appsv1.StatefulSet { return &appsv1.StatefulSet{} },
-		EmptyChild:     func() *corev1.Pod { return &corev1.Pod{} },
-		EmptyChildList: func() client.ObjectList { return &corev1.PodList{} },
-		EmptyOwnerList: func() client.ObjectList { return &appsv1.StatefulSetList{} },
+		Adapter: podSets{},
 	}
 }
 

@@ -5,8 +5,8 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/utils/ptr"
-	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	"github.com/replicakit/replicakit/internal/testenv"
 	"github.com/replicakit/replicakit/internal/widgetkind"
 	"github.com/replicakit/replicakit/replicaset"
 	"github.com/replicakit/replicakit/replicaset/kube"
@@ -45,10 +45,7 @@ func podSpec() corev1.PodSpec {
 
 func newWidgetReconciler() *kube.Reconciler[*unstructured.Unstructured, *corev1.Pod] {
 	return &kube.Reconciler[*unstructured.Unstructured, *corev1.Pod]{
-		Adapter:        podWidgets{},
-		EmptyOwner:     widgetkind.Empty,
-		EmptyChild:     func() *corev1.Pod { return &corev1.Pod{} },
-		EmptyChildList: func() client.ObjectList { return &corev1.PodList{} },
-		EmptyOwnerList: widgetkind.EmptyList, // adopt orphans at once, as an operator would
+		Adapter:   podWidgets{},
+		OwnerKind: testenv.WidgetGVK,
 	}
 }

@@ -132,13 +132,9 @@ func (poolAdapter) SetStatus(p *Pool, s kube.Status) {
 // and removed highest ordinal first.
 func newReconciler(s *runtime.Scheme) *kube.Reconciler[*Pool, *corev1.Pod] {
 	return &kube.Reconciler[*Pool, *corev1.Pod]{
-		Scheme:         s,
-		Adapter:        poolAdapter{},
-		EmptyOwner:     func() *Pool { return &Pool{} },
-		EmptyChild:     func() *corev1.Pod { return &corev1.Pod{} },
-		EmptyChildList: func() client.ObjectList { return &corev1.PodList{} },
-		EmptyOwnerList: func() client.ObjectList { return &PoolList{} },
-		Naming:         kube.OrdinalNames,
+		Scheme:  s,
+		Adapter: poolAdapter{},
+		Naming:  kube.OrdinalNames,
 	}
 }
 

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"reflect"
 	"sync/atomic"
 	"time"
 
@@ -67,8 +68,12 @@ func NewFakeClient[O, C client.Object](r *kube.Reconciler[O, C], name string, ob
 	for _, f := range ix.fields {
 		b = b.WithIndex(f.obj, f.field, f.extract)
 	}
-	if r.EmptyOwner != nil {
-		b = b.WithStatusSubresource(r.EmptyOwner())
+	if t := reflect.TypeFor[O](); t.Kind() == reflect.Pointer { // SetupWithIndexer checked it
+		owner := reflect.New(t.Elem()).Interface().(O)
+		if !r.OwnerKind.Empty() {
+			owner.GetObjectKind().SetGroupVersionKind(r.OwnerKind)
+		}
+		b = b.WithStatusSubresource(owner)
 	}
 	c := b.Build()
 	r.Client, r.Cache, r.APIReader = c, c, c
