@@ -561,7 +561,11 @@
 //     deletes keep Partition replicas on older revisions; the last
 //     available replica on the wanted revision stays while D is above
 //     zero; each replica on an older revision beyond the partition that
-//     stays is counted by exactly one hold. D is K with unreachable zones.
+//     the pass does not delete, prepare, update or replace is counted by
+//     exactly one hold, but one restarted in the pass: a hold counts it
+//     when the rollout holds it anyway (paused, say), none when it would
+//     have been updated in place, its update waiting for the restart. D is
+//     K with unreachable zones.
 //   - The same spec, replicas in any order, policy and time give the same
 //     plan.
 //

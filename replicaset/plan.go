@@ -98,8 +98,12 @@ type Plan struct {
 	// Replace lists the replicas this pass replaces to remediate them
 	// (Spec.Remediation), in the order remediation chose them, or because
 	// they failed in a listed zone (Spec.ReplaceFailed); each is in Delete
-	// too, or in Prepare with Spec.Lifecycle. A remediated replica's replacement is among Create as far as
-	// the surge allows. Empty without either.
+	// too, or in Prepare with Spec.Lifecycle; one that prepares already
+	// is listed in the pass that deletes it, once its hooks release it. A
+	// remediated replica's replacement is among Create as far as the
+	// surge allows, or at once with Spec.ReplaceDeleting, as for any
+	// replica leaving, even while its hooks still hold it. Empty without
+	// either.
 	Replace []Replica
 	// Health is what the pass found of its replicas' health, with
 	// Spec.Remediation; zero without it.
