@@ -19,7 +19,7 @@ import (
 // compose in one pass ([One pass]); and [Invariants], what every plan
 // guarantees.
 //
-// Compute validates its input as Drain does (validate), then the policy:
+// Compute validates its input as Drain does (the spec, then each replica), then the policy:
 // it returns an error wrapping ErrInvalidSpec for a bad spec,
 // ErrInvalidReplica for an empty or repeated name or a repeated UID (input
 // that contradicts itself: see [Counting] for what a binding passes

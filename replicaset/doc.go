@@ -162,7 +162,9 @@
 //   - then, for a RollingUpdate that is not Paused, while more than P
 //     replicas are on older revisions: creates replicas on Spec.Revision
 //     up to D − P of them, while live replicas plus those being deleted
-//     stay within D + S; and deletes replicas on older revisions beyond P
+//     stay within D + S, and no more surge replicas coming up than
+//     replicas left to replace (none for a protected one, which no pass
+//     replaces); and deletes replicas on older revisions beyond P
 //     in the deletion order, none in a zone backing off (HoldZoneBackoff).
 //
 // Serving. A replica on an older revision that runs but is not seen
@@ -560,9 +562,12 @@
 //     creates stay within D + MaxSurge (or do not grow); a rollout's
 //     deletes keep Partition replicas on older revisions; the last
 //     available replica on the wanted revision stays while D is above
-//     zero; each replica on an older revision beyond the partition that
+//     zero; a rollout's surge creates are at most the replicas left to
+//     replace; each replica on an older revision beyond the partition that
 //     the pass does not delete, prepare, update or replace is counted by
-//     exactly one hold, but one restarted in the pass: a hold counts it
+//     exactly one hold (remediation's Protected and ZoneBackoff holds
+//     also count the protected and failed replicas it leaves, whatever
+//     their revision), but one restarted in the pass: a hold counts it
 //     when the rollout holds it anyway (paused, say), none when it would
 //     have been updated in place, its update waiting for the restart. D is
 //     K with unreachable zones.

@@ -214,7 +214,8 @@ func (ps *pass) replicas(is []int) []Replica {
 // gone, for its replicas, once a pass finds none but those being
 // deleted: its finalizer can then go.
 //
-// Drain validates its input as Compute does (validate): it returns an
+// Drain validates its input as Compute does (the spec, then each
+// replica): it returns an
 // error wrapping ErrInvalidSpec for a bad spec and ErrInvalidReplica for an
 // empty or repeated name or UID, or, with Spec.Lifecycle, a replica
 // preparing with no start time.

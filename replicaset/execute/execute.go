@@ -72,7 +72,7 @@ func (e *OpError) Unwrap() error { return e.Err }
 // Options tune how a plan is carried out. The zero value is ready to use.
 type Options struct {
 	// InitialBatch is how many creates may start before any has
-	// succeeded; each success lets two more start (allowance), so the
+	// succeeded; each success lets two more start, so the
 	// allowance doubles per round trip like the Kubernetes ReplicaSet
 	// controller's batches.
 	// Zero means 1, as in Kubernetes.
@@ -117,7 +117,7 @@ type Result struct {
 // Creates start in order under a slow-start allowance: InitialBatch may
 // start at once, and each success lets two more start, so that by the time
 // k creates have succeeded at most InitialBatch+2k have started: the bound
-// of the Kubernetes ReplicaSet controller's batches (allowance),
+// of the Kubernetes ReplicaSet controller's batches,
 // without their barrier, since a slow create does not hold back the next
 // ones. Once a create has returned a failure no further create starts
 // (those already in flight finish, and their successes may have let more

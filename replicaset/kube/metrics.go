@@ -23,8 +23,9 @@ import (
 //
 // The two gauges are the sizes of tables the reconcilers using the
 // Metrics keep in memory, counted at each scrape: an owner enters them
-// when a pass reads it (its expectations remember its UID) or a create in
-// one of its zones fails, and leaves them when a pass finds it deleted.
+// when a pass reads it (its expectations remember its UID) or one of its
+// creates fails (in a zone, or at all: History.CreatesFailing), and
+// leaves them when a pass finds it deleted.
 // With a steady set of owners they stay steady.
 type Metrics struct {
 	created  *prometheus.CounterVec

@@ -48,8 +48,9 @@ type Reconciler[O, C client.Object] struct {
 	Client client.Client
 	// Cache reads owners and children: the manager's cache
 	// (mgr.GetCache()), which serves typed and unstructured kinds alike
-	// and holds the index on children's controllers that SetupWithManager
-	// registers. Objects read from it are never modified; one is copied
+	// and holds the indexes SetupWithManager registers: children by
+	// their controller, owners by their selector (to find an orphan's
+	// owners). Objects read from it are never modified; one is copied
 	// only when it is about to be written. Left nil, SetupWithManager
 	// takes the manager's and registers that index on the child kind's
 	// informer itself, so a pass reads its children from the informer as
@@ -62,7 +63,10 @@ type Reconciler[O, C client.Object] struct {
 	// answer or with "already exists" made the child, and when the cache
 	// has not caught up with this reconciler's writes in time.
 	APIReader client.Reader
-	// Scheme knows O and C, for owner references.
+	// Scheme knows O's and C's kinds and their lists (FooList), as their
+	// packages' AddToScheme registers them: the Reconciler makes its empty
+	// owners, children and lists from it, and its owner references. A
+	// kind given in OwnerKind or ChildKind need not be registered.
 	Scheme *runtime.Scheme
 	// Adapter knows the owner's and the child's kinds.
 	Adapter Adapter[O, C]
@@ -125,7 +129,7 @@ type Reconciler[O, C client.Object] struct {
 	init     sync.Once
 	index    string        // the suffix of the index names, set by SetupWithManager
 	written  writtenStatus // the status last written per owner
-	backoff  zoneBackoffs  // the zones each owner's creates avoid, until when
+	backoff  zoneBackoffs  // each owner's History of its creates: the zones they avoid, whether they fail
 	rollouts progressLog   // where each owner's rollout last moved, and when
 	restarts restartLog    // the children each owner's passes restarted, until the cache shows it
 	// expectations remembers this reconciler's writes until the cache
