@@ -25,10 +25,13 @@
 //   - decide turns it into a decision listing every action of the pass:
 //     the orphans to adopt, the children to release, the names to create
 //     and the replicas to delete (the replicaset.Compute plan).
-//   - apply carries the decision out and decides nothing: it confirms the
-//     owner on the API server when the pass adopts, releases or creates
-//     (doing nothing if the owner is gone or being deleted), then adopts
-//     and releases, then creates and deletes (execute.Plan, slow start),
+//   - apply carries the decision out and decides nothing (the Adapter's
+//     ApplyInPlace brings a child updated in place in line with its
+//     template there, and a child it leaves unchanged is not written): it
+//     confirms the owner on the API server when the pass adopts, releases
+//     or creates (doing nothing if the owner is gone or being deleted),
+//     then adopts and releases, then creates and deletes (execute.Plan,
+//     slow start),
 //     stopping at the first step that fails. A delete goes through only
 //     if the child is still the one the pass read: its UID and
 //     resourceVersion are the delete's preconditions. A child that

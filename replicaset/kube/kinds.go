@@ -42,8 +42,8 @@ func kindOf[T client.Object](scheme *runtime.Scheme, gvk schema.GroupVersionKind
 	var list func() client.ObjectList
 	switch any(empty()).(type) {
 	case *unstructured.Unstructured, *metav1.PartialObjectMetadata:
-		if gvk.Empty() {
-			return kind[T]{}, fmt.Errorf("kube: Reconciler.%s must be set: the %s's Go type, %v, names no kind", field, what, t)
+		if gvk.Version == "" || gvk.Kind == "" {
+			return kind[T]{}, fmt.Errorf("kube: Reconciler.%s must be set, with its Version and Kind (%v): the %s's Go type, %v, names no kind", field, gvk, what, t)
 		}
 		listGVK := gvk.GroupVersion().WithKind(gvk.Kind + "List")
 		if _, ok := any(empty()).(*unstructured.Unstructured); ok {
