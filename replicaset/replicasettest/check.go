@@ -118,6 +118,17 @@ import (
 //     reason, only
 //     under UpdateInPlaceIfPossible, and only replicas on older revisions
 //     not updated in this pass.
+//   - "counting": outside a rollout and when nothing is replaced
+//     (Replace), the live known replicas after the pass lie between
+//     those before it and the count the pass lands on: K when more are
+//     live, K − deleting (the known replicas being deleted or preparing
+//     to leave, none with Spec.ReplaceDeleting) when fewer are live or
+//     deleting, as many as are live otherwise; preparations taken back
+//     (Cancel) count as live and no longer deleting, and take the live
+//     ones to K at most; one pass does not both add replicas and take
+//     some out. With nothing capped, short or held (no Holds, Deferred
+//     0, no Shortfall), it lands on that count exactly; a Spec.Rebalance
+//     move may land one above it (create before delete).
 //
 // The bounds are stated of the known replicas (those not in a zone of
 // Spec.Unreachable), with the desired count K = max(0, D − u) +
@@ -152,6 +163,7 @@ func Check(in Input, p replicaset.Plan) error {
 	c.lastAvailable()
 	c.surgeCreates()
 	c.fallback()
+	c.counting()
 	return errors.Join(c.errs...)
 }
 

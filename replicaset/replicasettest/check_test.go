@@ -229,3 +229,57 @@ func expectCheck(t *testing.T, in replicasettest.Input, plan replicaset.Plan, wa
 		t.Errorf("Check(%v) = %v, want a violation of %q", plan, err, want)
 	}
 }
+
+// TestCheck_PlantedCounting: the rule of "counting" seen failing on plans
+// with a mistake planted (too many creates, every replica deleted, a
+// replica deleted in a pass that also creates, a preparation taken back
+// beyond the count), and plans without one passing.
+func TestCheck_PlantedCounting(t *testing.T) {
+	now := replicasettest.Now()
+	rep := func(name string) replicaset.Replica {
+		return replicaset.Replica{Name: name, UID: "uid-" + name, Phase: replicaset.PhaseRunning, Ready: true,
+			ReadySince: now.Add(-time.Hour)}
+	}
+	a, b, c := rep("a"), rep("b"), rep("c")
+	gone := rep("gone")
+	gone.Deleting = true
+	prep := rep("prep")
+	prep.Preparing = &replicaset.Preparing{Since: now.Add(-time.Minute), Hooks: []string{"drain"}}
+	in := func(desired int, f func(s *replicaset.Spec), rs ...replicaset.Replica) replicasettest.Input {
+		s := replicaset.Spec{Desired: desired}
+		f(&s)
+		return replicasettest.Input{Spec: s, Replicas: rs, Now: now}
+	}
+	none := func(*replicaset.Spec) {}
+	hooks := func(s *replicaset.Spec) { s.Lifecycle = &replicaset.Lifecycle{} }
+	replaceDeleting := func(s *replicaset.Spec) { s.ReplaceDeleting = true }
+	held := replicaset.Plan{Create: 50, Holds: []replicaset.Hold{{By: replicaset.HoldMaxSurge, Waiting: 1, Reason: "x"}}}
+	for _, tc := range []struct {
+		name, want string
+		in         replicasettest.Input
+		plan       replicaset.Plan
+	}{
+		{"settled", "", in(3, none, a, b, c), replicaset.Plan{}},
+		{"a scale-up", "", in(5, none, a, b, c), replicaset.Plan{Create: 2}},
+		{"a scale-up short of the count", "counting:", in(5, none, a, b, c), replicaset.Plan{Create: 1}},
+		{"a scale-up capped", "", in(5, none, a, b, c), replicaset.Plan{Create: 1, Deferred: 1}},
+		{"fifty creates", "counting:", in(3, none, a, b, c), replicaset.Plan{Create: 50}},
+		{"fifty creates, held", "counting:", in(3, none, a, b, c), held},
+		{"a replica being deleted counts", "", in(3, none, a, b, gone), replicaset.Plan{Deleting: []replicaset.Replica{gone}}},
+		{"a replica being deleted replaced early", "counting:", in(3, none, a, b, gone),
+			replicaset.Plan{Create: 1, Deleting: []replicaset.Replica{gone}}},
+		{"a replica being deleted replaced, ReplaceDeleting", "", in(3, replaceDeleting, a, b, gone),
+			replicaset.Plan{Create: 1, Deleting: []replicaset.Replica{gone}}},
+		{"a scale-down", "", in(1, none, a, b, c), replicaset.Plan{Delete: []replicaset.Replica{a, b}}},
+		{"every replica deleted", "counting:", in(1, none, a, b, c), replicaset.Plan{Delete: []replicaset.Replica{a, b, c}}},
+		{"every replica deleted, a shortfall", "counting:", in(1, none, a, b, c),
+			replicaset.Plan{Delete: []replicaset.Replica{a, b, c}, Shortfall: replicaset.Shortfall{Count: 1, Reason: "x"}}},
+		{"a delete and a create", "counting:", in(3, none, a, b, c), replicaset.Plan{Create: 1, Delete: []replicaset.Replica{a}}},
+		{"a preparation taken back", "", in(4, hooks, a, b, c, prep), replicaset.Plan{Cancel: []replicaset.Replica{prep}}},
+		{"a preparation taken back beyond the count", "counting:", in(3, hooks, a, b, c, prep),
+			replicaset.Plan{Cancel: []replicaset.Replica{prep}}},
+		{"a preparation left, counted", "", in(3, hooks, a, b, c, prep), replicaset.Plan{}},
+	} {
+		t.Run(tc.name, func(t *testing.T) { expectCheck(t, tc.in, tc.plan, tc.want) })
+	}
+}
