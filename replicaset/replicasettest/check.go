@@ -129,6 +129,19 @@ import (
 //     some out. With nothing capped, short or held (no Holds, Deferred
 //     0, no Shortfall), it lands on that count exactly; a Spec.Rebalance
 //     move may land one above it (create before delete).
+//   - "deletion order": outside a rollout, while the live known replicas
+//     are more than K (a scale-down), no replica the pass takes out
+//     (Delete, Prepare; not already preparing, not in Replace) is taken
+//     while a replica ranked strictly earlier by the tiers of the package
+//     documentation's Deletion order stays and could have been taken
+//     (known, live, not protected, not preparing, not otherwise acted
+//     on): marked for deletion; with zones, in no listed zone; broken
+//     (PhasePending or PhaseFailed; PhaseFailed only when Spec.Rebalance
+//     applies, with zones listed and none unreachable); then, unless
+//     Spec.Rebalance applies, not available, compared with Spec.Zones
+//     only inside one zone. When Spec.Rebalance applies and the
+//     available replicas that stay are K or fewer, no available one could
+//     have been taken. The policy's rank, name and UID are not stated.
 //
 // The bounds are stated of the known replicas (those not in a zone of
 // Spec.Unreachable), with the desired count K = max(0, D − u) +
@@ -164,6 +177,7 @@ func Check(in Input, p replicaset.Plan) error {
 	c.surgeCreates()
 	c.fallback()
 	c.counting()
+	c.deletionOrder()
 	return errors.Join(c.errs...)
 }
 

@@ -283,3 +283,49 @@ func TestCheck_PlantedCounting(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) { expectCheck(t, tc.in, tc.plan, tc.want) })
 	}
 }
+
+// TestCheck_PlantedDeletionOrder: the rule of "deletion order" seen
+// failing on scale-downs that take a replica while one ranked earlier by
+// the tiers stays, and passing on those that keep to them.
+func TestCheck_PlantedDeletionOrder(t *testing.T) {
+	now := replicasettest.Now()
+	rep := func(name, zone string) replicaset.Replica {
+		return replicaset.Replica{Name: name, UID: "uid-" + name, Phase: replicaset.PhaseRunning, Ready: true,
+			ReadySince: now.Add(-time.Hour), Zone: zone}
+	}
+	a, b, c := rep("a", ""), rep("b", ""), rep("c", "")
+	a.MarkedForDeletion = true
+	pending, down := rep("pending", ""), rep("down", "")
+	pending.Phase, pending.Ready = replicaset.PhasePending, false
+	down.Ready = false
+	za0, za1, zb0, zb1, zx := rep("za0", "a"), rep("za1", "a"), rep("zb0", "b"), rep("zb1", "b"), rep("zx", "x")
+	zb1.Ready = false
+	protectedMarked := a
+	protectedMarked.Protected = true
+	in := func(desired int, zones []string, rs ...replicaset.Replica) replicasettest.Input {
+		return replicasettest.Input{Spec: replicaset.Spec{Desired: desired, Zones: zones}, Replicas: rs, Now: now}
+	}
+	del := func(rs ...replicaset.Replica) replicaset.Plan { return replicaset.Plan{Delete: rs} }
+	ab := []string{"a", "b"}
+	for _, tc := range []struct {
+		name, want string
+		in         replicasettest.Input
+		plan       replicaset.Plan
+	}{
+		{"the marked replica first", "", in(2, nil, a, b, c), del(a)},
+		{"another before the marked replica", "deletion order:", in(2, nil, a, b, c), del(c)},
+		{"a protected marked replica stays", "", in(2, nil, protectedMarked, b, c),
+			replicaset.Plan{Delete: []replicaset.Replica{c}}},
+		{"a broken replica first", "", in(2, nil, pending, b, c), del(pending)},
+		{"an available replica before a broken one", "deletion order:", in(2, nil, pending, b, c), del(b)},
+		{"a replica not available first", "", in(2, nil, down, b, c), del(down)},
+		{"an available replica before one not available", "deletion order:", in(2, nil, down, b, c), del(b)},
+		{"a replica in no listed zone first", "", in(4, ab, za0, za1, zb0, zb1, zx), del(zx)},
+		{"a listed zone before no listed zone", "deletion order:", in(4, ab, za0, za1, zb0, zb1, zx), del(za0)},
+		{"not available first inside its zone", "", in(3, ab, za0, za1, zb0, zb1), del(zb1)},
+		{"an available replica before one not available in its zone", "deletion order:", in(3, ab, za0, za1, zb0, zb1), del(zb0)},
+		{"not available compares only inside a zone", "", in(3, ab, za0, za1, zb0, zb1), del(za0)},
+	} {
+		t.Run(tc.name, func(t *testing.T) { expectCheck(t, tc.in, tc.plan, tc.want) })
+	}
+}
