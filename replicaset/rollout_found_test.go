@@ -167,3 +167,31 @@ func TestCompute_NoSurgeForProtectedOld(t *testing.T) {
 		t.Fatalf("plan %v: want no surge replica for a-0, protected, which is never replaced", p)
 	}
 }
+
+// TestCompute_NoSurgeForProtectedOldOverPasses: the surge for the one
+// unprotected replica on an older revision counts the new replica already
+// coming up for it, pass after pass, as the zoned picker does: a set of 3
+// on A, two of them protected, with MaxSurge 3 makes one new replica, not
+// one on each pass until MaxSurge is spent (which the next scale-down
+// would delete again).
+func TestCompute_NoSurgeForProtectedOldOverPasses(t *testing.T) {
+	set := on("a", "A", 3)
+	set[0].Protected, set[1].Protected = true, true
+	spec := replicaset.Spec{Desired: 3, Revision: "B", Strategy: replicaset.Strategy{
+		MaxSurge: replicaset.Count(3), MaxUnavailable: replicaset.Count(0)}}
+	p, err := replicaset.Compute(spec, set, deletionpolicy.HighestOrdinal{}, replicagen.Now())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if p.Create != 1 {
+		t.Fatalf("first pass %v: want one surge replica, for a-2", p)
+	}
+	set = append(set, pending(on("b", "B", 1)[0]))
+	p, err = replicaset.Compute(spec, set, deletionpolicy.HighestOrdinal{}, replicagen.Now())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if p.Create != 0 {
+		t.Fatalf("second pass %v: b-0 is coming up for a-2, the only replica left to replace; want no create", p)
+	}
+}
