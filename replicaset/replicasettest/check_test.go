@@ -329,3 +329,38 @@ func TestCheck_PlantedDeletionOrder(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) { expectCheck(t, tc.in, tc.plan, tc.want) })
 	}
 }
+
+// TestCheck_PlantedSurgeComing: "surge creates" counts the surge replicas
+// still coming up from earlier passes against the replicas left to
+// replace (in their zone, with zones), seen failing when a pass makes a
+// surge replica for a replica one is already coming for.
+func TestCheck_PlantedSurgeComing(t *testing.T) {
+	now := replicasettest.Now()
+	rep := func(name, rev, zone string) replicaset.Replica {
+		return replicaset.Replica{Name: name, UID: "uid-" + name, Phase: replicaset.PhaseRunning, Ready: true,
+			ReadySince: now.Add(-time.Hour), Revision: rev, Zone: zone}
+	}
+	n0, o0, o1 := rep("n0", "v2", "a"), rep("o0", "v1", "a"), rep("o1", "v1", "b")
+	n0.Ready = false // a surge replica made in an earlier pass, coming up
+	in := func(zones []string, rs ...replicaset.Replica) replicasettest.Input {
+		return replicasettest.Input{Spec: replicaset.Spec{Desired: 2, Revision: "v2", Zones: zones,
+			Strategy: replicaset.Strategy{MaxSurge: replicaset.Count(2)}}, Replicas: rs, Now: now}
+	}
+	unzoned := func(r replicaset.Replica) replicaset.Replica { r.Zone = ""; return r }
+	flat := in(nil, unzoned(n0), unzoned(o0), unzoned(o1))
+	zoned := in([]string{"a", "b"}, n0, o0, o1)
+	waits := []replicaset.Hold{{By: replicaset.HoldMaxUnavailable, Waiting: 2, Reason: "they wait"}}
+	for _, tc := range []struct {
+		name, want string
+		in         replicasettest.Input
+		plan       replicaset.Plan
+	}{
+		{"one more for the replica nothing comes for", "", flat, replicaset.Plan{Create: 1, Holds: waits}},
+		{"one for each replica, one already coming", "surge creates:", flat, replicaset.Plan{Create: 2, Holds: waits}},
+		{"zoned: one for the zone nothing comes for", "", zoned, replicaset.Plan{Create: 1, CreateZones: []string{"b"}, Holds: waits}},
+		{"zoned: one for each zone, one already coming", "surge creates:", zoned,
+			replicaset.Plan{Create: 2, CreateZones: []string{"a", "b"}, Holds: waits}},
+	} {
+		t.Run(tc.name, func(t *testing.T) { expectCheck(t, tc.in, tc.plan, tc.want) })
+	}
+}

@@ -167,7 +167,13 @@ func (c *checker) lastAvailable() {
 // does) and, with ZoneByZone, in the zone updated (see rollout), before
 // the pass's deletions or after them (a scale-down may take the last
 // replicas to replace of the zone updated, and the next zone's surge
-// comes at once).
+// comes at once). Surge replicas made in earlier passes that are still
+// coming up count against the replicas left in a listed zone: the known
+// live replicas on the wanted revision not available (not preparing for
+// a power cycle, remediated or updated in place in the pass), each
+// against those left in its zone (in any listed zone with ZoneByZone,
+// and any replica without zones), none against those in no listed zone
+// nor below zero.
 func (c *checker) surgeCreates() {
 	spec := &c.in.Spec
 	if spec.Revision == "" || c.p.Create == 0 {
@@ -192,6 +198,8 @@ func (c *checker) surgeCreates() {
 	allOff := c.allBackingOff()
 	update, next := c.zoneUpdated(nil), c.zoneUpdated(setOf(slices.Concat(c.p.Delete, c.p.Prepare)))
 	left := len(c.p.Replace)
+	zoned := len(spec.Zones) > 0
+	toReplace, coming := map[string]int{}, map[string]int{} // by listed zone ("" without zones)
 	for i := range c.in.Replicas {
 		r := &c.in.Replicas[i]
 		switch {
@@ -201,13 +209,33 @@ func (c *checker) surgeCreates() {
 				left++
 			}
 		case moved[r.Name]:
-		case !old(spec, r) || r.Protected:
-		case !slices.Contains(spec.Zones, r.Zone):
+		case !old(spec, r):
+			if !r.Available(spec.MinReady, c.in.Now) && (!zoned || slices.Contains(spec.Zones, r.Zone)) {
+				coming[r.Zone]++ // a surge replica on its way
+			}
+		case r.Protected:
+		case zoned && !slices.Contains(spec.Zones, r.Zone):
 			left++
-		case !allOff && c.backingOff(r.Zone):
-		case spec.Strategy.ZoneByZone && r.Zone != update && r.Zone != next:
+		case zoned && !allOff && c.backingOff(r.Zone):
+		case zoned && spec.Strategy.ZoneByZone && r.Zone != update && r.Zone != next:
 		default:
-			left++
+			toReplace[r.Zone]++
+		}
+	}
+	if !zoned || spec.Strategy.ZoneByZone {
+		// Without zones, and for a ZoneByZone rollout, a replica coming
+		// up anywhere is on its way for any replica left.
+		n, m := 0, 0
+		for _, k := range toReplace {
+			n += k
+		}
+		for _, k := range coming {
+			m += k
+		}
+		left += max(0, n-m)
+	} else {
+		for z, n := range toReplace {
+			left += max(0, n-coming[z])
 		}
 	}
 	if surge := c.p.Create - max(0, c.k-live); surge > left {
