@@ -1,6 +1,7 @@
 package replicasettest_test
 
 import (
+	"fmt"
 	"strings"
 	"testing"
 	"time"
@@ -362,5 +363,27 @@ func TestCheck_PlantedSurgeComing(t *testing.T) {
 			replicaset.Plan{Create: 2, CreateZones: []string{"a", "b"}, Holds: waits}},
 	} {
 		t.Run(tc.name, func(t *testing.T) { expectCheck(t, tc.in, tc.plan, tc.want) })
+	}
+}
+
+// TestInput_String: an Input renders its amounts as they are read and
+// its pointers by value, for rapid's failure output.
+func TestInput_String(t *testing.T) {
+	now := replicasettest.Now()
+	in := replicasettest.Input{
+		Spec: replicaset.Spec{Desired: 4, Strategy: replicaset.Strategy{MaxSurge: replicaset.Percent(25), MaxUnavailable: replicaset.Count(3)},
+			Lifecycle: &replicaset.Lifecycle{Timeout: time.Minute}, Remediation: &replicaset.Remediation{MaxFailures: 7}},
+		Replicas: []replicaset.Replica{{Name: "a", Preparing: &replicaset.Preparing{Hooks: []string{"drain"}},
+			Health: &replicaset.Health{Reason: "probe"}}},
+		Now: now,
+	}
+	s := fmt.Sprintf("%#v", in)
+	for _, want := range []string{"MaxSurge:25%", "MaxUnavailable:3", "Timeout:1m0s", "MaxFailures:7", "Hooks:[drain]", "Reason:probe"} {
+		if !strings.Contains(s, want) {
+			t.Errorf("%%#v of the input lacks %q:\n%s", want, s)
+		}
+	}
+	if strings.Contains(s, "0x") || s != in.String() {
+		t.Errorf("%%#v of the input shows a pointer, or differs from String:\n%s\n%s", s, in.String())
 	}
 }
