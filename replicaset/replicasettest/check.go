@@ -114,7 +114,7 @@ import (
 //     listed zone, or in one that does not back off (unless all do) and,
 //     with ZoneByZone, in the zone updated before or after the pass's
 //     deletions; less the surge replicas still coming up (known, live,
-//     on the wanted revision, not available), each against those left
+//     made on the wanted revision, not available), each against those left
 //     in its listed zone (any, with ZoneByZone or without zones).
 //   - "fallback": Plan.Fallback lists each replica at most once, with a
 //     reason, only

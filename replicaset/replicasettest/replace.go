@@ -169,8 +169,9 @@ func (c *checker) lastAvailable() {
 // replicas to replace of the zone updated, and the next zone's surge
 // comes at once). Surge replicas made in earlier passes that are still
 // coming up count against the replicas left in a listed zone: the known
-// live replicas on the wanted revision not available (not preparing for
-// a power cycle, remediated or updated in place in the pass), each
+// live replicas made on the wanted revision (Revision is Spec.Revision,
+// not empty) not available (not preparing for a power cycle, remediated
+// or updated in place in the pass), each
 // against those left in its zone (in any listed zone with ZoneByZone,
 // and any replica without zones), none against those in no listed zone
 // nor below zero.
@@ -210,7 +211,7 @@ func (c *checker) surgeCreates() {
 			}
 		case moved[r.Name]:
 		case !old(spec, r):
-			if !r.Available(spec.MinReady, c.in.Now) && (!zoned || slices.Contains(spec.Zones, r.Zone)) {
+			if r.Revision == spec.Revision && !r.Available(spec.MinReady, c.in.Now) && (!zoned || slices.Contains(spec.Zones, r.Zone)) {
 				coming[r.Zone]++ // a surge replica on its way
 			}
 		case r.Protected:
