@@ -27,7 +27,12 @@ import "slices"
 // plus them, which is at most K. With Spec.Rebalance, a pass whose live
 // known replicas are K (those taken back included) and none leaving but
 // those may land one above it, creating one replica to move (create
-// before delete). Nothing is capped, short or held when the plan has no
+// before delete). (Spec.Rebalance's documentation asks for the set to
+// be found at its count with nothing being deleted, so a move in the
+// pass that takes a preparation back is more than it allows; the
+// planner makes one, and replicaset's
+// TestCompute_RebalanceWaitsForTakeBack, skipped, states the documented
+// behaviour. The rule allows it until one of them changes.) Nothing is capped, short or held when the plan has no
 // Holds, Deferred 0 and no Shortfall. A pass that replaces (Replace) is
 // left to the rules of remediation, whose replacements the surge bounds.
 //
