@@ -387,3 +387,24 @@ func TestInput_String(t *testing.T) {
 		t.Errorf("%%#v of the input shows a pointer, or differs from String:\n%s\n%s", s, in.String())
 	}
 }
+
+// TestCheck_LastAvailableWaitingInPlace: a replica waiting for its
+// in-place update counts on the wanted revision, serving (the package
+// documentation's In-place updates), so a scale-down may take the last
+// available replica made on it; one that cannot change in place does not.
+func TestCheck_LastAvailableWaitingInPlace(t *testing.T) {
+	now := replicasettest.Now()
+	rep := func(name, rev string, k replicaset.InPlace) replicaset.Replica {
+		return replicaset.Replica{Name: name, UID: "uid-" + name, Phase: replicaset.PhaseRunning, Ready: true,
+			ReadySince: now.Add(-time.Hour), Revision: rev, InPlace: k}
+	}
+	n0, o0 := rep("n0", "v2", replicaset.InPlaceNone), rep("o0", "v1", replicaset.InPlacePowerCycle)
+	in := func(o1 replicaset.Replica) replicasettest.Input {
+		return replicasettest.Input{Spec: replicaset.Spec{Desired: 2, Revision: "v2", MaxPerPass: 1,
+			Strategy: replicaset.Strategy{MaxUnavailable: replicaset.Count(1), Method: replicaset.UpdateInPlaceIfPossible}},
+			Replicas: []replicaset.Replica{n0, o0, o1}, Now: now}
+	}
+	plan := replicaset.Plan{Delete: []replicaset.Replica{n0}, Update: []replicaset.Update{{Replica: o0, PowerCycle: true}}, Deferred: 1}
+	expectCheck(t, in(rep("o1", "v1", replicaset.InPlacePowerCycle)), plan, "")
+	expectCheck(t, in(rep("o1", "v1", replicaset.InPlaceNone)), plan, "last available:")
+}

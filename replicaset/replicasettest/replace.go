@@ -117,7 +117,10 @@ func (c *checker) holds() {
 // replicas on the wanted revision (those that have not left, are not
 // remediated (Replace) and are not preparing for a power cycle) unless
 // an available replica updated live in the pass (Update, not PowerCycle)
-// takes their place.
+// takes their place, or one waiting for its in-place update (one the
+// strategy updates in place, a rolling update not paused, that the pass
+// neither takes, updates nor prepares): the package documentation's
+// In-place updates count it on the wanted revision, serving as before.
 func (c *checker) lastAvailable() {
 	spec := &c.in.Spec
 	if spec.Revision == "" || c.k == 0 {
@@ -129,6 +132,12 @@ func (c *checker) lastAvailable() {
 	for _, u := range c.p.Update {
 		live[u.Replica.Name] = !u.PowerCycle
 	}
+	// A replica waiting for its in-place update (the per-pass cap or the
+	// budget defers it) is on the wanted revision from then on in the
+	// pass, serving as before (the package documentation's In-place
+	// updates), so it is one of the available replicas on it.
+	moved := setOf(slices.Concat(c.p.PrepareUpdate, updated(c.p.Update)))
+	waiting := spec.Strategy.Type != replicaset.OnDelete && !spec.Strategy.Paused
 	olds, before, after := 0, 0, 0
 	for i := range c.in.Replicas {
 		r := &c.in.Replicas[i]
@@ -137,7 +146,7 @@ func (c *checker) lastAvailable() {
 		}
 		if old(spec, r) {
 			olds++
-			if live[r.Name] && r.Available(spec.MinReady, c.in.Now) {
+			if (live[r.Name] || waiting && c.inPlaceable(r) && !taken[r.Name] && !moved[r.Name]) && r.Available(spec.MinReady, c.in.Now) {
 				after++
 			}
 		} else if r.Available(spec.MinReady, c.in.Now) {
