@@ -113,11 +113,37 @@ import (
 //     remediated nor updated in place in the pass, and with zones in no
 //     listed zone, or in one that does not back off (unless all do) and,
 //     with ZoneByZone, in the zone updated before or after the pass's
-//     deletions.
+//     deletions; less the surge replicas still coming up (known, live,
+//     made on the wanted revision, not available), each against those left
+//     in its listed zone (any, with ZoneByZone or without zones).
 //   - "fallback": Plan.Fallback lists each replica at most once, with a
 //     reason, only
 //     under UpdateInPlaceIfPossible, and only replicas on older revisions
 //     not updated in this pass.
+//   - "counting": outside a rollout and when nothing is replaced
+//     (Replace), the live known replicas after the pass lie between
+//     those before it and the count the pass lands on: K when more are
+//     live, K − deleting (the known replicas being deleted or preparing
+//     to leave, none with Spec.ReplaceDeleting) when fewer are live or
+//     deleting, as many as are live otherwise; preparations taken back
+//     (Cancel) count as live and no longer deleting, and take the live
+//     ones to K at most; one pass does not both add replicas and take
+//     some out. With nothing capped, short or held (no Holds, Deferred
+//     0, no Shortfall), it lands on that count exactly; a Spec.Rebalance
+//     move may land one above it (create before delete).
+//   - "deletion order": outside a rollout, while the live known replicas
+//     are more than K (a scale-down), no replica the pass takes out
+//     (Delete, Prepare; not already preparing, not in Replace) is taken
+//     while a replica ranked strictly earlier by the tiers of the package
+//     documentation's Deletion order stays and could have been taken
+//     (known, live, not protected, not preparing, not otherwise acted
+//     on): marked for deletion; with zones, in no listed zone; broken
+//     (PhasePending or PhaseFailed; PhaseFailed only when Spec.Rebalance
+//     applies, with zones listed and none unreachable); then, unless
+//     Spec.Rebalance applies, not available, compared with Spec.Zones
+//     only inside one zone. When Spec.Rebalance applies and the
+//     available replicas that stay are K or fewer, no available one could
+//     have been taken. The policy's rank, name and UID are not stated.
 //
 // The bounds are stated of the known replicas (those not in a zone of
 // Spec.Unreachable), with the desired count K = max(0, D − u) +
@@ -152,6 +178,8 @@ func Check(in Input, p replicaset.Plan) error {
 	c.lastAvailable()
 	c.surgeCreates()
 	c.fallback()
+	c.counting()
+	c.deletionOrder()
 	return errors.Join(c.errs...)
 }
 

@@ -1,6 +1,7 @@
 package replicasettest_test
 
 import (
+	"fmt"
 	"strings"
 	"testing"
 	"time"
@@ -228,4 +229,182 @@ func expectCheck(t *testing.T, in replicasettest.Input, plan replicaset.Plan, wa
 	case want != "" && (err == nil || !strings.Contains("\n"+err.Error(), "\n"+want)):
 		t.Errorf("Check(%v) = %v, want a violation of %q", plan, err, want)
 	}
+}
+
+// TestCheck_PlantedCounting: the rule of "counting" seen failing on plans
+// with a mistake planted (too many creates, every replica deleted, a
+// replica deleted in a pass that also creates, a preparation taken back
+// beyond the count), and plans without one passing.
+func TestCheck_PlantedCounting(t *testing.T) {
+	now := replicasettest.Now()
+	rep := func(name string) replicaset.Replica {
+		return replicaset.Replica{Name: name, UID: "uid-" + name, Phase: replicaset.PhaseRunning, Ready: true,
+			ReadySince: now.Add(-time.Hour)}
+	}
+	a, b, c := rep("a"), rep("b"), rep("c")
+	gone := rep("gone")
+	gone.Deleting = true
+	prep := rep("prep")
+	prep.Preparing = &replicaset.Preparing{Since: now.Add(-time.Minute), Hooks: []string{"drain"}}
+	in := func(desired int, f func(s *replicaset.Spec), rs ...replicaset.Replica) replicasettest.Input {
+		s := replicaset.Spec{Desired: desired}
+		f(&s)
+		return replicasettest.Input{Spec: s, Replicas: rs, Now: now}
+	}
+	none := func(*replicaset.Spec) {}
+	hooks := func(s *replicaset.Spec) { s.Lifecycle = &replicaset.Lifecycle{} }
+	replaceDeleting := func(s *replicaset.Spec) { s.ReplaceDeleting = true }
+	held := replicaset.Plan{Create: 50, Holds: []replicaset.Hold{{By: replicaset.HoldMaxSurge, Waiting: 1, Reason: "x"}}}
+	for _, tc := range []struct {
+		name, want string
+		in         replicasettest.Input
+		plan       replicaset.Plan
+	}{
+		{"settled", "", in(3, none, a, b, c), replicaset.Plan{}},
+		{"a scale-up", "", in(5, none, a, b, c), replicaset.Plan{Create: 2}},
+		{"a scale-up short of the count", "counting:", in(5, none, a, b, c), replicaset.Plan{Create: 1}},
+		{"a scale-up capped", "", in(5, none, a, b, c), replicaset.Plan{Create: 1, Deferred: 1}},
+		{"fifty creates", "counting:", in(3, none, a, b, c), replicaset.Plan{Create: 50}},
+		{"fifty creates, held", "counting:", in(3, none, a, b, c), held},
+		{"a replica being deleted counts", "", in(3, none, a, b, gone), replicaset.Plan{Deleting: []replicaset.Replica{gone}}},
+		{"a replica being deleted replaced early", "counting:", in(3, none, a, b, gone),
+			replicaset.Plan{Create: 1, Deleting: []replicaset.Replica{gone}}},
+		{"a replica being deleted replaced, ReplaceDeleting", "", in(3, replaceDeleting, a, b, gone),
+			replicaset.Plan{Create: 1, Deleting: []replicaset.Replica{gone}}},
+		{"a scale-down", "", in(1, none, a, b, c), replicaset.Plan{Delete: []replicaset.Replica{a, b}}},
+		{"every replica deleted", "counting:", in(1, none, a, b, c), replicaset.Plan{Delete: []replicaset.Replica{a, b, c}}},
+		{"every replica deleted, a shortfall", "counting:", in(1, none, a, b, c),
+			replicaset.Plan{Delete: []replicaset.Replica{a, b, c}, Shortfall: replicaset.Shortfall{Count: 1, Reason: "x"}}},
+		{"a delete and a create", "counting:", in(3, none, a, b, c), replicaset.Plan{Create: 1, Delete: []replicaset.Replica{a}}},
+		{"a preparation taken back", "", in(4, hooks, a, b, c, prep), replicaset.Plan{Cancel: []replicaset.Replica{prep}}},
+		{"a preparation taken back beyond the count", "counting:", in(3, hooks, a, b, c, prep),
+			replicaset.Plan{Cancel: []replicaset.Replica{prep}}},
+		{"a preparation left, counted", "", in(3, hooks, a, b, c, prep), replicaset.Plan{}},
+	} {
+		t.Run(tc.name, func(t *testing.T) { expectCheck(t, tc.in, tc.plan, tc.want) })
+	}
+}
+
+// TestCheck_PlantedDeletionOrder: the rule of "deletion order" seen
+// failing on scale-downs that take a replica while one ranked earlier by
+// the tiers stays, and passing on those that keep to them.
+func TestCheck_PlantedDeletionOrder(t *testing.T) {
+	now := replicasettest.Now()
+	rep := func(name, zone string) replicaset.Replica {
+		return replicaset.Replica{Name: name, UID: "uid-" + name, Phase: replicaset.PhaseRunning, Ready: true,
+			ReadySince: now.Add(-time.Hour), Zone: zone}
+	}
+	a, b, c := rep("a", ""), rep("b", ""), rep("c", "")
+	a.MarkedForDeletion = true
+	pending, down := rep("pending", ""), rep("down", "")
+	pending.Phase, pending.Ready = replicaset.PhasePending, false
+	down.Ready = false
+	za0, za1, zb0, zb1, zx := rep("za0", "a"), rep("za1", "a"), rep("zb0", "b"), rep("zb1", "b"), rep("zx", "x")
+	zb1.Ready = false
+	protectedMarked := a
+	protectedMarked.Protected = true
+	in := func(desired int, zones []string, rs ...replicaset.Replica) replicasettest.Input {
+		return replicasettest.Input{Spec: replicaset.Spec{Desired: desired, Zones: zones}, Replicas: rs, Now: now}
+	}
+	del := func(rs ...replicaset.Replica) replicaset.Plan { return replicaset.Plan{Delete: rs} }
+	ab := []string{"a", "b"}
+	for _, tc := range []struct {
+		name, want string
+		in         replicasettest.Input
+		plan       replicaset.Plan
+	}{
+		{"the marked replica first", "", in(2, nil, a, b, c), del(a)},
+		{"another before the marked replica", "deletion order:", in(2, nil, a, b, c), del(c)},
+		{"a protected marked replica stays", "", in(2, nil, protectedMarked, b, c),
+			replicaset.Plan{Delete: []replicaset.Replica{c}}},
+		{"a broken replica first", "", in(2, nil, pending, b, c), del(pending)},
+		{"an available replica before a broken one", "deletion order:", in(2, nil, pending, b, c), del(b)},
+		{"a replica not available first", "", in(2, nil, down, b, c), del(down)},
+		{"an available replica before one not available", "deletion order:", in(2, nil, down, b, c), del(b)},
+		{"a replica in no listed zone first", "", in(4, ab, za0, za1, zb0, zb1, zx), del(zx)},
+		{"a listed zone before no listed zone", "deletion order:", in(4, ab, za0, za1, zb0, zb1, zx), del(za0)},
+		{"not available first inside its zone", "", in(3, ab, za0, za1, zb0, zb1), del(zb1)},
+		{"an available replica before one not available in its zone", "deletion order:", in(3, ab, za0, za1, zb0, zb1), del(zb0)},
+		{"not available compares only inside a zone", "", in(3, ab, za0, za1, zb0, zb1), del(za0)},
+	} {
+		t.Run(tc.name, func(t *testing.T) { expectCheck(t, tc.in, tc.plan, tc.want) })
+	}
+}
+
+// TestCheck_PlantedSurgeComing: "surge creates" counts the surge replicas
+// still coming up from earlier passes against the replicas left to
+// replace (in their zone, with zones), seen failing when a pass makes a
+// surge replica for a replica one is already coming for.
+func TestCheck_PlantedSurgeComing(t *testing.T) {
+	now := replicasettest.Now()
+	rep := func(name, rev, zone string) replicaset.Replica {
+		return replicaset.Replica{Name: name, UID: "uid-" + name, Phase: replicaset.PhaseRunning, Ready: true,
+			ReadySince: now.Add(-time.Hour), Revision: rev, Zone: zone}
+	}
+	n0, o0, o1 := rep("n0", "v2", "a"), rep("o0", "v1", "a"), rep("o1", "v1", "b")
+	n0.Ready = false // a surge replica made in an earlier pass, coming up
+	in := func(zones []string, rs ...replicaset.Replica) replicasettest.Input {
+		return replicasettest.Input{Spec: replicaset.Spec{Desired: 2, Revision: "v2", Zones: zones,
+			Strategy: replicaset.Strategy{MaxSurge: replicaset.Count(2)}}, Replicas: rs, Now: now}
+	}
+	unzoned := func(r replicaset.Replica) replicaset.Replica { r.Zone = ""; return r }
+	flat := in(nil, unzoned(n0), unzoned(o0), unzoned(o1))
+	zoned := in([]string{"a", "b"}, n0, o0, o1)
+	waits := []replicaset.Hold{{By: replicaset.HoldMaxUnavailable, Waiting: 2, Reason: "they wait"}}
+	for _, tc := range []struct {
+		name, want string
+		in         replicasettest.Input
+		plan       replicaset.Plan
+	}{
+		{"one more for the replica nothing comes for", "", flat, replicaset.Plan{Create: 1, Holds: waits}},
+		{"one for each replica, one already coming", "surge creates:", flat, replicaset.Plan{Create: 2, Holds: waits}},
+		{"zoned: one for the zone nothing comes for", "", zoned, replicaset.Plan{Create: 1, CreateZones: []string{"b"}, Holds: waits}},
+		{"zoned: one for each zone, one already coming", "surge creates:", zoned,
+			replicaset.Plan{Create: 2, CreateZones: []string{"a", "b"}, Holds: waits}},
+	} {
+		t.Run(tc.name, func(t *testing.T) { expectCheck(t, tc.in, tc.plan, tc.want) })
+	}
+}
+
+// TestInput_String: an Input renders its amounts as they are read and
+// its pointers by value, for rapid's failure output.
+func TestInput_String(t *testing.T) {
+	now := replicasettest.Now()
+	in := replicasettest.Input{
+		Spec: replicaset.Spec{Desired: 4, Strategy: replicaset.Strategy{MaxSurge: replicaset.Percent(25), MaxUnavailable: replicaset.Count(3)},
+			Lifecycle: &replicaset.Lifecycle{Timeout: time.Minute}, Remediation: &replicaset.Remediation{MaxFailures: 7}},
+		Replicas: []replicaset.Replica{{Name: "a", Preparing: &replicaset.Preparing{Hooks: []string{"drain"}},
+			Health: &replicaset.Health{Reason: "probe"}}},
+		Now: now,
+	}
+	s := fmt.Sprintf("%#v", in)
+	for _, want := range []string{"MaxSurge:25%", "MaxUnavailable:3", "Timeout:1m0s", "MaxFailures:7", "Hooks:[drain]", "Reason:probe"} {
+		if !strings.Contains(s, want) {
+			t.Errorf("%%#v of the input lacks %q:\n%s", want, s)
+		}
+	}
+	if strings.Contains(s, "0x") || s != in.String() {
+		t.Errorf("%%#v of the input shows a pointer, or differs from String:\n%s\n%s", s, in.String())
+	}
+}
+
+// TestCheck_LastAvailableWaitingInPlace: a replica waiting for its
+// in-place update counts on the wanted revision, serving (the package
+// documentation's In-place updates), so a scale-down may take the last
+// available replica made on it; one that cannot change in place does not.
+func TestCheck_LastAvailableWaitingInPlace(t *testing.T) {
+	now := replicasettest.Now()
+	rep := func(name, rev string, k replicaset.InPlace) replicaset.Replica {
+		return replicaset.Replica{Name: name, UID: "uid-" + name, Phase: replicaset.PhaseRunning, Ready: true,
+			ReadySince: now.Add(-time.Hour), Revision: rev, InPlace: k}
+	}
+	n0, o0 := rep("n0", "v2", replicaset.InPlaceNone), rep("o0", "v1", replicaset.InPlacePowerCycle)
+	in := func(o1 replicaset.Replica) replicasettest.Input {
+		return replicasettest.Input{Spec: replicaset.Spec{Desired: 2, Revision: "v2", MaxPerPass: 1,
+			Strategy: replicaset.Strategy{MaxUnavailable: replicaset.Count(1), Method: replicaset.UpdateInPlaceIfPossible}},
+			Replicas: []replicaset.Replica{n0, o0, o1}, Now: now}
+	}
+	plan := replicaset.Plan{Delete: []replicaset.Replica{n0}, Update: []replicaset.Update{{Replica: o0, PowerCycle: true}}, Deferred: 1}
+	expectCheck(t, in(rep("o1", "v1", replicaset.InPlacePowerCycle)), plan, "")
+	expectCheck(t, in(rep("o1", "v1", replicaset.InPlaceNone)), plan, "last available:")
 }

@@ -117,7 +117,10 @@ func (c *checker) holds() {
 // replicas on the wanted revision (those that have not left, are not
 // remediated (Replace) and are not preparing for a power cycle) unless
 // an available replica updated live in the pass (Update, not PowerCycle)
-// takes their place.
+// takes their place, or one waiting for its in-place update (one the
+// strategy updates in place, a rolling update not paused, that the pass
+// neither takes, updates nor prepares): the package documentation's
+// In-place updates count it on the wanted revision, serving as before.
 func (c *checker) lastAvailable() {
 	spec := &c.in.Spec
 	if spec.Revision == "" || c.k == 0 {
@@ -129,6 +132,12 @@ func (c *checker) lastAvailable() {
 	for _, u := range c.p.Update {
 		live[u.Replica.Name] = !u.PowerCycle
 	}
+	// A replica waiting for its in-place update (the per-pass cap or the
+	// budget defers it) is on the wanted revision from then on in the
+	// pass, serving as before (the package documentation's In-place
+	// updates), so it is one of the available replicas on it.
+	moved := setOf(slices.Concat(c.p.PrepareUpdate, updated(c.p.Update)))
+	waiting := spec.Strategy.Type != replicaset.OnDelete && !spec.Strategy.Paused
 	olds, before, after := 0, 0, 0
 	for i := range c.in.Replicas {
 		r := &c.in.Replicas[i]
@@ -137,7 +146,7 @@ func (c *checker) lastAvailable() {
 		}
 		if old(spec, r) {
 			olds++
-			if live[r.Name] && r.Available(spec.MinReady, c.in.Now) {
+			if (live[r.Name] || waiting && c.inPlaceable(r) && !taken[r.Name] && !moved[r.Name]) && r.Available(spec.MinReady, c.in.Now) {
 				after++
 			}
 		} else if r.Available(spec.MinReady, c.in.Now) {
@@ -167,7 +176,14 @@ func (c *checker) lastAvailable() {
 // does) and, with ZoneByZone, in the zone updated (see rollout), before
 // the pass's deletions or after them (a scale-down may take the last
 // replicas to replace of the zone updated, and the next zone's surge
-// comes at once).
+// comes at once). Surge replicas made in earlier passes that are still
+// coming up count against the replicas left in a listed zone: the known
+// live replicas made on the wanted revision (Revision is Spec.Revision,
+// not empty) not available (not preparing for a power cycle, remediated
+// or updated in place in the pass), each
+// against those left in its zone (in any listed zone with ZoneByZone,
+// and any replica without zones), none against those in no listed zone
+// nor below zero.
 func (c *checker) surgeCreates() {
 	spec := &c.in.Spec
 	if spec.Revision == "" || c.p.Create == 0 {
@@ -192,6 +208,8 @@ func (c *checker) surgeCreates() {
 	allOff := c.allBackingOff()
 	update, next := c.zoneUpdated(nil), c.zoneUpdated(setOf(slices.Concat(c.p.Delete, c.p.Prepare)))
 	left := len(c.p.Replace)
+	zoned := len(spec.Zones) > 0
+	toReplace, coming := map[string]int{}, map[string]int{} // by listed zone ("" without zones)
 	for i := range c.in.Replicas {
 		r := &c.in.Replicas[i]
 		switch {
@@ -201,13 +219,33 @@ func (c *checker) surgeCreates() {
 				left++
 			}
 		case moved[r.Name]:
-		case !old(spec, r) || r.Protected:
-		case !slices.Contains(spec.Zones, r.Zone):
+		case !old(spec, r):
+			if r.Revision == spec.Revision && !r.Available(spec.MinReady, c.in.Now) && (!zoned || slices.Contains(spec.Zones, r.Zone)) {
+				coming[r.Zone]++ // a surge replica on its way
+			}
+		case r.Protected:
+		case zoned && !slices.Contains(spec.Zones, r.Zone):
 			left++
-		case !allOff && c.backingOff(r.Zone):
-		case spec.Strategy.ZoneByZone && r.Zone != update && r.Zone != next:
+		case zoned && !allOff && c.backingOff(r.Zone):
+		case zoned && spec.Strategy.ZoneByZone && r.Zone != update && r.Zone != next:
 		default:
-			left++
+			toReplace[r.Zone]++
+		}
+	}
+	if !zoned || spec.Strategy.ZoneByZone {
+		// Without zones, and for a ZoneByZone rollout, a replica coming
+		// up anywhere is on its way for any replica left.
+		n, m := 0, 0
+		for _, k := range toReplace {
+			n += k
+		}
+		for _, k := range coming {
+			m += k
+		}
+		left += max(0, n-m)
+	} else {
+		for z, n := range toReplace {
+			left += max(0, n-coming[z])
 		}
 	}
 	if surge := c.p.Create - max(0, c.k-live); surge > left {
