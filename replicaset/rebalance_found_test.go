@@ -17,12 +17,8 @@ import (
 // brings the set to its count, and the same pass also creates the
 // rebalancing replica: 4 live for 3 desired, with no hold or deferral.
 //
-// Found by replicasettest.Check's "counting" rule, which for now allows
-// this pass (a Rebalance move the pass after a take-back) so that the
-// property tests stay green; this test states the documented behaviour
-// and is skipped until the planner or the documentation changes.
+// Found by replicasettest.Check's "counting" rule.
 func TestCompute_RebalanceWaitsForTakeBack(t *testing.T) {
-	t.Skip("planner violation, reported: a Rebalance create in the pass that takes a preparation back")
 	now := time.Date(2026, 12, 1, 9, 0, 0, 0, time.UTC)
 	rep := func(name, zone string) replicaset.Replica {
 		return replicaset.Replica{Name: name, UID: "uid-" + name, Phase: replicaset.PhaseRunning, Ready: true,

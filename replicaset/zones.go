@@ -153,7 +153,7 @@ func (ps *pass) rebalancing() bool {
 // zone or from a zone holding at least two more than the one created in.
 // Each move so found brings the zones strictly closer, so moves end.
 func (ps *pass) rebalance() {
-	if !ps.rebalancing() || ps.live != ps.desired || ps.gone > 0 || ps.p.Create > 0 || len(ps.chosen) > 0 {
+	if !ps.rebalancing() || ps.live != ps.desired || ps.gone > 0 || ps.p.Create > 0 || len(ps.chosen) > 0 || len(ps.back) > 0 {
 		return
 	}
 	stray := false

@@ -25,14 +25,9 @@ import "slices"
 // creates, and only as many as bring live to K: those taken back are
 // live again and no longer deleting: the count above is taken of live
 // plus them, which is at most K. With Spec.Rebalance, a pass whose live
-// known replicas are K (those taken back included) and none leaving but
-// those may land one above it, creating one replica to move (create
-// before delete). (Spec.Rebalance's documentation asks for the set to
-// be found at its count with nothing being deleted, so a move in the
-// pass that takes a preparation back is more than it allows; the
-// planner makes one, and replicaset's
-// TestCompute_RebalanceWaitsForTakeBack, skipped, states the documented
-// behaviour. The rule allows it until one of them changes.) Nothing is capped, short or held when the plan has no
+// known replicas are K, with none leaving and none taken back, may land
+// one above it, creating one replica to move (create before delete).
+// Nothing is capped, short or held when the plan has no
 // Holds, Deferred 0 and no Shortfall. A pass that replaces (Replace) is
 // left to the rules of remediation, whose replacements the surge bounds.
 //
@@ -83,7 +78,7 @@ func (c *checker) counting() {
 	case lb+db < c.k:
 		target = c.k - db
 	}
-	if spec.Rebalance && len(spec.Zones) > 0 && lb == c.k && gone == back && c.p.Create == 1 {
+	if spec.Rebalance && len(spec.Zones) > 0 && lb == c.k && gone == 0 && back == 0 && c.p.Create == 1 {
 		target++ // a move, create before delete (Spec.Rebalance)
 	}
 	after, added, taken := live+back+c.p.Create, back+c.p.Create, 0
