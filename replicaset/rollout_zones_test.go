@@ -95,16 +95,9 @@ func TestRollout_ZonesBalanced(t *testing.T) {
 			waiting := slices.ContainsFunc(p.Holds, func(h replicaset.Hold) bool { return h.By != replicaset.HoldPartition })
 			if pass >= 8 && p.IsZero() && len(p.Deleting) == 0 && !waiting {
 				c := tallyOf(spec, s.set)
-				per := map[string]int{}
-				for _, r := range s.set {
-					per[r.Zone]++
-				}
-				lo, hi := spec.Desired, 0
-				for _, z := range zones {
-					lo, hi = min(lo, per[z]), max(hi, per[z])
-				}
+				lo, hi := zoneSpread(s.set, zones, spec.Desired)
 				if c.live != spec.Desired || c.old > lim.Partition || hi-lo > 1 {
-					t.Fatalf("settled with %d live (desired %d), %d old, zones %v: %v", c.live, spec.Desired, c.old, per, p)
+					t.Fatalf("settled with %d live (desired %d), %d old, zones from %d to %d: %v", c.live, spec.Desired, c.old, lo, hi, p)
 				}
 				return
 			}
@@ -114,4 +107,18 @@ func TestRollout_ZonesBalanced(t *testing.T) {
 			s.applyZoned(t, spec, p)
 		}
 	})
+}
+
+// zoneSpread returns the fewest and the most replicas of set in any of
+// zones (the fewest starts at most, desired).
+func zoneSpread(set []replicaset.Replica, zones []string, most int) (lo, hi int) {
+	per := map[string]int{}
+	for _, r := range set {
+		per[r.Zone]++
+	}
+	lo = most
+	for _, z := range zones {
+		lo, hi = min(lo, per[z]), max(hi, per[z])
+	}
+	return lo, hi
 }

@@ -240,16 +240,9 @@ func TestUnreachable_PartitionsComeAndGo(t *testing.T) {
 			}
 			if p.IsZero() && len(p.Deleting) == 0 && len(p.Holds) == 0 && available(s.set) == len(s.set) {
 				c := tallyOf(spec, s.set)
-				per := map[string]int{}
-				for _, r := range s.set {
-					per[r.Zone]++
-				}
-				lo, hi := spec.Desired, 0
-				for _, z := range zones {
-					lo, hi = min(lo, per[z]), max(hi, per[z])
-				}
+				lo, hi := zoneSpread(s.set, zones, spec.Desired)
 				if c.live != spec.Desired || c.old > lim.Partition || (spec.Rebalance && hi-lo > 1) {
-					t.Fatalf("settled with %d live (desired %d), %d old, zones %v (rebalance %v): %v", c.live, spec.Desired, c.old, per, spec.Rebalance, p)
+					t.Fatalf("settled with %d live (desired %d), %d old, zones from %d to %d (rebalance %v): %v", c.live, spec.Desired, c.old, lo, hi, spec.Rebalance, p)
 				}
 				return
 			}
