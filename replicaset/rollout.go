@@ -47,7 +47,7 @@ func (ps *pass) replace() {
 	if need := ps.desired - lim.Partition - newLeft; need > 0 {
 		room := ps.surgeLeft()
 		capped := max(0, min(need, room, ps.limit-p.Create))
-		n := capped
+		var n int
 		if ps.zoned() {
 			n = ps.surgeRoom(capped)
 		} else {
