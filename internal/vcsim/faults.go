@@ -44,6 +44,10 @@ type Faults struct {
 	Methods []string
 	// Seed seeds the random source, for repeatable runs.
 	Seed uint64
+	// FailFirst makes the first call of one of Methods made while the
+	// probability is above zero fail whatever the draw, so that a short
+	// run meets at least one fault at every seed.
+	FailFirst bool
 	// Latency, if not nil, is the latency the gate plays; a call it delays
 	// is counted when it arrives, and a fault injected in it is answered
 	// after its round trip.
@@ -142,7 +146,7 @@ func (f *Faults) fail(w http.ResponseWriter, method string, body []byte) bool {
 		if f.rng == nil {
 			f.rng = rand.New(rand.NewPCG(f.Seed, f.Seed^0x9e3779b97f4a7c15))
 		}
-		hit = f.rng.Float64() < f.p
+		hit = f.rng.Float64() < f.p || f.FailFirst && f.p > 0 && f.injected.Load() == 0
 	}
 	f.mu.Unlock()
 	if !hit {

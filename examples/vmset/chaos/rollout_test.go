@@ -56,7 +56,7 @@ func rolloutRevert(t *seeded, e *testenv.Env, lag *faults.Lag) row {
 	begin := time.Now()
 	ctx := context.Background()
 	ns := namespace(t, e, "chaos-rollout")
-	vcf := &vcsim.Faults{Methods: vcFaults, Seed: t.seed}
+	vcf := &vcsim.Faults{Methods: vcFaults, Seed: t.seed, FailFirst: true}
 	sim := vcsimtest.StartFaulty(t, vcf)
 	if err := sim.AddCluster(ctx, vcsim.ThirdCluster); err != nil {
 		t.Fatal(err)

@@ -70,7 +70,7 @@ func (sc scenario) run(t *seeded, e *testenv.Env, n, cycles int) row {
 	var sim *vcsimtest.Sim
 	var vcf *vcsim.Faults
 	if sc.vcenter {
-		vcf = &vcsim.Faults{Methods: vcFaults, Seed: t.seed}
+		vcf = &vcsim.Faults{Methods: vcFaults, Seed: t.seed, FailFirst: true}
 		sim = vcsimtest.StartFaulty(t, vcf)
 	} else {
 		sim = vcsimtest.Start(t)
