@@ -26,6 +26,7 @@ func TestAllFeatures_Check(t *testing.T) { rapid.Check(t, allFeaturesCheck) }
 func allFeaturesCheck(t *rapid.T) {
 	in := replicasettest.Inputs().Draw(t, "input")
 	_, policy := replicagen.Policy(t)
+	in.Policy = policy
 	p, err := replicaset.Compute(in.Spec, in.Replicas, policy, in.Now)
 	if err != nil {
 		t.Fatalf("Compute of a valid input: %v", err)
@@ -298,7 +299,7 @@ func allFeaturesPasses(t *rapid.T) {
 	_, policy := replicagen.Policy(t)
 	pass := func(what string, i int) replicaset.Plan {
 		w.observe()
-		in := replicasettest.Input{Spec: w.spec, Replicas: w.set, Now: w.now}
+		in := replicasettest.Input{Spec: w.spec, Replicas: w.set, Now: w.now, Policy: policy}
 		p, err := replicaset.Compute(in.Spec, in.Replicas, policy, in.Now)
 		if err != nil {
 			t.Fatalf("%s pass %d: %v", what, i, err)

@@ -22,7 +22,7 @@ func checkedCompute(t fataler, spec replicaset.Spec, current []replicaset.Replic
 	if err != nil {
 		return p, err
 	}
-	if err := replicasettest.Check(replicasettest.Input{Spec: spec, Replicas: current, Now: now}, p); err != nil {
+	if err := replicasettest.Check(replicasettest.Input{Spec: spec, Replicas: current, Now: now, Policy: policy}, p); err != nil {
 		t.Fatalf("plan %v breaks an invariant:\n%v", p, err)
 	}
 	return p, nil

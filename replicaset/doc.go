@@ -81,7 +81,9 @@
 //     first);
 //
 // and everywhere name, then UID, so that the order is total and
-// reproducible. Tiers 3 and 4 are in the policy's order too. Protected
+// reproducible. Tier 3 takes its broken replicas first, then those not
+// available, then the rest, each in the policy's order; tier 4 is in the
+// policy's order too. Protected
 // replicas are never chosen; if protection leaves too few candidates,
 // Plan.Shortfall says how many short and why. A rollout walks the order
 // in stages (Rollouts below); with Spec.Rebalance, replicas still coming
@@ -164,7 +166,10 @@
 //     up to D − P of them, while live replicas plus those being deleted
 //     stay within D + S, and no more surge replicas coming up than
 //     replicas left to replace (none for a protected one, which no pass
-//     replaces); and deletes replicas on older revisions beyond P
+//     replaces; a replica coming up is one made on Spec.Revision and not
+//     yet available, never one moving onto it in place, which is itself
+//     one of those replaced), with zones as without; and deletes replicas
+//     on older revisions beyond P
 //     in the deletion order, none in a zone backing off (HoldZoneBackoff).
 //
 // Serving. A replica on an older revision that runs but is not seen

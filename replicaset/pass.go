@@ -30,6 +30,10 @@ const (
 	fFixed
 	// fMarked: marked for deletion.
 	fMarked
+	// fMoving: moving onto the wanted revision in place (with fNew): a
+	// power cycle under way, or updated or waiting in this pass. It is
+	// one of the replicas it replaces, never a replacement coming up.
+	fMoving
 	// fChosen: chosen to leave in this pass.
 	fChosen
 	// fLeaving: prepares to leave (Replica.Preparing) and is not taken
@@ -48,7 +52,7 @@ const (
 
 // counted are the flags the counts are made of (the lowest: see
 // countAll).
-const counted = fLive | fGone | fNew | fAvail | fServe | fFixed | fMarked
+const counted = fLive | fGone | fNew | fAvail | fServe | fFixed | fMarked | fMoving
 
 // counts are a pass's counts of its known replicas, kept by tally.
 type counts struct {
@@ -56,6 +60,7 @@ type counts struct {
 	marked              int // live, not fixed, marked for deletion
 	avail, serving      int // live and available, and live that may serve
 	onNew, newAvail     int // live on the wanted revision, and those available
+	coming              int // live on the wanted revision by their own, not yet available (comes)
 	old, oldCandidates  int // live on older revisions, and those not fixed
 	candidates, protect int // live and not fixed, and fixed
 }
@@ -68,8 +73,14 @@ type zoneTally struct {
 	occ    int // live replicas and those counted as being deleted
 	old    int // live, not fixed, on older revisions, not yet chosen
 	onNew  int // live on the wanted revision
-	coming int // live on the wanted revision, not yet available
+	coming int // coming up (comes)
 }
+
+// comes reports whether a replica of flags f is coming up: live, on the
+// wanted revision by its own (not moving onto it in place), and not yet
+// available. Such a replica is a replacement on its way, for the surge
+// and the zone picker alike.
+func comes(f flags) bool { return f&(fLive|fNew|fAvail|fMoving) == fLive|fNew }
 
 // pass is one call of Compute: its input, what it decided of each
 // replica, the one budget every action spends, and the plan it builds.
@@ -191,7 +202,7 @@ func (ps *pass) classify() {
 			f = fLive | fBack
 			ps.back = append(ps.back, i)
 		case r.Preparing.Update && ps.stillUpdates(r):
-			f = fLive | fCycling // the power cycle it prepares for, under way
+			f = fLive | fCycling | fMoving // the power cycle it prepares for, under way
 		case r.Preparing.Update:
 			// Rolled back, paused, another method, or no longer in place:
 			// taken back in this pass, whatever the rules would choose
@@ -316,6 +327,9 @@ func (ps *pass) tallyFlags(f flags, d int) {
 		if avail {
 			c.newAvail += d
 		}
+		if comes(f) {
+			c.coming += d
+		}
 		return
 	}
 	c.old += d
@@ -348,7 +362,7 @@ func (ps *pass) tallyZone(i int, f flags, d int) {
 		switch {
 		case onNew:
 			t.onNew += d
-			if f&fAvail == 0 {
+			if comes(f) {
 				t.coming += d
 			}
 		case !fixed:

@@ -54,7 +54,7 @@ func (ps *pass) replace() {
 			// One for each replica left to replace, less the new ones
 			// coming up for them already (as surgeRoom): none for a
 			// protected one, which no pass replaces.
-			n = min(capped, max(0, ps.oldCandidates-(ps.old-oldLeft)-ps.comingUp()))
+			n = min(capped, max(0, ps.oldCandidates-(ps.old-oldLeft)-ps.coming))
 		}
 		ps.create(n)
 		switch {
@@ -192,19 +192,6 @@ func (ps *pass) surgeRoom(n int) int {
 		}
 	}
 	return min(n, room)
-}
-
-// comingUp counts the live replicas made on the wanted revision that are
-// not available yet: surge replicas on their way. Those moving onto it in
-// place are not: each is one of the replicas it replaces.
-func (ps *pass) comingUp() int {
-	n := 0
-	for i, f := range ps.fl[:len(ps.cur)] {
-		if f&(fLive|fNew|fAvail|fCycling) == fLive|fNew && ps.cur[i].Revision == ps.spec.Revision {
-			n++
-		}
-	}
-	return n
 }
 
 // replaceable reports whether the replicas on older revisions in zone z

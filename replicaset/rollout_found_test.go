@@ -195,3 +195,31 @@ func TestCompute_NoSurgeForProtectedOldOverPasses(t *testing.T) {
 		t.Fatalf("second pass %v: b-0 is coming up for a-2, the only replica left to replace; want no create", p)
 	}
 }
+
+// TestCompute_CyclingIsNoReplacement: a replica power-cycling onto the
+// wanted revision is one of the replicas it replaces, not a replacement
+// coming up for another, with zones as without: a set of 2 on A, one
+// cycling in place and one that cannot be updated in place, makes the
+// surge replica for the second in both. The zoned picker counted the
+// cycling replica as coming up and made none until the cycle ended.
+func TestCompute_CyclingIsNoReplacement(t *testing.T) {
+	for _, zones := range [][]string{nil, {"z1"}} {
+		set := on("a", "A", 2)
+		for i := range set {
+			set[i].Zone = "z1"
+		}
+		set[0].InPlace = replicaset.InPlacePowerCycle
+		set[0].Preparing = &replicaset.Preparing{Since: replicagen.Now(), Update: true}
+		set[1].InPlace = replicaset.InPlaceNone
+		spec := replicaset.Spec{Desired: 2, Revision: "B", Zones: zones, Lifecycle: &replicaset.Lifecycle{},
+			Strategy: replicaset.Strategy{Method: replicaset.UpdateInPlaceIfPossible,
+				MaxSurge: replicaset.Count(1), MaxUnavailable: replicaset.Count(1)}}
+		p, err := replicaset.Compute(spec, set, deletionpolicy.HighestOrdinal{}, replicagen.Now())
+		if err != nil {
+			t.Fatal(err)
+		}
+		if p.Create != 1 {
+			t.Errorf("zones %v: plan %v: want the surge replica for a-1 (a-0 cycling is no replacement for it)", zones, p)
+		}
+	}
+}

@@ -96,12 +96,12 @@ func (ps *pass) create(n int) {
 // create: the zone with the fewest replicas on the wanted revision (all
 // live replicas, in a set without revisions), skipping zones backing off;
 // on a tie, the zone with the most replicas on older revisions that no
-// replacement is on its way for (a replica on the wanted revision not yet
-// available is one), so that zones keep the shares they had, and in a set
-// without revisions the zone with the fewest replicas coming up; then the
-// zone with the fewest replicas of any revision, counting those being
-// deleted (a VM being destroyed holds its place until it is gone); then
-// the earlier listed. Once replicas on older revisions are gone, only
+// replacement is on its way for (a replica coming up is one: comes), so
+// that zones keep the shares they had, and in a set without revisions
+// the zone with the fewest replicas coming up; then the zone with the
+// fewest replicas of any revision, counting those being deleted (a VM
+// being destroyed holds its place until it is gone); then the earlier
+// listed. Once replicas on older revisions are gone, only
 // replicas on the wanted revision are left: placing by them is what ends
 // a rollout with its zones within one of each other, wherever the
 // replaced replicas were.

@@ -137,13 +137,17 @@ import (
 //     while a replica ranked strictly earlier by the tiers of the package
 //     documentation's Deletion order stays and could have been taken
 //     (known, live, not protected, not preparing, not otherwise acted
-//     on): marked for deletion; with zones, in no listed zone; broken
+//     on): marked for deletion; with zones, in no listed zone (inside
+//     it broken, then not available, then the rest); broken
 //     (PhasePending or PhaseFailed; PhaseFailed only when Spec.Rebalance
 //     applies, with zones listed and none unreachable); then, unless
 //     Spec.Rebalance applies, not available, compared with Spec.Zones
 //     only inside one zone. When Spec.Rebalance applies and the
 //     available replicas that stay are K or fewer, no available one could
-//     have been taken. The policy's rank, name and UID are not stated.
+//     have been taken. With Input.Policy, inside a tier (with zones and
+//     from broken on, inside one zone) no replica is taken while one
+//     ranked strictly earlier by the policy's rank, then name, then UID
+//     stays and could have been taken.
 //
 // The bounds are stated of the known replicas (those not in a zone of
 // Spec.Unreachable), with the desired count K = max(0, D − u) +

@@ -303,6 +303,12 @@ func TestCheck_PlantedDeletionOrder(t *testing.T) {
 	zb1.Ready = false
 	protectedMarked := a
 	protectedMarked.Protected = true
+	unlisted := func(r replicaset.Replica) replicaset.Replica { r.Zone = "x"; return r }
+	// The policy (the newest first) ranks newest and newZb before the
+	// rest, which tie, and go by name.
+	newest, newZb := rep("newest", ""), rep("newZb", "b")
+	newest.CreatedAt, newZb.CreatedAt = now, now
+	ranked := func(in replicasettest.Input) replicasettest.Input { in.Policy = newestFirst{}; return in }
 	in := func(desired int, zones []string, rs ...replicaset.Replica) replicasettest.Input {
 		return replicasettest.Input{Spec: replicaset.Spec{Desired: desired, Zones: zones}, Replicas: rs, Now: now}
 	}
@@ -326,6 +332,13 @@ func TestCheck_PlantedDeletionOrder(t *testing.T) {
 		{"not available first inside its zone", "", in(3, ab, za0, za1, zb0, zb1), del(zb1)},
 		{"an available replica before one not available in its zone", "deletion order:", in(3, ab, za0, za1, zb0, zb1), del(zb0)},
 		{"not available compares only inside a zone", "", in(3, ab, za0, za1, zb0, zb1), del(za0)},
+		{"broken first in no listed zone", "", in(3, ab, za0, zb0, unlisted(pending), zx), del(unlisted(pending))},
+		{"an available replica before a broken one in no listed zone", "deletion order:", in(3, ab, za0, zb0, unlisted(pending), zx), del(zx)},
+		{"the policy's order inside a tier", "", ranked(in(2, nil, b, c, newest)), del(newest)},
+		{"against the policy's order inside a tier", "deletion order:", ranked(in(2, nil, b, c, newest)), del(b)},
+		{"by name on a tie", "deletion order:", ranked(in(1, nil, b, c)), del(c)},
+		{"the policy's order compares only inside a zone", "", ranked(in(3, ab, za0, za1, zb0, newZb)), del(za0)},
+		{"against the policy's order inside a zone", "deletion order:", ranked(in(2, ab, za0, zb0, newZb)), del(zb0)},
 	} {
 		t.Run(tc.name, func(t *testing.T) { expectCheck(t, tc.in, tc.plan, tc.want) })
 	}
@@ -407,4 +420,12 @@ func TestCheck_LastAvailableWaitingInPlace(t *testing.T) {
 	plan := replicaset.Plan{Delete: []replicaset.Replica{n0}, Update: []replicaset.Update{{Replica: o0, PowerCycle: true}}, Deferred: 1}
 	expectCheck(t, in(rep("o1", "v1", replicaset.InPlacePowerCycle)), plan, "")
 	expectCheck(t, in(rep("o1", "v1", replicaset.InPlaceNone)), plan, "last available:")
+}
+
+// newestFirst is a deletion policy for the planted tests: the latest
+// created first.
+type newestFirst struct{}
+
+func (newestFirst) Rank(r replicaset.Replica, _ replicaset.Env) replicaset.Rank {
+	return replicaset.Rank{-r.CreatedAt.Unix()}
 }

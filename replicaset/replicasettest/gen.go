@@ -23,6 +23,10 @@ type Input struct {
 	Replicas []replicaset.Replica
 	// Now is the time of the pass.
 	Now time.Time
+	// Policy is the deletion policy the pass consults, or nil. With it,
+	// Check also states the order inside each tier of a scale-down: the
+	// policy's rank, then name, then UID.
+	Policy replicaset.Ranker
 }
 
 // Inputs generates an Input: a Spec, up to 12 Replicas, and Now.

@@ -27,12 +27,22 @@ func (c *checker) rebalancing() bool {
 // tier returns r's tier in the deletion order.
 func (c *checker) tier(r *replicaset.Replica) int {
 	spec := &c.in.Spec
-	rebalance := c.rebalancing()
 	switch {
 	case r.MarkedForDeletion:
 		return tierMarked
 	case len(spec.Zones) > 0 && !slices.Contains(spec.Zones, r.Zone):
 		return tierUnlisted
+	}
+	return c.health(r)
+}
+
+// health returns the tier r would be in by its health alone: broken, not
+// available, or the rest. Replicas in no listed zone are taken in this
+// order too, inside their tier.
+func (c *checker) health(r *replicaset.Replica) int {
+	spec := &c.in.Spec
+	rebalance := c.rebalancing()
+	switch {
 	case r.Phase == replicaset.PhaseFailed || r.Phase == replicaset.PhasePending && !rebalance:
 		return tierBroken
 	case !rebalance && !r.Available(spec.MinReady, c.in.Now):
@@ -54,11 +64,15 @@ func (c *checker) tier(r *replicaset.Replica) int {
 // by zone like the rest, PhaseFailed only); then, unless Spec.Rebalance
 // applies, not available before available, which with Spec.Zones
 // compares only replicas of one zone (the zones are walked from the
-// fullest). Spec.Rebalance applies with zones listed and none
+// fullest); inside the tier of replicas in no listed zone, broken ones
+// first, then those not available (as above). Spec.Rebalance applies with zones listed and none
 // unreachable; then no scale-down takes the available replicas below the
 // desired count, so while the available replicas that stay are K or
 // fewer, none of them counts as one that could have been taken. The
-// policy's rank, name and UID inside a tier are not stated.
+// With Input.Policy, the order inside a tier is stated too: no replica
+// is taken while one of its tier (with Spec.Zones, in a listed zone, of
+// its zone) ranked strictly earlier by the policy's rank, then name, then
+// UID stays and could have been taken.
 func (c *checker) deletionOrder() {
 	if c.rolloutInProgress() {
 		return
@@ -109,8 +123,33 @@ func (c *checker) deletionOrder() {
 				c.fail("deletion order", "%q (%s) is taken while %q (%s) stays", t.Name, tierNames[tt], e.Name, tierNames[te])
 				break
 			}
+			if te != tt || te >= tierBroken && zoned && e.Zone != t.Zone {
+				continue
+			}
+			if te == tierUnlisted && c.health(e) < c.health(t) {
+				c.fail("deletion order", "%q (%s, %s) is taken while %q (%s, %s) stays",
+					t.Name, tierNames[tt], tierNames[c.health(t)], e.Name, tierNames[te], tierNames[c.health(e)])
+				break
+			}
+			if (te != tierUnlisted || c.health(e) == c.health(t)) && c.rankedBefore(e, t) {
+				c.fail("deletion order", "%q (%s) is taken while %q, of its tier and ranked before it, stays", t.Name, tierNames[tt], e.Name)
+				break
+			}
 		}
 	}
+}
+
+// rankedBefore reports whether Input.Policy ranks a strictly before b,
+// then by name, then by UID; false without a policy.
+func (c *checker) rankedBefore(a, b *replicaset.Replica) bool {
+	if c.in.Policy == nil {
+		return false
+	}
+	env := replicaset.Env{Now: c.in.Now, MinReady: c.in.Spec.MinReady, Seed: c.in.Spec.Seed}
+	if r := c.in.Policy.Rank(*a, env).Compare(c.in.Policy.Rank(*b, env)); r != 0 {
+		return r < 0
+	}
+	return a.Name < b.Name || a.Name == b.Name && a.UID < b.UID
 }
 
 var tierNames = [...]string{tierMarked: "marked", tierUnlisted: "in no listed zone", tierBroken: "broken",
