@@ -21,6 +21,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/controller"
 	"sigs.k8s.io/controller-runtime/pkg/event"
 	"sigs.k8s.io/controller-runtime/pkg/handler"
+	"sigs.k8s.io/controller-runtime/pkg/log"
 	"sigs.k8s.io/controller-runtime/pkg/metrics"
 	"sigs.k8s.io/controller-runtime/pkg/predicate"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
@@ -307,6 +308,9 @@ func (r *Reconciler[O, C]) ownersOfOrphan(ctx context.Context, c client.Object) 
 		l := r.owner.newList()
 		if err := r.Cache.List(ctx, l, client.InNamespace(c.GetNamespace()),
 			client.MatchingFields{r.ownerIndex(): key}, client.UnsafeDisableDeepCopy); err != nil {
+			// An event handler returns no error: say so, and the orphan
+			// waits for its owner's next event.
+			log.FromContext(ctx).Error(err, "listing the owners that may adopt an orphan", "child", client.ObjectKeyFromObject(c), "index", key)
 			continue
 		}
 		_ = forEachObject(l, func(obj client.Object) {
