@@ -28,7 +28,11 @@ import (
 //     within the per-pass cap (Spec.MaxPerPass, DefaultMaxPerPass when
 //     zero); with Spec.Zones every create has a listed zone, never one
 //     that backs off (History.ZoneBackoff) while a listed zone that
-//     answers does not; without them none has.
+//     answers does not; without them none has. With no Holds, Deferred
+//     is above zero only when something reached the cap (Create; Delete,
+//     Prepare and Replace together; Update and PrepareUpdate together),
+//     with Spec.Rebalance (deletes held until replicas come up), or when
+//     every listed zone is unreachable (creates wait for one).
 //   - "protected": no protected replica is in Delete, Prepare, Update or
 //     PrepareUpdate.
 //   - "hooks": without Spec.Lifecycle, Prepare and PrepareUpdate are
@@ -147,7 +151,8 @@ import (
 //     have been taken. With Input.Policy, inside a tier (with zones and
 //     from broken on, inside one zone) no replica is taken while one
 //     ranked strictly earlier by the policy's rank, then name, then UID
-//     stays and could have been taken.
+//     stays and could have been taken. Delete and Prepare each list the
+//     replicas so taken in that order.
 //
 // The bounds are stated of the known replicas (those not in a zone of
 // Spec.Unreachable), with the desired count K = max(0, D − u) +
@@ -318,6 +323,15 @@ func (c *checker) caps() {
 		}
 	}
 	zones := c.in.Spec.Zones
+	if c.p.Deferred > 0 && len(c.p.Holds) == 0 { // a hold may take what the cap left
+		deletes := len(setOf(slices.Concat(c.p.Delete, c.p.Prepare, c.p.Replace)))
+		updates := len(c.p.Update) + len(c.p.PrepareUpdate)
+		allUnreachable := len(zones) > 0 && !slices.ContainsFunc(zones, func(z string) bool { return !slices.Contains(c.in.Spec.Unreachable, z) })
+		if c.p.Create < limit && deletes < limit && updates < limit && !(c.in.Spec.Rebalance && len(zones) > 0) && !allUnreachable {
+			c.fail("caps", "Deferred is %d, yet nothing reached the per-pass cap %d (%d creates, %d deletes, %d updates in place)",
+				c.p.Deferred, limit, c.p.Create, deletes, updates)
+		}
+	}
 	switch {
 	case len(zones) > 0 && len(c.p.CreateZones) != c.p.Create:
 		c.fail("caps", "%d creates, %d zones (CreateZones %v)", c.p.Create, len(c.p.CreateZones), c.p.CreateZones)

@@ -252,6 +252,7 @@ func TestCheck_PlantedCounting(t *testing.T) {
 		return replicasettest.Input{Spec: s, Replicas: rs, Now: now}
 	}
 	none := func(*replicaset.Spec) {}
+	capped := func(s *replicaset.Spec) { s.MaxPerPass = 1 }
 	hooks := func(s *replicaset.Spec) { s.Lifecycle = &replicaset.Lifecycle{} }
 	replaceDeleting := func(s *replicaset.Spec) { s.ReplaceDeleting = true }
 	held := replicaset.Plan{Create: 50, Holds: []replicaset.Hold{{By: replicaset.HoldMaxSurge, Waiting: 1, Reason: "x"}}}
@@ -263,7 +264,9 @@ func TestCheck_PlantedCounting(t *testing.T) {
 		{"settled", "", in(3, none, a, b, c), replicaset.Plan{}},
 		{"a scale-up", "", in(5, none, a, b, c), replicaset.Plan{Create: 2}},
 		{"a scale-up short of the count", "counting:", in(5, none, a, b, c), replicaset.Plan{Create: 1}},
-		{"a scale-up capped", "", in(5, none, a, b, c), replicaset.Plan{Create: 1, Deferred: 1}},
+		{"a scale-up capped", "", in(5, capped, a, b, c), replicaset.Plan{Create: 1, Deferred: 1}},
+		{"a scale-up deferred under the cap", "caps:", in(5, none, a, b, c), replicaset.Plan{Create: 1, Deferred: 1}},
+		{"a create dropped under the cap", "caps:", in(5, capped, a, b, c), replicaset.Plan{Deferred: 1}},
 		{"fifty creates", "counting:", in(3, none, a, b, c), replicaset.Plan{Create: 50}},
 		{"fifty creates, held", "counting:", in(3, none, a, b, c), held},
 		{"a replica being deleted counts", "", in(3, none, a, b, gone), replicaset.Plan{Deleting: []replicaset.Replica{gone}}},
@@ -339,6 +342,10 @@ func TestCheck_PlantedDeletionOrder(t *testing.T) {
 		{"by name on a tie", "deletion order:", ranked(in(1, nil, b, c)), del(c)},
 		{"the policy's order compares only inside a zone", "", ranked(in(3, ab, za0, za1, zb0, newZb)), del(za0)},
 		{"against the policy's order inside a zone", "deletion order:", ranked(in(2, ab, za0, zb0, newZb)), del(zb0)},
+		{"listed in the order", "", ranked(in(1, nil, down, b, newest)), del(down, newest)},
+		{"listed against the tiers", "deletion order:", in(1, nil, down, b, newest), del(newest, down)},
+		{"listed against the policy's order", "deletion order:", ranked(in(1, nil, down, b, newest)), del(down, b)},
+		{"listed against the policy's order, same replicas", "deletion order:", ranked(in(0, nil, b, newest)), del(b, newest)},
 	} {
 		t.Run(tc.name, func(t *testing.T) { expectCheck(t, tc.in, tc.plan, tc.want) })
 	}

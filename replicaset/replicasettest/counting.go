@@ -1,6 +1,9 @@
 package replicasettest
 
-import "slices"
+import (
+	"fmt"
+	"slices"
+)
 
 // counting states the package documentation's Counting invariant: with
 // nothing capped, short or held, the plan lands on the desired count.
@@ -88,19 +91,20 @@ func (c *checker) counting() {
 			taken++
 		}
 	}
+	pass := fmt.Sprintf("%d live known replicas (%d being deleted) → %d after the pass (%d created, %d taken back, %d leaving)",
+		live, deleting, after, c.p.Create, back, taken)
 	if after > max(lb, target) || after < min(lb, target) {
-		c.fail("counting", "%d live known replicas (%d deleting) → %d after %d creates and take-backs and %d leaving; the desired count %d lands on %d",
-			live, deleting, after, added, taken, c.k, target)
+		c.fail("counting", "%s; the desired count %d lands on %d", pass, c.k, target)
 	}
 	if added > 0 && taken > 0 {
-		c.fail("counting", "%d creates and take-backs and %d leaving in one pass outside a rollout", added, taken)
+		c.fail("counting", "%d created or taken back and %d leaving in one pass outside a rollout", added, taken)
 	}
 	if len(c.p.Holds) > 0 || c.p.Deferred > 0 || c.p.Shortfall.Count > 0 {
 		return // capped, short or held
 	}
 	if after != target {
-		c.fail("counting", "nothing capped, short or held, yet %d live known replicas (%d deleting) → %d after %d creates and take-backs and %d leaving, not the %d the desired count %d lands on",
-			live, deleting, after, added, taken, target, c.k)
+		c.fail("counting", "nothing capped, short or held, yet %s, not the %d the desired count %d lands on: %s",
+			pass, target, c.k, map[bool]string{true: "a create is missing", false: "a replica leaves too many"}[after < target])
 	}
 }
 

@@ -16,7 +16,8 @@ import (
 //
 //	rapid.Check(t, func(t *rapid.T) {
 //		in := replicasettest.Inputs().Draw(t, "input")
-//		plan, err := replicaset.Compute(in.Spec, in.Replicas, policy, in.Now)
+//		in.Policy = policy // so Check states the order inside each tier
+//		plan, err := replicaset.Compute(in.Spec, in.Replicas, in.Policy, in.Now)
 //		if err != nil {
 //			t.Fatal(err)
 //		}
@@ -28,7 +29,8 @@ func ExampleCheck() {
 	broken := 0
 	for seed := range 100 {
 		in := replicasettest.Inputs().Example(seed)
-		plan, err := replicaset.Compute(in.Spec, in.Replicas, deletionpolicy.Oldest{}, in.Now)
+		in.Policy = deletionpolicy.Oldest{}
+		plan, err := replicaset.Compute(in.Spec, in.Replicas, in.Policy, in.Now)
 		if err != nil {
 			fmt.Println("a drawn input is invalid:", err)
 			return

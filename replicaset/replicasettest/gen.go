@@ -14,8 +14,8 @@ import (
 // lie around it, before and after.
 func Now() time.Time { return time.Date(2026, 11, 30, 12, 0, 0, 0, time.UTC) }
 
-// Input is one input of replicaset.Compute, apart from the deletion
-// policy: what Check judges a plan against.
+// Input is one input of replicaset.Compute: what Check judges a plan
+// against.
 type Input struct {
 	// Spec is what the owner asks for.
 	Spec replicaset.Spec
@@ -23,13 +23,17 @@ type Input struct {
 	Replicas []replicaset.Replica
 	// Now is the time of the pass.
 	Now time.Time
-	// Policy is the deletion policy the pass consults, or nil. With it,
+	// Policy is the deletion policy given to Compute, or nil. With it,
 	// Check also states the order inside each tier of a scale-down: the
-	// policy's rank, then name, then UID.
+	// policy's rank (with the Env Compute gives it: Now, Spec.MinReady
+	// and Spec.Seed), then name, then UID. It must be the policy the plan
+	// was computed with: another one's order reads as a broken "deletion
+	// order". Inputs leaves it nil.
 	Policy replicaset.Ranker
 }
 
-// Inputs generates an Input: a Spec, up to 12 Replicas, and Now.
+// Inputs generates an Input: a Spec, up to 12 Replicas, and Now; its
+// Policy is nil, for the test to set to the policy it plans with.
 func Inputs() *rapid.Generator[Input] {
 	return rapid.Custom(func(t *rapid.T) Input {
 		return Input{Spec: Spec().Draw(t, "spec"), Replicas: Replicas(12).Draw(t, "replicas"), Now: Now()}
@@ -169,9 +173,11 @@ func Replicas(max int) *rapid.Generator[[]replicaset.Replica] {
 }
 
 // Replica generates one replica named after id, with every field drawn:
-// deleting, marked, protected, each Phase, ready or not and since when,
-// launch gated or not, on no revision, an older one or a wanted one, in
-// a zone listed, unlisted, unreachable or none, with a Health (nil,
+// when it was created, deleting, marked, protected, a deletion cost of
+// −1, 0 or 1, an ordinal (id) or none, each Phase, ready or not and
+// since when, launch gated or not, on no revision, an older one or a
+// wanted one, in a zone listed, unlisted, unreachable or none, with a
+// Health (nil,
 // healthy, unhealthy after being healthy with its Since, never healthy
 // with its Started, restarted, opted out, asked for), a Preparing (nil,
 // or since a time before Now with zero to two hooks, for an update or

@@ -1,6 +1,7 @@
 package replicasettest
 
 import (
+	"fmt"
 	"slices"
 
 	"github.com/replicakit/replicakit/replicaset"
@@ -72,7 +73,8 @@ func (c *checker) health(r *replicaset.Replica) int {
 // With Input.Policy, the order inside a tier is stated too: no replica
 // is taken while one of its tier (with Spec.Zones, in a listed zone, of
 // its zone) ranked strictly earlier by the policy's rank, then name, then
-// UID stays and could have been taken.
+// UID stays and could have been taken. Delete and Prepare each list the
+// replicas so taken in that order.
 func (c *checker) deletionOrder() {
 	if c.rolloutInProgress() {
 		return
@@ -114,29 +116,53 @@ func (c *checker) deletionOrder() {
 			stay = slices.DeleteFunc(stay, func(r *replicaset.Replica) bool { return r.Available(c.in.Spec.MinReady, c.in.Now) })
 		}
 	}
-	zoned := len(c.in.Spec.Zones) > 0
 	for _, t := range chosen {
-		tt := c.tier(t)
 		for _, e := range stay {
-			te := c.tier(e)
-			if te < tt && (te < tierUnavailable || !zoned || e.Zone == t.Zone) {
-				c.fail("deletion order", "%q (%s) is taken while %q (%s) stays", t.Name, tierNames[tt], e.Name, tierNames[te])
-				break
-			}
-			if te != tt || te >= tierBroken && zoned && e.Zone != t.Zone {
-				continue
-			}
-			if te == tierUnlisted && c.health(e) < c.health(t) {
-				c.fail("deletion order", "%q (%s, %s) is taken while %q (%s, %s) stays",
-					t.Name, tierNames[tt], tierNames[c.health(t)], e.Name, tierNames[te], tierNames[c.health(e)])
-				break
-			}
-			if (te != tierUnlisted || c.health(e) == c.health(t)) && c.rankedBefore(e, t) {
-				c.fail("deletion order", "%q (%s) is taken while %q, of its tier and ranked before it, stays", t.Name, tierNames[tt], e.Name)
+			if why := c.before(e, t); why != "" {
+				c.fail("deletion order", "%q is taken while %q stays: %s", t.Name, e.Name, why)
 				break
 			}
 		}
 	}
+	// Delete and Prepare each list the replicas chosen in the order.
+	isChosen := map[string]bool{}
+	for _, r := range chosen {
+		isChosen[r.Name] = true
+	}
+	for _, list := range [][]replicaset.Replica{c.p.Delete, c.p.Prepare} {
+		var seq []*replicaset.Replica
+		for _, r := range list {
+			if isChosen[r.Name] {
+				seq = append(seq, c.byName[r.Name])
+			}
+		}
+		for i, t := range seq {
+			for _, e := range seq[i+1:] {
+				if why := c.before(e, t); why != "" {
+					c.fail("deletion order", "%q is listed before %q: %s", t.Name, e.Name, why)
+				}
+			}
+		}
+	}
+}
+
+// before says why the deletion order takes e before t, or "" when it
+// does not (or does not say: another zone's replicas from the broken tier
+// on, with zones).
+func (c *checker) before(e, t *replicaset.Replica) string {
+	zoned := len(c.in.Spec.Zones) > 0
+	te, tt := c.tier(e), c.tier(t)
+	switch {
+	case te < tt && (te < tierUnavailable || !zoned || e.Zone == t.Zone):
+		return fmt.Sprintf("%s before %s", tierNames[te], tierNames[tt])
+	case te != tt || te >= tierBroken && zoned && e.Zone != t.Zone:
+		return ""
+	case te == tierUnlisted && c.health(e) < c.health(t):
+		return fmt.Sprintf("%s, %s before %s, %s", tierNames[te], tierNames[c.health(e)], tierNames[tt], tierNames[c.health(t)])
+	case (te != tierUnlisted || c.health(e) == c.health(t)) && c.rankedBefore(e, t):
+		return fmt.Sprintf("both %s, and the policy ranks %q first", tierNames[te], e.Name)
+	}
+	return ""
 }
 
 // rankedBefore reports whether Input.Policy ranks a strictly before b,
