@@ -101,7 +101,7 @@ func (ps *pass) release(dels []int, updates []Update) {
 		}
 	}
 	if ps.spec.Lifecycle == nil {
-		p.Delete = ps.replicas(dels)
+		p.Delete = ps.replicasInto(p.Delete, dels)
 		p.Update = updates
 		return
 	}
@@ -188,15 +188,21 @@ func admit(p *Plan, r *Replica) bool {
 }
 
 // replicas returns the replicas at the indexes is.
-func (ps *pass) replicas(is []int) []Replica {
+func (ps *pass) replicas(is []int) []Replica { return ps.replicasInto(nil, is) }
+
+// replicasInto is replicas in dst's memory when it has room for them.
+func (ps *pass) replicasInto(dst []Replica, is []int) []Replica {
 	if len(is) == 0 {
 		return nil
 	}
-	out := make([]Replica, len(is))
-	for k, i := range is {
-		out[k] = ps.cur[i]
+	if cap(dst) < len(is) {
+		dst = make([]Replica, len(is))
 	}
-	return out
+	dst = dst[:len(is)]
+	for k, i := range is {
+		dst[k] = ps.cur[i]
+	}
+	return dst
 }
 
 // Drain plans one pass of the owner's own deletion: every replica leaves,

@@ -51,6 +51,14 @@ func (ps *pass) scaleDown(want int) {
 	}
 	room := max(0, ps.limit-ps.deletes)
 	n := min(want, room)
+	if ps.spec.Lifecycle == nil {
+		// Plan.Delete is made now, before the walk, for release to fill:
+		// a collection its allocation starts then marks while the walk
+		// sorts, not while the list is filled, whose every pointer would
+		// pass a write barrier. Made at release, a 50,000-replica
+		// scale-down took 1.35 times as long (BenchmarkCompute, nocap).
+		p.Delete = make([]Replica, 0, n+len(ps.replaced))
+	}
 	guarded := ps.inRollout() // its bounds apply
 	oldLeft, oldCandidatesLeft, newAvailLeft := ps.old, ps.oldCandidates, ps.newAvail
 	var byBudget, byServing, byLast, byRollout bool // why candidates were passed over
