@@ -5,6 +5,8 @@ import (
 	"fmt"
 
 	"github.com/vmware/govmomi/find"
+	"github.com/vmware/govmomi/object"
+	"github.com/vmware/govmomi/simulator"
 	"github.com/vmware/govmomi/vim25/types"
 
 	"github.com/replicakit/replicakit/vmprovider"
@@ -49,11 +51,52 @@ func (s *Sim) AddCluster(ctx context.Context, name string) error {
 		return fmt.Errorf("vcsim: create cluster %s: %w", name, err)
 	}
 	task, err := cluster.AddHost(ctx, types.HostConnectSpec{HostName: name + "_H0", UserName: "root", Password: "secret"}, true, nil, nil)
+	var info *types.TaskInfo
+	if err == nil {
+		info, err = task.WaitForResult(ctx)
+	}
+	if err != nil {
+		return fmt.Errorf("vcsim: add a host to %s: %w", name, err)
+	}
+	// The host sees the datastore the provider clones to, as the model's
+	// hosts do, and vCenter lists it on the cluster too
+	// (ClusterComputeResource.datastore); the simulator adds a host with
+	// no datastore, and its PlaceVm panics on a cluster without one.
+	hostRef, ok := info.Result.(types.ManagedObjectReference)
+	if !ok {
+		return fmt.Errorf("vcsim: add a host to %s: the task returned %T", name, info.Result)
+	}
+	ds, err := find.NewFinder(vc, false).Datastore(ctx, "/DC0/datastore/"+s.Config().Datastore)
+	if err != nil {
+		return fmt.Errorf("vcsim: find the datastore for %s: %w", name, err)
+	}
+	m := s.Model.Map()
+	host, hok := m.Get(hostRef).(*simulator.HostSystem)
+	cl, cok := m.Get(cluster.Reference()).(*simulator.ClusterComputeResource)
+	if !hok || !cok {
+		return fmt.Errorf("vcsim: cluster %s or its host not in the simulator", name)
+	}
+	sc := &simulator.Context{Context: ctx, Map: m}
+	m.WithLock(sc, host, func() { host.Datastore = append(host.Datastore, ds.Reference()) })
+	m.WithLock(sc, cl, func() { cl.Datastore = append(cl.Datastore, ds.Reference()) })
+	// The template's network adapter is on the distributed switch's port
+	// group: the host joins the switch, as an administrator adds a new
+	// host to it, so that a clone placed on the host can keep it.
+	net, err := find.NewFinder(vc, false).Network(ctx, "/DC0/network/DVS0")
+	if err != nil {
+		return fmt.Errorf("vcsim: find the distributed switch: %w", err)
+	}
+	dvs, ok := net.(*object.DistributedVirtualSwitch)
+	if !ok {
+		return fmt.Errorf("vcsim: /DC0/network/DVS0 is a %T, not a distributed switch", net)
+	}
+	task, err = dvs.Reconfigure(ctx, &types.DVSConfigSpec{Host: []types.DistributedVirtualSwitchHostMemberConfigSpec{
+		{Operation: string(types.ConfigSpecOperationAdd), Host: hostRef}}})
 	if err == nil {
 		err = task.Wait(ctx)
 	}
 	if err != nil {
-		return fmt.Errorf("vcsim: add a host to %s: %w", name, err)
+		return fmt.Errorf("vcsim: add %s's host to the distributed switch: %w", name, err)
 	}
 	return nil
 }

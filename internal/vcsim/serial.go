@@ -109,6 +109,9 @@ func (g *gate) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 			return
 		}
 	}
+	if g.refuses(w, method, body) {
+		return
+	}
 	if g.latency != nil && defers(method) {
 		if d := g.latency.TaskTime(method, body); d > 0 && g.deferCall(w, r, method, body, d) {
 			return

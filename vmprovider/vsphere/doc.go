@@ -17,6 +17,17 @@
 // found before anything is cloned. VMs report the guest's addresses,
 // hostname, tools and heartbeat as vCenter reads them from VMware Tools.
 //
+// A clone into a cluster names its host, as vCenter requires where DRS is
+// off (a Standard licence, or DRS turned off: vCenter refuses a clone
+// into such a cluster's pool that names no host, with InvalidArgument for
+// spec.pool). Where DRS is on, the host is DRS's recommendation
+// (ClusterComputeResource.PlaceVm, for the clone and its datastore);
+// where it is off, the connected host out of maintenance mode with the
+// fewest VMs, the first by name on a tie. A cluster with no such host, or
+// a placement DRS cannot make, fails the create with an error naming the
+// cluster, whether its DRS is on, and why (each host's state). A pool of
+// a standalone host needs no host named.
+//
 // Every VM it clones carries an ownership mark in its ExtraConfig
 // ([KeyOwnerUID], [KeyOwnerName]), beside the zone, revision and base
 // revision it was made for ([KeyZone], [KeyRevision], [KeyBaseRevision]);
@@ -69,13 +80,14 @@
 // them with vmprovider.Endpoints.
 //
 // The package's tests and examples run against vcsim, govmomi's in-process
-// vCenter simulator, wrapped so that it behaves as vCenter does where it
-// does not: govmomi's simulator (v0.56.0) drops cpuHotAddEnabled and
-// memoryHotAddEnabled from a clone's spec (its clones report hot-add off,
-// so an in-place raise needs a power cycle), ignores the disk move type
-// (a linked clone is a full copy), applies any resize to a running VM,
-// and derives a VM's instance UUID from its path (a VM made anew under
-// the same name keeps it: compare creation times). To try the provider
+// vCenter simulator, behind a wrapper that refuses what vCenter refuses and
+// the simulator serves (a clone into a cluster without DRS that names no
+// host). Elsewhere the simulator (v0.56.0) differs from vCenter: it drops
+// cpuHotAddEnabled and memoryHotAddEnabled from a clone's spec (its clones
+// report hot-add off, so an in-place raise needs a power cycle), ignores the
+// disk move type (a linked clone is a full copy), applies any resize to a
+// running VM, and derives a VM's instance UUID from its path (a VM made anew
+// under the same name keeps it: compare creation times). To try the provider
 // on the plain simulator, run simulator.VPX() and give New its URL with
 // Config{Datacenter: "DC0", ResourcePool: "/DC0/host/DC0_C0", Datastore:
 // "LocalDS_0", Template: "DC0_H0_VM0"}, and expect those differences.

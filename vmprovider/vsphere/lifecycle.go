@@ -16,7 +16,9 @@ import (
 )
 
 // Create implements vmprovider.Provider: it clones the template into the
-// configured folder, pool and datastore (or the spec's Placement) with the
+// configured folder, pool and datastore (or the spec's Placement), on the
+// host DRS recommends or, in a cluster without DRS, one it chooses (see
+// the package documentation), with the
 // spec's CPUs, memory, networks, cloud-init customization and the ownership
 // mark, then powers the VM on if asked; vCenter applies the customization
 // as the VM first boots. A network or placement path that does not resolve
@@ -78,6 +80,9 @@ func (p *Provider) Create(ctx context.Context, spec vmprovider.Spec) (vmprovider
 		if err := p.linkClone(ctx, tmpl, tmplPath, &clone); err != nil {
 			return vmprovider.VM{}, fmt.Errorf("VM %q: %w", spec.Name, err)
 		}
+	}
+	if err := p.chooseHost(ctx, tmpl, spec.Name, &clone); err != nil {
+		return vmprovider.VM{}, fmt.Errorf("VM %q: %w", spec.Name, err)
 	}
 	result, err := p.task(ctx, func(ctx context.Context) (*object.Task, error) {
 		return tmpl.Clone(ctx, pl.folder, spec.Name, clone)
