@@ -168,8 +168,8 @@
 //     replicas left to replace (none for a protected one, which no pass
 //     replaces; a replica coming up is one made on Spec.Revision and not
 //     yet available, never one moving onto it in place, which is itself
-//     one of those replaced), with zones as without; and deletes replicas
-//     on older revisions beyond P
+//     one of those replaced, nor one that records no revision), with
+//     zones as without; and deletes replicas on older revisions beyond P
 //     in the deletion order, none in a zone backing off (HoldZoneBackoff).
 //
 // Serving. A replica on an older revision that runs but is not seen

@@ -110,7 +110,7 @@ func (ps *pass) inPlace() {
 	for _, i := range cands[:move] {
 		// Updated or waiting, it is on the wanted revision from now on in
 		// the pass; one that waits still serves as it did.
-		cost, f := costOf(i), ps.fl[i]|fNew|fMoving
+		cost, f := costOf(i), ps.fl[i]|fNew|fNotMade
 		switch {
 		case len(ps.updates) == ps.limit:
 			deferred++

@@ -30,10 +30,11 @@ const (
 	fFixed
 	// fMarked: marked for deletion.
 	fMarked
-	// fMoving: moving onto the wanted revision in place (with fNew): a
-	// power cycle under way, or updated or waiting in this pass. It is
-	// one of the replicas it replaces, never a replacement coming up.
-	fMoving
+	// fNotMade: counted on the wanted revision (with fNew) without having
+	// been made on it: moving onto it in place (a power cycle under way,
+	// or updated or waiting in this pass), or recording no revision while
+	// the spec names one (adopted). Never a replacement coming up.
+	fNotMade
 	// fChosen: chosen to leave in this pass.
 	fChosen
 	// fLeaving: prepares to leave (Replica.Preparing) and is not taken
@@ -52,7 +53,7 @@ const (
 
 // counted are the flags the counts are made of (the lowest: see
 // countAll).
-const counted = fLive | fGone | fNew | fAvail | fServe | fFixed | fMarked | fMoving
+const counted = fLive | fGone | fNew | fAvail | fServe | fFixed | fMarked | fNotMade
 
 // counts are a pass's counts of its known replicas, kept by tally.
 type counts struct {
@@ -76,11 +77,10 @@ type zoneTally struct {
 	coming int // coming up (comes)
 }
 
-// comes reports whether a replica of flags f is coming up: live, on the
-// wanted revision by its own (not moving onto it in place), and not yet
-// available. Such a replica is a replacement on its way, for the surge
-// and the zone picker alike.
-func comes(f flags) bool { return f&(fLive|fNew|fAvail|fMoving) == fLive|fNew }
+// comes reports whether a replica of flags f is coming up: live, made on
+// the wanted revision (fNotMade), and not yet available. Such a replica
+// is a replacement on its way, for the surge and the zone picker alike.
+func comes(f flags) bool { return f&(fLive|fNew|fAvail|fNotMade) == fLive|fNew }
 
 // pass is one call of Compute: its input, what it decided of each
 // replica, the one budget every action spends, and the plan it builds.
@@ -202,7 +202,7 @@ func (ps *pass) classify() {
 			f = fLive | fBack
 			ps.back = append(ps.back, i)
 		case r.Preparing.Update && ps.stillUpdates(r):
-			f = fLive | fCycling | fMoving // the power cycle it prepares for, under way
+			f = fLive | fCycling | fNotMade // the power cycle it prepares for, under way
 		case r.Preparing.Update:
 			// Rolled back, paused, another method, or no longer in place:
 			// taken back in this pass, whatever the rules would choose
@@ -225,6 +225,9 @@ func (ps *pass) classify() {
 		}
 		if f&fCycling != 0 || onRevision(spec.Revision, r) {
 			f |= fNew
+			if spec.Revision != "" && r.Revision == "" {
+				f |= fNotMade
+			}
 		} else if ps.lazy && f&fLive != 0 {
 			// A rollout is in progress: its budget needs readiness, of
 			// this replica on and of those before it (readiness).

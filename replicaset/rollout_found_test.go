@@ -223,3 +223,27 @@ func TestCompute_CyclingIsNoReplacement(t *testing.T) {
 		}
 	}
 }
+
+// TestCompute_NoRevisionIsNoReplacement: a replica that records no
+// revision while the spec names one (adopted) counts as on the wanted
+// revision, but it was not made for the rollout: when it is not
+// available it is no surge replica coming up for the replicas left to
+// replace, with zones as without.
+func TestCompute_NoRevisionIsNoReplacement(t *testing.T) {
+	for _, zones := range [][]string{nil, {"z1"}} {
+		set := append(on("a", "A", 1), pending(on("b", "", 1)[0]))
+		for i := range set {
+			set[i].Zone = "z1"
+		}
+		set[0].InPlace = replicaset.InPlaceNone
+		spec := replicaset.Spec{Desired: 2, Revision: "B", Zones: zones,
+			Strategy: replicaset.Strategy{MaxSurge: replicaset.Count(1), MaxUnavailable: replicaset.Count(0)}}
+		p, err := checkedCompute(t, spec, set, deletionpolicy.HighestOrdinal{}, replicagen.Now())
+		if err != nil {
+			t.Fatal(err)
+		}
+		if p.Create != 1 {
+			t.Errorf("zones %v: plan %v: want the surge replica for a-0 (b-0, adopted with no revision, is no replacement for it)", zones, p)
+		}
+	}
+}

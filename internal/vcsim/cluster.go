@@ -61,7 +61,9 @@ func (s *Sim) AddCluster(ctx context.Context, name string) error {
 	// The host sees the datastore the provider clones to, as the model's
 	// hosts do, and vCenter lists it on the cluster too
 	// (ClusterComputeResource.datastore); the simulator adds a host with
-	// no datastore, and its PlaceVm panics on a cluster without one.
+	// no datastore, and its PlaceVm panics on a cluster without one. The
+	// datastore's own list of mounts (Datastore.host) is left as it was:
+	// nothing here reads it.
 	hostRef, ok := info.Result.(types.ManagedObjectReference)
 	if !ok {
 		return fmt.Errorf("vcsim: add a host to %s: the task returned %T", name, info.Result)

@@ -11,8 +11,9 @@ import (
 // What a real vCenter refuses that govmomi's simulator serves: the gate
 // answers these calls with vCenter's fault before the simulator sees them.
 
-// clonePool finds a clone's target resource pool, and cloneHost its
-// target host, in a CloneVM_Task request.
+// clonePool finds a clone's target resource pool (not a vApp, which
+// nothing here clones into), and cloneHost its target host, in a
+// CloneVM_Task request.
 var (
 	clonePool = regexp.MustCompile(`<pool type="ResourcePool">([^<]+)</pool>`)
 	cloneHost = regexp.MustCompile(`<host type="HostSystem">[^<]+</host>`)

@@ -1,6 +1,7 @@
 package kube
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -123,8 +124,8 @@ func (r *Reconciler[O, C]) SetupWithIndexer(indexer client.FieldIndexer, name st
 // setup is SetupWithIndexer, with the child index registered on the
 // child's informer in informers when they keep an indexer (see
 // informerIndex) rather than as a field index, and what it found of the
-// Adapter's optional interfaces logged to log.
-func (r *Reconciler[O, C]) setup(indexer client.FieldIndexer, informers cache.Informers, name string, log logr.Logger) error {
+// Adapter's optional interfaces logged to logger.
+func (r *Reconciler[O, C]) setup(indexer client.FieldIndexer, informers cache.Informers, name string, logger logr.Logger) error {
 	if name == "" {
 		return errors.New("kube: SetupWithIndexer needs a controller name")
 	}
@@ -170,7 +171,7 @@ func (r *Reconciler[O, C]) setup(indexer client.FieldIndexer, informers cache.In
 	r.owner, r.child = owner, child
 	r.ownerGVK, r.childGVK, r.index, r.childIndexer = owner.gvk, child.gvk, name, direct
 	r.trackTables()
-	r.logSetup(log, name)
+	r.logSetup(logger, name)
 	return nil
 }
 
@@ -304,13 +305,12 @@ func (r *Reconciler[O, C]) ownersOfOrphan(ctx context.Context, c client.Object) 
 		keys = append(keys, k+"="+v)
 	}
 	var out []reconcile.Request
+	var listErr error
 	for _, key := range keys {
 		l := r.owner.newList()
 		if err := r.Cache.List(ctx, l, client.InNamespace(c.GetNamespace()),
 			client.MatchingFields{r.ownerIndex(): key}, client.UnsafeDisableDeepCopy); err != nil {
-			// An event handler returns no error: say so, and the orphan
-			// waits for its owner's next event.
-			log.FromContext(ctx).Error(err, "listing the owners that may adopt an orphan", "child", client.ObjectKeyFromObject(c), "index", key)
+			listErr = cmp.Or(listErr, err)
 			continue
 		}
 		_ = forEachObject(l, func(obj client.Object) {
@@ -328,6 +328,11 @@ func (r *Reconciler[O, C]) ownersOfOrphan(ctx context.Context, c client.Object) 
 			}
 			out = append(out, reconcile.Request{NamespacedName: client.ObjectKeyFromObject(owner)})
 		})
+	}
+	if listErr != nil {
+		// An event handler returns no error: say so, once, and the orphan
+		// waits for an owner's next event.
+		log.FromContext(ctx).Error(listErr, "listing the owners that may adopt an orphan", "child", client.ObjectKeyFromObject(c))
 	}
 	return out
 }

@@ -66,11 +66,11 @@ func (c *checker) health(r *replicaset.Replica) int {
 // applies, not available before available, which with Spec.Zones
 // compares only replicas of one zone (the zones are walked from the
 // fullest); inside the tier of replicas in no listed zone, broken ones
-// first, then those not available (as above). Spec.Rebalance applies with zones listed and none
-// unreachable; then no scale-down takes the available replicas below the
-// desired count, so while the available replicas that stay are K or
-// fewer, none of them counts as one that could have been taken. The
-// With Input.Policy, the order inside a tier is stated too: no replica
+// first, then those not available (as above). Spec.Rebalance applies with
+// zones listed and none unreachable; then no scale-down takes the
+// available replicas below the desired count, so while the available
+// replicas that stay are K or fewer, none of them counts as one that
+// could have been taken. With Input.Policy, the order inside a tier is stated too: no replica
 // is taken while one of its tier (with Spec.Zones, in a listed zone, of
 // its zone) ranked strictly earlier by the policy's rank, then name, then
 // UID stays and could have been taken. Delete and Prepare each list the

@@ -53,7 +53,17 @@ func TestCreate_ClusterWithoutDRS(t *testing.T) {
 		t.Errorf("VM %s on host %s, want %s, the only host out of maintenance mode", vm.Name, got, want)
 	}
 
-	maintenance(t, sim, hosts[len(hosts)-1].Self, true)
+	// The one host left does not mount the datastore the clone goes to.
+	last := hosts[len(hosts)-1]
+	mounted := last.Datastore
+	setHostDatastores(sim, last, nil)
+	_, err = p.Create(ctx, vmprovider.Spec{Name: "nodrs-2", Owner: ownerA})
+	if err == nil || !strings.Contains(err.Error(), "does not mount datastore") {
+		t.Fatalf("Create with the one host left not mounting the datastore: %v, want an error saying so", err)
+	}
+	setHostDatastores(sim, last, mounted)
+
+	maintenance(t, sim, last.Self, true)
 	_, err = p.Create(ctx, vmprovider.Spec{Name: "nodrs-2", Owner: ownerA})
 	if err == nil || !strings.Contains(err.Error(), "DRS off") || !strings.Contains(err.Error(), "maintenance mode") {
 		t.Fatalf("Create with every host in maintenance mode: %v, want an error saying DRS is off and the hosts are in maintenance mode", err)
@@ -155,4 +165,11 @@ func maintenance(t *testing.T, sim *vcsimtest.Sim, ref types.ManagedObjectRefere
 	if err != nil {
 		t.Fatalf("maintenance mode %v: %v", on, err)
 	}
+}
+
+// setHostDatastores sets the datastores the host mounts, in the
+// simulator's inventory.
+func setHostDatastores(sim *vcsimtest.Sim, h *simulator.HostSystem, ds []types.ManagedObjectReference) {
+	m := sim.Model.Map()
+	m.WithLock(&simulator.Context{Context: context.Background(), Map: m}, h, func() { h.Datastore = ds })
 }

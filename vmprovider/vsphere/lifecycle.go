@@ -81,7 +81,8 @@ func (p *Provider) Create(ctx context.Context, spec vmprovider.Spec) (vmprovider
 			return vmprovider.VM{}, fmt.Errorf("VM %q: %w", spec.Name, err)
 		}
 	}
-	if err := p.chooseHost(ctx, tmpl, spec.Name, &clone); err != nil {
+	where, err := p.chooseHost(ctx, tmpl, spec.Name, &clone)
+	if err != nil {
 		return vmprovider.VM{}, fmt.Errorf("VM %q: %w", spec.Name, err)
 	}
 	result, err := p.task(ctx, func(ctx context.Context) (*object.Task, error) {
@@ -91,7 +92,10 @@ func (p *Provider) Create(ctx context.Context, spec vmprovider.Spec) (vmprovider
 		return p.existing(ctx, spec)
 	}
 	if err != nil {
-		return vmprovider.VM{}, p.abandon(ctx, spec, fmt.Errorf("clone %q from %s: %w", spec.Name, tmplPath, err))
+		if where != "" {
+			where = " (" + where + ")"
+		}
+		return vmprovider.VM{}, p.abandon(ctx, spec, fmt.Errorf("clone %q from %s%s: %w", spec.Name, tmplPath, where, err))
 	}
 	ref, ok := result.(types.ManagedObjectReference)
 	if !ok {
