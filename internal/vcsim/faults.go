@@ -2,10 +2,12 @@ package vcsim
 
 import (
 	"bytes"
+	"html"
 	"io"
 	"math/rand/v2"
 	"net/http"
 	"slices"
+	"strings"
 	"sync"
 	"sync/atomic"
 
@@ -27,7 +29,9 @@ import (
 // the decision is made under the gate's lock and the count is atomic.
 //
 // Refuse makes every call of one method that names one managed object
-// fail, whatever the probability: a zone whose clones all fail. Ignore
+// fail, whatever the probability: a zone whose clones all fail. Deny
+// makes them fail with NoPermission, as for an account that lacks a
+// privilege on the object. Ignore
 // answers them as served without serving them: a guest that never acts on
 // a shutdown request. Hold keeps the calls of one method waiting until the
 // test lets them go. Record keeps the requests of one method's calls, for
@@ -60,6 +64,7 @@ type Faults struct {
 	p        float64
 	rng      *rand.Rand
 	refused  map[refusal]bool
+	denied   map[refusal][]string
 	ignored  map[refusal]bool
 	holds    map[string]*Held
 	records  map[string]*Recording
@@ -88,6 +93,27 @@ func (f *Faults) Refuse(method string, ref types.ManagedObjectReference) (lift f
 		f.mu.Lock()
 		defer f.mu.Unlock()
 		delete(f.refused, r)
+	}
+}
+
+// Deny makes every call of method whose request names ref fail with
+// NoPermission, as vCenter answers an account that lacks privileges on
+// ref, until the returned function is called: the fault's
+// missingPrivileges name ref and privileges (vSphere 8's form), its
+// object and privilegeId the first of them (the older form). It is safe
+// to call at any time.
+func (f *Faults) Deny(method string, ref types.ManagedObjectReference, privileges ...string) (lift func()) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if f.denied == nil {
+		f.denied = map[refusal][]string{}
+	}
+	r := refusal{method, ref}
+	f.denied[r] = privileges
+	return func() {
+		f.mu.Lock()
+		defer f.mu.Unlock()
+		delete(f.denied, r)
 	}
 }
 
@@ -138,6 +164,16 @@ func (f *Faults) Injected() int64 {
 // if so, answers it with the fault.
 func (f *Faults) fail(w http.ResponseWriter, method string, body []byte) bool {
 	f.mu.Lock()
+	for r, privileges := range f.denied {
+		if r.names(method, body) {
+			f.mu.Unlock()
+			f.injected.Add(1)
+			w.Header().Set("Content-Type", "text/xml; charset=utf-8")
+			w.WriteHeader(http.StatusInternalServerError)
+			_, _ = io.WriteString(w, noPermissionFault(r.ref, privileges))
+			return true
+		}
+	}
 	hit := false
 	for r := range f.refused {
 		hit = hit || r.names(method, body)
@@ -179,6 +215,27 @@ func (f *Faults) ignore(w http.ResponseWriter, method string, body []byte) bool 
 // applies to: its method, naming r's object as an argument.
 func (r refusal) names(method string, body []byte) bool {
 	return r.method == method && bytes.Contains(body, []byte(`type="`+r.ref.Type+`">`+r.ref.Value+`<`))
+}
+
+// noPermissionFault is the answer to a denied call: a SOAP fault carrying
+// vim25's NoPermission for ref and privileges, with vCenter's message.
+func noPermissionFault(ref types.ManagedObjectReference, privileges []string) string {
+	obj := `type="` + html.EscapeString(ref.Type) + `">` + html.EscapeString(ref.Value)
+	var b strings.Builder
+	b.WriteString(`<?xml version="1.0" encoding="UTF-8"?>
+<soapenv:Envelope xmlns:soapenc="http://schemas.xmlsoap.org/soap/encoding/" xmlns:soapenv="http://schemas.xmlsoap.org/soap/envelope/" xmlns:xsd="http://www.w3.org/2001/XMLSchema" xmlns:xsi="http://www.w3.org/2001/XMLSchema-instance">
+<soapenv:Body><soapenv:Fault><faultcode>ServerFaultCode</faultcode><faultstring>Permission to perform this operation was denied.</faultstring><detail><NoPermissionFault xmlns="urn:vim25" xsi:type="NoPermission">`)
+	b.WriteString(`<object ` + obj + `</object>`)
+	if len(privileges) > 0 {
+		b.WriteString(`<privilegeId>` + html.EscapeString(privileges[0]) + `</privilegeId>`)
+	}
+	b.WriteString(`<missingPrivileges><entity ` + obj + `</entity>`)
+	for _, id := range privileges {
+		b.WriteString(`<privilegeIds>` + html.EscapeString(id) + `</privilegeIds>`)
+	}
+	b.WriteString(`</missingPrivileges></NoPermissionFault></detail></soapenv:Fault></soapenv:Body></soapenv:Envelope>
+`)
+	return b.String()
 }
 
 // invalidStateFault is the answer to a failed call: a SOAP fault carrying

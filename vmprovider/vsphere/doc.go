@@ -6,7 +6,16 @@
 // a thumbprint can be given), keeps the session alive and logs in again when
 // it has expired. It resolves the placement once (datacenter, VM folder,
 // resource pool or cluster, datastore, template) and fails with an error
-// naming any path that is missing or ambiguous.
+// naming any path that is missing or ambiguous. A template is looked up
+// again when vCenter says the VM it named is gone: one destroyed and
+// rebuilt under the same path (Packer's -force, an image pipeline) is
+// picked up by the next create, with no restart; with none at the path,
+// creates fail as invalid specs until one is there. When vCenter refuses
+// a call for want of a privilege (NoPermission, whose message names
+// none), the error of the provider's method names the privileges the
+// fault lists and the objects they are missing on ("the account lacks
+// VirtualMachine.Provisioning.Clone on VirtualMachine vm-42"), and still
+// carries the fault.
 //
 // A clone's network adapters are moved to the Spec's networks (standard or
 // distributed port groups; adapters beyond the template's are added as
@@ -23,10 +32,11 @@
 // spec.pool). Where DRS is on, the host is DRS's recommendation
 // (ClusterComputeResource.PlaceVm, for the clone and its datastore);
 // where it is off, the connected host out of maintenance mode with the
-// fewest VMs, the first by name on a tie. A cluster with no such host, or
-// a placement DRS cannot make, fails the create with an error naming the
-// cluster, whether its DRS is on, and why (each host's state). A pool of
-// a standalone host needs no host named.
+// fewest VMs, the first by name on a tie. When DRS answers with a fault or
+// recommends no host, the clone names none and vCenter places it itself
+// (its error, if it fails, says so). A cluster without DRS and with no
+// such host fails the create with an error naming the cluster and each
+// host's state. A pool of a standalone host needs no host named.
 //
 // Every VM it clones carries an ownership mark in its ExtraConfig
 // ([KeyOwnerUID], [KeyOwnerName]), beside the zone, revision and base

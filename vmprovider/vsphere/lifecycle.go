@@ -1,6 +1,7 @@
 package vsphere
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -27,11 +28,15 @@ import (
 // elsewhere), the VM of that name is returned if it carries the same mark,
 // and refused with a *NotOwnedError otherwise; so the common path costs the
 // clone and one property read, and a retry never clones twice. When cloning
-// or powering on fails, the half-made VM is destroyed. With
+// or powering on fails, the half-made VM is destroyed. The template is
+// the one its path names now: when vCenter says the VM the provider had
+// looked up is gone (rebuilt under the same path, say), the path is
+// looked up again and the clone made from what it names. With
 // spec.LinkedClone it makes a linked clone from the template's current
 // snapshot, taking one first when the template has none (see "Linked
 // clones" in the package documentation).
-func (p *Provider) Create(ctx context.Context, spec vmprovider.Spec) (vmprovider.VM, error) {
+func (p *Provider) Create(ctx context.Context, spec vmprovider.Spec) (_ vmprovider.VM, err error) {
+	defer func() { err = withPrivileges(err) }()
 	if err := spec.Validate(); err != nil {
 		return vmprovider.VM{}, err
 	}
@@ -52,9 +57,55 @@ func (p *Provider) Create(ctx context.Context, spec vmprovider.Spec) (vmprovider
 	if err != nil {
 		return vmprovider.VM{}, err
 	}
-	moves, adds, err := p.networkChanges(ctx, tmpl, spec)
+	result, where, cloneErr, err := p.cloneFrom(ctx, spec, pl, tmpl, tmplPath)
+	if templateGone(cmp.Or(cloneErr, err), tmpl) {
+		// The template was destroyed, or rebuilt under its name (Packer's
+		// -force, an image pipeline): the reference cached is stale. The
+		// name is looked up again, once, and the clone made from what it
+		// names now.
+		p.forgetTemplate(tmplPath, tmpl)
+		if tmpl, err = p.templateVM(ctx, tmplPath); err != nil {
+			return vmprovider.VM{}, fmt.Errorf("VM %q: the template was removed from vCenter: %w", spec.Name, err)
+		}
+		result, where, cloneErr, err = p.cloneFrom(ctx, spec, pl, tmpl, tmplPath)
+	}
 	if err != nil {
 		return vmprovider.VM{}, err
+	}
+	if fault.Is(cloneErr, &types.DuplicateName{}) {
+		return p.existing(ctx, spec)
+	}
+	if cloneErr != nil {
+		if where != "" {
+			where = " (" + where + ")"
+		}
+		return vmprovider.VM{}, p.abandon(ctx, spec, fmt.Errorf("clone %q from %s%s: %w", spec.Name, tmplPath, where, cloneErr))
+	}
+	ref, ok := result.(types.ManagedObjectReference)
+	if !ok {
+		return vmprovider.VM{}, p.abandon(ctx, spec, fmt.Errorf("clone %q: task returned %T, not a VM reference", spec.Name, result))
+	}
+	vm := object.NewVirtualMachine(p.client, ref)
+	if spec.PowerOn {
+		if _, err := p.task(ctx, vm.PowerOn); err != nil {
+			return vmprovider.VM{}, p.abandon(ctx, spec, fmt.Errorf("power on %q: %w", spec.Name, err))
+		}
+	}
+	var m mo.VirtualMachine
+	if err := vm.Properties(ctx, ref, vmProps, &m); err != nil {
+		return vmprovider.VM{}, fmt.Errorf("read created VM %q: %w", spec.Name, err)
+	}
+	return toVM(m), nil
+}
+
+// cloneFrom builds the clone of spec from tmpl, the template at tmplPath,
+// into pl, and runs it. An error before the clone is err; the clone's own
+// is cloneErr, with where saying on which host it was to run (it may have
+// left a half-made VM).
+func (p *Provider) cloneFrom(ctx context.Context, spec vmprovider.Spec, pl placement, tmpl *object.VirtualMachine, tmplPath string) (result types.AnyType, where string, cloneErr, err error) {
+	moves, adds, err := p.networkChanges(ctx, tmpl, spec)
+	if err != nil {
+		return nil, "", nil, err
 	}
 	clone := types.VirtualMachineCloneSpec{
 		Location: types.VirtualMachineRelocateSpec{Pool: &pl.pool, Datastore: &pl.store, DeviceChange: moves},
@@ -78,40 +129,25 @@ func (p *Provider) Create(ctx context.Context, spec vmprovider.Spec) (vmprovider
 	inPlaceConfig(clone.Config, spec)
 	if spec.LinkedClone {
 		if err := p.linkClone(ctx, tmpl, tmplPath, &clone); err != nil {
-			return vmprovider.VM{}, fmt.Errorf("VM %q: %w", spec.Name, err)
+			return nil, "", nil, fmt.Errorf("VM %q: %w", spec.Name, err)
 		}
 	}
-	where, err := p.chooseHost(ctx, tmpl, spec.Name, &clone)
+	where, err = p.chooseHost(ctx, tmpl, spec.Name, &clone)
 	if err != nil {
-		return vmprovider.VM{}, fmt.Errorf("VM %q: %w", spec.Name, err)
+		return nil, "", nil, fmt.Errorf("VM %q: %w", spec.Name, err)
 	}
-	result, err := p.task(ctx, func(ctx context.Context) (*object.Task, error) {
+	result, cloneErr = p.task(ctx, func(ctx context.Context) (*object.Task, error) {
 		return tmpl.Clone(ctx, pl.folder, spec.Name, clone)
 	})
-	if fault.Is(err, &types.DuplicateName{}) {
-		return p.existing(ctx, spec)
-	}
-	if err != nil {
-		if where != "" {
-			where = " (" + where + ")"
-		}
-		return vmprovider.VM{}, p.abandon(ctx, spec, fmt.Errorf("clone %q from %s%s: %w", spec.Name, tmplPath, where, err))
-	}
-	ref, ok := result.(types.ManagedObjectReference)
-	if !ok {
-		return vmprovider.VM{}, p.abandon(ctx, spec, fmt.Errorf("clone %q: task returned %T, not a VM reference", spec.Name, result))
-	}
-	vm := object.NewVirtualMachine(p.client, ref)
-	if spec.PowerOn {
-		if _, err := p.task(ctx, vm.PowerOn); err != nil {
-			return vmprovider.VM{}, p.abandon(ctx, spec, fmt.Errorf("power on %q: %w", spec.Name, err))
-		}
-	}
-	var m mo.VirtualMachine
-	if err := vm.Properties(ctx, ref, vmProps, &m); err != nil {
-		return vmprovider.VM{}, fmt.Errorf("read created VM %q: %w", spec.Name, err)
-	}
-	return toVM(m), nil
+	return result, where, cloneErr, nil
+}
+
+// templateGone reports whether err says vCenter knows no object tmpl:
+// the template was destroyed since it was looked up.
+func templateGone(err error, tmpl *object.VirtualMachine) bool {
+	var nf *types.ManagedObjectNotFound
+	_, ok := fault.As(err, &nf)
+	return ok && nf.Obj == tmpl.Reference()
 }
 
 // existing returns the VM spec names if it carries spec's owner's mark, a
@@ -136,7 +172,8 @@ func (p *Provider) abandon(ctx context.Context, spec vmprovider.Spec, cause erro
 }
 
 // SetPower implements vmprovider.Provider.
-func (p *Provider) SetPower(ctx context.Context, name, owner string, state vmprovider.PowerState) error {
+func (p *Provider) SetPower(ctx context.Context, name, owner string, state vmprovider.PowerState) (err error) {
+	defer func() { err = withPrivileges(err) }()
 	if state != vmprovider.PoweredOn && state != vmprovider.PoweredOff {
 		return fmt.Errorf("power state %q: want PoweredOn or PoweredOff: %w", state, vmprovider.ErrInvalidSpec)
 	}
@@ -165,7 +202,8 @@ func (p *Provider) setPower(ctx context.Context, name, owner string, state vmpro
 // Reset implements vmprovider.Resetter: a vCenter reset (ResetVM_Task) of
 // a powered-on VM, after checking owner's mark; a VM that is off or
 // suspended is powered on instead.
-func (p *Provider) Reset(ctx context.Context, name, owner string) error {
+func (p *Provider) Reset(ctx context.Context, name, owner string) (err error) {
+	defer func() { err = withPrivileges(err) }()
 	defer p.lockName(name)()
 	vm, m, err := p.owned(ctx, name, owner)
 	if err != nil {
@@ -195,7 +233,8 @@ func (p *Provider) Reset(ctx context.Context, name, owner string) error {
 // its guest left it, to be deleted by a retry. A VM already gone is
 // success; a VM without owner's mark is left untouched and reported with
 // a *NotOwnedError.
-func (p *Provider) Delete(ctx context.Context, name, owner string) error {
+func (p *Provider) Delete(ctx context.Context, name, owner string) (err error) {
+	defer func() { err = withPrivileges(err) }()
 	defer p.lockName(name)()
 	return p.delete(ctx, name, owner, p.grace)
 }
@@ -237,7 +276,8 @@ func notFound(err error) bool {
 
 // MarkRevision implements vmprovider.RevisionMarker: it reconfigures the
 // VM's ExtraConfig under KeyRevision, after checking owner's mark.
-func (p *Provider) MarkRevision(ctx context.Context, name, owner, revision string) error {
+func (p *Provider) MarkRevision(ctx context.Context, name, owner, revision string) (err error) {
+	defer func() { err = withPrivileges(err) }()
 	defer p.lockName(name)()
 	vm, _, err := p.owned(ctx, name, owner)
 	if err != nil {

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"net"
 	"slices"
+	"strings"
 	"sync"
 	"time"
 
@@ -189,7 +190,9 @@ func placementError(ctx context.Context, what, path string, err error) error {
 	return fmt.Errorf("%s %s: %w: %w", what, path, err, ErrConfig)
 }
 
-// templateVM resolves and caches the VM or template to clone.
+// templateVM resolves and caches the VM or template to clone. The cache
+// holds a path's reference until vCenter says the object is gone
+// (forgetTemplate).
 func (p *Provider) templateVM(ctx context.Context, path string) (*object.VirtualMachine, error) {
 	p.mu.Lock()
 	vm, ok := p.templates[path]
@@ -205,6 +208,61 @@ func (p *Provider) templateVM(ctx context.Context, path string) (*object.Virtual
 	p.templates[path] = vm
 	p.mu.Unlock()
 	return vm, nil
+}
+
+// privilegeError is an error of vCenter's NoPermission with the
+// privileges it says the account lacks, and on what.
+type privilegeError struct {
+	err     error
+	missing []string
+}
+
+func (e *privilegeError) Error() string {
+	return fmt.Sprintf("%v (the account lacks %s)", e.err, strings.Join(e.missing, "; "))
+}
+
+func (e *privilegeError) Unwrap() error { return e.err }
+
+// withPrivileges adds to err, when it carries vCenter's NoPermission, the
+// privileges the fault says are missing and on which objects: vCenter's
+// own message ("Permission to perform this operation was denied.") names
+// neither. vSphere 8 lists them in missingPrivileges; older vCenters name
+// one, in privilegeId and object.
+func withPrivileges(err error) error {
+	var np *types.NoPermission
+	var done *privilegeError
+	if errors.As(err, &done) {
+		return err
+	}
+	if _, ok := fault.As(err, &np); !ok {
+		return err
+	}
+	var missing []string
+	for _, e := range np.MissingPrivileges {
+		missing = append(missing, fmt.Sprintf("%s on %s %s", strings.Join(e.PrivilegeIds, ", "), e.Entity.Type, e.Entity.Value))
+	}
+	if len(missing) == 0 && np.PrivilegeId != "" {
+		m := np.PrivilegeId
+		if np.Object != nil {
+			m += " on " + np.Object.Type + " " + np.Object.Value
+		}
+		missing = append(missing, m)
+	}
+	if len(missing) == 0 {
+		return err
+	}
+	return &privilegeError{err: err, missing: missing}
+}
+
+// forgetTemplate drops path's cached reference if it is still stale, the
+// template vCenter no longer knows: the next templateVM looks path up
+// again. A reference another create has looked up since stays.
+func (p *Provider) forgetTemplate(path string, stale *object.VirtualMachine) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if vm, ok := p.templates[path]; ok && vm.Reference() == stale.Reference() {
+		delete(p.templates, path)
+	}
 }
 
 // Close logs out, if New logged in.
@@ -379,7 +437,8 @@ func guestAddresses(g *types.GuestInfo) []string {
 }
 
 // Get implements vmprovider.Provider.
-func (p *Provider) Get(ctx context.Context, name string) (vmprovider.VM, error) {
+func (p *Provider) Get(ctx context.Context, name string) (_ vmprovider.VM, err error) {
+	defer func() { err = withPrivileges(err) }()
 	_, m, err := p.lookup(ctx, name)
 	if err != nil {
 		return vmprovider.VM{}, err
@@ -389,7 +448,8 @@ func (p *Provider) Get(ctx context.Context, name string) (vmprovider.VM, error) 
 
 // List implements vmprovider.Provider with one container view over the
 // provider's folder and one property retrieval.
-func (p *Provider) List(ctx context.Context, owner string) ([]vmprovider.VM, error) {
+func (p *Provider) List(ctx context.Context, owner string) (_ []vmprovider.VM, err error) {
+	defer func() { err = withPrivileges(err) }()
 	v, err := view.NewManager(p.client).CreateContainerView(ctx, p.folder.Reference(), []string{"VirtualMachine"}, true)
 	if err != nil {
 		return nil, fmt.Errorf("list VMs: %w", err)

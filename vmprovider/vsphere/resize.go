@@ -50,7 +50,7 @@ const finishWithin = 5 * time.Minute
 // the wait for the guest holds none.
 func (p *Provider) Resize(ctx context.Context, name, owner string, to vmprovider.Resize) error {
 	_, err := p.resize(ctx, name, owner, to)
-	return err
+	return withPrivileges(err)
 }
 
 // resize is Resize, returning the VM as vCenter reports it after.
