@@ -82,18 +82,7 @@ type refusal struct {
 // argument, such as a clone's target resource pool) fail, until the
 // returned function is called; it is safe to call at any time.
 func (f *Faults) Refuse(method string, ref types.ManagedObjectReference) (lift func()) {
-	f.mu.Lock()
-	defer f.mu.Unlock()
-	if f.refused == nil {
-		f.refused = map[refusal]bool{}
-	}
-	r := refusal{method, ref}
-	f.refused[r] = true
-	return func() {
-		f.mu.Lock()
-		defer f.mu.Unlock()
-		delete(f.refused, r)
-	}
+	return addRule(f, &f.refused, refusal{method, ref}, true)
 }
 
 // Deny makes every call of method whose request names ref fail with
@@ -103,18 +92,7 @@ func (f *Faults) Refuse(method string, ref types.ManagedObjectReference) (lift f
 // object and privilegeId the first of them (the older form). It is safe
 // to call at any time.
 func (f *Faults) Deny(method string, ref types.ManagedObjectReference, privileges ...string) (lift func()) {
-	f.mu.Lock()
-	defer f.mu.Unlock()
-	if f.denied == nil {
-		f.denied = map[refusal][]string{}
-	}
-	r := refusal{method, ref}
-	f.denied[r] = privileges
-	return func() {
-		f.mu.Lock()
-		defer f.mu.Unlock()
-		delete(f.denied, r)
-	}
+	return addRule(f, &f.denied, refusal{method, ref}, privileges)
 }
 
 // Ignore makes every call of method whose request names ref succeed
@@ -126,17 +104,22 @@ func (f *Faults) Deny(method string, ref types.ManagedObjectReference, privilege
 // also answers at once, leaving the VM powered on. Use it only for methods
 // that return nothing. It is safe to call at any time.
 func (f *Faults) Ignore(method string, ref types.ManagedObjectReference) (lift func()) {
+	return addRule(f, &f.ignored, refusal{method, ref}, true)
+}
+
+// addRule sets rule r to v in *rules (made on first use) under f's lock,
+// and returns the function that removes it.
+func addRule[V any](f *Faults, rules *map[refusal]V, r refusal, v V) (lift func()) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
-	if f.ignored == nil {
-		f.ignored = map[refusal]bool{}
+	if *rules == nil {
+		*rules = map[refusal]V{}
 	}
-	r := refusal{method, ref}
-	f.ignored[r] = true
+	(*rules)[r] = v
 	return func() {
 		f.mu.Lock()
 		defer f.mu.Unlock()
-		delete(f.ignored, r)
+		delete(*rules, r)
 	}
 }
 
