@@ -202,6 +202,10 @@ func (r refusal) names(method string, body []byte) bool {
 
 // noPermissionFault is the answer to a denied call: a SOAP fault carrying
 // vim25's NoPermission for ref and privileges, with vCenter's message.
+// Its fields are those of vSphere's API reference for vim.fault.NoPermission,
+// as govmomi's vim25/types generates them from it: missingPrivileges (an
+// entity and its privilege IDs, since vSphere 7.0.3.2), and object and
+// privilegeId, deprecated as of vSphere 8.0. The gate sends both forms.
 func noPermissionFault(ref types.ManagedObjectReference, privileges []string) string {
 	obj := `type="` + html.EscapeString(ref.Type) + `">` + html.EscapeString(ref.Value)
 	var b strings.Builder
