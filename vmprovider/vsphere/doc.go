@@ -12,10 +12,10 @@
 // picked up by the next create, with no restart; with none at the path,
 // creates fail as invalid specs until one is there. When vCenter refuses
 // a call for want of a privilege (NoPermission, whose message names
-// none), the error of the provider's method names the privileges the
-// fault lists and the objects they are missing on ("the account lacks
-// VirtualMachine.Provisioning.Clone on VirtualMachine vm-42"), and still
-// carries the fault.
+// none), the error of the provider's method begins with the privileges
+// the fault lists and the objects they are missing on ("the account lacks
+// VirtualMachine.Provisioning.Clone on VirtualMachine vm-42: …"), and
+// still carries the fault.
 //
 // A clone's network adapters are moved to the Spec's networks (standard or
 // distributed port groups; adapters beyond the template's are added as

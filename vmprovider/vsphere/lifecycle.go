@@ -29,9 +29,9 @@ import (
 // and refused with a *NotOwnedError otherwise; so the common path costs the
 // clone and one property read, and a retry never clones twice. When cloning
 // or powering on fails, the half-made VM is destroyed. The template is
-// the one its path names now: when vCenter says the VM the provider had
-// looked up is gone (rebuilt under the same path, say), the path is
-// looked up again and the clone made from what it names. With
+// looked up by its path once and kept until vCenter says it is gone
+// (destroyed and rebuilt under the same path, say): then the path is
+// looked up again and the clone made from what it names now. With
 // spec.LinkedClone it makes a linked clone from the template's current
 // snapshot, taking one first when the template has none (see "Linked
 // clones" in the package documentation).
@@ -63,9 +63,16 @@ func (p *Provider) Create(ctx context.Context, spec vmprovider.Spec) (_ vmprovid
 		// -force, an image pipeline): the reference cached is stale. The
 		// name is looked up again, once, and the clone made from what it
 		// names now.
+		if cloneErr != nil {
+			// A failed clone may have left a half-made VM under the name,
+			// which the second clone would meet: it goes first.
+			if rerr := p.removeHalfMade(ctx, spec); rerr != nil {
+				return vmprovider.VM{}, errors.Join(fmt.Errorf("clone %q from %s: %w", spec.Name, tmplPath, cloneErr), rerr)
+			}
+		}
 		p.forgetTemplate(tmplPath, tmpl)
 		if tmpl, err = p.templateVM(ctx, tmplPath); err != nil {
-			return vmprovider.VM{}, fmt.Errorf("VM %q: the template was removed from vCenter: %w", spec.Name, err)
+			return vmprovider.VM{}, fmt.Errorf("VM %q: vCenter no longer knows the template it had at %s, and looking the path up again failed: %w", spec.Name, tmplPath, err)
 		}
 		result, where, cloneErr, err = p.cloneFrom(ctx, spec, pl, tmpl, tmplPath)
 	}
@@ -147,7 +154,8 @@ func (p *Provider) cloneFrom(ctx context.Context, spec vmprovider.Spec, pl place
 func templateGone(err error, tmpl *object.VirtualMachine) bool {
 	var nf *types.ManagedObjectNotFound
 	_, ok := fault.As(err, &nf)
-	return ok && nf.Obj == tmpl.Reference()
+	ref := tmpl.Reference()
+	return ok && nf.Obj.Type == ref.Type && nf.Obj.Value == ref.Value // whatever serverGuid either carries
 }
 
 // existing returns the VM spec names if it carries spec's owner's mark, a
@@ -163,12 +171,21 @@ func (p *Provider) existing(ctx context.Context, spec vmprovider.Spec) (vmprovid
 // abandon destroys what a failed create may have left under spec's name and
 // owner, and returns cause joined with any error doing so.
 func (p *Provider) abandon(ctx context.Context, spec vmprovider.Spec, cause error) error {
+	if err := p.removeHalfMade(ctx, spec); err != nil {
+		return errors.Join(cause, err)
+	}
+	return cause
+}
+
+// removeHalfMade destroys the VM a failed create may have left under
+// spec's name and owner, if any, and returns the error doing so.
+func (p *Provider) removeHalfMade(ctx context.Context, spec vmprovider.Spec) error {
 	// A half-made VM has no work for its guest to finish: no grace.
 	err := p.delete(context.WithoutCancel(ctx), spec.Name, spec.Owner.UID, -1)
 	if err != nil && !errors.Is(err, vmprovider.ErrNotOwned) {
-		return errors.Join(cause, fmt.Errorf("remove the half-made VM: %w", err))
+		return fmt.Errorf("remove the half-made VM: %w", err)
 	}
-	return cause
+	return nil
 }
 
 // SetPower implements vmprovider.Provider.

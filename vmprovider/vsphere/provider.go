@@ -217,8 +217,10 @@ type privilegeError struct {
 	missing []string
 }
 
+// Error says what is missing first: the error it wraps may be several
+// lines (a create's cause joined with the removal of its half-made VM).
 func (e *privilegeError) Error() string {
-	return fmt.Sprintf("%v (the account lacks %s)", e.err, strings.Join(e.missing, "; "))
+	return fmt.Sprintf("the account lacks %s: %v", strings.Join(e.missing, "; "), e.err)
 }
 
 func (e *privilegeError) Unwrap() error { return e.err }
@@ -229,17 +231,19 @@ func (e *privilegeError) Unwrap() error { return e.err }
 // neither. vSphere 8 lists them in missingPrivileges; older vCenters name
 // one, in privilegeId and object.
 func withPrivileges(err error) error {
-	var np *types.NoPermission
 	var done *privilegeError
-	if errors.As(err, &done) {
+	if err == nil || errors.As(err, &done) {
 		return err
 	}
-	if _, ok := fault.As(err, &np); !ok {
+	np := noPermission(err)
+	if np == nil {
 		return err
 	}
 	var missing []string
 	for _, e := range np.MissingPrivileges {
-		missing = append(missing, fmt.Sprintf("%s on %s %s", strings.Join(e.PrivilegeIds, ", "), e.Entity.Type, e.Entity.Value))
+		if len(e.PrivilegeIds) > 0 {
+			missing = append(missing, fmt.Sprintf("%s on %s %s", strings.Join(e.PrivilegeIds, ", "), e.Entity.Type, e.Entity.Value))
+		}
 	}
 	if len(missing) == 0 && np.PrivilegeId != "" {
 		m := np.PrivilegeId
@@ -252,6 +256,28 @@ func withPrivileges(err error) error {
 		return err
 	}
 	return &privilegeError{err: err, missing: missing}
+}
+
+// noPermission returns the first NoPermission fault err carries, in any
+// branch of a joined error (govmomi's fault.As reads only the first), or
+// nil. A NotAuthenticated, which embeds NoPermission, is not one.
+func noPermission(err error) *types.NoPermission {
+	var np *types.NoPermission
+	if _, ok := fault.As(err, &np); ok {
+		return np
+	}
+	for err != nil {
+		if j, ok := err.(interface{ Unwrap() []error }); ok {
+			for _, e := range j.Unwrap() {
+				if np := noPermission(e); np != nil {
+					return np
+				}
+			}
+			return nil
+		}
+		err = errors.Unwrap(err)
+	}
+	return nil
 }
 
 // forgetTemplate drops path's cached reference if it is still stale, the

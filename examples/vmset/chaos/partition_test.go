@@ -267,9 +267,10 @@ func vcenterPartition(t *seeded, e *testenv.Env) row {
 	// even, and then the set must be settled on 8 again.
 	var spread map[string]int
 	var atSettle map[string]int
+	var readErr error
 	err = wait.PollUntilContextTimeout(ctx, 200*time.Millisecond, 3*time.Minute, true, func(context.Context) (bool, error) {
 		got, err := spreadAll(vcs, ns)
-		if err != nil {
+		if readErr = err; err != nil {
 			return false, nil
 		}
 		spread = got
@@ -281,8 +282,8 @@ func vcenterPartition(t *seeded, e *testenv.Env) row {
 	if err != nil {
 		// What each vCenter holds by name, beside the set's children: a VM
 		// made twice has a name no child has, or one name twice.
-		t.Errorf("VMs per vCenter and cluster %v 3 minutes after the set settled on 8 (%v when it did), want two in each of the four; east holds %v, west %v%s",
-			spread, atSettle, namesOn(t, east.Config(), ns), namesOn(t, west.Config(), ns), unsettled(e, ns))
+		t.Errorf("VMs per vCenter and cluster %v 3 minutes after the set settled on 8 (%v when it did; last read error: %v), want two in each of the four; east holds %v, west %v%s",
+			spread, atSettle, readErr, namesOn(t, east.Config(), ns), namesOn(t, west.Config(), ns), unsettled(e, ns))
 	}
 	if !maps.Equal(spread, atSettle) {
 		t.Logf("the set settled on 8 with the VMs spread %v; Rebalance evened them out", atSettle)
