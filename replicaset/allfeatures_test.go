@@ -103,7 +103,7 @@ func newAllWorld(t *rapid.T) *allWorld {
 }
 
 func (w *allWorld) unknown(r *replicaset.Replica) bool {
-	return slices.Contains(w.spec.Unreachable, r.Zone)
+	return r.Unreachable || slices.Contains(w.spec.Unreachable, r.Zone)
 }
 
 // observe brings the replicas up to w.now, as a binding reads them.
@@ -251,7 +251,7 @@ func (w *allWorld) apply(t *rapid.T, p replicaset.Plan) {
 // chanceOf draws true one time in n.
 func chanceOf(t *rapid.T, n int, label string) bool { return rapid.IntRange(1, n).Draw(t, label) == 1 }
 
-// settle ends every fault: zones answer, nothing backs off or fails,
+// settle ends every fault: zones and replicas answer, nothing backs off or fails,
 // hooks release, gates open, guests are healthy, and the owner lifts
 // protection, pauses and OnDelete.
 func (w *allWorld) settle() {
@@ -266,7 +266,7 @@ func (w *allWorld) settle() {
 	w.spec.History = replicaset.History{}
 	for i := range w.set {
 		r := &w.set[i]
-		r.Protected, r.MarkedForDeletion = false, false
+		r.Protected, r.MarkedForDeletion, r.Unreachable = false, false, false
 		w.hung[r.Name] = false
 		if (r.Phase != replicaset.PhaseRunning || !r.Ready) && !r.Deleting {
 			r.Phase, r.Ready, r.ReadySince = replicaset.PhaseRunning, true, w.now
@@ -282,7 +282,7 @@ func (w *allWorld) settle() {
 
 // TestAllFeatures_Passes drives a world with every feature drawn at once
 // (replicasettest.Spec, and replicas in every state, or at rest, to start
-// from) pass after pass through faults, zones that stop and start
+// from) pass after pass through faults, zones and replicas that stop and start
 // answering, and changes of count, revision (rollbacks included),
 // strategy, pause, method and protection, and runs replicasettest.Check
 // on every pass. Then the world settles, and the set must converge within
@@ -311,7 +311,7 @@ func allFeaturesPasses(t *rapid.T) {
 	}
 	for i := range rapid.IntRange(0, 30).Draw(t, "passes") {
 		if chanceOf(t, 4, "change") {
-			switch rapid.IntRange(0, 6).Draw(t, "what") {
+			switch rapid.IntRange(0, 7).Draw(t, "what") {
 			case 0: // a new revision, or back to an older one
 				w.spec.Revision = rapid.SampledFrom([]string{"", "v1", "v2", "v3"}).Draw(t, "revision")
 			case 1:
@@ -334,6 +334,11 @@ func allFeaturesPasses(t *rapid.T) {
 				}
 			case 6: // surge, unavailability, partition, zone by zone, OnDelete
 				w.spec.Strategy = replicasettest.Strategy().Draw(t, "strategy")
+			case 7: // one replica stops answering, or answers again
+				if len(w.set) > 0 {
+					j := rapid.IntRange(0, len(w.set)-1).Draw(t, "unreachable")
+					w.set[j].Unreachable = !w.set[j].Unreachable
+				}
 			}
 		}
 		w.apply(t, pass("faulty", i))

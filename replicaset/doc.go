@@ -240,6 +240,14 @@
 // by the zone order above from the fullest zones, and unknown replicas
 // that are gone are replaced as any missing replica is.
 //
+// A replica can be unknown on its own, in a zone that answers: a VM whose
+// datastore went away, whose host is disconnected. A binding reports it
+// with Replica.Unreachable, and Compute plans it as a replica of an
+// unreachable zone, by the same rules and in the same u: counted, never
+// deleted nor chosen, listed in Plan.Unknown, held (HoldUnreachable) when
+// on an older revision. Its zone still takes creates, and Spec.Rebalance
+// waits until every replica answers.
+//
 // # Self-healing
 //
 // With Spec.Remediation set, a pass also remediates replicas that stay
@@ -298,8 +306,9 @@
 //     more than half of them, are unhealthy, none is remediated
 //     (HoldZoneUnhealthy; HealthStatus.FailingZones lists the zones, for a
 //     binding to back off as it backs off a zone whose creates fail).
-//   - Unreachable zones (Spec.Unreachable): their replicas are unknown,
-//     never unhealthy, never remediated.
+//   - Unreachable zones (Spec.Unreachable) and unreachable replicas
+//     (Replica.Unreachable): their replicas are unknown, never
+//     unhealthy, never remediated.
 //   - Suspension: once Remediation.MaxFailures (DefaultMaxFailures, 3)
 //     replacements in a row failed, replicas replaced that had not been
 //     healthy since they started (History.Failures, which the

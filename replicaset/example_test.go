@@ -122,7 +122,7 @@ func ExampleSummarize() {
 	minReady := 30 * time.Second
 	fmt.Printf("%+v\n", replicaset.Summarize(replicas, minReady, now))
 	// Output:
-	// {Replicas:3 Ready:2 Available:1 Terminating:1 Preparing:0}
+	// {Replicas:3 Ready:2 Available:1 Terminating:1 Preparing:0 Unknown:0}
 }
 
 // A spec from user input is checked before planning: every problem is

@@ -54,8 +54,8 @@ func (ps *pass) emit() {
 	p := &ps.p
 	p.Holds = append(p.Holds, ps.healHolds...)
 	if ps.unknownOld > 0 {
-		ps.hold(HoldUnreachable, ps.unknownOld, "%s", count(ps.unknownOld, "replica on an older revision is in an unreachable zone; it is replaced once its zone answers again",
-			"replicas on older revisions are in unreachable zones; they are replaced once their zones answer again"))
+		ps.hold(HoldUnreachable, ps.unknownOld, "%s", count(ps.unknownOld, "replica on an older revision is unreachable, or in an unreachable zone; it is replaced once it answers again",
+			"replicas on older revisions are unreachable, or in unreachable zones; they are replaced once they answer again"))
 	}
 	if ps.spec.Strategy.Method == UpdateInPlaceIfPossible {
 		p.Fallback = ps.fallback

@@ -45,7 +45,7 @@ const (
 	fCycling
 	// fBack: taken back from preparing (Plan.Cancel), unless chosen again.
 	fBack
-	// fUnknown: in an unreachable zone (Plan.Unknown).
+	// fUnknown: unreachable, or in an unreachable zone (Plan.Unknown).
 	fUnknown
 	// fBroken: not provisioned or failed (PhasePending, PhaseFailed).
 	fBroken
@@ -122,6 +122,7 @@ type pass struct {
 	update        int    // the zone a ZoneByZone rollout updates, or -1
 	healHolds     []Hold // what holds replicas due for remediation, or failed ones (remediate)
 
+	unknowns                   int // unknown replicas: unreachable, or in an unreachable zone
 	unknownCounted, unknownOld int // unknown replicas that count toward Desired; those on older revisions
 	fallback                   []Fallback
 	inPlaceOnly                bool  // UpdateInPlaceOnly: the rules replace nothing for its revision
@@ -140,6 +141,12 @@ func newPass(spec *Spec, current []Replica, policy Ranker, now time.Time, w *scr
 	return ps
 }
 
+// unknown reports whether r's state is unknown: the replica is
+// unreachable, or its zone is.
+func (ps *pass) unknown(r *Replica) bool {
+	return r.Unreachable || len(ps.spec.Unreachable) > 0 && slices.Contains(ps.spec.Unreachable, r.Zone)
+}
+
 // classify decides, once, the state of each replica (flags) and the
 // pass's counts, desired count and limits.
 func (ps *pass) classify() {
@@ -151,12 +158,15 @@ func (ps *pass) classify() {
 		}
 	}
 	ps.desired = spec.Desired
-	if len(spec.Unreachable) > 0 {
-		for i := range cur {
-			if r := &cur[i]; slices.Contains(spec.Unreachable, r.Zone) && (!r.Deleting || !spec.ReplaceDeleting) {
+	for i := range cur {
+		if r := &cur[i]; ps.unknown(r) {
+			ps.unknowns++
+			if !r.Deleting || !spec.ReplaceDeleting {
 				ps.unknownCounted++
 			}
 		}
+	}
+	if ps.unknownCounted > 0 {
 		// Known replicas stand in for unknown ones, at most a surge's worth.
 		surge := spec.Strategy.Limits(spec.Desired).Surge
 		ps.desired = max(0, spec.Desired-ps.unknownCounted) + min(ps.unknownCounted, surge, spec.Desired)
@@ -177,7 +187,7 @@ func (ps *pass) classify() {
 		if ps.zoneOf != nil {
 			ps.zoneOf[i] = int32(zoneIndexOf(&ps.w.zoneKeys, ps.zones, r.Zone)) // -1 for an unreachable zone
 		}
-		if len(spec.Unreachable) > 0 && slices.Contains(spec.Unreachable, r.Zone) {
+		if ps.unknowns > 0 && ps.unknown(r) {
 			ps.fl[i] = fUnknown
 			ps.p.Unknown = append(ps.p.Unknown, *r)
 			if !r.Deleting && spec.Revision != "" && !onRevision(spec.Revision, r) {

@@ -86,7 +86,8 @@ type Plan struct {
 	// waits. Waiting replicas are not
 	// counted in Deferred, except those over the per-pass cap.
 	Holds []Hold
-	// Unknown lists the replicas in unreachable zones (Spec.Unreachable),
+	// Unknown lists the unknown replicas: those unreachable
+	// (Replica.Unreachable) or in unreachable zones (Spec.Unreachable),
 	// live or being deleted, which this pass leaves alone: they are in
 	// neither Delete nor Deleting.
 	Unknown []Replica
@@ -161,8 +162,9 @@ const (
 	// HoldZoneByZone: the replicas are in zones a ZoneByZone rollout
 	// updates later.
 	HoldZoneByZone
-	// HoldUnreachable: the replicas are in unreachable zones
-	// (Spec.Unreachable), where nothing can be deleted.
+	// HoldUnreachable: the replicas are unknown, unreachable
+	// (Replica.Unreachable) or in unreachable zones (Spec.Unreachable):
+	// nothing can be deleted there.
 	HoldUnreachable
 	// HoldSkipRemediation: the replicas due for remediation opted out
 	// (Health.Skip).

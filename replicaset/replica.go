@@ -77,6 +77,13 @@ type Replica struct {
 	// opens. The package documentation's Lifecycle hooks section states
 	// the rules.
 	LaunchGated bool
+	// Unreachable reports that the platform cannot tell the replica's
+	// state now, though its zone answers: a VM whose datastore went away
+	// or whose host is disconnected, a Pod whose node stopped reporting.
+	// Compute plans it as a replica of an unreachable zone (the package
+	// documentation's Unreachable zones section): counted, never deleted,
+	// never chosen, listed in Plan.Unknown.
+	Unreachable bool
 	// ReadySince is when the replica last became ready. It matters only when
 	// Ready is true and the spec has a non-zero MinReady.
 	ReadySince time.Time
@@ -136,7 +143,7 @@ func (r Replica) Available(minReady time.Duration, now time.Time) bool {
 }
 
 // available is Replica.Available on a pointer, for loops over many
-// replicas: a Replica is 160 bytes to copy.
+// replicas: a Replica is 200 bytes to copy.
 func available(r *Replica, minReady time.Duration, now time.Time) bool {
 	if !r.ready() || r.Deleting {
 		return false

@@ -24,6 +24,10 @@ type Status struct {
 	// their pre-delete hooks run. They are included in Replicas, and in
 	// Ready and Available as their readiness says.
 	Preparing int
+	// Unknown counts live replicas whose state is unknown
+	// (Replica.Unreachable): included in Replicas, never in Ready or
+	// Available.
+	Unknown int
 }
 
 // Summarize computes the status of current at now, with minReady as the
@@ -39,6 +43,10 @@ func Summarize(current []Replica, minReady time.Duration, now time.Time) Status 
 		s.Replicas++
 		if r.Preparing != nil {
 			s.Preparing++
+		}
+		if r.Unreachable {
+			s.Unknown++
+			continue
 		}
 		if r.ready() {
 			s.Ready++

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"slices"
 	"testing"
+	"time"
 
 	"github.com/google/go-cmp/cmp"
 	"pgregory.net/rapid"
@@ -27,18 +28,20 @@ func naiveKnownDesired(spec replicaset.Spec, unknown []replicaset.Replica) int {
 	return max(0, spec.Desired-u) + min(u, s, spec.Desired)
 }
 
-// partition splits rs into the replicas in spec's unreachable zones and
-// the rest, and returns the spec the rest are planned by.
+// partition splits rs into the unknown replicas (unreachable, or in
+// spec's unreachable zones) and the rest, and returns the spec the rest
+// are planned by.
 func partition(spec replicaset.Spec, rs []replicaset.Replica) (known, unknown []replicaset.Replica, inner replicaset.Spec) {
 	for _, r := range rs {
-		if slices.Contains(spec.Unreachable, r.Zone) {
+		if r.Unreachable || slices.Contains(spec.Unreachable, r.Zone) {
 			unknown = append(unknown, r)
 		} else {
 			known = append(known, r)
 		}
 	}
 	inner = spec
-	inner.Unreachable, inner.Zones, inner.Rebalance = nil, nil, false
+	inner.Unreachable, inner.Zones = nil, nil
+	inner.Rebalance = spec.Rebalance && len(spec.Unreachable) == 0 && len(unknown) == 0
 	inner.Desired = naiveKnownDesired(spec, unknown)
 	for _, z := range spec.Zones {
 		if !slices.Contains(spec.Unreachable, z) {
@@ -49,17 +52,27 @@ func partition(spec replicaset.Spec, rs []replicaset.Replica) (known, unknown []
 }
 
 // unreachableGen draws some of the zones replicas are drawn in, listed or
-// not, in any order.
+// not, in any order, or none.
 func unreachableGen() *rapid.Generator[[]string] {
 	return rapid.Custom(func(t *rapid.T) []string {
 		all := rapid.Permutation([]string{"a", "b", "c", "x"}).Draw(t, "unreachableOrder")
-		return all[:rapid.IntRange(1, 4).Draw(t, "unreachableCount")]
+		return all[:rapid.IntRange(0, 4).Draw(t, "unreachableCount")]
 	})
 }
 
-// TestCompute_UnreachableProperties checks one pass over unreachable zones,
-// with and without revisions, on arbitrary replicas: the replicas in them
-// are listed as unknown and nothing else is done with them, no create
+// unreachableReplicas marks some of rs unreachable (Replica.Unreachable),
+// in place, and returns rs.
+func unreachableReplicas(t *rapid.T, rs []replicaset.Replica) []replicaset.Replica {
+	for i := range rs {
+		rs[i].Unreachable = rapid.IntRange(0, 4).Draw(t, "replicaUnreachable") == 0
+	}
+	return rs
+}
+
+// TestCompute_UnreachableProperties checks one pass over unreachable zones
+// and unreachable replicas, with and without revisions, on arbitrary
+// replicas: the unknown replicas (unreachable, or in those zones) are
+// listed as unknown and nothing else is done with them, no create
 // goes to them, and the known replicas get exactly the plan, and so every
 // invariant (replicasettest.Check, which checkedCompute runs), of a set of
 // their own whose desired count is K.
@@ -76,6 +89,7 @@ func TestCompute_UnreachableProperties(t *testing.T) {
 			rs = replicagen.Replicas(30).Draw(t, "replicas")
 		}
 		spec.Unreachable = unreachableGen().Draw(t, "unreachable")
+		rs = unreachableReplicas(t, rs)
 		_, policy := replicagen.Policy(t)
 		p, err := checkedCompute(t, spec, rs, policy, replicagen.Now())
 		if err != nil {
@@ -86,8 +100,8 @@ func TestCompute_UnreachableProperties(t *testing.T) {
 			t.Fatalf("Unknown (-want +got):\n%s", diff)
 		}
 		for _, r := range slices.Concat(p.Delete, p.Deleting) {
-			if slices.Contains(spec.Unreachable, r.Zone) {
-				t.Fatalf("%q in unreachable zone %s is in the plan's deletes: %v", r.Name, r.Zone, p)
+			if r.Unreachable || slices.Contains(spec.Unreachable, r.Zone) {
+				t.Fatalf("%q, unreachable or in unreachable zone %s, is in the plan's deletes: %v", r.Name, r.Zone, p)
 			}
 		}
 		for _, z := range p.CreateZones {
@@ -285,5 +299,44 @@ func TestCompute_UnreachableBadSpec(t *testing.T) {
 	rs := []replicaset.Replica{{Name: "r", Zone: "a"}, {Name: "r", Zone: "b"}}
 	if _, err := checkedCompute(t, spec, rs, deletionpolicy.Random{}, replicagen.Now()); !errors.Is(err, replicaset.ErrInvalidReplica) {
 		t.Errorf("a name in both: got %v, want ErrInvalidReplica", err)
+	}
+}
+
+// TestCompute_UnreachableReplica plans a replica the platform cannot read,
+// in a zone that answers: it is counted and left alone, known replicas
+// stand in for it (at most a surge's worth), and a scale-down takes known
+// replicas only.
+func TestCompute_UnreachableReplica(t *testing.T) {
+	now := replicagen.Now()
+	up := func(name string, age time.Duration) replicaset.Replica {
+		return replicaset.Replica{Name: name, UID: "uid-" + name, Zone: "a", CreatedAt: now.Add(-age),
+			Phase: replicaset.PhaseRunning, Ready: true, ReadySince: now}
+	}
+	lost := up("r2", 0) // the newest: Newest would take it first
+	lost.Unreachable = true
+	rs := []replicaset.Replica{up("r0", 2*time.Hour), up("r1", time.Hour), lost}
+	for _, tc := range []struct {
+		desired, create int
+		delete          []string
+	}{
+		{desired: 3, create: 1}, // K = 2 + min(1, 1, 3): one stands in
+		{desired: 4, create: 2},
+		{desired: 1, delete: []string{"r1"}}, // K = 0 + min(1, 1, 1)
+		{desired: 0, delete: []string{"r0", "r1"}},
+	} {
+		spec := replicaset.Spec{Desired: tc.desired, Zones: []string{"a", "b"}}
+		p, err := checkedCompute(t, spec, rs, deletionpolicy.Newest{}, now)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if diff := cmp.Diff([]string{"r2"}, names(p.Unknown)); diff != "" {
+			t.Errorf("desired %d: Unknown (-want +got):\n%s", tc.desired, diff)
+		}
+		if p.Create != tc.create {
+			t.Errorf("desired %d: Create %d, want %d", tc.desired, p.Create, tc.create)
+		}
+		if diff := cmp.Diff(tc.delete, names(p.Delete), sortNames); diff != "" {
+			t.Errorf("desired %d: Delete (-want +got):\n%s", tc.desired, diff)
+		}
 	}
 }

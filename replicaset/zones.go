@@ -141,9 +141,10 @@ func (ps *pass) pick() int {
 }
 
 // rebalancing reports whether Spec.Rebalance applies to this pass: the
-// spec lists zones, every zone answers, and no rollout is in progress.
+// spec lists zones, every zone and replica answers, and no rollout is in
+// progress.
 func (ps *pass) rebalancing() bool {
-	return ps.spec.Rebalance && ps.zoned() && len(ps.spec.Unreachable) == 0 && !ps.inRollout()
+	return ps.spec.Rebalance && ps.zoned() && len(ps.spec.Unreachable) == 0 && ps.unknowns == 0 && !ps.inRollout()
 }
 
 // rebalance, with Spec.Rebalance, creates the one replica that moves the

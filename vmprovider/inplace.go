@@ -30,7 +30,8 @@ func BaseRevision(t Spec) string {
 		Placement    Placement
 		CPUHotAdd    bool
 		MemoryHotAdd bool
-	}{true, t.Template, t.PowerOn, networks(t), t.CloudInit, t.Placement, t.CPUHotAdd, t.MemoryHotAdd}
+		Snapshot     string `json:",omitempty"` // added later: older base revisions stay
+	}{true, t.Template, t.PowerOn, networks(t), t.CloudInit, t.Placement, t.CPUHotAdd, t.MemoryHotAdd, linkedSnapshot(t)}
 	return hashShape(shape)
 }
 

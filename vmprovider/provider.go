@@ -93,6 +93,14 @@ type Spec struct {
 	// replaces none of a Set's VMs; the VMs made after it changed are made
 	// the new way.
 	LinkedClone bool
+	// LinkedCloneSnapshot names the template's snapshot a linked clone
+	// links to; empty means the provider's own (the vsphere provider's
+	// LinkedCloneSnapshot). A provider takes it, once, when the template
+	// has no snapshot of that name, and never links to another, such as
+	// whichever is current: a backup product's temporary snapshot, say.
+	// It is part of TemplateRevision when LinkedClone is set and it is not
+	// empty: another snapshot is other disks.
+	LinkedCloneSnapshot string
 	// BaseRevision, when set, is the revision of everything in the
 	// template but the VM's size (BaseRevision): recorded beside Revision
 	// and reported back as VM.BaseRevision, it says whether a VM on
@@ -213,6 +221,15 @@ type VM struct {
 	// Endpoint is the endpoint that holds the VM, as Endpoints reports
 	// it; empty from a Provider of one endpoint.
 	Endpoint string
+	// Unreachable, when not empty, says why the platform cannot read the
+	// VM now, though it answers: for vSphere, the VM's connection state
+	// (inaccessible when its datastore went away, disconnected with its
+	// host, orphaned, invalid). Its other fields are as the provider last
+	// read them, its power state as the platform shows it, and its guest
+	// unknown. A Set counts it as unknown (replicaset.Replica.Unreachable):
+	// never replaced by name, never deleted, never changed, and a
+	// provider refuses to act on it (ErrUnreadable).
+	Unreachable string
 }
 
 // Heartbeat is the health of a guest's heartbeat, named as vSphere names it.
@@ -277,6 +294,10 @@ var (
 	// ErrInvalidSpec too. For a VM in a zone it says the zone cannot
 	// take VMs, which the next VM may avoid.
 	ErrPlacement = errors.New("vmprovider: placement not in the inventory")
+	// ErrUnreadable means the platform cannot read the VM now
+	// (VM.Unreachable says why), so the provider did nothing to it: its
+	// state, and whose it is, are unknown until it can.
+	ErrUnreadable = errors.New("vmprovider: the platform cannot read the VM now")
 )
 
 // NotOwnedError says which VM was refused and whose mark it carries.

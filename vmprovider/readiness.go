@@ -64,8 +64,10 @@ type readyTracker struct {
 	since map[string]time.Time // by instance UUID (else name): when first seen ready
 }
 
-// replicas describes vms at now: a VM that is ready by the tracker's
-// choice is running and ready since ReadySince (see readyTracker); a VM
+// replicas describes vms at now: a VM the platform cannot read
+// (VM.Unreachable) is unreachable, in no known phase; a VM that is ready
+// by the tracker's choice is running and ready since ReadySince (see
+// readyTracker); a VM
 // that is off or suspended while wantOn is pending; any other VM is
 // running but not ready. It forgets VMs no longer listed. A replica's UID
 // is its VM's instance UUID, prefixed with its endpoint and a slash when
@@ -82,6 +84,8 @@ func (t *readyTracker) replicas(vms []VM, wantOn bool, now time.Time) []replicas
 			r.UID = vm.Endpoint + "/" + vm.InstanceUUID
 		}
 		switch {
+		case vm.Unreachable != "":
+			r.Unreachable = true // unknown: neither running nor ready
 		case t.readiness.Ready(vm):
 			r.Phase, r.Ready = replicaset.PhaseRunning, true
 			r.ReadySince = vm.BootedAt

@@ -29,7 +29,9 @@ import (
 //
 // The hot-add settings (CPUHotAdd, MemoryHotAdd) are part of it only when
 // set: a spec that leaves them false has the revision it had before they
-// existed, so upgrading replicakit rolls no set out. BaseRevision is the
+// existed, so upgrading replicakit rolls no set out. LinkedCloneSnapshot
+// is part of it only when LinkedClone is set and it names a snapshot:
+// another snapshot is other disks. BaseRevision is the
 // same hash without the VM's size.
 func TemplateRevision(t Spec) string {
 	shape := struct {
@@ -41,10 +43,20 @@ func TemplateRevision(t Spec) string {
 		CloudInit *CloudInit
 		Placement Placement
 		// Added later: omitted when false, so older revisions stay.
-		CPUHotAdd    bool `json:",omitempty"`
-		MemoryHotAdd bool `json:",omitempty"`
-	}{t.Template, t.CPUs, t.MemoryMiB, t.PowerOn, networks(t), t.CloudInit, t.Placement, t.CPUHotAdd, t.MemoryHotAdd}
+		CPUHotAdd    bool   `json:",omitempty"`
+		MemoryHotAdd bool   `json:",omitempty"`
+		Snapshot     string `json:",omitempty"`
+	}{t.Template, t.CPUs, t.MemoryMiB, t.PowerOn, networks(t), t.CloudInit, t.Placement, t.CPUHotAdd, t.MemoryHotAdd, linkedSnapshot(t)}
 	return hashShape(shape)
+}
+
+// linkedSnapshot returns the snapshot t's linked clones are named to link
+// to, "" for full clones or the provider's own.
+func linkedSnapshot(t Spec) string {
+	if !t.LinkedClone {
+		return ""
+	}
+	return t.LinkedCloneSnapshot
 }
 
 // networks returns t's networks, nil when there are none: no networks and
@@ -134,7 +146,7 @@ func (s *Set) markUnrecorded(ctx context.Context, vms []VM, current []replicaset
 	for i := range current {
 		r, vm := &current[i], &vms[i]
 		unrecorded := r.Revision == ""
-		if r.Deleting || slices.Contains(unreachable, r.Zone) ||
+		if r.Deleting || r.Unreachable || slices.Contains(unreachable, r.Zone) ||
 			!unrecorded && (!recordBase || r.Revision != revision || vm.BaseRevision != "") {
 			continue
 		}

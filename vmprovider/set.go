@@ -44,6 +44,13 @@ import (
 // Set's first pass while the endpoint is down) cannot be known: the Set
 // replaces it, and the excess is scaled down once the endpoint answers.
 //
+// A VM the platform lists but cannot read (VM.Unreachable: for vSphere, a
+// VM whose datastore went away or whose host is disconnected) is unknown
+// in the same way, alone, while its endpoint and zone answer: the Set
+// plans it as replicaset.Replica.Unreachable, so it is counted, neither
+// deleted, powered, marked nor given up as a name, and at most the
+// strategy's surge stands in for it; Status counts it in Unknown.
+//
 // # Names held twice
 //
 // A VM is identified by its endpoint and instance UUID; its name is

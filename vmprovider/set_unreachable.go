@@ -91,8 +91,9 @@ func answered(endpoint string, ue *UnreachableError) bool {
 }
 
 // setAside marks the replicas of the unknown VMs, current[firstUnknown:],
-// as the planner should see them: not ready (whether they run is
-// unknown), and in a zone, a synthetic one for a VM that records none. It
+// as the planner should see them: unreachable, not ready (whether they
+// run is unknown), and in a zone, a synthetic one for a VM that records
+// none (ZoneStatus reports it as unreachable). It
 // returns the zones to plan as unreachable: every listed zone whose
 // placement's endpoint ue names, and every zone an unknown VM is in.
 func (s *Set) setAside(current []replicaset.Replica, vms []VM, firstUnknown int, ue *UnreachableError) []string {
@@ -112,7 +113,7 @@ func (s *Set) setAside(current []replicaset.Replica, vms []VM, firstUnknown int,
 	}
 	for i := firstUnknown; i < len(current); i++ {
 		r := &current[i]
-		r.Phase, r.Ready = replicaset.PhaseUnknown, false
+		r.Phase, r.Ready, r.Unreachable = replicaset.PhaseUnknown, false, true
 		if r.Zone == "" {
 			r.Zone = unknownZonePrefix + vms[i].Endpoint
 		}

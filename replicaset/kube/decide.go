@@ -256,14 +256,15 @@ type inPlaceUpdate struct {
 // backing off already. The pass backs those zones off
 // (replicaset.History.After) and the planner replaces the members
 // (Spec.ReplaceFailed), placing the replacements in the zones not backing
-// off. Children in unreachable zones are unknown, failed or not.
+// off. Children unreachable, or in unreachable zones, are unknown, failed
+// or not.
 //
 // It returns the zones that failed in the pass and the UIDs of the
 // failing members.
 func zoneFailures(spec replicaset.Spec, current []replicaset.Replica, o *observation) (failed, uids []string) {
 	for i := range current {
 		r := &current[i]
-		if r.Phase != replicaset.PhaseFailed || r.Deleting || r.Protected || !slices.Contains(spec.Zones, r.Zone) ||
+		if r.Phase != replicaset.PhaseFailed || r.Deleting || r.Protected || r.Unreachable || !slices.Contains(spec.Zones, r.Zone) ||
 			slices.Contains(spec.Unreachable, r.Zone) {
 			continue
 		}

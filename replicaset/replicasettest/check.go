@@ -20,10 +20,11 @@ import (
 //     and Fallback, nor in two of the first eight; Replace is within
 //     Delete and Prepare.
 //   - "unreachable": nothing is acted on (Delete, Prepare, Cancel,
-//     Update, PrepareUpdate, Restart) in an unreachable zone, nor is a
-//     replica already being deleted; no create goes to an unreachable
-//     zone; Unknown is exactly the replicas in unreachable zones, and
-//     Deleting lists only known replicas being deleted.
+//     Update, PrepareUpdate, Restart) that is unreachable
+//     (Replica.Unreachable) or in an unreachable zone, nor is a replica
+//     already being deleted; no create goes to an unreachable zone;
+//     Unknown is exactly the replicas unreachable or in unreachable
+//     zones, and Deleting lists only known replicas being deleted.
 //   - "caps": Create, Delete, Prepare, Update and PrepareUpdate are each
 //     within the per-pass cap (Spec.MaxPerPass, DefaultMaxPerPass when
 //     zero); with Spec.Zones every create has a listed zone, never one
@@ -154,8 +155,8 @@ import (
 //     stays and could have been taken. Delete and Prepare each list the
 //     replicas so taken in that order.
 //
-// The bounds are stated of the known replicas (those not in a zone of
-// Spec.Unreachable), with the desired count K = max(0, D − u) +
+// The bounds are stated of the known replicas (those neither unreachable
+// nor in a zone of Spec.Unreachable), with the desired count K = max(0, D − u) +
 // min(u, S, D) of the package documentation's Unreachable zones section
 // (u the unknown replicas that count toward D, S the surge resolved for
 // D), and S, U and the partition P resolved for K by Strategy.Limits. A
@@ -197,7 +198,7 @@ type checker struct {
 	in      Input
 	p       replicaset.Plan
 	byName  map[string]*replicaset.Replica
-	unknown map[string]bool // by name: in an unreachable zone
+	unknown map[string]bool // by name: unreachable, or in an unreachable zone
 	lc      *replicaset.Lifecycle
 	k       int // the known replicas' desired count
 	lim     replicaset.Limits
@@ -212,7 +213,7 @@ func newChecker(in Input, p replicaset.Plan) *checker {
 	for i := range in.Replicas {
 		r := &in.Replicas[i]
 		c.byName[r.Name] = r
-		if slices.Contains(in.Spec.Unreachable, r.Zone) {
+		if r.Unreachable || slices.Contains(in.Spec.Unreachable, r.Zone) {
 			c.unknown[r.Name] = true
 			if !r.Deleting || !in.Spec.ReplaceDeleting {
 				u++
@@ -278,7 +279,10 @@ func (c *checker) identity() {
 func (c *checker) unreachable() {
 	for _, l := range c.acted() {
 		for _, r := range l.rs {
-			if c.unknown[r.Name] {
+			switch o := c.byName[r.Name]; {
+			case o != nil && o.Unreachable:
+				c.fail("unreachable", "%q, unreachable, is in %s", r.Name, l.name)
+			case c.unknown[r.Name]:
 				c.fail("unreachable", "%q in unreachable zone %q is in %s", r.Name, r.Zone, l.name)
 			}
 			if o := c.byName[r.Name]; o != nil && o.Deleting {
@@ -299,7 +303,7 @@ func (c *checker) unreachable() {
 	}
 	got := sortedNames(c.p.Unknown)
 	if slices.Sort(want); !slices.Equal(got, want) {
-		c.fail("unreachable", "Unknown is %v, want the replicas in unreachable zones %v", got, want)
+		c.fail("unreachable", "Unknown is %v, want the unknown replicas (unreachable, or in unreachable zones) %v", got, want)
 	}
 	for _, r := range c.p.Deleting {
 		if o := c.byName[r.Name]; o != nil && (!o.Deleting || c.unknown[r.Name]) {

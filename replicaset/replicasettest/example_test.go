@@ -55,6 +55,6 @@ func ExampleCheck() {
 	// Output:
 	// true
 	// unreachable: "b" in unreachable zone "b" is in Delete
-	// unreachable: Unknown is [], want the replicas in unreachable zones [b]
+	// unreachable: Unknown is [], want the unknown replicas (unreachable, or in unreachable zones) [b]
 	// protected: protected "b" is in Delete
 }

@@ -176,8 +176,8 @@ func Replicas(max int) *rapid.Generator[[]replicaset.Replica] {
 // when it was created, deleting, marked, protected, a deletion cost of
 // −1, 0 or 1, an ordinal (id) or none, each Phase, ready or not and
 // since when, launch gated or not, on no revision, an older one or a
-// wanted one, in a zone listed, unlisted, unreachable or none, with a
-// Health (nil,
+// wanted one, in a zone listed, unlisted, unreachable or none,
+// unreachable itself one time in ten, with a Health (nil,
 // healthy, unhealthy after being healthy with its Since, never healthy
 // with its Started, restarted, opted out, asked for), a Preparing (nil,
 // or since a time before Now with zero to two hooks, for an update or
@@ -202,6 +202,7 @@ func replica(t *rapid.T, id int) replicaset.Replica {
 		Zone:              rapid.SampledFrom(zoneNames).Draw(t, "zone"),
 		Revision:          rapid.SampledFrom(revisions).Draw(t, "replicaRevision"),
 		InPlace:           replicaset.InPlace(rapid.IntRange(0, 2).Draw(t, "inPlace")),
+		Unreachable:       chance(t, 10, "unreachable"),
 	}
 	if !chance(t, 8, "noUID") {
 		r.UID = "uid-" + name

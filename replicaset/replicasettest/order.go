@@ -18,11 +18,11 @@ const (
 )
 
 // rebalancing reports whether Spec.Rebalance applies to the pass: zones
-// are listed and every one answers (a rollout is not in progress where
-// the order is stated).
+// are listed and every zone and replica answers (a rollout is not in
+// progress where the order is stated).
 func (c *checker) rebalancing() bool {
 	spec := &c.in.Spec
-	return spec.Rebalance && len(spec.Zones) > 0 && len(spec.Unreachable) == 0
+	return spec.Rebalance && len(spec.Zones) > 0 && len(spec.Unreachable) == 0 && len(c.unknown) == 0
 }
 
 // tier returns r's tier in the deletion order.

@@ -42,6 +42,8 @@
 // ([KeyOwnerUID], [KeyOwnerName]), beside the zone, revision and base
 // revision it was made for ([KeyZone], [KeyRevision], [KeyBaseRevision]);
 // VMs without the caller's mark are never powered, modified or destroyed.
+// Every mark is written, an empty one too, so that none a template made
+// from a replica carries survives into a clone.
 // A clone has CPU and memory hot-add turned on when its Spec asks
 // (CpuHotAddEnabled, MemoryHotAddEnabled), and VMs report their CPUs,
 // memory and hot-plug settings (config.hardware.numCPU and memoryMB,
@@ -102,25 +104,58 @@
 // Config{Datacenter: "DC0", ResourcePool: "/DC0/host/DC0_C0", Datastore:
 // "LocalDS_0", Template: "DC0_H0_VM0"}, and expect those differences.
 //
+// # Identity
+//
+// A clone is given an instance UUID the provider chose: its first 60 bits
+// name the owner (a hash of its UID), the rest are random, so a VM made
+// again under a name is a new replica (Replica.UID differs). The UUID is
+// also written under [KeyIdentity]. vCenter gives any copy of the VM (a
+// clone, a template, a backup restored as a new VM) a UUID of its own
+// while the copy keeps the ExtraConfig: a VM whose instance UUID is not
+// its KeyIdentity is a copy, carries no one's mark, and is never adopted,
+// listed, powered, modified or destroyed as a replica. VMs made before
+// KeyIdentity existed carry none and are judged by their mark alone.
+//
+// # VMs vCenter cannot read
+//
+// When a datastore goes away, vCenter keeps its VMs in the inventory but
+// returns no configuration for them (VirtualMachine.config is unset), so
+// their marks are unread, and shows why in runtime.connectionState:
+// inaccessible, or disconnected with their host, orphaned, invalid (vSphere
+// API reference, VirtualMachineConnectionState). Such a VM is not
+// dropped: Get, List and the Watch report it with VM.Unreachable set to
+// that state, its marks and size as the provider last read them, its
+// power state as vCenter shows it and its guest unknown, and a
+// vmprovider.Set counts it as unknown (replicaset.Replica.Unreachable):
+// never replaced by name nor deleted. A provider started while the VM was
+// unreadable has not read its marks; it knows the VM as its owner's by its
+// instance UUID (summary.config.instanceUuid, Identity above), and reports
+// it without zone or revision. Every method that acts on a VM refuses one
+// vCenter cannot read, with an error wrapping vmprovider.ErrUnreadable.
+//
 // # Linked clones
 //
 // A Spec with LinkedClone set is made as Cluster API's vSphere provider
 // (CAPV) makes a VM with cloneMode linkedClone: its disks are new child
-// disks (DiskMoveType createNewChildDiskBacking) of the template's current
-// snapshot (CloneSpec.Snapshot), which is read-only, so nothing is
-// copied, and the VM takes only the space it writes. Of several snapshots
-// the current one is used, as vSphere's client and CAPV use it; it need
-// not be the newest (a revert makes an older one current). A template
-// without a snapshot is given one, [LinkedCloneSnapshot], of its disks
+// disks (DiskMoveType createNewChildDiskBacking) of a snapshot of the
+// template (CloneSpec.Snapshot), which is read-only, so nothing is
+// copied, and the VM takes only the space it writes. The snapshot is the
+// one the Spec names (LinkedCloneSnapshot), or [LinkedCloneSnapshot]
+// when it names none, wherever it is in the template's snapshot tree, and
+// never whichever is current: backup products take temporary snapshots
+// of templates too, and a VM linked to one of those would depend on a
+// snapshot the backup then deletes. A name two snapshots share is an
+// invalid spec. A template without the snapshot is given it, of its disks
 // only (no memory, no quiescing: a template that is running gives a
 // crash-consistent one), once: the concurrent creates of a Provider wait
 // for the first to take it, and a snapshot another process took meanwhile
 // is used instead (two processes that find none at the same moment may
-// take one each; each VM depends on the one it was made from). That
-// snapshot is the only change the Provider makes to a VM without its mark.
-// vCenter takes no snapshot of a VM marked as a template (CAPV's guide
-// has it marked as a VM, snapshotted and marked again), so such a
-// template without one is an invalid spec.
+// take one each; the second is then a name two snapshots share, an
+// invalid spec until one is removed). That snapshot is the only change
+// the Provider makes to a VM without its mark. vCenter takes no snapshot
+// of a VM marked as a template (CAPV's guide has it marked as a VM,
+// snapshotted and marked again), so such a template without the snapshot
+// named is an invalid spec, whose error lists the snapshots it has.
 //
 // A linked clone reads the template's disks, as they were at the
 // snapshot, for as long as it exists: do not delete the snapshot (vCenter
@@ -128,12 +163,11 @@
 // read), nor the template, nor move its disks, while linked clones of it
 // exist. What changes on the template's disks after the snapshot does not
 // reach them. Taking a later snapshot, or reverting the template to
-// another one, changes which snapshot is current and so which one the VMs
-// made after it link to; those made before keep theirs, and since the
-// Spec did not change a Set replaces none of them (change the Template to
-// roll one out). The VM's files and its child disks go on the
-// datastore of its placement (Placement.Datastore, else
-// Config.Datastore), as a full clone's do, and the template's disks stay
+// another one, changes nothing for linked clones: they link to the
+// snapshot named. Naming another snapshot (LinkedCloneSnapshot) is part
+// of the template's revision, so a Set with a Rollout replaces its VMs.
+// The VM's files and its child disks go on the datastore of its placement
+// (Placement.Datastore, else Config.Datastore), as a full clone's do, and the template's disks stay
 // where they are: when that datastore is not the template's, the VM is
 // still linked, its child disks there and their parents on the template's
 // datastore, as CAPV makes it (its destination datastore with

@@ -7,7 +7,8 @@ import (
 )
 
 // Fields names parts of a vmprovider.VM that a Watch can leave out. A
-// watch always keeps a VM's Name, InstanceUUID and Power, the marks in
+// watch always keeps a VM's Name, InstanceUUID, Power and Unreachable
+// (runtime.connectionState, summary.config.instanceUuid), the marks in
 // its ExtraConfig (Owner, OwnerName, Zone, Revision, BaseRevision), and
 // its size and hot-plug settings (CPUs, MemoryMiB, CPUHotAdd,
 // CPUHotRemove, MemoryHotAdd), which say how it can be updated in place
@@ -40,6 +41,7 @@ const (
 
 // keptProps are the properties every watch keeps.
 var keptProps = []string{"name", "config.instanceUuid", "config.extraConfig", "runtime.powerState",
+	"runtime.connectionState", "summary.config.instanceUuid",
 	"config.hardware.numCPU", "config.hardware.memoryMB",
 	"config.cpuHotAddEnabled", "config.cpuHotRemoveEnabled", "config.memoryHotAddEnabled"}
 

@@ -43,7 +43,10 @@ func allChanges(t *rapid.T) []types.PropertyChange {
 		"runtime.powerState": rapid.SampledFrom([]types.VirtualMachinePowerState{types.VirtualMachinePowerStatePoweredOn,
 			types.VirtualMachinePowerStatePoweredOff, types.VirtualMachinePowerStateSuspended}).Draw(t, "power"),
 		"runtime.bootTime": at("booted"),
-		"guest.ipAddress":  addr("primary"),
+		"runtime.connectionState": rapid.SampledFrom([]types.VirtualMachineConnectionState{types.VirtualMachineConnectionStateConnected,
+			types.VirtualMachineConnectionStateInaccessible}).Draw(t, "connection"),
+		"summary.config.instanceUuid": rapid.StringMatching(`[0-9a-f]{4}`).Draw(t, "summary uuid"),
+		"guest.ipAddress":             addr("primary"),
 		"guest.net": []types.GuestNicInfo{{IpAddress: []string{addr("nic0")}},
 			{IpAddress: []string{addr("nic1a"), addr("nic1b")}}},
 		"guest.hostName": rapid.StringMatching(`[a-z]{0,6}`).Draw(t, "hostname"),
@@ -79,14 +82,15 @@ func TestFields_Properties(t *testing.T) {
 				mo.ApplyPropertyChange(watched, []types.PropertyChange{c})
 			}
 		}
-		full := toVM(*whole)
-		if diff := cmp.Diff(f.keep(full), toVM(*watched)); diff != "" {
+		var none *Provider // remembers nothing
+		full := none.read(whole)
+		if diff := cmp.Diff(f.keep(full), none.read(watched)); diff != "" {
 			t.Fatalf("fields %b: kept VM (-keep +watched):\n%s", f, diff)
 		}
 		kept := vmprovider.VM{Name: full.Name, InstanceUUID: full.InstanceUUID, Power: full.Power, Owner: full.Owner,
 			OwnerName: full.OwnerName, Zone: full.Zone, Revision: full.Revision, BaseRevision: full.BaseRevision,
 			CPUs: full.CPUs, MemoryMiB: full.MemoryMiB, CPUHotAdd: full.CPUHotAdd, CPUHotRemove: full.CPUHotRemove,
-			MemoryHotAdd: full.MemoryHotAdd, Heartbeat: vmprovider.HeartbeatGray}
+			MemoryHotAdd: full.MemoryHotAdd, Heartbeat: vmprovider.HeartbeatGray, Unreachable: full.Unreachable}
 		if diff := cmp.Diff(kept, Fields(0).keep(full)); diff != "" {
 			t.Fatalf("the parts always kept (-want +got):\n%s", diff)
 		}

@@ -7,13 +7,10 @@ import (
 )
 
 // inPlaceConfig adds to a clone's config what in-place updates need of a
-// new VM: its base revision beside its revision (KeyBaseRevision), and CPU
-// and memory hot-add turned on when spec asks (false keeps the template's
-// setting).
+// new VM: CPU and memory hot-add turned on when spec asks (false keeps the
+// template's setting). Its base revision (KeyBaseRevision) is one of the
+// marks cloneFrom writes.
 func inPlaceConfig(c *types.VirtualMachineConfigSpec, spec vmprovider.Spec) {
-	if spec.BaseRevision != "" {
-		c.ExtraConfig = append(c.ExtraConfig, &types.OptionValue{Key: KeyBaseRevision, Value: spec.BaseRevision})
-	}
 	if spec.CPUHotAdd {
 		c.CpuHotAddEnabled = types.NewBool(true)
 	}

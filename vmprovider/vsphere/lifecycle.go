@@ -102,7 +102,7 @@ func (p *Provider) Create(ctx context.Context, spec vmprovider.Spec) (_ vmprovid
 	if err := vm.Properties(ctx, ref, vmProps, &m); err != nil {
 		return vmprovider.VM{}, fmt.Errorf("read created VM %q: %w", spec.Name, err)
 	}
-	return toVM(m), nil
+	return p.read(&m), nil
 }
 
 // cloneFrom builds the clone of spec from tmpl, the template at tmplPath,
@@ -114,28 +114,21 @@ func (p *Provider) cloneFrom(ctx context.Context, spec vmprovider.Spec, pl place
 	if err != nil {
 		return nil, "", nil, err
 	}
+	uuid := newInstanceUUID(spec.Owner.UID)
 	clone := types.VirtualMachineCloneSpec{
 		Location: types.VirtualMachineRelocateSpec{Pool: &pl.pool, Datastore: &pl.store, DeviceChange: moves},
 		Config: &types.VirtualMachineConfigSpec{
-			NumCPUs:  spec.CPUs,
-			MemoryMB: spec.MemoryMiB,
-			ExtraConfig: []types.BaseOptionValue{
-				&types.OptionValue{Key: KeyOwnerUID, Value: spec.Owner.UID},
-				&types.OptionValue{Key: KeyOwnerName, Value: spec.Owner.Name},
-			},
+			NumCPUs:      spec.CPUs,
+			MemoryMB:     spec.MemoryMiB,
+			InstanceUuid: uuid,
+			ExtraConfig:  marks(spec, uuid),
 			DeviceChange: adds,
 		},
 		Customization: customization(spec),
 	}
-	if spec.Zone != "" {
-		clone.Config.ExtraConfig = append(clone.Config.ExtraConfig, &types.OptionValue{Key: KeyZone, Value: spec.Zone})
-	}
-	if spec.Revision != "" {
-		clone.Config.ExtraConfig = append(clone.Config.ExtraConfig, &types.OptionValue{Key: KeyRevision, Value: spec.Revision})
-	}
 	inPlaceConfig(clone.Config, spec)
 	if spec.LinkedClone {
-		if err := p.linkClone(ctx, tmpl, tmplPath, &clone); err != nil {
+		if err := p.linkClone(ctx, tmpl, tmplPath, spec, &clone); err != nil {
 			return nil, "", nil, fmt.Errorf("VM %q: %w", spec.Name, err)
 		}
 	}
@@ -158,6 +151,21 @@ func templateGone(err error, tmpl *object.VirtualMachine) bool {
 	return ok && nf.Obj.Type == ref.Type && nf.Obj.Value == ref.Value // whatever serverGuid either carries
 }
 
+// marks are the ExtraConfig keys a clone for spec writes: every mark,
+// empty ones too, since a clone starts from its template's ExtraConfig
+// and an empty value removes a key a template made from a replica
+// carries; and the instance UUID the clone is given (KeyIdentity).
+func marks(spec vmprovider.Spec, uuid string) []types.BaseOptionValue {
+	return []types.BaseOptionValue{
+		&types.OptionValue{Key: KeyOwnerUID, Value: spec.Owner.UID},
+		&types.OptionValue{Key: KeyOwnerName, Value: spec.Owner.Name},
+		&types.OptionValue{Key: KeyZone, Value: spec.Zone},
+		&types.OptionValue{Key: KeyRevision, Value: spec.Revision},
+		&types.OptionValue{Key: KeyBaseRevision, Value: spec.BaseRevision},
+		&types.OptionValue{Key: KeyIdentity, Value: uuid},
+	}
+}
+
 // existing returns the VM spec names if it carries spec's owner's mark, a
 // *NotOwnedError if it carries another, or an error wrapping ErrNotFound.
 func (p *Provider) existing(ctx context.Context, spec vmprovider.Spec) (vmprovider.VM, error) {
@@ -165,7 +173,7 @@ func (p *Provider) existing(ctx context.Context, spec vmprovider.Spec) (vmprovid
 	if err != nil {
 		return vmprovider.VM{}, err
 	}
-	return toVM(m), nil
+	return p.read(&m), nil
 }
 
 // abandon destroys what a failed create may have left under spec's name and

@@ -3,6 +3,7 @@ package vsphere
 import (
 	"context"
 	"fmt"
+	"strings"
 
 	"github.com/vmware/govmomi/object"
 	"github.com/vmware/govmomi/vim25/mo"
@@ -11,11 +12,11 @@ import (
 	"github.com/replicakit/replicakit/vmprovider"
 )
 
-// LinkedCloneSnapshot is the name of the snapshot Create takes of a
-// template that has none when it is asked for a linked clone
-// (vmprovider.Spec.LinkedClone): a snapshot of the disks only, without
-// the memory and without quiescing the guest. The Provider never removes
-// it, since every linked clone made from it depends on it.
+// LinkedCloneSnapshot is the name of the snapshot a linked clone links to
+// when its Spec names none (vmprovider.Spec.LinkedCloneSnapshot): Create
+// takes it of a template that has no snapshot of that name, of the disks
+// only, without the memory and without quiescing the guest. The Provider
+// never removes it, since every linked clone made from it depends on it.
 const LinkedCloneSnapshot = "replicakit-linked-clone"
 
 // linkedCloneDescription is the description of the snapshot Create takes,
@@ -24,10 +25,14 @@ const linkedCloneDescription = "Taken by replicakit to make linked clones from (
 	"VMs made from it read its disks: do not delete it while they exist."
 
 // linkClone makes clone a linked clone of tmpl, the template at tmplPath:
-// its disks are children of tmpl's current snapshot (one taken first when
-// it has none), created on the clone's datastore.
-func (p *Provider) linkClone(ctx context.Context, tmpl *object.VirtualMachine, tmplPath string, clone *types.VirtualMachineCloneSpec) error {
-	snap, err := p.linkSnapshot(ctx, tmpl, tmplPath)
+// its disks are children of tmpl's snapshot named by spec (one taken first
+// when it has none of that name), created on the clone's datastore.
+func (p *Provider) linkClone(ctx context.Context, tmpl *object.VirtualMachine, tmplPath string, spec vmprovider.Spec, clone *types.VirtualMachineCloneSpec) error {
+	name := spec.LinkedCloneSnapshot
+	if name == "" {
+		name = LinkedCloneSnapshot
+	}
+	snap, err := p.linkSnapshot(ctx, tmpl, tmplPath, name)
 	if err != nil {
 		return err
 	}
@@ -36,15 +41,17 @@ func (p *Provider) linkClone(ctx context.Context, tmpl *object.VirtualMachine, t
 	return nil
 }
 
-// linkSnapshot returns the current snapshot of tmpl, the template at
-// tmplPath. When it has none, it takes one (LinkedCloneSnapshot) under
-// the template's lock, after reading the template again: the creates of
-// this Provider that found none wait for the first to take it and then
-// use it, as they use one another process took meanwhile. A VM marked as
-// a template cannot take a snapshot: one without a snapshot is an error
-// wrapping vmprovider.ErrInvalidSpec, found before anything is changed.
-func (p *Provider) linkSnapshot(ctx context.Context, tmpl *object.VirtualMachine, tmplPath string) (types.ManagedObjectReference, error) {
-	snap, _, err := currentSnapshot(ctx, tmpl, tmplPath)
+// linkSnapshot returns tmpl's snapshot called name, tmpl being the
+// template at tmplPath, wherever it is in the snapshot tree and whichever
+// snapshot is current. When there is none, it takes one under the
+// template's lock, after reading the template again: the creates of this
+// Provider that found none wait for the first to take it and then use it,
+// as they use one another process took meanwhile. A VM marked as a
+// template cannot take a snapshot: one without the snapshot is an error
+// wrapping vmprovider.ErrInvalidSpec, found before anything is changed,
+// naming the snapshots it has; so is a name two snapshots share.
+func (p *Provider) linkSnapshot(ctx context.Context, tmpl *object.VirtualMachine, tmplPath, name string) (types.ManagedObjectReference, error) {
+	snap, _, err := namedSnapshot(ctx, tmpl, tmplPath, name)
 	if err != nil || snap != nil {
 		return deref(snap), err
 	}
@@ -53,41 +60,74 @@ func (p *Provider) linkSnapshot(ctx context.Context, tmpl *object.VirtualMachine
 		return types.ManagedObjectReference{}, fmt.Errorf("wait to take a snapshot of template %s: %w", tmplPath, err)
 	}
 	defer unlock()
-	snap, marked, err := currentSnapshot(ctx, tmpl, tmplPath)
+	snap, st, err := namedSnapshot(ctx, tmpl, tmplPath, name)
 	if err != nil || snap != nil {
 		return deref(snap), err
 	}
-	if marked {
-		return types.ManagedObjectReference{}, fmt.Errorf("linked clone of template %s: it is marked as a template and has no snapshot, "+
-			"and vCenter takes none of a template: mark it as a VM, take a snapshot and mark it as a template again, "+
-			"or make full clones: %w", tmplPath, vmprovider.ErrInvalidSpec)
+	if st.marked {
+		have := "none"
+		if len(st.names) > 0 {
+			have = strings.Join(st.names, ", ")
+		}
+		return types.ManagedObjectReference{}, fmt.Errorf("linked clone of template %s: it has no snapshot called %q (it has %s), "+
+			"and vCenter takes none of a VM marked as a template: name one of its snapshots (vmprovider.Spec.LinkedCloneSnapshot), "+
+			"or mark it as a VM, take a snapshot called %q and mark it as a template again, or make full clones: %w",
+			tmplPath, name, have, name, vmprovider.ErrInvalidSpec)
 	}
 	result, err := p.task(ctx, func(ctx context.Context) (*object.Task, error) {
-		return tmpl.CreateSnapshot(ctx, LinkedCloneSnapshot, linkedCloneDescription, false, false)
+		return tmpl.CreateSnapshot(ctx, name, linkedCloneDescription, false, false)
 	})
 	if err != nil {
-		return types.ManagedObjectReference{}, fmt.Errorf("take snapshot %q of template %s for linked clones: %w", LinkedCloneSnapshot, tmplPath, err)
+		return types.ManagedObjectReference{}, fmt.Errorf("take snapshot %q of template %s for linked clones: %w", name, tmplPath, err)
 	}
 	ref, ok := result.(types.ManagedObjectReference)
 	if !ok {
 		return types.ManagedObjectReference{}, fmt.Errorf("take snapshot %q of template %s: task returned %T, not a snapshot reference",
-			LinkedCloneSnapshot, tmplPath, result)
+			name, tmplPath, result)
 	}
 	return ref, nil
 }
 
-// currentSnapshot reads tmpl's current snapshot (nil when it has none)
-// and whether it is marked as a template.
-func currentSnapshot(ctx context.Context, tmpl *object.VirtualMachine, tmplPath string) (*types.ManagedObjectReference, bool, error) {
+// snapshots is what namedSnapshot read of a template: whether it is marked
+// as a template, and the names of its snapshots, in tree order.
+type snapshots struct {
+	marked bool
+	names  []string
+}
+
+// namedSnapshot reads tmpl's snapshot called name (nil when it has none),
+// and what else it read; two snapshots of that name are an error wrapping
+// vmprovider.ErrInvalidSpec.
+func namedSnapshot(ctx context.Context, tmpl *object.VirtualMachine, tmplPath, name string) (*types.ManagedObjectReference, snapshots, error) {
 	var m mo.VirtualMachine
+	var st snapshots
 	if err := tmpl.Properties(ctx, tmpl.Reference(), []string{"snapshot", "config.template"}, &m); err != nil {
-		return nil, false, fmt.Errorf("read the snapshots of template %s: %w", tmplPath, err)
+		return nil, st, fmt.Errorf("read the snapshots of template %s: %w", tmplPath, err)
 	}
-	marked := m.Config != nil && m.Config.Template
+	st.marked = m.Config != nil && m.Config.Template
 	if m.Snapshot == nil {
-		return nil, marked, nil
+		return nil, st, nil
 	}
-	return m.Snapshot.CurrentSnapshot, marked, nil
+	var found []types.ManagedObjectReference
+	var walk func([]types.VirtualMachineSnapshotTree)
+	walk = func(l []types.VirtualMachineSnapshotTree) {
+		for _, s := range l {
+			st.names = append(st.names, s.Name)
+			if s.Name == name {
+				found = append(found, s.Snapshot)
+			}
+			walk(s.ChildSnapshotList)
+		}
+	}
+	walk(m.Snapshot.RootSnapshotList)
+	switch len(found) {
+	case 0:
+		return nil, st, nil
+	case 1:
+		return &found[0], st, nil
+	}
+	return nil, st, fmt.Errorf("linked clone of template %s: %d of its snapshots are called %q: name one no other shares: %w",
+		tmplPath, len(found), name, vmprovider.ErrInvalidSpec)
 }
 
 // deref returns *ref, or the zero reference for nil.

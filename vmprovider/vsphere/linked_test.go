@@ -219,32 +219,47 @@ func TestCreate_LinkedClone_ConcurrentTakeOneSnapshot(t *testing.T) {
 	}
 }
 
-// TestCreate_LinkedClone_CurrentOfSeveral: of a template's snapshots, a
-// linked clone uses the current one, here the older of two (the template
-// was reverted to it), and takes none.
-func TestCreate_LinkedClone_CurrentOfSeveral(t *testing.T) {
+// TestCreate_LinkedClone_NamedNotCurrent: a linked clone links to the
+// snapshot its Spec names, wherever it is in the template's tree, never to
+// the current one, here a backup product's temporary snapshot taken after
+// it; without a name it links to LinkedCloneSnapshot, taken once. A name
+// two snapshots share is an invalid spec.
+func TestCreate_LinkedClone_NamedNotCurrent(t *testing.T) {
 	faults, sim, p := startCounted(t)
 	ctx := context.Background()
 	tmpl, ds := templateVM(t, sim)
-	snapshot(t, tmpl, "a")
-	_, a := snapshots(t, tmpl)
-	snapshot(t, tmpl, "b")
-	run(t, "revert to a", func(ctx context.Context) (*object.Task, error) { return tmpl.RevertToSnapshot(ctx, "a", true) })
-	if names, current := snapshots(t, tmpl); !cmp.Equal(names, []string{"a", "b"}) || current != a {
-		t.Fatalf("template's snapshots %q, current %q; the test wants a and b, a (%s) current", names, current, a)
+	snapshot(t, tmpl, "golden")
+	_, golden := snapshots(t, tmpl)
+	snapshot(t, tmpl, "VEEAM BACKUP TEMPORARY SNAPSHOT")
+	if names, current := snapshots(t, tmpl); !cmp.Equal(names, []string{"golden", "VEEAM BACKUP TEMPORARY SNAPSHOT"}) || current == golden {
+		t.Fatalf("template's snapshots %q, current %q; the test wants the backup's current", names, current)
 	}
 	clones := faults.Record("CloneVM_Task")
 	snaps := faults.Record("CreateSnapshot_Task")
 
-	if _, err := p.Create(ctx, vmprovider.Spec{Name: "web-0", Owner: ownerA, LinkedClone: true}); err != nil {
-		t.Fatalf("Create(web-0, linked): %v", err)
+	if _, err := p.Create(ctx, vmprovider.Spec{Name: "web-0", Owner: ownerA, LinkedClone: true, LinkedCloneSnapshot: "golden"}); err != nil {
+		t.Fatalf("Create(web-0, linked to golden): %v", err)
 	}
-	want := []cloneCall{{Name: "web-0", Snapshot: a, DiskMoveType: linkedMove, Datastore: ds}}
+	if n := len(snaps.Bodies()); n != 0 {
+		t.Errorf("%d CreateSnapshot_Task calls for a template with the snapshot named, want 0", n)
+	}
+	if _, err := p.Create(ctx, vmprovider.Spec{Name: "web-1", Owner: ownerA, LinkedClone: true}); err != nil {
+		t.Fatalf("Create(web-1, linked): %v", err)
+	}
+	names, own := snapshots(t, tmpl)
+	if want := []string{"golden", "VEEAM BACKUP TEMPORARY SNAPSHOT", vsphere.LinkedCloneSnapshot}; !cmp.Equal(names, want) {
+		t.Errorf("template's snapshots %q, want %q", names, want)
+	}
+	want := []cloneCall{{Name: "web-0", Snapshot: golden, DiskMoveType: linkedMove, Datastore: ds},
+		{Name: "web-1", Snapshot: own, DiskMoveType: linkedMove, Datastore: ds}}
 	if diff := cmp.Diff(want, cloneCalls(t, clones)); diff != "" {
 		t.Errorf("clone requests (-want +got):\n%s", diff)
 	}
-	if n := len(snaps.Bodies()); n != 0 {
-		t.Errorf("%d CreateSnapshot_Task calls for a template with snapshots, want 0", n)
+
+	snapshot(t, tmpl, "golden") // a second of the name
+	_, err := p.Create(ctx, vmprovider.Spec{Name: "web-2", Owner: ownerA, LinkedClone: true, LinkedCloneSnapshot: "golden"})
+	if !errors.Is(err, vmprovider.ErrInvalidSpec) || count(t, sim, "web-2") != 0 {
+		t.Errorf("Create(web-2) linked to one of two snapshots called golden: %v, want ErrInvalidSpec and no VM", err)
 	}
 }
 
@@ -277,9 +292,9 @@ func TestCreate_FullClone_Unchanged(t *testing.T) {
 }
 
 // TestCreate_LinkedClone_MarkedTemplate: vCenter takes no snapshot of a
-// VM marked as a template, so a linked create of one without a snapshot
-// is an invalid spec that changes nothing; once it has a snapshot (taken
-// while it was a VM), linked creates use it.
+// VM marked as a template, so a linked create of one without the snapshot
+// it names is an invalid spec that changes nothing; once it has a
+// snapshot (taken while it was a VM), linked creates that name it use it.
 func TestCreate_LinkedClone_MarkedTemplate(t *testing.T) {
 	faults, sim, p := startCounted(t)
 	ctx := context.Background()
@@ -302,8 +317,11 @@ func TestCreate_LinkedClone_MarkedTemplate(t *testing.T) {
 	// been marked as a VM, snapshotted and marked again.
 	snapshot(t, tmpl, "golden")
 	_, current := snapshots(t, tmpl)
-	if _, err := p.Create(ctx, vmprovider.Spec{Name: "web-0", Owner: ownerA, LinkedClone: true}); err != nil {
-		t.Fatalf("Create(web-0, linked) of a marked template with a snapshot: %v", err)
+	if _, err := p.Create(ctx, vmprovider.Spec{Name: "web-0", Owner: ownerA, LinkedClone: true}); !errors.Is(err, vmprovider.ErrInvalidSpec) {
+		t.Fatalf("Create(web-0, linked) of a marked template whose snapshot is not the one named: %v, want ErrInvalidSpec", err)
+	}
+	if _, err := p.Create(ctx, vmprovider.Spec{Name: "web-0", Owner: ownerA, LinkedClone: true, LinkedCloneSnapshot: "golden"}); err != nil {
+		t.Fatalf("Create(web-0, linked to golden) of a marked template: %v", err)
 	}
 	want := []cloneCall{{Name: "web-0", Snapshot: current, DiskMoveType: linkedMove, Datastore: ds}}
 	if diff := cmp.Diff(want, cloneCalls(t, clones)); diff != "" {

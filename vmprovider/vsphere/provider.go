@@ -55,6 +55,10 @@ type Provider struct {
 	tasks    chan struct{}
 	grace    time.Duration // Delete's wait for a guest shutdown; negative: none
 
+	// known holds, by reference, each VM of the folder as last read while
+	// vCenter could read it (read), for when it cannot.
+	known sync.Map
+
 	mu        sync.Mutex
 	templates map[string]*object.VirtualMachine
 	names     map[string]*nameLock
@@ -344,6 +348,7 @@ func (p *Provider) lookup(ctx context.Context, name string) (*object.VirtualMach
 	vm := object.NewVirtualMachine(p.client, ref.Reference())
 	if err := vm.Properties(ctx, vm.Reference(), vmProps, &m); err != nil {
 		if fault.Is(err, &types.ManagedObjectNotFound{}) {
+			p.forget(ref.Reference())
 			return nil, m, fmt.Errorf("VM %q: %w", name, vmprovider.ErrNotFound)
 		}
 		return nil, m, fmt.Errorf("read VM %q: %w", name, err)
@@ -372,11 +377,17 @@ func (p *Provider) findBelow(ctx context.Context, name string) (object.Reference
 	return nil, nil
 }
 
-// owned is lookup that also checks owner's mark.
+// owned is lookup that also checks owner's mark. A VM vCenter cannot read
+// now is refused with an error wrapping vmprovider.ErrUnreadable, whoever
+// it may belong to: nothing is done to a VM whose state is unknown.
 func (p *Provider) owned(ctx context.Context, name, owner string) (*object.VirtualMachine, mo.VirtualMachine, error) {
 	vm, m, err := p.lookup(ctx, name)
 	if err != nil {
 		return nil, m, err
+	}
+	if why := unreadable(&m); why != "" {
+		p.read(&m)
+		return nil, m, fmt.Errorf("VM %q: vCenter cannot read it (%s), so it was left untouched: %w", name, why, vmprovider.ErrUnreadable)
 	}
 	if got := mark(m); got != owner || owner == "" {
 		return nil, m, &vmprovider.NotOwnedError{Name: name, Want: owner, Got: got}
@@ -384,8 +395,12 @@ func (p *Provider) owned(ctx context.Context, name, owner string) (*object.Virtu
 	return vm, m, nil
 }
 
-// mark returns the owner UID in a VM's ExtraConfig, or "".
+// mark returns the owner UID in a VM's ExtraConfig, or "" when it has
+// none or is a copy of a VM that had one (KeyIdentity).
 func mark(m mo.VirtualMachine) string {
+	if id := extraConfig(m, KeyIdentity); id != "" && !strings.EqualFold(id, m.Config.InstanceUuid) {
+		return ""
+	}
 	return extraConfig(m, KeyOwnerUID)
 }
 
@@ -469,7 +484,7 @@ func (p *Provider) Get(ctx context.Context, name string) (_ vmprovider.VM, err e
 	if err != nil {
 		return vmprovider.VM{}, err
 	}
-	return toVM(m), nil
+	return p.read(&m), nil
 }
 
 // List implements vmprovider.Provider with one container view over the
@@ -486,10 +501,19 @@ func (p *Provider) List(ctx context.Context, owner string) (_ []vmprovider.VM, e
 		return nil, fmt.Errorf("list VMs: %w", err)
 	}
 	var out []vmprovider.VM
-	for _, m := range all {
-		if owner != "" && mark(m) == owner {
-			out = append(out, toVM(m))
+	refs := make(map[types.ManagedObjectReference]bool, len(all))
+	for i := range all {
+		refs[all[i].Self] = true
+		if vm := p.read(&all[i]); claims(vm, owner) {
+			out = append(out, vm)
 		}
 	}
+	// The VMs no longer in the folder are forgotten.
+	p.known.Range(func(k, _ any) bool {
+		if !refs[k.(types.ManagedObjectReference)] {
+			p.known.Delete(k)
+		}
+		return true
+	})
 	return out, nil
 }

@@ -124,7 +124,7 @@ func (w *Watch) List(owner string) []vmprovider.VM {
 		if wr, ok := w.written[name]; ok && now.Before(wr.until) {
 			continue // below
 		}
-		if owner != "" && vm.Owner == owner {
+		if claims(vm, owner) {
 			out = append(out, vm)
 		}
 	}
@@ -259,7 +259,7 @@ func (w *Watch) replace(all map[types.ManagedObjectReference]*mo.VirtualMachine)
 	w.byRef = all
 	w.byName = make(map[string]vmprovider.VM, len(all))
 	for _, m := range all {
-		w.byName[m.Name] = toVM(*m)
+		w.byName[m.Name] = w.p.read(m)
 	}
 	var changed []vmprovider.VM
 	var gone []vmprovider.VM
@@ -300,7 +300,8 @@ func (w *Watch) apply(updates []types.ObjectUpdate) {
 		case types.ObjectUpdateKindLeave:
 			if ok {
 				delete(w.byRef, u.Obj)
-				vm := toVM(*m)
+				vm := w.p.read(m)
+				w.p.forget(u.Obj)
 				if cur, ok := w.byName[m.Name]; ok && cur.InstanceUUID == vm.InstanceUUID {
 					delete(w.byName, m.Name)
 				}
@@ -322,7 +323,7 @@ func (w *Watch) apply(updates []types.ObjectUpdate) {
 		oldName := m.Name
 		before, had := w.byName[m.Name]
 		mo.ApplyPropertyChange(m, u.ChangeSet)
-		vm := toVM(*m)
+		vm := w.p.read(m)
 		if oldName != "" && oldName != m.Name {
 			// Renamed: the old name is gone, if it was this VM's.
 			if cur, ok := w.byName[oldName]; ok && cur.InstanceUUID == vm.InstanceUUID {
@@ -428,7 +429,7 @@ func sameVM(a, b vmprovider.VM) bool {
 		a.ToolsRunning == b.ToolsRunning && a.Heartbeat == b.Heartbeat && a.Zone == b.Zone &&
 		a.Revision == b.Revision && a.BaseRevision == b.BaseRevision && a.CPUs == b.CPUs && a.MemoryMiB == b.MemoryMiB &&
 		a.CPUHotAdd == b.CPUHotAdd && a.CPUHotRemove == b.CPUHotRemove && a.MemoryHotAdd == b.MemoryHotAdd &&
-		a.Endpoint == b.Endpoint
+		a.Endpoint == b.Endpoint && a.Unreachable == b.Unreachable
 }
 
 // maxWait bounds each wait for updates on the server's side, in seconds.

@@ -23,7 +23,8 @@ const (
 	// Resized condition says why.
 	AnnotationPowerCycle = "vm.replicakit.io/power-cycle"
 	// AnnotationCloneMode set to CloneLinked on a VirtualMachine makes
-	// its VM a linked clone of its template's current snapshot
+	// its VM a linked clone of its template's snapshot
+	// vsphere.LinkedCloneSnapshot
 	// (vmprovider.Spec.LinkedClone). It matters only when the VM is
 	// cloned. A set puts it on the VMs it makes when its spec.cloneMode is
 	// Linked.

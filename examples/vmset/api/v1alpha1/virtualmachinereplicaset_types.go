@@ -80,7 +80,8 @@ type VirtualMachineReplicaSetSpec struct {
 	Rebalance bool `json:"rebalance,omitempty"`
 	// CloneMode is how new VMs are cloned: Full (the default) copies the
 	// template's disks, so each VM stands alone; Linked makes child disks
-	// of the template's current snapshot (taken once if it has none), in
+	// of the template's snapshot replicakit-linked-clone (taken once if it
+	// has none; never whichever snapshot is current), in
 	// seconds rather than minutes, but every VM then depends on that
 	// snapshot and the template's datastore (vsphere.Provider's Linked
 	// clones). Changing it is not a rollout: new VMs are cloned the new
