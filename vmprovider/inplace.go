@@ -44,7 +44,9 @@ func BaseRevision(t Spec) string {
 //   - replicaset.InPlaceNone when vm's recorded base revision is not
 //     BaseRevision(want) (the template, networks, power, cloud-init,
 //     placement or hot-add settings differ), or vm records none (it was
-//     made before in-place updates, or by a provider that records none);
+//     made before in-place updates, or by a provider that records none),
+//     or the CPUs wanted are not a whole number of vm's sockets
+//     (CoresPerSocket), which vSphere refuses whatever the power state;
 //   - replicaset.InPlaceLive when only the size may differ and it can
 //     change while vm runs: the size is the same (only the revision is to
 //     be recorded), vm is powered off (any size can be set), or every
@@ -53,9 +55,10 @@ func BaseRevision(t Spec) string {
 //     MemoryHotAdd);
 //   - replicaset.InPlacePowerCycle otherwise: a change needs vm off
 //     (memory lowered, which vSphere never does while a VM runs; CPUs or
-//     memory raised without hot-add; CPUs lowered without hot-remove), or
-//     vm is suspended and its size is to change. The phrase names each
-//     such field and its values.
+//     memory raised without hot-add; CPUs lowered without hot-remove;
+//     memory raised past MemoryHotAddLimitMiB, or to a size that is not
+//     a multiple of MemoryHotAddIncrementMiB), or vm is suspended and its
+//     size is to change. The phrase names each such field and its values.
 //
 // A zero want.CPUs or want.MemoryMiB means the template's size, which a
 // running VM does not report: that field counts as unchanged, whatever vm
@@ -76,14 +79,18 @@ func InPlaceFor(vm VM, want Spec) (replicaset.InPlace, string) {
 // SizeChange classifies how vm, as it reports itself, could be given cpus
 // CPUs and memoryMiB MiB of memory (a zero keeping what it has), by
 // InPlaceFor's rules for a VM whose base revision is the wanted one:
+// replicaset.InPlaceNone when the CPUs are not whole sockets;
 // replicaset.InPlaceLive when it is off, nothing changes, or every change
-// is one its hot-plug settings allow; replicaset.InPlacePowerCycle
-// otherwise, with a phrase naming each field that needs the VM off and
-// its values. A controller that resizes a VM it does not roll (a
+// is one its hot-plug settings and bounds allow;
+// replicaset.InPlacePowerCycle otherwise, with a phrase naming each field
+// that needs the VM off and its values. A controller that resizes a VM it does not roll (a
 // VirtualMachine whose spec changed) asks it to choose between a live
 // resize and a power cycle.
 func SizeChange(vm VM, cpus int32, memoryMiB int64) (replicaset.InPlace, string) {
 	want := Spec{CPUs: cpus, MemoryMiB: memoryMiB}
+	if c := vm.CoresPerSocket; c > 1 && want.CPUs != 0 && want.CPUs != vm.CPUs && want.CPUs%c != 0 {
+		return replicaset.InPlaceNone, fmt.Sprintf("%d CPUs are not a whole number of the VM's sockets of %d cores", want.CPUs, c)
+	}
 	if vm.Power == PoweredOff {
 		return replicaset.InPlaceLive, ""
 	}
@@ -104,6 +111,12 @@ func SizeChange(vm VM, cpus int32, memoryMiB int64) (replicaset.InPlace, string)
 	switch {
 	case memory && want.MemoryMiB > vm.MemoryMiB && !vm.MemoryHotAdd:
 		blockers = append(blockers, fmt.Sprintf("memory raised from %d to %d MiB needs the VM off (memory hot-add is off)", vm.MemoryMiB, want.MemoryMiB))
+	case memory && want.MemoryMiB > vm.MemoryHotAddLimitMiB && vm.MemoryHotAddLimitMiB > 0:
+		blockers = append(blockers, fmt.Sprintf("memory raised from %d to %d MiB needs the VM off (it passes the hot-add limit of %d MiB)",
+			vm.MemoryMiB, want.MemoryMiB, vm.MemoryHotAddLimitMiB))
+	case memory && want.MemoryMiB > vm.MemoryMiB && vm.MemoryHotAddIncrementMiB > 0 && want.MemoryMiB%vm.MemoryHotAddIncrementMiB != 0:
+		blockers = append(blockers, fmt.Sprintf("memory raised from %d to %d MiB needs the VM off (a running VM's memory is a multiple of %d MiB)",
+			vm.MemoryMiB, want.MemoryMiB, vm.MemoryHotAddIncrementMiB))
 	case memory && want.MemoryMiB < vm.MemoryMiB:
 		blockers = append(blockers, fmt.Sprintf("memory lowered from %d to %d MiB needs the VM off", vm.MemoryMiB, want.MemoryMiB))
 	}

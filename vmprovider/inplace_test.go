@@ -84,8 +84,9 @@ func TestBaseRevision(t *testing.T) {
 }
 
 // naiveInPlaceFor is InPlaceFor's rule written out plainly, for
-// TestInPlaceFor_Naive: the sizes each VM ends at, then whether each
-// moves in a direction the VM allows while it runs.
+// TestInPlaceFor_Naive: the sizes each VM ends at, whether its CPUs stay
+// whole sockets, then whether each size moves in a direction, and within
+// the bounds, the VM allows while it runs.
 func naiveInPlaceFor(vm vmprovider.VM, want vmprovider.Spec) replicaset.InPlace {
 	if vm.BaseRevision == "" || vm.BaseRevision != vmprovider.BaseRevision(want) {
 		return replicaset.InPlaceNone
@@ -97,6 +98,9 @@ func naiveInPlaceFor(vm vmprovider.VM, want vmprovider.Spec) replicaset.InPlace 
 	if memTo == 0 {
 		memTo = vm.MemoryMiB
 	}
+	if vm.CoresPerSocket > 1 && cpuTo != vm.CPUs && cpuTo%vm.CoresPerSocket != 0 {
+		return replicaset.InPlaceNone
+	}
 	resized := cpuTo != vm.CPUs || memTo != vm.MemoryMiB
 	switch {
 	case !resized, vm.Power == vmprovider.PoweredOff:
@@ -105,7 +109,9 @@ func naiveInPlaceFor(vm vmprovider.VM, want vmprovider.Spec) replicaset.InPlace 
 		return replicaset.InPlacePowerCycle
 	}
 	cpuLive := cpuTo == vm.CPUs || (cpuTo > vm.CPUs && vm.CPUHotAdd) || (cpuTo < vm.CPUs && vm.CPUHotRemove)
-	memLive := memTo == vm.MemoryMiB || (memTo > vm.MemoryMiB && vm.MemoryHotAdd)
+	memLive := memTo == vm.MemoryMiB || (memTo > vm.MemoryMiB && vm.MemoryHotAdd &&
+		(vm.MemoryHotAddLimitMiB == 0 || memTo <= vm.MemoryHotAddLimitMiB) &&
+		(vm.MemoryHotAddIncrementMiB == 0 || memTo%vm.MemoryHotAddIncrementMiB == 0))
 	if cpuLive && memLive {
 		return replicaset.InPlaceLive
 	}
@@ -136,6 +142,10 @@ func drawVM(t *rapid.T, want vmprovider.Spec) vmprovider.VM {
 		CPUHotAdd:    rapid.Bool().Draw(t, "VM CPU hot-add"),
 		CPUHotRemove: rapid.Bool().Draw(t, "VM CPU hot-remove"),
 		MemoryHotAdd: rapid.Bool().Draw(t, "VM memory hot-add"),
+		// Bounds a host sets (or none), which the drawn sizes meet or not.
+		CoresPerSocket:           rapid.SampledFrom([]int32{0, 1, 2}).Draw(t, "VM cores per socket"),
+		MemoryHotAddLimitMiB:     rapid.SampledFrom([]int64{0, 2048, 16384}).Draw(t, "VM hot-add limit"),
+		MemoryHotAddIncrementMiB: rapid.SampledFrom([]int64{0, 128, 3072}).Draw(t, "VM hot-add increment"),
 	}
 }
 
@@ -159,7 +169,10 @@ func TestInPlaceFor_Naive(t *testing.T) {
 		}
 		if kind == replicaset.InPlacePowerCycle && vm.Power == vmprovider.PoweredOn {
 			cpuBlocked := want.CPUs != 0 && ((want.CPUs > vm.CPUs && !vm.CPUHotAdd) || (want.CPUs < vm.CPUs && !vm.CPUHotRemove))
-			memBlocked := want.MemoryMiB != 0 && ((want.MemoryMiB > vm.MemoryMiB && !vm.MemoryHotAdd) || want.MemoryMiB < vm.MemoryMiB)
+			raised := want.MemoryMiB > vm.MemoryMiB
+			memBlocked := want.MemoryMiB != 0 && (raised && (!vm.MemoryHotAdd ||
+				vm.MemoryHotAddLimitMiB > 0 && want.MemoryMiB > vm.MemoryHotAddLimitMiB ||
+				vm.MemoryHotAddIncrementMiB > 0 && want.MemoryMiB%vm.MemoryHotAddIncrementMiB != 0) || want.MemoryMiB < vm.MemoryMiB)
 			if strings.Contains(blocker, "CPUs") != cpuBlocked || strings.Contains(blocker, "memory") != memBlocked {
 				t.Fatalf("InPlaceFor(%+v, %+v) blocker %q: want CPUs named %t, memory named %t", vm, want, blocker, cpuBlocked, memBlocked)
 			}
@@ -202,6 +215,16 @@ func TestInPlaceFor_Cases(t *testing.T) {
 			want, replicaset.InPlacePowerCycle, "memory raised from 2048 to 4096 MiB needs the VM off (memory hot-add is off)"},
 		{"suspended", vmprovider.VM{BaseRevision: base, Power: vmprovider.Suspended, CPUs: 2, MemoryMiB: 4096, CPUHotAdd: true}, want,
 			replicaset.InPlacePowerCycle, "the VM is suspended: its size changes only while it is off"},
+		{"on, memory past the hot-add limit", vmprovider.VM{BaseRevision: base, Power: vmprovider.PoweredOn, CPUs: 4, MemoryMiB: 2048,
+			MemoryHotAdd: true, MemoryHotAddLimitMiB: 3072}, want, replicaset.InPlacePowerCycle,
+			"memory raised from 2048 to 4096 MiB needs the VM off (it passes the hot-add limit of 3072 MiB)"},
+		{"on, memory off the hot-add increment", vmprovider.VM{BaseRevision: base, Power: vmprovider.PoweredOn, CPUs: 4, MemoryMiB: 2048,
+			MemoryHotAdd: true, MemoryHotAddIncrementMiB: 3072}, want, replicaset.InPlacePowerCycle,
+			"memory raised from 2048 to 4096 MiB needs the VM off (a running VM's memory is a multiple of 3072 MiB)"},
+		{"CPUs not whole sockets", vmprovider.VM{BaseRevision: base, Power: vmprovider.PoweredOff, CPUs: 3, MemoryMiB: 4096,
+			CoresPerSocket: 3}, want, replicaset.InPlaceNone, "4 CPUs are not a whole number of the VM's sockets of 3 cores"},
+		{"on, CPUs raised by a socket", vmprovider.VM{BaseRevision: base, Power: vmprovider.PoweredOn, CPUs: 2, MemoryMiB: 4096,
+			CoresPerSocket: 2, CPUHotAdd: true}, want, replicaset.InPlaceLive, ""},
 	}
 	for _, tt := range tests {
 		kind, blocker := vmprovider.InPlaceFor(tt.vm, tt.want)

@@ -218,6 +218,17 @@ type VM struct {
 	// have its CPUs raised, its CPUs lowered and its memory raised while
 	// it runs.
 	CPUHotAdd, CPUHotRemove, MemoryHotAdd bool
+	// CoresPerSocket is how many cores each of the VM's virtual sockets
+	// has; its CPUs are always a whole number of sockets. Zero when the
+	// provider does not report it.
+	CoresPerSocket int32
+	// MemoryHotAddLimitMiB and MemoryHotAddIncrementMiB bound memory
+	// hot-add while the VM runs: its memory can be raised up to the limit,
+	// to a multiple of the increment (for vSphere, config.hotPlugMemoryLimit
+	// and hotPlugMemoryIncrementSize, which the host sets when it powers a
+	// VM with memory hot-add on). Zero when there is no such bound or the
+	// provider does not report it.
+	MemoryHotAddLimitMiB, MemoryHotAddIncrementMiB int64
 	// Endpoint is the endpoint that holds the VM, as Endpoints reports
 	// it; empty from a Provider of one endpoint.
 	Endpoint string

@@ -10,8 +10,9 @@ import (
 // watch always keeps a VM's Name, InstanceUUID, Power and Unreachable
 // (runtime.connectionState, summary.config.instanceUuid), the marks in
 // its ExtraConfig (Owner, OwnerName, Zone, Revision, BaseRevision), and
-// its size and hot-plug settings (CPUs, MemoryMiB, CPUHotAdd,
-// CPUHotRemove, MemoryHotAdd), which say how it can be updated in place
+// its size and hot-plug settings and limits (CPUs, MemoryMiB, CPUHotAdd,
+// CPUHotRemove, MemoryHotAdd, CoresPerSocket, MemoryHotAddLimitMiB,
+// MemoryHotAddIncrementMiB), which say how it can be updated in place
 // (vmprovider.InPlaceFor); each field here
 // adds vCenter properties to what its property collector watches. Fewer
 // properties cost vCenter less work on every change it reports, and
@@ -42,7 +43,8 @@ const (
 // keptProps are the properties every watch keeps.
 var keptProps = []string{"name", "config.instanceUuid", "config.extraConfig", "runtime.powerState",
 	"runtime.connectionState", "summary.config.instanceUuid",
-	"config.hardware.numCPU", "config.hardware.memoryMB",
+	"config.hardware.numCPU", "config.hardware.memoryMB", "config.hardware.numCoresPerSocket",
+	"config.hotPlugMemoryLimit", "config.hotPlugMemoryIncrementSize",
 	"config.cpuHotAddEnabled", "config.cpuHotRemoveEnabled", "config.memoryHotAddEnabled"}
 
 // fieldProps are the properties each field adds.

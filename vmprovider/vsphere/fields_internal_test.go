@@ -34,12 +34,15 @@ func allChanges(t *rapid.T) []types.PropertyChange {
 			&types.OptionValue{Key: KeyRevision, Value: rapid.SampledFrom([]string{"", "r1"}).Draw(t, "revision")},
 			&types.OptionValue{Key: KeyBaseRevision, Value: rapid.SampledFrom([]string{"", "b1"}).Draw(t, "base revision")},
 		},
-		"config.hardware.numCPU":     rapid.Int32Range(1, 16).Draw(t, "cpus"),
-		"config.hardware.memoryMB":   rapid.Int32Range(1, 1<<16).Draw(t, "memory"),
-		"config.cpuHotAddEnabled":    rapid.Bool().Draw(t, "cpu hot-add"),
-		"config.cpuHotRemoveEnabled": rapid.Bool().Draw(t, "cpu hot-remove"),
-		"config.memoryHotAddEnabled": rapid.Bool().Draw(t, "memory hot-add"),
-		"config.createDate":          at("created"),
+		"config.hardware.numCPU":            rapid.Int32Range(1, 16).Draw(t, "cpus"),
+		"config.hardware.memoryMB":          rapid.Int32Range(1, 1<<16).Draw(t, "memory"),
+		"config.hardware.numCoresPerSocket": rapid.Int32Range(1, 8).Draw(t, "cores per socket"),
+		"config.hotPlugMemoryLimit":         rapid.Int64Range(0, 1<<20).Draw(t, "hot-add limit"),
+		"config.hotPlugMemoryIncrementSize": rapid.Int64Range(0, 1024).Draw(t, "hot-add increment"),
+		"config.cpuHotAddEnabled":           rapid.Bool().Draw(t, "cpu hot-add"),
+		"config.cpuHotRemoveEnabled":        rapid.Bool().Draw(t, "cpu hot-remove"),
+		"config.memoryHotAddEnabled":        rapid.Bool().Draw(t, "memory hot-add"),
+		"config.createDate":                 at("created"),
 		"runtime.powerState": rapid.SampledFrom([]types.VirtualMachinePowerState{types.VirtualMachinePowerStatePoweredOn,
 			types.VirtualMachinePowerStatePoweredOff, types.VirtualMachinePowerStateSuspended}).Draw(t, "power"),
 		"runtime.bootTime": at("booted"),
@@ -90,7 +93,9 @@ func TestFields_Properties(t *testing.T) {
 		kept := vmprovider.VM{Name: full.Name, InstanceUUID: full.InstanceUUID, Power: full.Power, Owner: full.Owner,
 			OwnerName: full.OwnerName, Zone: full.Zone, Revision: full.Revision, BaseRevision: full.BaseRevision,
 			CPUs: full.CPUs, MemoryMiB: full.MemoryMiB, CPUHotAdd: full.CPUHotAdd, CPUHotRemove: full.CPUHotRemove,
-			MemoryHotAdd: full.MemoryHotAdd, Heartbeat: vmprovider.HeartbeatGray, Unreachable: full.Unreachable}
+			MemoryHotAdd: full.MemoryHotAdd, Heartbeat: vmprovider.HeartbeatGray, Unreachable: full.Unreachable,
+			CoresPerSocket: full.CoresPerSocket, MemoryHotAddLimitMiB: full.MemoryHotAddLimitMiB,
+			MemoryHotAddIncrementMiB: full.MemoryHotAddIncrementMiB}
 		if diff := cmp.Diff(kept, Fields(0).keep(full)); diff != "" {
 			t.Fatalf("the parts always kept (-want +got):\n%s", diff)
 		}

@@ -437,6 +437,10 @@ func toVM(m mo.VirtualMachine) vmprovider.VM {
 			vm.CreatedAt = *m.Config.CreateDate
 		}
 		vm.CPUs, vm.MemoryMiB = m.Config.Hardware.NumCPU, int64(m.Config.Hardware.MemoryMB)
+		if c := m.Config.Hardware.NumCoresPerSocket; c != nil {
+			vm.CoresPerSocket = *c
+		}
+		vm.MemoryHotAddLimitMiB, vm.MemoryHotAddIncrementMiB = m.Config.HotPlugMemoryLimit, m.Config.HotPlugMemoryIncrementSize
 		vm.CPUHotAdd, vm.CPUHotRemove = isTrue(m.Config.CpuHotAddEnabled), isTrue(m.Config.CpuHotRemoveEnabled)
 		vm.MemoryHotAdd = isTrue(m.Config.MemoryHotAddEnabled)
 	}

@@ -9,10 +9,12 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 	"github.com/vmware/govmomi/object"
+	"github.com/vmware/govmomi/simulator"
 	"github.com/vmware/govmomi/vim25/types"
 
 	simfaults "github.com/replicakit/replicakit/internal/vcsim"
 	"github.com/replicakit/replicakit/internal/vcsimtest"
+	"github.com/replicakit/replicakit/replicaset"
 	"github.com/replicakit/replicakit/vmprovider"
 	"github.com/replicakit/replicakit/vmprovider/vsphere"
 )
@@ -275,5 +277,51 @@ func suspend(t *testing.T, sim *vcsimtest.Sim, name string) {
 	}
 	if err != nil {
 		t.Fatal(err)
+	}
+}
+
+// TestInPlaceFor_HotAddBounds: the bounds a host sets on a running VM's
+// memory hot-add (config.hotPlugMemoryLimit, hotPlugMemoryIncrementSize)
+// and its cores per socket reach VM, so that InPlaceFor asks for a power
+// cycle, or a new VM, instead of a live reconfigure vCenter refuses.
+func TestInPlaceFor_HotAddBounds(t *testing.T) {
+	sim, p := start(t)
+	ctx := context.Background()
+	want := vmprovider.Spec{Name: "web-0", Owner: ownerA, CPUs: 2, MemoryMiB: 2048, CPUHotAdd: true, MemoryHotAdd: true, PowerOn: true}
+	want.BaseRevision = vmprovider.BaseRevision(want)
+	if _, err := p.Create(ctx, want); err != nil {
+		t.Fatal(err)
+	}
+	// What ESX sets when it powers the VM on; the simulator sets none.
+	m := sim.Model.Map()
+	vm := m.Get(mustRef(t, sim, "web-0")).(*simulator.VirtualMachine)
+	sc := &simulator.Context{Context: ctx, Map: m}
+	m.WithLock(sc, vm, func() {
+		m.Update(sc, vm, []types.PropertyChange{{Name: "config.hotPlugMemoryLimit", Val: int64(4096)},
+			{Name: "config.hotPlugMemoryIncrementSize", Val: int64(1024)},
+			{Name: "config.hardware.numCoresPerSocket", Val: int32(2)}})
+	})
+	got, err := p.Get(ctx, "web-0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got.MemoryHotAddLimitMiB != 4096 || got.MemoryHotAddIncrementMiB != 1024 || got.CoresPerSocket != 2 {
+		t.Fatalf("Get = %+v, want the hot-add bounds 4096 and 1024 MiB and 2 cores per socket", got)
+	}
+	for _, tc := range []struct {
+		cpus   int32
+		memory int64
+		kind   replicaset.InPlace
+	}{
+		{4, 4096, replicaset.InPlaceLive},
+		{2, 8192, replicaset.InPlacePowerCycle}, // past the limit
+		{2, 3584, replicaset.InPlacePowerCycle}, // off the increment
+		{3, 2048, replicaset.InPlaceNone},       // not whole sockets
+	} {
+		to := want
+		to.CPUs, to.MemoryMiB = tc.cpus, tc.memory
+		if kind, why := vmprovider.InPlaceFor(got, to); kind != tc.kind {
+			t.Errorf("InPlaceFor(%d CPUs, %d MiB) = %v (%s), want %v", tc.cpus, tc.memory, kind, why, tc.kind)
+		}
 	}
 }

@@ -45,6 +45,10 @@ func (r *VirtualMachineReconciler) resize(ctx context.Context, vm *vmv1.VirtualM
 		return got, cond(metav1.ConditionFalse, ReasonResizeFailed, "this operator's provider cannot change a VM's size"), nil
 	}
 	kind, why := vmprovider.SizeChange(got, want.CPUs, want.MemoryMiB)
+	if kind == replicaset.InPlaceNone {
+		// vCenter would refuse it whatever the power state: not tried.
+		return got, cond(metav1.ConditionFalse, ReasonResizeFailed, why), nil
+	}
 	cycle := kind == replicaset.InPlacePowerCycle
 	if cycle && vm.Annotations[AnnotationPowerCycle] != "allowed" {
 		return got, cond(metav1.ConditionFalse, ReasonResizeNeedsPowerCycle, why+
