@@ -64,7 +64,7 @@ func ExampleVirtualMachineReconciler() {
 		return
 	}
 	ready := meta.FindStatusCondition(got.Status.Conditions, "Ready")
-	fmt.Println(got.Finalizers, got.Status.PowerState, got.Status.InstanceUUID)
+	fmt.Println(got.Finalizers, got.Status.VSphereName, got.Status.PowerState, got.Status.InstanceUUID)
 	fmt.Println(ready.Status, ready.Reason, ready.Message)
 
 	if err := c.Delete(ctx, &got); err != nil {
@@ -78,7 +78,7 @@ func ExampleVirtualMachineReconciler() {
 	vms, err := provider.List(ctx, "6f1c9a52")
 	fmt.Println(len(vms), err)
 	// Output:
-	// [vm.replicakit.io/vsphere-vm] PoweredOn fake-00000001
+	// [vm.replicakit.io/vsphere-vm] prod-web-x2bkp PoweredOn fake-00000001
 	// True PoweredOn vSphere VM prod-web-x2bkp is PoweredOn
 	// 0 <nil>
 }

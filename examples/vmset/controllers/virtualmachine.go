@@ -376,6 +376,7 @@ func (r *VirtualMachineReconciler) record(ctx context.Context, vm *vmv1.VirtualM
 // it was).
 func (r *VirtualMachineReconciler) setStatus(ctx context.Context, vm *vmv1.VirtualMachine, got vmprovider.VM, conds ...metav1.Condition) error {
 	before := vm.DeepCopy()
+	vm.Status.VSphereName = VSphereName(vm)
 	vm.Status.PowerState = string(got.Power)
 	vm.Status.InstanceUUID = got.InstanceUUID
 	vm.Status.Addresses = got.IPAddresses

@@ -109,13 +109,19 @@ func TestCRDs_DefaultsAndValidation(t *testing.T) {
 		}, "spec.strategy.maxSurge and spec.strategy.maxUnavailable may not both be 0"},
 		{"negative startup window", func(s *vmv1.VirtualMachineReplicaSet) {
 			s.Spec.Remediation = &vmv1.Remediation{StartupWindow: &metav1.Duration{Duration: -time.Minute}}
-		}, "spec.remediation.startupWindow: Invalid value: \"-1m0s\": must be a positive duration"},
+		}, "spec.remediation.startupWindow: Invalid value: \"-1m0s\": must be a duration of at least 1s"},
 		{"zero unhealthy window", func(s *vmv1.VirtualMachineReplicaSet) {
 			s.Spec.Remediation = &vmv1.Remediation{UnhealthyWindow: &metav1.Duration{}}
-		}, "spec.remediation.unhealthyWindow: Invalid value: \"0s\": must be a positive duration"},
+		}, "spec.remediation.unhealthyWindow: Invalid value: \"0s\": must be a duration of at least 1s"},
 		{"negative backoff", func(s *vmv1.VirtualMachineReplicaSet) {
 			s.Spec.Remediation = &vmv1.Remediation{Backoff: &metav1.Duration{Duration: -time.Second}}
-		}, "spec.remediation.backoff: Invalid value: \"-1s\": must be a positive duration"},
+		}, "spec.remediation.backoff: Invalid value: \"-1s\": must be a duration of at least 1s"},
+		{"a window of 1ns", func(s *vmv1.VirtualMachineReplicaSet) {
+			s.Spec.Remediation = &vmv1.Remediation{UnhealthyWindow: &metav1.Duration{Duration: time.Nanosecond}}
+		}, "spec.remediation.unhealthyWindow: Invalid value: \"1ns\": must be a duration of at least 1s"},
+		{"a start-up window under a second", func(s *vmv1.VirtualMachineReplicaSet) {
+			s.Spec.Remediation = &vmv1.Remediation{StartupWindow: &metav1.Duration{Duration: 999 * time.Millisecond}}
+		}, "spec.remediation.startupWindow: Invalid value: \"999ms\": must be a duration of at least 1s"},
 		{"maxUnhealthy 0", func(s *vmv1.VirtualMachineReplicaSet) {
 			s.Spec.Remediation = &vmv1.Remediation{MaxUnhealthy: ptr.To(intstr.FromInt32(0))}
 		}, "spec.remediation.maxUnhealthy: Invalid value: 0: must be a count of at least 1 or a percentage from 1% to 100%"},

@@ -130,6 +130,11 @@ type CloudInitBootstrap struct {
 
 // VirtualMachineStatus is what vCenter reports about the VM.
 type VirtualMachineStatus struct {
+	// VSphereName is the VM's name in vCenter, in the operator's folder:
+	// <namespace>-<name>, shortened with a hash where that is too long
+	// (what govc vm.info and the vSphere Client show).
+	// +optional
+	VSphereName string `json:"vSphereName,omitempty"`
 	// PowerState is the VM's power state in vCenter.
 	// +optional
 	PowerState string `json:"powerState,omitempty"`
@@ -208,6 +213,7 @@ type VirtualMachineHardware struct {
 // +kubebuilder:printcolumn:name="IN-PLACE",type=date,JSONPath=`.metadata.annotations.replicakit\.io/updated-in-place`
 // +kubebuilder:printcolumn:name="AGE",type=date,JSONPath=`.metadata.creationTimestamp`
 // +kubebuilder:printcolumn:name="HOSTNAME",type=string,JSONPath=`.status.hostname`,priority=1
+// +kubebuilder:printcolumn:name="VSPHERE-NAME",type=string,JSONPath=`.status.vSphereName`,priority=1
 // +kubebuilder:printcolumn:name="UUID",type=string,JSONPath=`.status.instanceUUID`,priority=1
 // +kubebuilder:printcolumn:name="HEALTH",type=string,JSONPath=`.status.conditions[?(@.type=="Healthy")].reason`,priority=1
 // +kubebuilder:printcolumn:name="CPUS",type=integer,JSONPath=`.status.hardware.cpus`,priority=1

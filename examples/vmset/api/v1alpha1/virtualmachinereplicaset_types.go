@@ -177,23 +177,24 @@ type Lifecycle struct {
 type Remediation struct {
 	// StartupWindow is how long a VM has, from when its clone finished
 	// or it was last reset, to pass its health check; one that has not
-	// by then is remediated. A positive duration such as "90s" or "10m".
+	// by then is remediated. A duration of at least 1s, such as "90s" or
+	// "10m".
 	// Default 10m: a clone, its boot and a guest's first heartbeat take
 	// minutes.
-	// +kubebuilder:validation:XValidation:rule="self.size() <= 32 && self.matches('^([0-9]+([.][0-9]+)?(ns|us|ms|s|m|h))+$') && duration(self) > duration('0s')",message="must be a positive duration, such as 90s or 10m"
+	// +kubebuilder:validation:XValidation:rule="self.size() <= 32 && self.matches('^([0-9]+([.][0-9]+)?(ns|us|ms|s|m|h))+$') && duration(self) >= duration('1s')",message="must be a duration of at least 1s, such as 90s or 10m: a shorter window cannot tell many VMs failing at once from one fault"
 	// +optional
 	StartupWindow *metav1.Duration `json:"startupWindow,omitempty"`
 	// UnhealthyWindow is how long a VM that was healthy may fail its
 	// health check without a break before it is remediated: longer than
-	// the blips that heal by themselves. A positive duration. Default 5m:
+	// the blips that heal by themselves. At least 1s. Default 5m:
 	// longer than a vMotion, a VMware Tools restart or a network blip.
-	// +kubebuilder:validation:XValidation:rule="self.size() <= 32 && self.matches('^([0-9]+([.][0-9]+)?(ns|us|ms|s|m|h))+$') && duration(self) > duration('0s')",message="must be a positive duration, such as 90s or 10m"
+	// +kubebuilder:validation:XValidation:rule="self.size() <= 32 && self.matches('^([0-9]+([.][0-9]+)?(ns|us|ms|s|m|h))+$') && duration(self) >= duration('1s')",message="must be a duration of at least 1s, such as 90s or 10m: a shorter window cannot tell many VMs failing at once from one fault"
 	// +optional
 	UnhealthyWindow *metav1.Duration `json:"unhealthyWindow,omitempty"`
 	// Backoff is how long the next replacement waits after one whose VM
-	// never became healthy, doubling with each further such one. A
-	// positive duration. Default 1m.
-	// +kubebuilder:validation:XValidation:rule="self.size() <= 32 && self.matches('^([0-9]+([.][0-9]+)?(ns|us|ms|s|m|h))+$') && duration(self) > duration('0s')",message="must be a positive duration, such as 90s or 10m"
+	// never became healthy, doubling with each further such one. At
+	// least 1s. Default 1m.
+	// +kubebuilder:validation:XValidation:rule="self.size() <= 32 && self.matches('^([0-9]+([.][0-9]+)?(ns|us|ms|s|m|h))+$') && duration(self) >= duration('1s')",message="must be a duration of at least 1s, such as 90s or 10m: a shorter window cannot tell many VMs failing at once from one fault"
 	// +optional
 	Backoff *metav1.Duration `json:"backoff,omitempty"`
 	// Restart resets a VM due for remediation in vCenter first (a hard
