@@ -131,8 +131,9 @@ type Replica struct {
 	Health *Health
 }
 
-// Available reports whether r counts as available at now: it is ready, not
-// being deleted, and has been ready for at least minReady. A replica whose
+// Available reports whether r counts as available at now: it is ready
+// (and not Unreachable), not being deleted, and has been ready for at
+// least minReady. A replica whose
 // ReadySince is unknown (zero) is available only when minReady is zero.
 //
 // The boundary is inclusive: a replica ready since t is available at exactly
@@ -157,8 +158,9 @@ func available(r *Replica, minReady time.Duration, now time.Time) bool {
 	return !now.Before(r.ReadySince.Add(minReady))
 }
 
-// ready reports whether r is ready and no launch gate holds it.
-func (r *Replica) ready() bool { return r.Ready && !r.LaunchGated }
+// ready reports whether r is ready, no launch gate holds it, and the
+// platform can tell (not Unreachable).
+func (r *Replica) ready() bool { return r.Ready && !r.LaunchGated && !r.Unreachable }
 
 // Env is what a deletion policy may know beside the replica itself: the
 // moment the pass is computed for, the availability window and the owner's

@@ -90,8 +90,9 @@ type Spec struct {
 	// expects unless told otherwise. It is chosen per Set (its Template's
 	// LinkedClone) and is not part of TemplateRevision: it changes how a
 	// VM's disks are stored, not what the VM is, so turning it on or off
-	// replaces none of a Set's VMs; the VMs made after it changed are made
-	// the new way.
+	// replaces none of a Set's VMs (unless LinkedCloneSnapshot names a
+	// snapshot, which is); the VMs made after it changed are made the new
+	// way.
 	LinkedClone bool
 	// LinkedCloneSnapshot names the template's snapshot a linked clone
 	// links to; empty means the provider's own (the vsphere provider's

@@ -222,7 +222,7 @@ func (s *Set) update(ctx context.Context, updates []replicaset.Update, byName ma
 			how = "by a power cycle"
 		}
 		switch {
-		case transient(ctx, err) || errors.Is(err, ErrNotFound) || errors.Is(err, ErrNotOwned):
+		case transient(ctx, err) || errors.Is(err, ErrNotFound) || errors.Is(err, ErrNotOwned) || errors.Is(err, ErrUnreadable):
 			// No answer about the change: the next pass plans it again.
 		case errors.Is(err, ErrNeedsPowerCycle) && !u.PowerCycle:
 			s.resizeFailure(vm, resizeFailure{revision: revision, cycle: true,

@@ -13,8 +13,10 @@ import (
 // Status lists the Set's VMs and returns their status at now (live,
 // ready, and available for Spec.MinReady) under the Set's Readiness, with
 // the ready times Scale uses. VMs on endpoints that did not answer (and
-// VMs whose create those endpoints did not answer) count as live and not
-// ready, and the status comes with the *UnreachableError; VMs that share a
+// VMs whose create those endpoints did not answer) count as live, unknown
+// (Unknown) and not ready, and the status comes with the
+// *UnreachableError; VMs the platform lists but cannot read
+// (VM.Unreachable) count the same, with no error; VMs that share a
 // name come with an error wrapping ErrDuplicateName. When the last Scale
 // refused to plan, the status comes with its error, wrapping ErrRefused,
 // until a Scale carries out a plan again: Scale refuses, and Status says

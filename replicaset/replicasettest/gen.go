@@ -159,14 +159,19 @@ func Spec() *rapid.Generator[replicaset.Spec] {
 }
 
 // Replicas generates up to max replicas with distinct names and UIDs
-// (some UIDs empty), in every state at once (see Replica).
+// (some UIDs empty), in every state at once (see Replica). One set in four
+// has replicas the platform cannot read (Replica.Unreachable), each of its
+// replicas one time in three: a set with none is the common case, and
+// such replicas hold Spec.Rebalance back.
 func Replicas(max int) *rapid.Generator[[]replicaset.Replica] {
 	return rapid.Custom(func(t *rapid.T) []replicaset.Replica {
 		n := rapid.IntRange(0, max).Draw(t, "count")
 		ids := rapid.SliceOfNDistinct(rapid.IntRange(0, 3*max+3), n, n, rapid.ID[int]).Draw(t, "ids")
+		unreadable := chance(t, 4, "unreadable")
 		rs := make([]replicaset.Replica, n)
 		for i, id := range ids {
 			rs[i] = replica(t, id)
+			rs[i].Unreachable = unreadable && chance(t, 3, "unreachable")
 		}
 		return rs
 	})
@@ -176,8 +181,8 @@ func Replicas(max int) *rapid.Generator[[]replicaset.Replica] {
 // when it was created, deleting, marked, protected, a deletion cost of
 // −1, 0 or 1, an ordinal (id) or none, each Phase, ready or not and
 // since when, launch gated or not, on no revision, an older one or a
-// wanted one, in a zone listed, unlisted, unreachable or none,
-// unreachable itself one time in ten, with a Health (nil,
+// wanted one, in a zone listed, unlisted, unreachable or none, with a
+// Health (nil,
 // healthy, unhealthy after being healthy with its Since, never healthy
 // with its Started, restarted, opted out, asked for), a Preparing (nil,
 // or since a time before Now with zero to two hooks, for an update or
@@ -202,7 +207,6 @@ func replica(t *rapid.T, id int) replicaset.Replica {
 		Zone:              rapid.SampledFrom(zoneNames).Draw(t, "zone"),
 		Revision:          rapid.SampledFrom(revisions).Draw(t, "replicaRevision"),
 		InPlace:           replicaset.InPlace(rapid.IntRange(0, 2).Draw(t, "inPlace")),
-		Unreachable:       chance(t, 10, "unreachable"),
 	}
 	if !chance(t, 8, "noUID") {
 		r.UID = "uid-" + name

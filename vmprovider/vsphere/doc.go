@@ -144,14 +144,15 @@
 // when it names none, wherever it is in the template's snapshot tree, and
 // never whichever is current: backup products take temporary snapshots
 // of templates too, and a VM linked to one of those would depend on a
-// snapshot the backup then deletes. A name two snapshots share is an
-// invalid spec. A template without the snapshot is given it, of its disks
+// snapshot the backup then deletes. Of several snapshots of the name, the
+// earliest is used. A template without the snapshot is given it, of its disks
 // only (no memory, no quiescing: a template that is running gives a
 // crash-consistent one), once: the concurrent creates of a Provider wait
 // for the first to take it, and a snapshot another process took meanwhile
 // is used instead (two processes that find none at the same moment may
-// take one each; the second is then a name two snapshots share, an
-// invalid spec until one is removed). That snapshot is the only change
+// take one each; every create then links to the earlier, and the other
+// holds only the VMs its process made before it saw the first). That
+// snapshot is the only change
 // the Provider makes to a VM without its mark. vCenter takes no snapshot
 // of a VM marked as a template (CAPV's guide has it marked as a VM,
 // snapshotted and marked again), so such a template without the snapshot

@@ -57,12 +57,14 @@ func formatUUID(u [16]byte) string {
 // enum VirtualMachineConnectionState: disconnected with its host,
 // orphaned, inaccessible when its configuration files are, invalid), or
 // "no configuration" when vCenter returns none (VirtualMachine.config,
-// "not guaranteed to be available").
+// "not guaranteed to be available"), or one without the instance UUID
+// every configuration has (a watch whose update brought the connection
+// state back before the configuration).
 func unreadable(m *mo.VirtualMachine) string {
 	if s := m.Runtime.ConnectionState; s != "" && s != types.VirtualMachineConnectionStateConnected {
 		return string(s)
 	}
-	if m.Config == nil {
+	if m.Config == nil || m.Config.InstanceUuid == "" {
 		return "no configuration"
 	}
 	return ""
@@ -117,11 +119,32 @@ func (p *Provider) forget(ref types.ManagedObjectReference) {
 	}
 }
 
-// claims reports whether vm belongs to owner: it carries owner's mark, or
-// vCenter cannot read its marks and its instance UUID names owner.
-func claims(vm vmprovider.VM, owner string) bool {
-	if owner == "" {
-		return false
+// keepOnly forgets what read remembers of every VM but refs, the VMs
+// now in the folder. A nil p remembers nothing.
+func (p *Provider) keepOnly(refs map[types.ManagedObjectReference]bool) {
+	if p == nil {
+		return
 	}
-	return vm.Owner == owner || vm.Owner == "" && vm.Unreachable != "" && ownsUUID(vm.InstanceUUID, owner)
+	p.known.Range(func(k, _ any) bool {
+		if !refs[k.(types.ManagedObjectReference)] {
+			p.known.Delete(k)
+		}
+		return true
+	})
+}
+
+// claims returns vm as owner's, and whether it is: it carries owner's
+// mark, or vCenter cannot read its marks and its instance UUID names
+// owner (then its Owner is set to owner, as List promises).
+func claims(vm vmprovider.VM, owner string) (vmprovider.VM, bool) {
+	switch {
+	case owner == "":
+		return vm, false
+	case vm.Owner == owner:
+		return vm, true
+	case vm.Owner == "" && vm.Unreachable != "" && ownsUUID(vm.InstanceUUID, owner):
+		vm.Owner = owner
+		return vm, true
+	}
+	return vm, false
 }

@@ -4,6 +4,8 @@ import (
 	"regexp"
 	"testing"
 
+	"github.com/vmware/govmomi/vim25/mo"
+	"github.com/vmware/govmomi/vim25/types"
 	"pgregory.net/rapid"
 )
 
@@ -36,5 +38,61 @@ func TestInstanceUUID_NamesItsOwner(t *testing.T) {
 		if ownsUUID(u, "uid-a") {
 			t.Errorf("ownsUUID(%q) = true for a UUID vCenter made", u)
 		}
+	}
+}
+
+// TestRead_Unreadable: a VM read as vCenter shows one it cannot read (its
+// connection state not connected, its configuration unset, or set without
+// the instance UUID every configuration has, as a watch may see it in
+// between) is reported unreachable with what was last read of it; such a
+// read never replaces what is remembered; a VM never read is known by its
+// summary's instance UUID alone.
+func TestRead_Unreadable(t *testing.T) {
+	p := &Provider{}
+	ref := types.ManagedObjectReference{Type: "VirtualMachine", Value: "vm-7"}
+	uuid := newInstanceUUID("uid-a")
+	readable := &mo.VirtualMachine{Config: &types.VirtualMachineConfigInfo{InstanceUuid: uuid,
+		ExtraConfig: []types.BaseOptionValue{&types.OptionValue{Key: KeyOwnerUID, Value: "uid-a"},
+			&types.OptionValue{Key: KeyZone, Value: "z1"}, &types.OptionValue{Key: KeyIdentity, Value: uuid}}}}
+	readable.Self, readable.Name = ref, "web-0"
+	readable.Runtime.ConnectionState = types.VirtualMachineConnectionStateConnected
+	readable.Summary.Config.InstanceUuid = uuid
+	if vm := p.read(readable); vm.Unreachable != "" || vm.Owner != "uid-a" || vm.Zone != "z1" {
+		t.Fatalf("read(readable) = %+v", vm)
+	}
+	for _, tc := range []struct {
+		name  string
+		state types.VirtualMachineConnectionState
+		cfg   *types.VirtualMachineConfigInfo
+		want  string
+	}{
+		{"inaccessible", types.VirtualMachineConnectionStateInaccessible, nil, "inaccessible"},
+		{"disconnected, config kept", types.VirtualMachineConnectionStateDisconnected, readable.Config, "disconnected"},
+		{"orphaned", types.VirtualMachineConnectionStateOrphaned, nil, "orphaned"},
+		{"connected, config unset", types.VirtualMachineConnectionStateConnected, nil, "no configuration"},
+		{"connected, config without its UUID", types.VirtualMachineConnectionStateConnected, &types.VirtualMachineConfigInfo{}, "no configuration"},
+	} {
+		m := *readable
+		m.Runtime.ConnectionState, m.Config = tc.state, tc.cfg
+		vm := p.read(&m)
+		if vm.Unreachable != tc.want || vm.Owner != "uid-a" || vm.Zone != "z1" || vm.InstanceUUID != uuid {
+			t.Errorf("%s: read = %+v, want unreachable %q with the marks last read", tc.name, vm, tc.want)
+		}
+		if got, ok := claims(vm, "uid-a"); !ok || got.Owner != "uid-a" {
+			t.Errorf("%s: claims = %+v, %t; want the owner's", tc.name, got, ok)
+		}
+	}
+	fresh := &Provider{}
+	m := *readable
+	m.Runtime.ConnectionState, m.Config = types.VirtualMachineConnectionStateInaccessible, nil
+	vm := fresh.read(&m)
+	if vm.Owner != "" || vm.InstanceUUID != uuid || vm.Unreachable != "inaccessible" {
+		t.Fatalf("a provider that never read it: read = %+v", vm)
+	}
+	if got, ok := claims(vm, "uid-a"); !ok || got.Owner != "uid-a" {
+		t.Errorf("claims by UUID = %+v, %t; want uid-a's, with its Owner set", got, ok)
+	}
+	if _, ok := claims(vm, "uid-b"); ok {
+		t.Errorf("another owner claims it")
 	}
 }

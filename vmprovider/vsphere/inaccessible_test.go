@@ -15,6 +15,7 @@ import (
 
 	"github.com/replicakit/replicakit/deletionpolicy"
 	"github.com/replicakit/replicakit/naming"
+	"github.com/replicakit/replicakit/replicaset"
 	"github.com/replicakit/replicakit/vmprovider"
 	"github.com/replicakit/replicakit/vmprovider/vsphere"
 )
@@ -130,13 +131,17 @@ func TestSet_InaccessibleVMsKept(t *testing.T) {
 		t.Fatal(err)
 	}
 	scale(3)
-	scale(1) // a scale-down meanwhile takes known VMs only
+	// K = max(0, 3−2) + min(2, surge 1, 3) = 2 known: one VM stands in.
+	if vms, err := p.List(ctx, ownerA.UID); err != nil || len(vms) != 4 {
+		t.Errorf("with 2 of 3 unreadable: List = %v, %v; want 4 VMs, the 3 and one standing in", vms, err)
+	}
+	scale(1) // K = max(0, 1−2) + min(2, 1, 1) = 1: a scale-down takes known VMs only
 	st, err := s.Status(ctx, now)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if st.Unknown != 2 || st.Ready > st.Replicas-2 {
-		t.Errorf("status %+v, want the 2 unreadable VMs unknown and not ready", st)
+	if want := (replicaset.Status{Replicas: 3, Ready: 1, Available: 1, Unknown: 2}); st != want {
+		t.Errorf("status %+v, want %+v: the 2 unreadable VMs unknown, one known", st, want)
 	}
 	for _, name := range lost {
 		if n := count(t, sim, name); n != 1 {

@@ -32,9 +32,11 @@ import (
 // looked up by its path once and kept until vCenter says it is gone
 // (destroyed and rebuilt under the same path, say): then the path is
 // looked up again and the clone made from what it names now. With
-// spec.LinkedClone it makes a linked clone from the template's current
-// snapshot, taking one first when the template has none (see "Linked
-// clones" in the package documentation).
+// spec.LinkedClone it makes a linked clone from the template's snapshot
+// named by spec.LinkedCloneSnapshot (else LinkedCloneSnapshot), taking it
+// first when the template has none of the name (see "Linked clones" in the
+// package documentation). The clone is given an instance UUID the
+// provider chose, recorded under KeyIdentity (see "Identity").
 func (p *Provider) Create(ctx context.Context, spec vmprovider.Spec) (_ vmprovider.VM, err error) {
 	defer func() { err = withPrivileges(err) }()
 	if err := spec.Validate(); err != nil {
@@ -289,6 +291,7 @@ func (p *Provider) delete(ctx context.Context, name, owner string, grace time.Du
 	if _, err := p.task(ctx, vm.Destroy); err != nil && !notFound(err) {
 		return fmt.Errorf("destroy %q: %w", name, err)
 	}
+	p.forget(vm.Reference())
 	return nil
 }
 

@@ -49,7 +49,8 @@ func (p *Provider) linkClone(ctx context.Context, tmpl *object.VirtualMachine, t
 // as they use one another process took meanwhile. A VM marked as a
 // template cannot take a snapshot: one without the snapshot is an error
 // wrapping vmprovider.ErrInvalidSpec, found before anything is changed,
-// naming the snapshots it has; so is a name two snapshots share.
+// naming the snapshots it has. Of several snapshots called name, the
+// earliest is used.
 func (p *Provider) linkSnapshot(ctx context.Context, tmpl *object.VirtualMachine, tmplPath, name string) (types.ManagedObjectReference, error) {
 	snap, _, err := namedSnapshot(ctx, tmpl, tmplPath, name)
 	if err != nil || snap != nil {
@@ -95,9 +96,8 @@ type snapshots struct {
 	names  []string
 }
 
-// namedSnapshot reads tmpl's snapshot called name (nil when it has none),
-// and what else it read; two snapshots of that name are an error wrapping
-// vmprovider.ErrInvalidSpec.
+// namedSnapshot reads tmpl's snapshot called name (nil when it has none;
+// the earliest when several have it), and what else it read.
 func namedSnapshot(ctx context.Context, tmpl *object.VirtualMachine, tmplPath, name string) (*types.ManagedObjectReference, snapshots, error) {
 	var m mo.VirtualMachine
 	var st snapshots
@@ -108,26 +108,34 @@ func namedSnapshot(ctx context.Context, tmpl *object.VirtualMachine, tmplPath, n
 	if m.Snapshot == nil {
 		return nil, st, nil
 	}
-	var found []types.ManagedObjectReference
+	var found *types.VirtualMachineSnapshotTree
 	var walk func([]types.VirtualMachineSnapshotTree)
 	walk = func(l []types.VirtualMachineSnapshotTree) {
-		for _, s := range l {
+		for i := range l {
+			s := &l[i]
 			st.names = append(st.names, s.Name)
-			if s.Name == name {
-				found = append(found, s.Snapshot)
+			if s.Name == name && (found == nil || earlier(s, found)) {
+				found = s
 			}
 			walk(s.ChildSnapshotList)
 		}
 	}
 	walk(m.Snapshot.RootSnapshotList)
-	switch len(found) {
-	case 0:
+	if found == nil {
 		return nil, st, nil
-	case 1:
-		return &found[0], st, nil
 	}
-	return nil, st, fmt.Errorf("linked clone of template %s: %d of its snapshots are called %q: name one no other shares: %w",
-		tmplPath, len(found), name, vmprovider.ErrInvalidSpec)
+	return &found.Snapshot, st, nil
+}
+
+// earlier reports whether snapshot a was taken before b, by its creation
+// time, then its reference: of two snapshots that share a name (two
+// processes that each took the provider's own at once), every create
+// links to the same one, the first.
+func earlier(a, b *types.VirtualMachineSnapshotTree) bool {
+	if !a.CreateTime.Equal(b.CreateTime) {
+		return a.CreateTime.Before(b.CreateTime)
+	}
+	return a.Snapshot.Value < b.Snapshot.Value
 }
 
 // deref returns *ref, or the zero reference for nil.

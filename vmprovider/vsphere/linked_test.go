@@ -222,8 +222,8 @@ func TestCreate_LinkedClone_ConcurrentTakeOneSnapshot(t *testing.T) {
 // TestCreate_LinkedClone_NamedNotCurrent: a linked clone links to the
 // snapshot its Spec names, wherever it is in the template's tree, never to
 // the current one, here a backup product's temporary snapshot taken after
-// it; without a name it links to LinkedCloneSnapshot, taken once. A name
-// two snapshots share is an invalid spec.
+// it; without a name it links to LinkedCloneSnapshot, taken once. Of two
+// snapshots of the name, it links to the first.
 func TestCreate_LinkedClone_NamedNotCurrent(t *testing.T) {
 	faults, sim, p := startCounted(t)
 	ctx := context.Background()
@@ -256,10 +256,12 @@ func TestCreate_LinkedClone_NamedNotCurrent(t *testing.T) {
 		t.Errorf("clone requests (-want +got):\n%s", diff)
 	}
 
-	snapshot(t, tmpl, "golden") // a second of the name
-	_, err := p.Create(ctx, vmprovider.Spec{Name: "web-2", Owner: ownerA, LinkedClone: true, LinkedCloneSnapshot: "golden"})
-	if !errors.Is(err, vmprovider.ErrInvalidSpec) || count(t, sim, "web-2") != 0 {
-		t.Errorf("Create(web-2) linked to one of two snapshots called golden: %v, want ErrInvalidSpec and no VM", err)
+	snapshot(t, tmpl, "golden") // a second of the name: the first is used
+	if _, err := p.Create(ctx, vmprovider.Spec{Name: "web-2", Owner: ownerA, LinkedClone: true, LinkedCloneSnapshot: "golden"}); err != nil {
+		t.Fatalf("Create(web-2) linked to golden, which two snapshots are called: %v", err)
+	}
+	if got := cloneCalls(t, clones); len(got) != 3 || got[2].Snapshot != golden {
+		t.Errorf("clone requests %+v: want web-2 linked to the first golden, %s", got, golden)
 	}
 }
 

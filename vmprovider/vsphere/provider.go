@@ -508,16 +508,10 @@ func (p *Provider) List(ctx context.Context, owner string) (_ []vmprovider.VM, e
 	refs := make(map[types.ManagedObjectReference]bool, len(all))
 	for i := range all {
 		refs[all[i].Self] = true
-		if vm := p.read(&all[i]); claims(vm, owner) {
+		if vm, ok := claims(p.read(&all[i]), owner); ok {
 			out = append(out, vm)
 		}
 	}
-	// The VMs no longer in the folder are forgotten.
-	p.known.Range(func(k, _ any) bool {
-		if !refs[k.(types.ManagedObjectReference)] {
-			p.known.Delete(k)
-		}
-		return true
-	})
+	p.keepOnly(refs)
 	return out, nil
 }

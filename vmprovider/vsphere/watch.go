@@ -40,40 +40,27 @@ type Watch struct {
 	synced   chan struct{}
 	onChange []func(vm vmprovider.VM, gone bool)
 	restarts int
+	// rechecks are the reports pending, by name, for when a write's pin
+	// ends (recheck).
+	rechecks map[string]*time.Timer
+	pin      time.Duration // how long a write's state overrides: pinFor
+	// notifying makes the calls to onChange one at a time.
+	notifying sync.Mutex
 	// lastSeen is when vCenter last answered a wait; down why the last
 	// attempt failed, until the next full copy (see Health).
 	lastSeen time.Time
 	down     error
 }
 
-// written is the state a write left (gone, for a destroy), which reads
-// return until the watch reports a state that agrees with it or pinFor
-// has passed: updates from before the write, still on their way, must not
-// take a read back in time.
-//
-// Some writes are never settled by an update: a destroy of a VM the watch
-// never saw, or whose removal it reported before the destroy returned, and
-// a write to a VM that then left without an update that agrees. Once
-// pinFor has passed nothing reads such an entry, and every update and
-// write drops those, so the map holds only pins in force (and, until the
-// next update or write, those that passed since the last).
-type written struct {
-	vm    vmprovider.VM
-	gone  bool
-	until time.Time
-}
-
-// pinFor bounds how long a write's state overrides the watch's.
-const pinFor = 10 * time.Second
-
 // NewWatch returns a watch of p's VMs, keeping every field of them
 // (AllFields); Run starts it.
 func NewWatch(p *Provider) *Watch {
 	return &Watch{p: p, fields: AllFields, byRef: map[types.ManagedObjectReference]*mo.VirtualMachine{},
-		byName: map[string]vmprovider.VM{}, written: map[string]written{}, synced: make(chan struct{})}
+		byName: map[string]vmprovider.VM{}, written: map[string]written{}, synced: make(chan struct{}), pin: pinFor}
 }
 
-// OnChange registers f, called (from Run's goroutine, one call at a time)
+// OnChange registers f, called (from Run's goroutine or the watch's
+// timers, one call at a time)
 // with a VM's new state whenever it appears or what VM reports of it
 // changes, and with its last state and gone set when it disappears; every
 // VM below the folder is reported, whoever owns it (VM.Owner says). f must
@@ -124,7 +111,7 @@ func (w *Watch) List(owner string) []vmprovider.VM {
 		if wr, ok := w.written[name]; ok && now.Before(wr.until) {
 			continue // below
 		}
-		if claims(vm, owner) {
+		if vm, ok := claims(vm, owner); ok {
 			out = append(out, vm)
 		}
 	}
@@ -142,6 +129,7 @@ func (w *Watch) List(owner string) []vmprovider.VM {
 // doubling to thirty while attempts fail before their first full copy.
 func (w *Watch) Run(ctx context.Context) error {
 	backoff := time.Second
+	defer w.stopRechecks()
 	for {
 		synced, err := w.watch(ctx)
 		if ctx.Err() != nil {
@@ -258,9 +246,12 @@ func (w *Watch) replace(all map[types.ManagedObjectReference]*mo.VirtualMachine)
 	w.down = nil
 	w.byRef = all
 	w.byName = make(map[string]vmprovider.VM, len(all))
-	for _, m := range all {
+	refs := make(map[types.ManagedObjectReference]bool, len(all))
+	for ref, m := range all {
+		refs[ref] = true
 		w.byName[m.Name] = w.p.read(m)
 	}
+	w.p.keepOnly(refs)
 	var changed []vmprovider.VM
 	var gone []vmprovider.VM
 	for name, vm := range w.byName {
@@ -335,6 +326,8 @@ func (w *Watch) apply(updates []types.ObjectUpdate) {
 		w.byName[m.Name] = vm
 		if wr, ok := w.written[m.Name]; ok && !wr.gone && agrees(wr.vm, vm) {
 			delete(w.written, m.Name)
+		} else if ok && !wr.gone {
+			w.recheck(m.Name, wr.until)
 		}
 		if !had || !sameVM(before, vm) {
 			changed = append(changed, vm)
@@ -344,73 +337,9 @@ func (w *Watch) apply(updates []types.ObjectUpdate) {
 	w.notify(changed, gone)
 }
 
-// put records vm, as a write through the provider left it, for reads
-// until the watch reports a state that agrees.
-func (w *Watch) put(vm vmprovider.VM) {
-	w.mu.Lock()
-	defer w.mu.Unlock()
-	now := time.Now()
-	w.expire(now)
-	w.written[vm.Name] = written{vm: w.fields.keep(vm), until: now.Add(pinFor)}
-}
-
-// forget records that the VM called name is gone, as a write through the
-// provider destroyed it, for reads until the watch reports it gone.
-//
-// The watch's copy is dropped too (a later update about the VM brings it
-// back): a destroy that found nothing to destroy, or a write that found no
-// VM, also corrects a copy the watch kept after missing the VM's removal,
-// as govmomi's simulator can make it do.
-func (w *Watch) forget(name string) {
-	w.mu.Lock()
-	defer w.mu.Unlock()
-	now := time.Now()
-	w.expire(now)
-	delete(w.byName, name)
-	w.written[name] = written{gone: true, until: now.Add(pinFor)}
-}
-
-// powered records that a write through the provider set the power of the
-// VM called name to state, for reads until the watch reports it so.
-func (w *Watch) powered(name string, state vmprovider.PowerState) {
-	w.mu.Lock()
-	defer w.mu.Unlock()
-	now := time.Now()
-	w.expire(now)
-	vm, ok := w.byName[name]
-	if wr, pinned := w.written[name]; pinned && !wr.gone && now.Before(wr.until) {
-		vm, ok = wr.vm, true
-	}
-	if !ok || vm.Power == state {
-		return
-	}
-	vm.Power = state
-	if state != vmprovider.PoweredOn {
-		vm.BootedAt, vm.IPAddresses, vm.Heartbeat, vm.ToolsRunning = time.Time{}, nil, vmprovider.HeartbeatGray, false
-	}
-	w.written[name] = written{vm: vm, until: now.Add(pinFor)}
-}
-
-// expire drops the writes whose pin has passed at now, which no read
-// consults any more. The caller holds w.mu for writing.
-func (w *Watch) expire(now time.Time) {
-	for name, wr := range w.written {
-		if !now.Before(wr.until) {
-			delete(w.written, name)
-		}
-	}
-}
-
-// agrees reports whether the watch's state of a VM has caught up with what
-// a write left: the same VM in the same power state, of the same size and
-// on the same revisions (a resize's).
-func agrees(wrote, seen vmprovider.VM) bool {
-	return wrote.InstanceUUID == seen.InstanceUUID && wrote.Power == seen.Power &&
-		wrote.CPUs == seen.CPUs && wrote.MemoryMiB == seen.MemoryMiB &&
-		wrote.Revision == seen.Revision && wrote.BaseRevision == seen.BaseRevision
-}
-
 func (w *Watch) notify(changed, gone []vmprovider.VM) {
+	w.notifying.Lock()
+	defer w.notifying.Unlock()
 	for _, f := range w.onChange {
 		for _, vm := range gone {
 			f(vm, true)

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"testing"
+	"time"
 
 	"github.com/vmware/govmomi/simulator"
 	"github.com/vmware/govmomi/vim25"
@@ -111,5 +112,39 @@ func onSyncedWatch(t *testing.T, f func(ctx context.Context, p *Provider, w *Wat
 	})
 	if err != nil {
 		t.Fatal(err)
+	}
+}
+
+// TestWatch_MaskedUpdateReportedAfterPin: an update that disagrees with a
+// write in force (the VM powered off in vCenter right after the provider
+// powered it on) is reported again once the write's pin ends, so that a
+// controller that read the write learns that reads now answer otherwise;
+// one that agrees by then is not.
+func TestWatch_MaskedUpdateReportedAfterPin(t *testing.T) {
+	w := NewWatch(nil)
+	w.pin = 50 * time.Millisecond
+	events := make(chan vmprovider.VM, 16)
+	w.OnChange(func(vm vmprovider.VM, gone bool) { events <- vm })
+	w.apply([]types.ObjectUpdate{enter("vm-1", "web-0", "uuid-1", types.VirtualMachinePowerStatePoweredOff)})
+	<-events
+	w.put(vmprovider.VM{Name: "web-0", InstanceUUID: "uuid-1", Power: vmprovider.PoweredOn})
+	w.apply([]types.ObjectUpdate{modify("vm-1", types.VirtualMachinePowerStatePoweredOn)}) // agrees: the pin ends
+	<-events
+	w.put(vmprovider.VM{Name: "web-0", InstanceUUID: "uuid-1", Power: vmprovider.PoweredOn})
+	w.apply([]types.ObjectUpdate{modify("vm-1", types.VirtualMachinePowerStatePoweredOff)}) // masked
+	<-events
+	if vm, _ := w.Get("web-0"); vm.Power != vmprovider.PoweredOn {
+		t.Fatalf("under the pin: Get = %+v, want the write's PoweredOn", vm)
+	}
+	select {
+	case vm := <-events:
+		if vm.Power != vmprovider.PoweredOff {
+			t.Fatalf("reported again as %+v, want PoweredOff", vm)
+		}
+	case <-time.After(30 * time.Second):
+		t.Fatal("the masked PoweredOff was never reported again once the pin ended")
+	}
+	if vm, _ := w.Get("web-0"); vm.Power != vmprovider.PoweredOff {
+		t.Errorf("after the pin: Get = %+v, want PoweredOff", vm)
 	}
 }

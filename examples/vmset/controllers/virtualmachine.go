@@ -92,6 +92,13 @@ func transient(err error) bool {
 // The message says when vCenter last answered.
 const ReasonVCenterUnreachable = "VCenterUnreachable"
 
+// ReasonVMUnreadable is the Ready condition's reason, with the status
+// Unknown, while vCenter lists the VM but cannot read it (its datastore
+// gone, its host disconnected: vmprovider.VM.Unreachable): its state is
+// unknown, nothing is done to it, and its set counts it as unknown
+// (replicaset.Replica.Unreachable), neither replaced nor deleted.
+const ReasonVMUnreadable = "VMUnreadable"
+
 // ReasonZoneUnavailable is the Ready condition's reason while the
 // placement of a VirtualMachine's zone is not in vCenter's inventory (its
 // cluster removed or renamed); the clone is retried with backoff.
@@ -212,6 +219,12 @@ func (r *VirtualMachineReconciler) Reconcile(ctx context.Context, req reconcile.
 		return reconcile.Result{RequeueAfter: unreachableRecheck}, r.unknown(ctx, &vm, err)
 	case err != nil:
 		return reconcile.Result{}, r.fail(ctx, &vm, "GetFailed", err)
+	case got.Unreachable != "":
+		// Whose it is and what it runs are unknown: nothing is done until
+		// vCenter can read it (the watch reports it then).
+		err := fmt.Errorf("vSphere VM %s: vCenter cannot read it (%s), so its state is unknown and nothing is done to it until it can: %w",
+			name, got.Unreachable, vmprovider.ErrUnreadable)
+		return reconcile.Result{RequeueAfter: unreachableRecheck}, r.record(ctx, &vm, metav1.ConditionUnknown, ReasonVMUnreadable, err)
 	case got.Owner != owner:
 		err := &vmprovider.NotOwnedError{Name: name, Want: owner, Got: got.Owner}
 		return reconcile.Result{}, r.refuse(ctx, &vm, "NameTaken", err)
