@@ -236,6 +236,11 @@ func (r *VirtualMachineReconciler) Reconcile(ctx context.Context, req reconcile.
 		}
 		return reconcile.Result{}, err
 	}
+	if poweredOffOutside(&vm, want, got) {
+		if stay, ready := r.offOutside(ctx, &vm, name); stay {
+			return reconcile.Result{}, r.setStatus(ctx, &vm, got, ready, healthCondition(&vm, name, want, got))
+		}
+	}
 	if string(want) != string(got.Power) {
 		if err := provider.SetPower(ctx, name, owner, vmprovider.PowerState(want)); err != nil {
 			return reconcile.Result{}, r.fail(ctx, &vm, "PowerFailed", err)
