@@ -3,6 +3,7 @@ package vcsim
 import (
 	"context"
 	"fmt"
+	"net/url"
 
 	"github.com/vmware/govmomi/property"
 	"github.com/vmware/govmomi/session"
@@ -34,4 +35,21 @@ func EndSessions(ctx context.Context, c *vim25.Client) (int, error) {
 		return 0, fmt.Errorf("vcsim: no session but the caller's to end")
 	}
 	return len(keys), sm.TerminateSession(ctx, keys)
+}
+
+// SetPassword makes the simulator accept password, and no longer the one
+// it accepted, for its user, as when a vCenter password is rotated;
+// sessions already open stay open (EndSessions ends them). The simulator
+// reads its credentials at each login: SetPassword takes the gate's lock
+// so that no login reads them meanwhile, and needs a serialized simulator
+// (Serialized, or a Faults gate).
+func (s *Sim) SetPassword(password string) error {
+	if s.gate == nil {
+		return fmt.Errorf("vcsim: SetPassword needs a serialized simulator")
+	}
+	s.serialized(func() {
+		s.Model.Service.Listen.User = url.UserPassword(s.Username, password)
+		s.Password = password
+	})
+	return nil
 }

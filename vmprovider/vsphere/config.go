@@ -75,6 +75,14 @@ type Config struct {
 	// Username and Password log in to vCenter.
 	Username string
 	Password string
+	// Credentials, when set, gives the username and password of every
+	// login, the first and each one after vCenter ends the session (it
+	// expired, or was terminated): a password rotated in a Secret or a
+	// file is taken at the next login, with no restart, by a function
+	// that reads it there. It is called with the login's context and must
+	// be safe for concurrent use; Username and Password are then unused.
+	// An error from it fails the login, wrapping ErrLogin.
+	Credentials func(ctx context.Context) (username, password string, err error)
 
 	// Insecure skips TLS verification. Leave it false outside tests.
 	Insecure bool
@@ -168,8 +176,8 @@ func Connect(ctx context.Context, cfg Config) (c *vim25.Client, logout func(cont
 // connect logs in to vCenter and returns a client that keeps its session
 // alive and logs in again when the session has expired.
 func connect(ctx context.Context, cfg Config) (*vim25.Client, *session.Manager, error) {
-	if cfg.URL == "" || cfg.Username == "" {
-		return nil, nil, fmt.Errorf("URL and Username are required: %w", ErrConfig)
+	if cfg.URL == "" || cfg.Username == "" && cfg.Credentials == nil {
+		return nil, nil, fmt.Errorf("URL and Username (or Credentials) are required: %w", ErrConfig)
 	}
 	u, err := soap.ParseURL(cfg.URL)
 	if err != nil || u == nil {
@@ -185,8 +193,17 @@ func connect(ctx context.Context, cfg Config) (*vim25.Client, *session.Manager, 
 		return nil, nil, fmt.Errorf("reach vCenter at %s: %w", u, unanswered(ctx, err))
 	}
 	sm := session.NewManager(vc)
-	user := url.UserPassword(cfg.Username, cfg.Password)
-	login := func(ctx context.Context) error { return refused(sm.Login(ctx, user)) }
+	login := func(ctx context.Context) error {
+		user := url.UserPassword(cfg.Username, cfg.Password)
+		if cfg.Credentials != nil {
+			name, password, err := cfg.Credentials(ctx)
+			if err != nil {
+				return fmt.Errorf("read the credentials: %w: %w", ErrLogin, err)
+			}
+			user = url.UserPassword(name, password)
+		}
+		return refused(sm.Login(ctx, user))
+	}
 	idle := cfg.KeepAlive
 	if idle == 0 {
 		idle = 5 * time.Minute
@@ -196,7 +213,11 @@ func connect(ctx context.Context, cfg Config) (*vim25.Client, *session.Manager, 
 		login:        login,
 	}
 	if err := login(ctx); err != nil {
-		return nil, nil, fmt.Errorf("log in to %s as %q: %w", u, cfg.Username, unanswered(ctx, err))
+		who := fmt.Sprintf("as %q", cfg.Username)
+		if cfg.Credentials != nil {
+			who = "with the credentials Config.Credentials gives"
+		}
+		return nil, nil, fmt.Errorf("log in to %s %s: %w", u, who, unanswered(ctx, err))
 	}
 	return vc, sm, nil
 }

@@ -6,7 +6,10 @@
 // service account or ~/.kube/config, in that order. vCenter comes from the
 // --vsphere-* flags or the VSPHERE_* environment variables (flags win); the
 // password only from $VSPHERE_PASSWORD or --vsphere-password-file, never from
-// a flag value that ps would show. Without a vCenter URL it refuses to
+// a flag value that ps would show. The password file, and the username and
+// password files of each --vcenter directory, are read again at every
+// login (and vCenter asks for one when a session expires or is ended), so
+// that a mounted Secret rotated in place is taken with no restart. Without a vCenter URL it refuses to
 // start, saying how to give one, unless --vcsim asks for govmomi's vCenter
 // simulator in process, on the loopback interface (for demos and tests: its
 // VMs exist nowhere else); it logs where the simulator listens, and

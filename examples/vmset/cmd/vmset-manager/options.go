@@ -188,6 +188,9 @@ func parse(args []string, getenv func(string) string, stderr io.Writer) (options
 			return o, fmt.Errorf("%w: vCenter password: %w", errUsage, err)
 		}
 		v.Password = strings.TrimRight(string(b), "\r\n")
+		// Read again at each login: a rotated Secret is taken with no
+		// restart.
+		v.Credentials = fileCredentials(v.Username, f)
 	}
 	switch {
 	case o.vcsim && v.URL != "":

@@ -74,7 +74,7 @@ func TestParse(t *testing.T) {
 			if !ok {
 				return
 			}
-			if diff := cmp.Diff(tt.want, o.vsphere); diff != "" {
+			if diff := cmp.Diff(tt.want, o.vsphere, ignoreCredentials); diff != "" {
 				t.Errorf("vCenter settings (-want +got):\n%s", diff)
 			}
 		})

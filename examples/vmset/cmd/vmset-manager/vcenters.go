@@ -1,6 +1,7 @@
 package main
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"maps"
@@ -130,5 +131,28 @@ func readVCenter(name, dir string) (vsphere.Config, error) {
 	if c.Insecure && (len(c.CABundle) > 0 || c.Thumbprint != "") {
 		return c, fmt.Errorf("vCenter %s: insecure with ca.crt or thumbprint: choose one", name)
 	}
+	c.Credentials = fileCredentials(filepath.Join(dir, "username"), filepath.Join(dir, "password"))
 	return c, nil
+}
+
+// fileCredentials reads the username (from the file user, or the value
+// fixed when user is a name, not a path) and the password at each login,
+// so that a Secret mounted as files and rotated is taken at the next
+// login, with no restart: the kubelet updates such files in place.
+func fileCredentials(user, password string) func(context.Context) (string, string, error) {
+	read := func(path string) (string, error) {
+		b, err := os.ReadFile(path)
+		return strings.TrimRight(string(b), "\r\n"), err
+	}
+	return func(context.Context) (string, string, error) {
+		name := user
+		if filepath.IsAbs(user) || strings.ContainsRune(user, filepath.Separator) {
+			var err error
+			if name, err = read(user); err != nil {
+				return "", "", err
+			}
+		}
+		pw, err := read(password)
+		return name, pw, err
+	}
 }

@@ -73,7 +73,7 @@ func TestParse_VCenters(t *testing.T) {
 			if !ok {
 				return
 			}
-			if diff := cmp.Diff(tt.want, o.vcenters); diff != "" {
+			if diff := cmp.Diff(tt.want, o.vcenters, ignoreCredentials); diff != "" {
 				t.Errorf("vCenters (-want +got):\n%s", diff)
 			}
 			if diff := cmp.Diff(tt.wantZones, o.zones); diff != "" {
