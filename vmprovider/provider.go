@@ -186,8 +186,9 @@ type VM struct {
 	BootedAt time.Time
 	// IPAddresses are the addresses the guest reports on its network
 	// adapters, in adapter order, the primary one first, without
-	// link-local and loopback addresses; empty until the guest (through
-	// VMware Tools or customization) reports any.
+	// link-local and loopback addresses, nor those of adapters that are no
+	// device of the VM (a container host's bridges); empty until the
+	// guest (through VMware Tools or customization) reports any.
 	IPAddresses []string
 	// Hostname is the guest's host name as it reports it; empty when
 	// unknown.

@@ -462,7 +462,11 @@ func toVM(m mo.VirtualMachine) vmprovider.VM {
 // guestAddresses lists the guest's addresses: its primary one, then every
 // other on its adapters in order, each once; link-local and loopback
 // addresses (an IPv6 fe80:: before DHCP answers, say) are left out, so an
-// address means one others can reach.
+// address means one others can reach, and so are the adapters the guest
+// reports that are no virtual device of the VM (a container host's
+// docker0, a CNI bridge, a veth: deviceConfigId -1, the vSphere API
+// reference's GuestNicInfo), whose addresses others cannot reach and which
+// come and go with the containers.
 func guestAddresses(g *types.GuestInfo) []string {
 	var out []string
 	add := func(a string) {
@@ -474,6 +478,9 @@ func guestAddresses(g *types.GuestInfo) []string {
 	}
 	add(g.IpAddress)
 	for _, nic := range g.Net {
+		if nic.DeviceConfigId < 0 {
+			continue // a pseudo-NIC
+		}
 		for _, a := range nic.IpAddress {
 			add(a)
 		}
