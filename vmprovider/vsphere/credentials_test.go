@@ -40,7 +40,12 @@ func TestCredentials_Rotated(t *testing.T) {
 	wctx, cancel := context.WithCancel(ctx)
 	done := make(chan error, 1)
 	go func() { done <- w.Run(wctx) }()
-	t.Cleanup(func() { cancel(); <-done })
+	t.Cleanup(func() {
+		cancel()
+		if err := <-done; err != nil {
+			t.Errorf("Run: %v", err)
+		}
+	})
 	<-w.Synced()
 	if _, err := p.Create(ctx, vmprovider.Spec{Name: "web-0", Owner: ownerA}); err != nil {
 		t.Fatal(err)
