@@ -64,9 +64,13 @@
 // changed state) or the tools are not running does it power the VM off
 // (PowerOffVM_Task); nor does it ask a guest whose heartbeat is red (a
 // hung guest, which would only wait out the grace before its
-// replacement); a negative grace always powers off at once. So a
-// Delete may take up to the grace; the wait holds no task slot and ends
-// with the caller's context, leaving the VM for a retry.
+// replacement), nor one whose tools say it supports no state change
+// (guest.guestStateChangeSupported false); a negative grace always powers
+// off at once. So a Delete may take up to the grace; the wait holds no
+// task slot and ends with the caller's context, leaving the VM for a
+// retry. The provider remembers when it asked: a retry does not ask the
+// guest again, nor give it a new grace, but waits for what is left of the
+// first one, then powers the VM off.
 //
 // Resize (vmprovider.Resizer) changes a VM's CPUs and memory where it runs
 // with one ReconfigVM_Task that records the new revisions in the same

@@ -30,7 +30,8 @@ const (
 	FieldIPAddresses
 	// FieldHostname is VM.Hostname: guest.hostName.
 	FieldHostname
-	// FieldToolsRunning is VM.ToolsRunning: guest.toolsRunningStatus.
+	// FieldToolsRunning is VM.ToolsRunning: guest.toolsRunningStatus, and
+	// guest.guestStateChangeSupported, which Delete reads.
 	FieldToolsRunning
 	// FieldHeartbeat is VM.Heartbeat: guestHeartbeatStatus.
 	FieldHeartbeat
@@ -56,7 +57,7 @@ var fieldProps = []struct {
 	{FieldBootedAt, []string{"runtime.bootTime"}},
 	{FieldIPAddresses, []string{"guest.ipAddress", "guest.net"}},
 	{FieldHostname, []string{"guest.hostName"}},
-	{FieldToolsRunning, []string{"guest.toolsRunningStatus"}},
+	{FieldToolsRunning, []string{"guest.toolsRunningStatus", "guest.guestStateChangeSupported"}},
 	{FieldHeartbeat, []string{"guestHeartbeatStatus"}},
 }
 

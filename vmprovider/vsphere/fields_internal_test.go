@@ -55,6 +55,7 @@ func allChanges(t *rapid.T) []types.PropertyChange {
 		"guest.hostName": rapid.StringMatching(`[a-z]{0,6}`).Draw(t, "hostname"),
 		"guest.toolsRunningStatus": rapid.SampledFrom([]string{string(types.VirtualMachineToolsRunningStatusGuestToolsRunning),
 			string(types.VirtualMachineToolsRunningStatusGuestToolsNotRunning)}).Draw(t, "tools"),
+		"guest.guestStateChangeSupported": rapid.Bool().Draw(t, "state change"),
 		"guestHeartbeatStatus": rapid.SampledFrom([]types.ManagedEntityStatus{types.ManagedEntityStatusGreen,
 			types.ManagedEntityStatusYellow, types.ManagedEntityStatusRed}).Draw(t, "heartbeat"),
 	}

@@ -253,11 +253,13 @@ func (p *Provider) Reset(ctx context.Context, name, owner string) (err error) {
 // until vCenter reports it powered off, for at most Config.ShutdownGrace
 // (DefaultShutdownGrace unless set); only when the grace passes, or
 // vCenter refuses the request, or the tools are not running or its
-// heartbeat is red (a hung guest), or the VM is suspended, is it powered
-// off (PowerOffVM_Task). A negative grace powers
-// off at once. The wait holds no task slot (Config.MaxTasks) and ends
-// with ctx: a cancelled Delete returns ctx's error and leaves the VM as
-// its guest left it, to be deleted by a retry. A VM already gone is
+// heartbeat is red (a hung guest), or its tools support no state change,
+// or the VM is suspended, is it powered off (PowerOffVM_Task). A negative
+// grace powers off at once. The wait holds no task slot (Config.MaxTasks)
+// and ends with ctx: a cancelled Delete returns ctx's error and leaves the
+// VM as its guest left it, to be deleted by a retry, which does not ask
+// the guest again but waits for what is left of the first grace. A VM
+// already gone is
 // success; a VM without owner's mark is left untouched and reported with
 // a *NotOwnedError.
 func (p *Provider) Delete(ctx context.Context, name, owner string) (err error) {
@@ -278,8 +280,17 @@ func (p *Provider) delete(ctx context.Context, name, owner string, grace time.Du
 	}
 	off := m.Runtime.PowerState == types.VirtualMachinePowerStatePoweredOff
 	if !off && grace >= 0 && guestListens(m) {
-		if off, err = p.shutDown(ctx, vm, grace); err != nil {
-			return fmt.Errorf("shut down the guest of %q before destroying it: %w", name, err)
+		// A Delete retried after its context ended goes on with the
+		// grace the first one gave, asking the guest once.
+		asked, again := p.shutdownAsked(vm.Reference())
+		if left := grace - time.Since(asked); !again || left > 0 {
+			if again {
+				grace = left
+			}
+			record := func() { p.setShutdownAsked(vm.Reference(), time.Now(), true) }
+			if off, err = p.shutDown(ctx, vm, grace, !again, record); err != nil {
+				return fmt.Errorf("shut down the guest of %q before destroying it: %w", name, err)
+			}
 		}
 	}
 	if !off {
@@ -292,6 +303,7 @@ func (p *Provider) delete(ctx context.Context, name, owner string, grace time.Du
 		return fmt.Errorf("destroy %q: %w", name, err)
 	}
 	p.forget(vm.Reference())
+	p.setShutdownAsked(vm.Reference(), time.Time{}, false)
 	return nil
 }
 

@@ -62,6 +62,10 @@ type Provider struct {
 	mu        sync.Mutex
 	templates map[string]*object.VirtualMachine
 	names     map[string]*nameLock
+	// asked holds when each VM's guest was asked to shut down, by a
+	// Delete that has not finished, so that a retry does not ask again
+	// and give it a new grace.
+	asked map[types.ManagedObjectReference]time.Time
 	// snapshotting holds a lock per template, taken to take its snapshot
 	// for linked clones (linkSnapshot); made on first use.
 	snapshotting map[types.ManagedObjectReference]chan struct{}

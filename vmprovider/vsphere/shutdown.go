@@ -20,22 +20,54 @@ import (
 func guestListens(m mo.VirtualMachine) bool {
 	return m.Runtime.PowerState == types.VirtualMachinePowerStatePoweredOn && m.Guest != nil &&
 		m.Guest.ToolsRunningStatus == string(types.VirtualMachineToolsRunningStatusGuestToolsRunning) &&
-		m.GuestHeartbeatStatus != types.ManagedEntityStatusRed
+		m.GuestHeartbeatStatus != types.ManagedEntityStatusRed &&
+		(m.Guest.GuestStateChangeSupported == nil || *m.Guest.GuestStateChangeSupported)
+}
+
+// shutdownAsked returns when the guest of the VM ref was asked to shut
+// down for a Delete that has not finished, and whether it was.
+func (p *Provider) shutdownAsked(ref types.ManagedObjectReference) (time.Time, bool) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	at, ok := p.asked[ref]
+	return at, ok
+}
+
+// setShutdownAsked records (ok) or forgets (!ok) when the guest of the VM
+// ref was asked to shut down.
+func (p *Provider) setShutdownAsked(ref types.ManagedObjectReference, at time.Time, ok bool) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if !ok {
+		delete(p.asked, ref)
+		return
+	}
+	if p.asked == nil {
+		p.asked = map[types.ManagedObjectReference]time.Time{}
+	}
+	p.asked[ref] = at
 }
 
 // shutDown asks the guest of vm to shut down (ShutdownGuest, which vCenter
-// answers at once, passing the request to VMware Tools) and waits until
-// vCenter reports the VM powered off, watching runtime.powerState with a
-// property collector of its own, for at most grace from the request. It
+// answers at once, passing the request to VMware Tools), unless ask is
+// false (an earlier Delete asked), calls asked (if not nil) once vCenter
+// took the request, and waits until vCenter reports the VM powered off,
+// watching runtime.powerState with a property collector of its own, for
+// at most grace. It
 // reports whether the VM is off (or gone); false leaves the hard power-off
 // to the caller: the grace passed, or vCenter refused the request with a
 // fault (ToolsUnavailable, InvalidState or InvalidPowerState, say). It
 // returns an error when ctx ends, or when vCenter could not be asked or
 // watched at all.
-func (p *Provider) shutDown(ctx context.Context, vm *object.VirtualMachine, grace time.Duration) (bool, error) {
+func (p *Provider) shutDown(ctx context.Context, vm *object.VirtualMachine, grace time.Duration, ask bool, asked func()) (bool, error) {
 	gctx, cancel := context.WithTimeout(ctx, grace)
 	defer cancel()
-	err := vm.ShutdownGuest(gctx)
+	var err error
+	if ask {
+		if err = vm.ShutdownGuest(gctx); err == nil && asked != nil {
+			asked()
+		}
+	}
 	switch {
 	case ctx.Err() != nil:
 		return false, ctx.Err()

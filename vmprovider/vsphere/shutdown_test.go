@@ -6,6 +6,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/vmware/govmomi/simulator"
 	"github.com/vmware/govmomi/vim25/types"
 
 	simfaults "github.com/replicakit/replicakit/internal/vcsim"
@@ -115,13 +116,15 @@ func TestDelete_GuestFirst(t *testing.T) {
 
 // TestDelete_CancelledWhileWaiting cancels a Delete while it waits for a
 // guest that does not shut down: Delete returns at once with the
-// cancellation, leaves the VM running (no hard power-off), and a retry
-// deletes it through its guest.
+// cancellation and leaves the VM running (no hard power-off). A retry
+// does not ask the guest again, nor give it a new grace: it waits for the
+// rest of the first one, then powers the VM off and destroys it.
 func TestDelete_CancelledWhileWaiting(t *testing.T) {
-	f, sim, p := startGrace(t, longGrace)
+	const grace = 2 * time.Second
+	f, sim, p := startGrace(t, grace)
 	ctx := context.Background()
 	runningVM(t, sim, p, "web-0", true)
-	lift := f.Ignore("ShutdownGuest", mustRef(t, sim, "web-0"))
+	defer f.Ignore("ShutdownGuest", mustRef(t, sim, "web-0"))()
 	// The only long poll from here on is Delete's wait for the power-off.
 	wait := f.Hold("WaitForUpdatesEx")
 	defer wait.Release()
@@ -154,7 +157,6 @@ func TestDelete_CancelledWhileWaiting(t *testing.T) {
 		t.Errorf("after the cancelled Delete: %+v, %v; want the VM left powered on", vm, err)
 	}
 
-	lift() // the guest listens now
 	rctx, rcancel := context.WithTimeout(ctx, 30*time.Second)
 	defer rcancel()
 	if err := p.Delete(rctx, "web-0", ownerA.UID); err != nil {
@@ -163,9 +165,14 @@ func TestDelete_CancelledWhileWaiting(t *testing.T) {
 	if n := count(t, sim, "web-0"); n != 0 {
 		t.Errorf("%d VMs called web-0 after the retried Delete", n)
 	}
+	calls := f.Calls()
+	if calls["ShutdownGuest"] != 1 || calls["PowerOffVM_Task"] != 1 {
+		t.Errorf("ShutdownGuest %d, PowerOffVM_Task %d calls in all; want 1 and 1: the guest asked once, then powered off",
+			calls["ShutdownGuest"], calls["PowerOffVM_Task"])
+	}
 	guest, hard, err := simfaults.PowerOffs(ctx, sim.Config(), "web-0")
-	if err != nil || guest != 1 || hard != 0 {
-		t.Errorf("vCenter's events: %d guest shutdowns, %d hard power-offs (%v); want 1, 0", guest, hard, err)
+	if err != nil || guest != 0 || hard != 1 {
+		t.Errorf("vCenter's events: %d guest shutdowns, %d hard power-offs (%v); want 0, 1", guest, hard, err)
 	}
 }
 
@@ -226,5 +233,27 @@ func runningVM(t *testing.T, sim *vcsimtest.Sim, p *vsphere.Provider, name strin
 	}
 	if vm, err := p.Get(ctx, name); err != nil || !vm.ToolsRunning {
 		t.Fatalf("after ReportGuest: %+v, %v; want tools running", vm, err)
+	}
+}
+
+// TestDelete_GuestWithoutStateChange: a guest whose tools say it does not
+// support power state changes (guest.guestStateChangeSupported false) is
+// not asked to shut down: the VM is powered off at once.
+func TestDelete_GuestWithoutStateChange(t *testing.T) {
+	f, sim, p := startGrace(t, longGrace)
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	runningVM(t, sim, p, "web-0", true)
+	m := sim.Model.Map()
+	vm := m.Get(mustRef(t, sim, "web-0")).(*simulator.VirtualMachine)
+	sc := &simulator.Context{Context: ctx, Map: m}
+	m.WithLock(sc, vm, func() {
+		m.Update(sc, vm, []types.PropertyChange{{Name: "guest.guestStateChangeSupported", Val: false}})
+	})
+	if err := p.Delete(ctx, "web-0", ownerA.UID); err != nil {
+		t.Fatal(err)
+	}
+	if calls := f.Calls(); calls["ShutdownGuest"] != 0 || calls["PowerOffVM_Task"] != 1 {
+		t.Errorf("ShutdownGuest %d, PowerOffVM_Task %d calls; want 0 and 1", calls["ShutdownGuest"], calls["PowerOffVM_Task"])
 	}
 }
