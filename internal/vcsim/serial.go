@@ -105,7 +105,7 @@ func (g *gate) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	if g.faults != nil {
 		g.faults.took(method)
 		defer g.faults.took("")
-		if g.faults.fail(w, method, body) || g.faults.ignore(w, method, body) {
+		if g.faults.fail(w, method, body) || g.faults.ignore(w, method, body) || g.faults.answerPrivileges(w, method, body) {
 			return
 		}
 	}

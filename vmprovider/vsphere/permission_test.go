@@ -2,13 +2,17 @@ package vsphere_test
 
 import (
 	"context"
+	"errors"
 	"strings"
 	"testing"
 
 	"github.com/vmware/govmomi/fault"
 	"github.com/vmware/govmomi/vim25/types"
 
+	simfaults "github.com/replicakit/replicakit/internal/vcsim"
+	"github.com/replicakit/replicakit/internal/vcsimtest"
 	"github.com/replicakit/replicakit/vmprovider"
+	"github.com/replicakit/replicakit/vmprovider/vsphere"
 )
 
 // TestPermission_PrivilegesInError: when vCenter refuses a call with
@@ -47,4 +51,37 @@ func TestPermission_PrivilegesInError(t *testing.T) {
 	if err == nil || !strings.Contains(err.Error(), want) {
 		t.Fatalf("SetPower denied by vCenter: %v, want an error saying %q", err, want)
 	}
+}
+
+// TestNew_ChecksPrivileges: New asks vCenter whether the account holds
+// what the provider needs on its placement, and fails, naming each
+// privilege and object it lacks, when it does not; the same account with
+// them starts.
+func TestNew_ChecksPrivileges(t *testing.T) {
+	faults := &simfaults.Faults{}
+	sim := vcsimtest.StartFaulty(t, faults)
+	ctx := context.Background()
+	cfg := sim.Config()
+	pool, err := sim.ResourcePool(ctx, "/DC0/host/DC0_C1/Resources")
+	if err != nil {
+		t.Fatal(err)
+	}
+	liftClone := faults.Deny("CloneVM_Task", mustRef(t, sim, "DC0_H0_VM0"), "VirtualMachine.Provisioning.Clone")
+	liftPool := faults.Deny("CloneVM_Task", pool, "Resource.AssignVMToPool")
+	_, err = vsphere.New(ctx, cfg)
+	if !errors.Is(err, vsphere.ErrPrivileges) {
+		t.Fatalf("New with privileges denied = %v, want ErrPrivileges", err)
+	}
+	for _, want := range []string{"VirtualMachine.Provisioning.Clone on template DC0_H0_VM0", "Resource.AssignVMToPool on resource pool"} {
+		if !strings.Contains(err.Error(), want) {
+			t.Errorf("New's error %q does not say %q", err, want)
+		}
+	}
+	liftClone()
+	liftPool()
+	p, err := vsphere.New(ctx, cfg)
+	if err != nil {
+		t.Fatalf("New with every privilege: %v", err)
+	}
+	_ = p.Close(ctx)
 }

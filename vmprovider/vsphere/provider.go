@@ -105,9 +105,12 @@ var (
 	_ vmprovider.Resetter       = (*Provider)(nil)
 )
 
-// New logs in to vCenter as cfg says and resolves the placement once.
-// Its errors say why it failed: an ambiguous or missing inventory path is
-// named; credentials vCenter refuses wrap ErrLogin; a vCenter that does
+// New logs in to vCenter as cfg says, resolves the placement once and
+// checks that the account holds the privileges the provider needs on it
+// (docs/vcenter.md lists them). Its errors say why it failed: an
+// ambiguous or missing inventory path is named; privileges the account
+// lacks are named, with their objects, wrapping ErrPrivileges;
+// credentials vCenter refuses wrap ErrLogin; a vCenter that does
 // not answer at all (a connection refused or closed, or no answer before
 // ctx's deadline) wraps vmprovider.ErrUnreachable; a certificate that
 // fails verification wraps neither. Call Close when done.
@@ -129,8 +132,9 @@ func New(ctx context.Context, cfg Config) (*Provider, error) {
 }
 
 // NewWithClient uses an authenticated client the caller manages (for example
-// the one govmomi's simulator hands to its callbacks) and resolves cfg's
-// placement; cfg's URL and credentials are ignored.
+// the one govmomi's simulator hands to its callbacks), resolves cfg's
+// placement and checks the account's privileges, as New does; cfg's URL
+// and credentials are ignored.
 func NewWithClient(ctx context.Context, c *vim25.Client, cfg Config) (*Provider, error) {
 	if err := cfg.check(); err != nil {
 		return nil, err
@@ -163,10 +167,14 @@ func NewWithClient(ctx context.Context, c *vim25.Client, cfg Config) (*Provider,
 	if p.store, err = p.finder.DatastoreOrDefault(ctx, cfg.Datastore); err != nil {
 		return nil, placementError(ctx, "datastore", cfg.Datastore, err)
 	}
+	var tmpl *object.VirtualMachine
 	if cfg.Template != "" {
-		if _, err := p.templateVM(ctx, cfg.Template); err != nil {
+		if tmpl, err = p.templateVM(ctx, cfg.Template); err != nil {
 			return nil, unanswered(ctx, err)
 		}
+	}
+	if err := p.checkPrivileges(ctx, tmpl); err != nil {
+		return nil, unanswered(ctx, err)
 	}
 	return p, nil
 }
