@@ -148,3 +148,4 @@ func TestWatch_MaskedUpdateReportedAfterPin(t *testing.T) {
 		t.Errorf("after the pin: Get = %+v, want PoweredOff", vm)
 	}
 }
+

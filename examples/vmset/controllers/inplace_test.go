@@ -8,7 +8,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/vmware/govmomi/find"
 	"github.com/vmware/govmomi/vim25/mo"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
@@ -221,21 +220,11 @@ func TestCloneMode_Linked(t *testing.T) {
 	createSetWith(t, e, ns, 3, func(s *vmv1.VirtualMachineReplicaSet) { s.Spec.CloneMode = controllers.CloneLinked })
 	settle(t, e, sim, ns, 3)
 	ctx := context.Background()
-	vc, logout, err := vsphere.Connect(ctx, sim.Config())
+	tmpl, logout, err := simVM(ctx, sim, sim.Config().Template)
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer func() { _ = logout(ctx) }()
-	f := find.NewFinder(vc)
-	dc, err := f.Datacenter(ctx, "DC0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	f.SetDatacenter(dc)
-	tmpl, err := f.VirtualMachine(ctx, sim.Config().Template)
-	if err != nil {
-		t.Fatal(err)
-	}
+	defer logout()
 	var m mo.VirtualMachine
 	if err := tmpl.Properties(ctx, tmpl.Reference(), []string{"snapshot"}, &m); err != nil {
 		t.Fatal(err)
