@@ -148,4 +148,3 @@ func TestWatch_MaskedUpdateReportedAfterPin(t *testing.T) {
 		t.Errorf("after the pin: Get = %+v, want PoweredOff", vm)
 	}
 }
-
