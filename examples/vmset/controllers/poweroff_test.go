@@ -138,7 +138,8 @@ func TestPowerOffOutside_HealedBySet(t *testing.T) {
 	waitSet(t, e, ns, "seeing the 15s window", func(s *vmv1.VirtualMachineReplicaSet) bool {
 		return s.Status.ObservedGeneration == s.Generation
 	})
-	powerOns = faults.Calls()["PowerOnVM_Task"]
+	ons := faults.Record("PowerOnVM_Task")
+	defer ons.Stop()
 	powerOffOutside(t, sim, ns, live[1], live[2])
 	err = wait.PollUntilContextTimeout(ctx, 100*time.Millisecond, 30*time.Second, true, func(ctx context.Context) (bool, error) {
 		var s vmv1.VirtualMachineReplicaSet
@@ -151,9 +152,17 @@ func TestPowerOffOutside_HealedBySet(t *testing.T) {
 	if err != nil {
 		t.Fatalf("two of three powered off: not in a storm: %v; events:\n%s", err, eventNotes(ctx, e, ns))
 	}
+	stormed := map[string]types.ManagedObjectReference{}
+	for _, name := range live[1:] {
+		stormed[name] = mustSimRef(t, sim, ns+"-"+name)
+	}
 	for end := time.Now().Add(3 * time.Second); time.Now().Before(end); time.Sleep(100 * time.Millisecond) {
-		if n := faults.Calls()["PowerOnVM_Task"] - powerOns; n != 0 {
-			t.Fatalf("%d power-ons in the storm, want none; events:\n%s", n, eventNotes(ctx, e, ns))
+		for _, body := range ons.Bodies() {
+			for name, ref := range stormed {
+				if strings.Contains(string(body), ">"+ref.Value+"<") {
+					t.Fatalf("%s powered on in the storm; events:\n%s", name, eventNotes(ctx, e, ns))
+				}
+			}
 		}
 	}
 	for _, name := range live[1:] {
@@ -174,4 +183,15 @@ func eventNotes(ctx context.Context, e *testenv.Env, ns string) string {
 		seen = append(seen, ev.EventTime.Format("15:04:05.000")+" "+ev.Regarding.Name+"/"+ev.Reason+": "+ev.Note)
 	}
 	return strings.Join(seen, "\n")
+}
+
+// mustSimRef returns the reference of the simulator's VM called name.
+func mustSimRef(t *testing.T, sim *vcsimtest.Sim, name string) types.ManagedObjectReference {
+	t.Helper()
+	vm, logout, err := simVM(context.Background(), sim, name)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer logout()
+	return vm.Reference()
 }

@@ -237,7 +237,11 @@ func (r *VirtualMachineReconciler) Reconcile(ctx context.Context, req reconcile.
 		return reconcile.Result{}, err
 	}
 	if poweredOffOutside(&vm, want, got) {
-		if stay, ready := r.offOutside(ctx, &vm, name); stay {
+		stay, ready, err := r.offOutside(ctx, &vm, name)
+		if err != nil {
+			return reconcile.Result{}, err
+		}
+		if stay {
 			return reconcile.Result{}, r.setStatus(ctx, &vm, got, ready, healthCondition(&vm, name, want, got))
 		}
 	}
