@@ -243,6 +243,16 @@ type VM struct {
 	// never replaced by name, never deleted, never changed, and a
 	// provider refuses to act on it (ErrUnreadable).
 	Unreachable string
+	// Creating reports that the platform is still making the VM: a create
+	// whose call ended (its context done) while the platform goes on with
+	// the work, such as a vCenter clone of minutes. Only its name, mark,
+	// zone, revisions, size, instance UUID and CreatedAt (when the create
+	// began) are known; it has no power state yet. A Set counts it as a
+	// replica being provisioned (replicaset.PhasePending), so that it makes
+	// no second VM in its stead; a Delete of it cancels the work, and a
+	// Create of its name by its owner waits for it. Other methods find no
+	// VM of its name until the work is done.
+	Creating bool
 }
 
 // Heartbeat is the health of a guest's heartbeat, named as vSphere names it.

@@ -67,7 +67,7 @@ type readyTracker struct {
 // replicas describes vms at now: a VM the platform cannot read
 // (VM.Unreachable) is unreachable, in no known phase; a VM that is ready
 // by the tracker's choice is running and ready since ReadySince (see
-// readyTracker); a VM
+// readyTracker); a VM still being made (VM.Creating) is pending; a VM
 // that is off or suspended while wantOn is pending; any other VM is
 // running but not ready. It forgets VMs no longer listed. A replica's UID
 // is its VM's instance UUID, prefixed with its endpoint and a slash when
@@ -86,6 +86,8 @@ func (t *readyTracker) replicas(vms []VM, wantOn bool, now time.Time) []replicas
 		switch {
 		case vm.Unreachable != "":
 			r.Unreachable = true // unknown: neither running nor ready
+		case vm.Creating:
+			r.Phase = replicaset.PhasePending // being made: counted, not ready
 		case t.readiness.Ready(vm):
 			r.Phase, r.Ready = replicaset.PhaseRunning, true
 			r.ReadySince = vm.BootedAt

@@ -152,8 +152,11 @@ func (s *Set) restart(ctx context.Context, restart []replicaset.Replica, vms map
 	var errs []error
 	for _, r := range restart {
 		vm, ok := vms[r.Name]
-		if !ok || r.Phase == replicaset.PhaseUnknown {
-			continue // the planner restarts no unknown VM; never reset one
+		if !ok || r.Phase == replicaset.PhaseUnknown || vm.Creating {
+			// The planner restarts no unknown VM; never reset one. A VM
+			// still being made has nothing to reset: replaced, it is
+			// cancelled.
+			continue
 		}
 		var err error
 		switch {

@@ -32,7 +32,9 @@ func (s narrowSource) Uint64() uint64 {
 // schemes, while endpoints are cut off and heal and creates and deletes
 // lose their answers (the change made, the caller told it failed), often
 // with the endpoint cut off right after, and creates are cut off before
-// they take effect. At every pass: no change is asked of an endpoint cut
+// they take effect, and creates outlive their calls (vmprovider.VM.Creating:
+// the VM listed as being made until the work ends, or a Delete cancels
+// it). At every pass: no change is asked of an endpoint cut
 // off when the pass began; no name is on both endpoints; the planner is
 // never handed contradictory replicas; and a pass that creates leaves at
 // most max(desired, unknown) + 1 VMs. Once every endpoint answers, the Set
@@ -60,7 +62,7 @@ func TestSet_LostAnswersUnderPartitions(t *testing.T) {
 		desired := rapid.IntRange(0, 8).Draw(t, "desired")
 		endpoint := rapid.SampledFrom([]string{"east", "west"})
 		for pass := range rapid.IntRange(1, 30).Draw(t, "passes") {
-			switch rapid.IntRange(0, 6).Draw(t, "event") {
+			switch rapid.IntRange(0, 8).Draw(t, "event") {
 			case 0:
 				p.setCut(endpoint.Draw(t, "cut"), true)
 			case 1:
@@ -73,6 +75,10 @@ func TestSet_LostAnswersUnderPartitions(t *testing.T) {
 				p.loseNext(endpoint.Draw(t, "lose a delete on"), loss{op: "delete", cut: rapid.Bool().Draw(t, "then cut")})
 			case 5:
 				p.loseNext(endpoint.Draw(t, "cut a create on"), loss{op: "create", cut: true, before: true})
+			case 6:
+				p.outliveNext(endpoint.Draw(t, "a create outlives its call on"))
+			case 7:
+				p.fakes[endpoint.Draw(t, "creates end on")].Finish()
 			}
 			cutAtStart := map[string]bool{"east": p.isCut("east"), "west": p.isCut("west")}
 			p.mu.Lock()
@@ -102,7 +108,10 @@ func TestSet_LostAnswersUnderPartitions(t *testing.T) {
 
 		p.mu.Lock()
 		clear(p.losses)
+		clear(p.outlive)
 		p.mu.Unlock()
+		p.fakes["east"].Finish()
+		p.fakes["west"].Finish()
 		p.setCut("east", false)
 		p.setCut("west", false)
 		untilQuiet(t, func() (replicaset.Plan, error) {

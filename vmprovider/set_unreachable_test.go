@@ -30,6 +30,15 @@ type partitioned struct {
 	cut     map[string]bool
 	changes []string        // ops other than get and list asked of a cut endpoint
 	losses  map[string]loss // by endpoint: the next answer to lose
+	outlive map[string]bool // by endpoint: the next create outlives its call
+}
+
+// outliveNext makes the next create on endpoint ep outlive its call
+// (vmprovidertest.Fake.Outlive).
+func (p *partitioned) outliveNext(ep string) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.outlive[ep] = true
 }
 
 // loss is an answer an endpoint is to lose: that of the next op (of the
@@ -104,7 +113,7 @@ func twoVCenters(p *partitioned, owner vmprovider.Owner, base string) *vmprovide
 }
 
 func newPartitioned() *partitioned {
-	p := &partitioned{cut: map[string]bool{}, fakes: map[string]*vmprovidertest.Fake{}, losses: map[string]loss{},
+	p := &partitioned{cut: map[string]bool{}, fakes: map[string]*vmprovidertest.Fake{}, losses: map[string]loss{}, outlive: map[string]bool{},
 		e: &vmprovider.Endpoints{Providers: map[string]vmprovider.Provider{}}}
 	for _, ep := range []string{"east", "west"} {
 		f := &vmprovidertest.Fake{Now: func() time.Time { return now }, Fail: func(op, name string) error {
@@ -117,7 +126,13 @@ func newPartitioned() *partitioned {
 				p.changes = append(p.changes, op+" "+name+" on "+ep)
 			}
 			return fmt.Errorf("%s %s: dial tcp: i/o timeout", op, name)
-		}, Lose: func(op, name string) error { return p.lose(ep, op, name, false) }}
+		}, Lose: func(op, name string) error { return p.lose(ep, op, name, false) }, Outlive: func(string) bool {
+			p.mu.Lock()
+			defer p.mu.Unlock()
+			o := p.outlive[ep]
+			delete(p.outlive, ep)
+			return o
+		}}
 		p.fakes[ep] = f
 		p.e.Providers[ep] = f
 	}

@@ -29,12 +29,16 @@ type Counts struct {
 	// destruction are counted in Calls only: the gate cannot tell them
 	// from the same calls made for other ends.
 	Watch map[string]int64
+	// Ended is how many of the tasks the gate defers (Latency) have
+	// ended, by method: run to their end, or cancelled (CancelTask).
+	Ended map[string]int64
 }
 
 // Minus returns c less before, method by method, leaving out methods
 // that did not change.
 func (c Counts) Minus(before Counts) Counts {
-	return Counts{Calls: minus(c.Calls, before.Calls), Tasks: minus(c.Tasks, before.Tasks), Watch: minus(c.Watch, before.Watch)}
+	return Counts{Calls: minus(c.Calls, before.Calls), Tasks: minus(c.Tasks, before.Tasks), Watch: minus(c.Watch, before.Watch),
+		Ended: minus(c.Ended, before.Ended)}
 }
 
 func minus(after, before map[string]int64) map[string]int64 {
@@ -63,6 +67,7 @@ type callCount struct {
 	calls   map[string]int64
 	tasks   map[string]int64
 	watch   map[string]int64
+	ended   map[string]int64
 	watches map[string]bool // property collectors whose filter watches a view
 
 	serving string    // the method of the call holding the gate, "" when none
@@ -135,7 +140,17 @@ func (c *callCount) Calls() map[string]int64 {
 func (c *callCount) Counts() Counts {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	return Counts{Calls: cloneOrEmpty(c.calls), Tasks: cloneOrEmpty(c.tasks), Watch: cloneOrEmpty(c.watch)}
+	return Counts{Calls: cloneOrEmpty(c.calls), Tasks: cloneOrEmpty(c.tasks), Watch: cloneOrEmpty(c.watch), Ended: cloneOrEmpty(c.ended)}
+}
+
+// taskEnded counts a deferred task of method that ended.
+func (c *callCount) taskEnded(method string) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.ended == nil {
+		c.ended = map[string]int64{}
+	}
+	c.ended[method]++
 }
 
 func cloneOrEmpty(m map[string]int64) map[string]int64 {

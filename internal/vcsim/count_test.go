@@ -108,7 +108,7 @@ func TestCounts_FailedAndDeferredCalls(t *testing.T) {
 func TestCounts_Minus(t *testing.T) {
 	before := vcsim.Counts{Calls: map[string]int64{"A": 1, "B": 2}, Tasks: map[string]int64{"A_Task": 1}, Watch: map[string]int64{}}
 	after := vcsim.Counts{Calls: map[string]int64{"A": 1, "B": 5, "C": 1}, Tasks: map[string]int64{"A_Task": 3}, Watch: map[string]int64{"W": 2}}
-	want := vcsim.Counts{Calls: map[string]int64{"B": 3, "C": 1}, Tasks: map[string]int64{"A_Task": 2}, Watch: map[string]int64{"W": 2}}
+	want := vcsim.Counts{Calls: map[string]int64{"B": 3, "C": 1}, Tasks: map[string]int64{"A_Task": 2}, Watch: map[string]int64{"W": 2}, Ended: map[string]int64{}}
 	if diff := cmp.Diff(want, after.Minus(before)); diff != "" {
 		t.Errorf("Minus (-want +got):\n%s", diff)
 	}

@@ -87,6 +87,11 @@ func (g *gate) deferCall(w http.ResponseWriter, r *http.Request, method string, 
 			return
 		case <-t.C:
 		}
+		if g.faults != nil && placeholder != nil {
+			// A test's hold on the task's end (Faults.HoldTasks); a
+			// dropped hold ends it all the same.
+			_ = g.faults.wait(g.life, taskEnd+method)
+		}
 		g.complete(later, method, body, placeholder)
 	}()
 	return true
@@ -100,6 +105,10 @@ func (g *gate) placeholder(this types.ManagedObjectReference, method string) *si
 	t := simulator.CreateTask(this, strings.TrimSuffix(method, "_Task")+"Task", nil)
 	g.tasks.Put(t)
 	g.tasks.AtomicUpdate(g.context(), t, []types.PropertyChange{
+		// vCenter lets a client cancel a running task that does long work
+		// (TaskInfo.cancelable): a clone, a reconfigure, a power
+		// operation's wait for its host.
+		{Name: "info.cancelable", Val: true},
 		{Name: "info.key", Val: t.Self.Value},
 		{Name: "info.task", Val: t.Self},
 		{Name: "info.startTime", Val: time.Now()},
@@ -113,11 +122,20 @@ func (g *gate) placeholder(this types.ManagedObjectReference, method string) *si
 }
 
 // complete serves a deferred call, one at a time as every call, and ends
-// its placeholder (if any) with the call's result or fault, unless the
-// client cancelled it meanwhile.
+// its placeholder (if any) with the call's result or fault. A task the
+// client cancelled meanwhile (CancelTask, which the simulator ends with
+// RequestCanceled) is not served: vCenter rolls a cancelled task's work
+// back, a clone leaving no VM.
 func (g *gate) complete(r *http.Request, method string, body []byte, placeholder *simulator.Task) {
 	g.mu.Lock()
 	defer g.mu.Unlock()
+	if g.faults != nil && placeholder != nil {
+		defer g.faults.taskEnded(method)
+	}
+	if placeholder != nil && g.cancelled(placeholder) {
+		g.wake()
+		return
+	}
 	if g.faults != nil {
 		g.faults.took(method)
 		defer g.faults.took("")
@@ -148,6 +166,16 @@ func (g *gate) complete(r *http.Request, method string, body []byte, placeholder
 		})
 	})
 	g.wake()
+}
+
+// cancelled reports whether the client cancelled t. The gate's lock is
+// held.
+func (g *gate) cancelled(t *simulator.Task) bool {
+	done := false
+	g.tasks.WithLock(g.context(), t, func() {
+		done = t.Info.State == types.TaskInfoStateSuccess || t.Info.State == types.TaskInfoStateError
+	})
+	return done
 }
 
 // outcome reads the result or fault of a served *_Task call from its
@@ -215,6 +243,7 @@ func (g *gate) close() {
 	g.stopOnce.Do(func() {
 		g.mu.Lock()
 		close(g.stop)
+		g.endLife()
 		g.mu.Unlock()
 	})
 	g.deferred.Wait()

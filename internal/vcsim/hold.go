@@ -41,6 +41,22 @@ func (f *Faults) Hold(method string) *Held {
 	return h
 }
 
+// HoldTasks makes the task of every call of method (a *_Task method the
+// gate defers, Latency.Tasks) run on, once its time is up, until the
+// returned hold is released: the call is answered with its task at once,
+// as vCenter answers it, and the task stays running. A test that needs a
+// task in flight at a moment of its own (a clone still running when its
+// caller gives up, a clone slot taken) makes the moment with it. Drop
+// ends the held tasks as Release does. It needs a Latency that defers
+// method; it is safe to call at any time.
+func (f *Faults) HoldTasks(method string) *Held {
+	return f.Hold(taskEnd + method)
+}
+
+// taskEnd prefixes the method of a hold on the end of its deferred
+// tasks (HoldTasks), which no SOAP method name begins with.
+const taskEnd = "end of "
+
 // Caught returns a channel that is closed once the hold has caught a call.
 func (h *Held) Caught() <-chan struct{} { return h.caught }
 

@@ -2,6 +2,7 @@ package vcsim
 
 import (
 	"bytes"
+	"context"
 	"io"
 	"net/http"
 	"regexp"
@@ -39,6 +40,7 @@ func serialize(m *simulator.Model, faults *Faults, latency *Latency) {
 		svc.ServeMux = http.NewServeMux()
 	}
 	g := &gate{sdk: svc.ServeSDK, tasks: m.Map(), faults: faults, latency: latency, stop: make(chan struct{})}
+	g.life, g.endLife = context.WithCancel(context.Background())
 	if latency != nil {
 		g.changed = make(chan struct{})
 	}
@@ -62,6 +64,8 @@ type gate struct {
 	// it completes itself and never waits for; under mu.
 	placeholders map[types.ManagedObjectReference]bool
 	stop         chan struct{} // closed by close: deferred calls are dropped
+	life         context.Context
+	endLife      context.CancelFunc // called by close: held task ends let go
 	stopOnce     sync.Once
 	deferred     sync.WaitGroup // deferred calls waiting or being served
 

@@ -52,12 +52,24 @@ type Fake struct {
 	Lose func(op, name string) error
 	// Now is the clock for creation and boot times; nil means time.Now.
 	Now func() time.Time
+	// Outlive, when set, is called before every create that Fail lets
+	// through, with the VM name; true makes the create outlive its call,
+	// as a vCenter clone of minutes does when its caller gives up: the VM
+	// is listed at once with VM.Creating set (no power, no boot) and the
+	// call fails with context.DeadlineExceeded, until Finish ends the
+	// work. Meanwhile a Create of the name by its owner waits for it (the
+	// Fake finishes it then), a Delete cancels it (the VM is gone), and
+	// the other operations find no VM (vmprovider.ErrNotFound).
+	Outlive func(name string) bool
 
 	mu     sync.Mutex
 	vms    map[string]vmprovider.VM
 	guests map[string]vmprovider.CloudInit // by name: what the guest configures at boot
 	serial int
 	resets []string // the names of the VMs reset, in order
+	// creating holds the VMs whose create outlives its call (Outlive),
+	// with whether their spec asked them powered on.
+	creating map[string]bool
 }
 
 // boot sets vm's power to state, with what its guest then reports.
@@ -111,22 +123,51 @@ func (f *Fake) Create(_ context.Context, spec vmprovider.Spec) (vmprovider.VM, e
 			return vmprovider.VM{}, err
 		}
 	}
-	vm, err := f.create(spec)
+	outlive := f.Outlive != nil && f.Outlive(spec.Name)
+	vm, err := f.create(spec, outlive)
+	if err == nil && outlive && vm.Creating {
+		return vmprovider.VM{}, fmt.Errorf("create %s: the call ended while the platform goes on making the VM: %w", spec.Name, context.DeadlineExceeded)
+	}
 	if err := f.lose("create", spec.Name, err); err != nil {
 		return vmprovider.VM{}, err
 	}
 	return vm, nil
 }
 
-// create is Create once the spec is valid and no fault fails it.
-func (f *Fake) create(spec vmprovider.Spec) (vmprovider.VM, error) {
+// Finish ends the work of every create that outlived its call (Outlive):
+// each VM is made as its spec asked, powered on or not.
+func (f *Fake) Finish() {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	for name := range f.creating {
+		f.finish(name)
+	}
+}
+
+// finish ends the work of the create of name. The lock is held.
+func (f *Fake) finish(name string) {
+	vm, on := f.vms[name], f.creating[name]
+	delete(f.creating, name)
+	vm.Creating, vm.Power = false, vmprovider.PoweredOff
+	if on {
+		f.boot(&vm, vmprovider.PoweredOn)
+	}
+	f.vms[name] = vm
+}
+
+// create is Create once the spec is valid and no fault fails it; with
+// outlive, a new VM is left Creating.
+func (f *Fake) create(spec vmprovider.Spec, outlive bool) (vmprovider.VM, error) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	if vm, ok := f.vms[spec.Name]; ok {
 		if vm.Owner != spec.Owner.UID {
 			return vmprovider.VM{}, &vmprovider.NotOwnedError{Name: spec.Name, Want: spec.Owner.UID, Got: vm.Owner}
 		}
-		return vm, nil
+		if vm.Creating {
+			f.finish(spec.Name) // the one in flight, waited for
+		}
+		return f.vms[spec.Name], nil
 	}
 	if f.vms == nil {
 		f.vms = map[string]vmprovider.VM{}
@@ -144,7 +185,14 @@ func (f *Fake) create(spec vmprovider.Spec) (vmprovider.VM, error) {
 		}
 		f.guests[spec.Name] = *spec.CloudInit
 	}
-	if spec.PowerOn {
+	switch {
+	case outlive:
+		if f.creating == nil {
+			f.creating = map[string]bool{}
+		}
+		f.creating[spec.Name] = spec.PowerOn
+		vm.Creating, vm.Power = true, ""
+	case spec.PowerOn:
 		f.boot(&vm, vmprovider.PoweredOn)
 	}
 	f.vms[spec.Name] = vm
@@ -182,11 +230,12 @@ func (f *Fake) List(_ context.Context, owner string) ([]vmprovider.VM, error) {
 	return out, nil
 }
 
-// owned returns the VM called name if owner's mark is on it.
+// owned returns the VM called name if owner's mark is on it; one still
+// being made (Outlive) is not found yet.
 func (f *Fake) owned(name, owner string) (vmprovider.VM, error) {
 	vm, ok := f.vms[name]
 	switch {
-	case !ok:
+	case !ok, vm.Creating:
 		return vm, fmt.Errorf("VM %q: %w", name, vmprovider.ErrNotFound)
 	case vm.Owner != owner || owner == "":
 		return vm, &vmprovider.NotOwnedError{Name: name, Want: owner, Got: vm.Owner}
@@ -221,14 +270,16 @@ func (f *Fake) Delete(_ context.Context, name, owner string) error {
 func (f *Fake) delete(name, owner string) error {
 	f.mu.Lock()
 	defer f.mu.Unlock()
-	if _, ok := f.vms[name]; !ok {
+	vm, ok := f.vms[name]
+	if !ok {
 		return nil
 	}
-	if _, err := f.owned(name, owner); err != nil {
-		return err
+	if vm.Owner != owner || owner == "" {
+		return &vmprovider.NotOwnedError{Name: name, Want: owner, Got: vm.Owner}
 	}
 	delete(f.vms, name)
 	delete(f.guests, name)
+	delete(f.creating, name) // cancelled
 	return nil
 }
 

@@ -37,9 +37,32 @@ var ErrConfig = errors.New("vsphere: invalid configuration")
 // Connect or when a session that expired is renewed.
 var ErrLogin = errors.New("vsphere: login refused")
 
-// DefaultMaxTasks bounds the vCenter tasks one Provider runs at once when
-// Config.MaxTasks is zero.
+// DefaultMaxTasks bounds the short vCenter tasks (power, reset,
+// reconfigure, destroy) one Provider runs at once when Config.MaxTasks is
+// zero.
 const DefaultMaxTasks = 8
+
+// DefaultMaxClones bounds the clones one Provider has in flight at once
+// when Config.MaxClones is zero: 8. A host takes 16 units of concurrent
+// provisioning work and a full clone to the same host costs 4, so a host
+// runs 4 clones at once and queues the rest ("vCenter Limits for Tasks
+// Running at the Same Time", VMware performance blog, February 2021); 8 is
+// two hosts' worth, which a cluster spreads, without a queue in vCenter
+// that the provider cannot see.
+const DefaultMaxClones = 8
+
+// DefaultRequestsPerSecond bounds the rate of one Provider's calls to
+// vCenter when Config.RequestsPerSecond is zero: 50 a second, in bursts
+// of up to 100. vCenter serves about 640 operations at once and queues
+// the rest, for every client together, and keeps 2,000 sessions ("vCenter
+// Limits for Tasks Running at the Same Time", VMware performance blog,
+// February 2021); its REST endpoint's default limit is 1,500 requests a
+// second for all clients ("Endpoint Limits for Concurrent REST Requests
+// from vCenter APIs", July 2022). At 30 ms a call, 50 calls a second keep
+// fewer than two of vCenter's 640 busy, leaving it to the vSphere Client,
+// backups and other controllers, while a set of hundreds still lists its
+// VMs in one call and creates tens a minute.
+const DefaultRequestsPerSecond = 50
 
 // DefaultShutdownGrace is how long Delete waits for a guest to shut down,
 // once asked through VMware Tools, before it powers the VM off, when
@@ -106,9 +129,24 @@ type Config struct {
 	// Template is the VM or template cloned when a Spec names none.
 	Template string
 
-	// MaxTasks bounds the vCenter tasks (clone, power, destroy) in flight
-	// at once. Zero means DefaultMaxTasks.
+	// MaxTasks bounds the short vCenter tasks (power, reset,
+	// reconfigure, destroy, snapshot) in flight at once. Zero means
+	// DefaultMaxTasks. Clones have a budget of their own (MaxClones), so
+	// that clones of minutes never starve the power-offs, resets and
+	// deletes that heal and scale down.
 	MaxTasks int
+	// MaxClones bounds the clones in flight at once, each held from its
+	// start until vCenter ends it, whether or not its Create call is still
+	// waiting. Zero means DefaultMaxClones.
+	MaxClones int
+	// RequestsPerSecond bounds the rate of calls to vCenter, every call
+	// (a property read, a task's start, a wait for updates) taking one
+	// token from a bucket of RequestBurst tokens filled at this rate. Zero
+	// means DefaultRequestsPerSecond; a negative value means no limit.
+	RequestsPerSecond float64
+	// RequestBurst is the number of calls that may go at once before the
+	// rate applies. Zero means twice RequestsPerSecond (at least 1).
+	RequestBurst int
 	// KeepAlive is how often an idle session is kept alive. Zero means
 	// five minutes.
 	KeepAlive time.Duration
@@ -127,6 +165,9 @@ func (c Config) check() error {
 	if c.ShutdownGrace > MaxShutdownGrace {
 		return fmt.Errorf("ShutdownGrace %v: want at most %v: %w", c.ShutdownGrace, MaxShutdownGrace, ErrConfig)
 	}
+	if c.RequestBurst < 0 {
+		return fmt.Errorf("RequestBurst %d: want zero (the default) or more: %w", c.RequestBurst, ErrConfig)
+	}
 	return nil
 }
 
@@ -142,8 +183,10 @@ func (c Config) shutdownGrace() time.Duration {
 // String describes the configuration without its password.
 func (c Config) String() string {
 	return fmt.Sprintf("vsphere.Config{URL: %q, Username: %q, Password: <redacted>, Insecure: %v, "+
-		"Datacenter: %q, Folder: %q, ResourcePool: %q, Datastore: %q, Template: %q, MaxTasks: %d}",
-		redactURL(c.URL), c.Username, c.Insecure, c.Datacenter, c.Folder, c.ResourcePool, c.Datastore, c.Template, c.MaxTasks)
+		"Datacenter: %q, Folder: %q, ResourcePool: %q, Datastore: %q, Template: %q, MaxTasks: %d, MaxClones: %d, "+
+		"RequestsPerSecond: %v, RequestBurst: %d}",
+		redactURL(c.URL), c.Username, c.Insecure, c.Datacenter, c.Folder, c.ResourcePool, c.Datastore, c.Template, c.MaxTasks,
+		c.MaxClones, c.RequestsPerSecond, c.RequestBurst)
 }
 
 // GoString is String, so that %#v does not print the password either.

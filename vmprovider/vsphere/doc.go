@@ -51,7 +51,17 @@
 // Create is idempotent by name: a VM found before cloning, or reported by
 // vCenter as a duplicate name, is returned if it is ours. List reads every
 // VM of the folder and the folders below it in one property retrieval over
-// a container view. Tasks in flight are bounded (Config.MaxTasks).
+// a container view. Clones in flight are bounded (Config.MaxClones), and
+// the short tasks (power, reset, reconfigure, destroy) apart
+// (Config.MaxTasks); every call keeps to a rate (Config.RequestsPerSecond).
+//
+// A create outlives its call: when the caller's context ends during a
+// clone, which on vCenter may run for minutes, the provider waits for the
+// clone on its own, and List and Get report the VM with
+// vmprovider.VM.Creating set until vCenter shows it. A Create of the name
+// joins it rather than clone again, and a Delete cancels it (CancelTask),
+// so a Set neither makes a second VM in its stead nor ends with one too
+// many.
 //
 // Delete shuts a VM down through its guest before it destroys it, as an
 // administrator would: when the VM is powered on and its VMware Tools are

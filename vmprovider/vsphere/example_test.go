@@ -210,7 +210,7 @@ func ExampleConfig_String() {
 	fmt.Println(cfg)
 	fmt.Println(strings.Contains(fmt.Sprintf("%#v", cfg), cfg.Password))
 	// Output:
-	// vsphere.Config{URL: "https://vcenter.example.com/sdk", Username: "operator@vsphere.local", Password: <redacted>, Insecure: false, Datacenter: "DC0", Folder: "/DC0/vm/replicakit", ResourcePool: "", Datastore: "", Template: "", MaxTasks: 0}
+	// vsphere.Config{URL: "https://vcenter.example.com/sdk", Username: "operator@vsphere.local", Password: <redacted>, Insecure: false, Datacenter: "DC0", Folder: "/DC0/vm/replicakit", ResourcePool: "", Datastore: "", Template: "", MaxTasks: 0, MaxClones: 0, RequestsPerSecond: 0, RequestBurst: 0}
 	// false
 }
 

@@ -37,11 +37,33 @@ import (
 // first when the template has none of the name (see "Linked clones" in the
 // package documentation). The clone is given an instance UUID the
 // provider chose, recorded under KeyIdentity (see "Identity").
+//
+// A create outlives its call. When ctx ends before the clone does, Create
+// returns ctx's error while the provider goes on waiting for vCenter's
+// clone (and power-on), holding its clone slot (Config.MaxClones), until
+// it ends or Close is called. Meanwhile List and Get report the VM with
+// Creating set, a Create of the name by the same owner waits for the one
+// in flight instead of cloning again (by another owner it is refused with
+// a *NotOwnedError), a Delete cancels it (CancelTask; a clone vCenter no
+// longer lets be cancelled is destroyed once made), and the other methods
+// find no VM of the name (ErrNotFound). A provider started anew knows
+// nothing of the clones an earlier one left running: their VMs show once
+// made, carrying their owner's mark.
 func (p *Provider) Create(ctx context.Context, spec vmprovider.Spec) (_ vmprovider.VM, err error) {
 	defer func() { err = withPrivileges(err) }()
 	if err := spec.Validate(); err != nil {
 		return vmprovider.VM{}, err
 	}
+	op, joined := p.startCreate(ctx, spec)
+	if joined && op.spec.Owner.UID != spec.Owner.UID {
+		return vmprovider.VM{}, &vmprovider.NotOwnedError{Name: spec.Name, Want: spec.Owner.UID, Got: op.spec.Owner.UID}
+	}
+	return p.await(ctx, op)
+}
+
+// create makes the VM of spec for op: Create's work, run to its end
+// whatever becomes of Create's call.
+func (p *Provider) create(ctx context.Context, spec vmprovider.Spec, op *createOp) (vmprovider.VM, error) {
 	tmplPath := spec.Template
 	if tmplPath == "" {
 		tmplPath = p.template
@@ -59,7 +81,7 @@ func (p *Provider) Create(ctx context.Context, spec vmprovider.Spec) (_ vmprovid
 	if err != nil {
 		return vmprovider.VM{}, err
 	}
-	result, where, cloneErr, err := p.cloneFrom(ctx, spec, pl, tmpl, tmplPath)
+	result, where, cloneErr, err := p.cloneFrom(ctx, spec, op, pl, tmpl, tmplPath)
 	if templateGone(cmp.Or(cloneErr, err), tmpl) {
 		// The template was destroyed, or rebuilt under its name (Packer's
 		// -force, an image pipeline): the reference cached is stale. The
@@ -76,7 +98,7 @@ func (p *Provider) Create(ctx context.Context, spec vmprovider.Spec) (_ vmprovid
 		if tmpl, err = p.templateVM(ctx, tmplPath); err != nil {
 			return vmprovider.VM{}, fmt.Errorf("VM %q: vCenter no longer knows the template it had at %s, and looking the path up again failed: %w", spec.Name, tmplPath, err)
 		}
-		result, where, cloneErr, err = p.cloneFrom(ctx, spec, pl, tmpl, tmplPath)
+		result, where, cloneErr, err = p.cloneFrom(ctx, spec, op, pl, tmpl, tmplPath)
 	}
 	if err != nil {
 		return vmprovider.VM{}, err
@@ -95,6 +117,10 @@ func (p *Provider) Create(ctx context.Context, spec vmprovider.Spec) (_ vmprovid
 		return vmprovider.VM{}, p.abandon(ctx, spec, fmt.Errorf("clone %q: task returned %T, not a VM reference", spec.Name, result))
 	}
 	vm := object.NewVirtualMachine(p.client, ref)
+	if op.isCancelled() {
+		// Cancelled too late for vCenter to roll the clone back.
+		return vmprovider.VM{}, p.abandon(ctx, spec, fmt.Errorf("clone %q: %w", spec.Name, errCancelled))
+	}
 	if spec.PowerOn {
 		if _, err := p.task(ctx, vm.PowerOn); err != nil {
 			return vmprovider.VM{}, p.abandon(ctx, spec, fmt.Errorf("power on %q: %w", spec.Name, err))
@@ -111,12 +137,12 @@ func (p *Provider) Create(ctx context.Context, spec vmprovider.Spec) (_ vmprovid
 // into pl, and runs it. An error before the clone is err; the clone's own
 // is cloneErr, with where saying on which host it was to run (it may have
 // left a half-made VM).
-func (p *Provider) cloneFrom(ctx context.Context, spec vmprovider.Spec, pl placement, tmpl *object.VirtualMachine, tmplPath string) (result types.AnyType, where string, cloneErr, err error) {
+func (p *Provider) cloneFrom(ctx context.Context, spec vmprovider.Spec, op *createOp, pl placement, tmpl *object.VirtualMachine, tmplPath string) (result types.AnyType, where string, cloneErr, err error) {
 	moves, adds, err := p.networkChanges(ctx, tmpl, spec)
 	if err != nil {
 		return nil, "", nil, err
 	}
-	uuid := newInstanceUUID(spec.Owner.UID)
+	uuid := op.uuid
 	clone := types.VirtualMachineCloneSpec{
 		Location: types.VirtualMachineRelocateSpec{Pool: &pl.pool, Datastore: &pl.store, DeviceChange: moves},
 		Config: &types.VirtualMachineConfigSpec{
@@ -138,7 +164,7 @@ func (p *Provider) cloneFrom(ctx context.Context, spec vmprovider.Spec, pl place
 	if err != nil {
 		return nil, "", nil, fmt.Errorf("VM %q: %w", spec.Name, err)
 	}
-	result, cloneErr = p.task(ctx, func(ctx context.Context) (*object.Task, error) {
+	result, cloneErr = p.runTask(ctx, p.clones, op, func(ctx context.Context) (*object.Task, error) {
 		return tmpl.Clone(ctx, pl.folder, spec.Name, clone)
 	})
 	return result, where, cloneErr, nil
@@ -204,7 +230,11 @@ func (p *Provider) SetPower(ctx context.Context, name, owner string, state vmpro
 	if state != vmprovider.PoweredOn && state != vmprovider.PoweredOff {
 		return fmt.Errorf("power state %q: want PoweredOn or PoweredOff: %w", state, vmprovider.ErrInvalidSpec)
 	}
-	defer p.lockName(name)()
+	unlock, err := p.lockMade(name)
+	if err != nil {
+		return err
+	}
+	defer unlock()
 	return p.setPower(ctx, name, owner, state)
 }
 
@@ -231,7 +261,11 @@ func (p *Provider) setPower(ctx context.Context, name, owner string, state vmpro
 // suspended is powered on instead.
 func (p *Provider) Reset(ctx context.Context, name, owner string) (err error) {
 	defer func() { err = withPrivileges(err) }()
-	defer p.lockName(name)()
+	unlock, err := p.lockMade(name)
+	if err != nil {
+		return err
+	}
+	defer unlock()
 	vm, m, err := p.owned(ctx, name, owner)
 	if err != nil {
 		return err
@@ -260,10 +294,14 @@ func (p *Provider) Reset(ctx context.Context, name, owner string) (err error) {
 // VM as its guest left it, to be deleted by a retry, which does not ask
 // the guest again but waits for what is left of the first grace. A VM
 // already gone is
-// success; a VM without owner's mark is left untouched and reported with
+// success; a VM still being made (Create) has its create cancelled, and
+// Delete waits for it to end under ctx; a VM without owner's mark is left untouched and reported with
 // a *NotOwnedError.
 func (p *Provider) Delete(ctx context.Context, name, owner string) (err error) {
 	defer func() { err = withPrivileges(err) }()
+	if err := p.cancelCreate(ctx, name, owner); err != nil {
+		return err
+	}
 	defer p.lockName(name)()
 	return p.delete(ctx, name, owner, p.grace)
 }
@@ -318,7 +356,11 @@ func notFound(err error) bool {
 // VM's ExtraConfig under KeyRevision, after checking owner's mark.
 func (p *Provider) MarkRevision(ctx context.Context, name, owner, revision string) (err error) {
 	defer func() { err = withPrivileges(err) }()
-	defer p.lockName(name)()
+	unlock, err := p.lockMade(name)
+	if err != nil {
+		return err
+	}
+	defer unlock()
 	vm, _, err := p.owned(ctx, name, owner)
 	if err != nil {
 		return err

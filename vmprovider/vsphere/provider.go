@@ -1,6 +1,7 @@
 package vsphere
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -52,8 +53,13 @@ type Provider struct {
 	store    *object.Datastore
 	finder   *find.Finder
 	template string
-	tasks    chan struct{}
+	tasks    chan struct{} // slots of the short tasks: power, reset, reconfigure, destroy, snapshot
+	clones   chan struct{} // slots of the clones
 	grace    time.Duration // Delete's wait for a guest shutdown; negative: none
+
+	// life ends with Close, and with it the creates still in flight.
+	life    context.Context
+	endLife context.CancelFunc
 
 	// known holds, by reference, each VM of the folder as last read while
 	// vCenter could read it (read), for when it cannot.
@@ -69,6 +75,8 @@ type Provider struct {
 	// snapshotting holds a lock per template, taken to take its snapshot
 	// for linked clones (linkSnapshot); made on first use.
 	snapshotting map[types.ManagedObjectReference]chan struct{}
+	// creates holds the creates in flight by VM name (creating.go).
+	creates map[string]*createOp
 }
 
 // nameLock serializes operations on one VM name, so that concurrent creates
@@ -139,13 +147,12 @@ func NewWithClient(ctx context.Context, c *vim25.Client, cfg Config) (*Provider,
 	if err := cfg.check(); err != nil {
 		return nil, err
 	}
+	c = cfg.limited(c)
 	p := &Provider{client: c, finder: find.NewFinder(c), template: cfg.Template, grace: cfg.shutdownGrace(),
 		templates: map[string]*object.VirtualMachine{}, names: map[string]*nameLock{}}
-	max := cfg.MaxTasks
-	if max <= 0 {
-		max = DefaultMaxTasks
-	}
-	p.tasks = make(chan struct{}, max)
+	p.tasks = make(chan struct{}, cmp.Or(max(cfg.MaxTasks, 0), DefaultMaxTasks))
+	p.clones = make(chan struct{}, cmp.Or(max(cfg.MaxClones, 0), DefaultMaxClones))
+	p.life, p.endLife = context.WithCancel(context.Background())
 
 	var err error
 	if p.dc, err = p.finder.DatacenterOrDefault(ctx, cfg.Datacenter); err != nil {
@@ -307,26 +314,50 @@ func (p *Provider) forgetTemplate(path string, stale *object.VirtualMachine) {
 	}
 }
 
-// Close logs out, if New logged in.
+// Close ends the waits for the creates still in flight (vCenter goes on
+// with their clones, whose VMs a List shows once made) and logs out, if
+// New logged in.
 func (p *Provider) Close(ctx context.Context) error {
+	if p.endLife != nil {
+		p.endLife()
+	}
 	if p.sessions == nil {
 		return nil
 	}
 	return p.sessions.Logout(ctx)
 }
 
-// task runs one vCenter task to completion, holding one of the provider's
-// task slots while it runs.
+// task runs one short vCenter task to completion, holding one of the
+// provider's task slots (Config.MaxTasks) while it runs.
 func (p *Provider) task(ctx context.Context, start func(context.Context) (*object.Task, error)) (types.AnyType, error) {
+	return p.runTask(ctx, p.tasks, nil, start)
+}
+
+// runTask runs one vCenter task to completion, holding one of slots while
+// it runs. For op's clone it records the task, so that a Delete can
+// cancel it, and starts none once op is cancelled.
+func (p *Provider) runTask(ctx context.Context, slots chan struct{}, op *createOp, start func(context.Context) (*object.Task, error)) (types.AnyType, error) {
+	var cancelled <-chan struct{}
+	if op != nil {
+		cancelled = op.cancelled
+	}
 	select {
-	case p.tasks <- struct{}{}:
+	case slots <- struct{}{}:
 	case <-ctx.Done():
 		return nil, ctx.Err()
+	case <-cancelled:
+		return nil, errCancelled
 	}
-	defer func() { <-p.tasks }()
+	defer func() { <-slots }()
+	if op != nil && op.isCancelled() {
+		return nil, errCancelled
+	}
 	t, err := start(ctx)
 	if err != nil {
 		return nil, err
+	}
+	if op != nil && op.began(t) {
+		_ = t.Cancel(ctx) // cancelled as it started; its end says how it went
 	}
 	info, err := t.WaitForResult(ctx)
 	if err != nil {
@@ -500,10 +531,15 @@ func guestAddresses(g *types.GuestInfo) []string {
 	return out
 }
 
-// Get implements vmprovider.Provider.
+// Get implements vmprovider.Provider. A VM still being made (see Create)
+// that vCenter does not show yet is reported with VM.Creating set.
 func (p *Provider) Get(ctx context.Context, name string) (_ vmprovider.VM, err error) {
 	defer func() { err = withPrivileges(err) }()
+	op := p.creating(name) // before the read: see inFlight
 	_, m, err := p.lookup(ctx, name)
+	if op != nil && errors.Is(err, vmprovider.ErrNotFound) {
+		return op.creatingVM(), nil // not shown by vCenter yet
+	}
 	if err != nil {
 		return vmprovider.VM{}, err
 	}
@@ -511,9 +547,12 @@ func (p *Provider) Get(ctx context.Context, name string) (_ vmprovider.VM, err e
 }
 
 // List implements vmprovider.Provider with one container view over the
-// provider's folder and one property retrieval.
+// provider's folder and one property retrieval, followed by the VMs of
+// owner still being made (VM.Creating: see Create) that vCenter does not
+// show yet.
 func (p *Provider) List(ctx context.Context, owner string) (_ []vmprovider.VM, err error) {
 	defer func() { err = withPrivileges(err) }()
+	ops := p.inFlight(owner) // before the read: see inFlight
 	v, err := view.NewManager(p.client).CreateContainerView(ctx, p.folder.Reference(), []string{"VirtualMachine"}, true)
 	if err != nil {
 		return nil, fmt.Errorf("list VMs: %w", err)
@@ -532,5 +571,5 @@ func (p *Provider) List(ctx context.Context, owner string) (_ []vmprovider.VM, e
 		}
 	}
 	p.keepOnly(refs)
-	return out, nil
+	return append(out, creatingVMs(ops, out)...), nil
 }

@@ -58,7 +58,11 @@ func (p *Provider) resize(ctx context.Context, name, owner string, to vmprovider
 	if to.CPUs < 0 || to.MemoryMiB < 0 {
 		return vmprovider.VM{}, fmt.Errorf("resize %q to %d CPUs and %d MiB: a size is negative: %w", name, to.CPUs, to.MemoryMiB, vmprovider.ErrInvalidSpec)
 	}
-	defer p.lockName(name)()
+	unlock, err := p.lockMade(name)
+	if err != nil {
+		return vmprovider.VM{}, err
+	}
+	defer unlock()
 	vm, m, err := p.owned(ctx, name, owner)
 	if err != nil {
 		return vmprovider.VM{}, err

@@ -428,7 +428,7 @@ func (c *countingClones) RoundTrip(ctx context.Context, req, res soap.HasFault) 
 
 // TestTaskBound: vcsim takes 100 ms to answer each clone request, so
 // unbounded concurrent creates would all be in flight at once; with
-// MaxTasks 2, at most two are.
+// MaxClones 2, at most two are.
 func TestTaskBound(t *testing.T) {
 	sim := vcsimtest.Start(t, func(m *simulator.Model) {
 		m.DelayConfig.MethodDelay = map[string]int{"CloneVM_Task": 100}
@@ -441,7 +441,7 @@ func TestTaskBound(t *testing.T) {
 	counter := &countingClones{RoundTripper: c.RoundTripper}
 	c.RoundTripper = counter
 	cfg := sim.Config()
-	cfg.MaxTasks = 2
+	cfg.MaxClones = 2
 	p, err := vsphere.NewWithClient(ctx, c, cfg)
 	if err != nil {
 		t.Fatal(err)
@@ -459,6 +459,6 @@ func TestTaskBound(t *testing.T) {
 		t.Fatalf("List = %d VMs, %v; want 6", len(vms), err)
 	}
 	if peak := counter.peak.Load(); peak != 2 {
-		t.Errorf("peak clone requests in flight = %d, want exactly MaxTasks (2)", peak)
+		t.Errorf("peak clone requests in flight = %d, want exactly MaxClones (2)", peak)
 	}
 }

@@ -359,7 +359,8 @@ func sameVM(a, b vmprovider.VM) bool {
 		a.Revision == b.Revision && a.BaseRevision == b.BaseRevision && a.CPUs == b.CPUs && a.MemoryMiB == b.MemoryMiB &&
 		a.CPUHotAdd == b.CPUHotAdd && a.CPUHotRemove == b.CPUHotRemove && a.MemoryHotAdd == b.MemoryHotAdd &&
 		a.Endpoint == b.Endpoint && a.Unreachable == b.Unreachable && a.CoresPerSocket == b.CoresPerSocket &&
-		a.MemoryHotAddLimitMiB == b.MemoryHotAddLimitMiB && a.MemoryHotAddIncrementMiB == b.MemoryHotAddIncrementMiB
+		a.MemoryHotAddLimitMiB == b.MemoryHotAddLimitMiB && a.MemoryHotAddIncrementMiB == b.MemoryHotAddIncrementMiB &&
+		a.Creating == b.Creating
 }
 
 // maxWait bounds each wait for updates on the server's side, in seconds.

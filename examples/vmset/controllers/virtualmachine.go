@@ -99,6 +99,12 @@ const ReasonVCenterUnreachable = "VCenterUnreachable"
 // (replicaset.Replica.Unreachable), neither replaced nor deleted.
 const ReasonVMUnreadable = "VMUnreadable"
 
+// ReasonCreating is the Ready condition's reason while vCenter is still
+// making the VM for a create whose call ended first (a reconcile that
+// timed out during a clone of minutes: vmprovider.VM.Creating). The
+// provider waits for the clone; nothing else is done to the VM meanwhile.
+const ReasonCreating = "Creating"
+
 // ReasonZoneUnavailable is the Ready condition's reason while the
 // placement of a VirtualMachine's zone is not in vCenter's inventory (its
 // cluster removed or renamed); the clone is retried with backoff.
@@ -225,6 +231,9 @@ func (r *VirtualMachineReconciler) Reconcile(ctx context.Context, req reconcile.
 		err := fmt.Errorf("vSphere VM %s: vCenter cannot read it (%s), so its state is unknown and nothing is done to it until it can: %w",
 			name, got.Unreachable, vmprovider.ErrUnreadable)
 		return reconcile.Result{RequeueAfter: unreachableRecheck}, r.record(ctx, &vm, metav1.ConditionUnknown, ReasonVMUnreadable, err)
+	case got.Creating && got.Owner == owner:
+		return reconcile.Result{RequeueAfter: GuestPollInterval}, r.record(ctx, &vm, metav1.ConditionFalse, ReasonCreating,
+			fmt.Errorf("vSphere VM %s is still being cloned, for a create whose call ended first", name))
 	case got.Owner != owner:
 		err := &vmprovider.NotOwnedError{Name: name, Want: owner, Got: got.Owner}
 		return reconcile.Result{}, r.refuse(ctx, &vm, "NameTaken", err)
