@@ -253,6 +253,14 @@ type VM struct {
 	// Create of its name by its owner waits for it. Other methods find no
 	// VM of its name until the work is done.
 	Creating bool
+	// Deleting reports that a Delete of the VM is under way and the
+	// platform (or the provider) finishes it on its own: for vSphere, a
+	// guest asked to shut down, powered off when its grace has passed,
+	// then destroyed. A Set plans it as a replica being deleted
+	// (replicaset.Replica.Deleting): never deleted again, no longer
+	// counted toward the desired count. Other methods refuse it with
+	// ErrDeleting.
+	Deleting bool
 }
 
 // Heartbeat is the health of a guest's heartbeat, named as vSphere names it.
@@ -321,6 +329,13 @@ var (
 	// (VM.Unreachable says why), so the provider did nothing to it: its
 	// state, and whose it is, are unknown until it can.
 	ErrUnreadable = errors.New("vmprovider: the platform cannot read the VM now")
+	// ErrDeleting reports that a Delete of the VM is under way and the
+	// provider finishes it on its own (VM.Deleting): Delete answers it
+	// when it started the deletion or it was already under way, and
+	// other methods refuse such a VM with it. The VM is not gone yet; a
+	// caller that needs it gone calls Delete again later, which answers
+	// nil once it is.
+	ErrDeleting = errors.New("vmprovider: the VM is being deleted")
 )
 
 // NotOwnedError says which VM was refused and whose mark it carries.

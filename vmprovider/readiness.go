@@ -68,6 +68,7 @@ type readyTracker struct {
 // (VM.Unreachable) is unreachable, in no known phase; a VM that is ready
 // by the tracker's choice is running and ready since ReadySince (see
 // readyTracker); a VM still being made (VM.Creating) is pending; a VM
+// being deleted (VM.Deleting) is deleting, in the phase its state gives; a VM
 // that is off or suspended while wantOn is pending; any other VM is
 // running but not ready. It forgets VMs no longer listed. A replica's UID
 // is its VM's instance UUID, prefixed with its endpoint and a slash when
@@ -79,7 +80,8 @@ func (t *readyTracker) replicas(vms []VM, wantOn bool, now time.Time) []replicas
 	next := make(map[string]time.Time, len(vms))
 	out := make([]replicaset.Replica, len(vms))
 	for i, vm := range vms {
-		r := replicaset.Replica{Name: vm.Name, UID: vm.InstanceUUID, CreatedAt: vm.CreatedAt, Zone: vm.Zone, Revision: vm.Revision}
+		r := replicaset.Replica{Name: vm.Name, UID: vm.InstanceUUID, CreatedAt: vm.CreatedAt, Zone: vm.Zone, Revision: vm.Revision,
+			Deleting: vm.Deleting}
 		if vm.Endpoint != "" && vm.InstanceUUID != "" {
 			r.UID = vm.Endpoint + "/" + vm.InstanceUUID
 		}

@@ -154,13 +154,20 @@ func (r *recorder) Create(ctx context.Context, spec Spec) (VM, error) {
 }
 
 // deleteVM destroys vm: on its endpoint when the Provider is
-// EndpointScoped, else by name; it notes the VM destroyed.
+// EndpointScoped, else by name; it notes the VM destroyed. A delete the
+// provider answers is under way (ErrDeleting) is done as far as the pass
+// goes: the VM is listed as Deleting until it is gone.
 func (r *recorder) deleteVM(ctx context.Context, vm VM, owner string) error {
 	var err error
 	if r.scoped != nil && vm.Endpoint != "" {
 		err = r.scoped.On(vm.Endpoint).Delete(ctx, vm.Name, owner)
 	} else {
 		err = r.Provider.Delete(ctx, vm.Name, owner)
+	}
+	if errors.Is(err, ErrDeleting) {
+		// Under way, and the provider finishes it: the VM is listed as
+		// Deleting (VM.Deleting) until it is gone.
+		return nil
 	}
 	if err == nil {
 		r.mu.Lock()

@@ -193,10 +193,16 @@ func (p *Provider) cancelCreate(ctx context.Context, name, owner string) error {
 
 // lockMade locks name (lockName) for a method that acts on a VM made,
 // and returns the unlock function; a VM still being made is refused at
-// once with an error wrapping ErrNotFound, rather than waited for.
+// once with an error wrapping ErrNotFound, rather than waited for, and one
+// being deleted (Delete) with an error wrapping ErrDeleting.
 func (p *Provider) lockMade(name string) (func(), error) {
 	if p.creating(name) != nil {
 		return nil, fmt.Errorf("VM %q is still being created: %w", name, vmprovider.ErrNotFound)
 	}
-	return p.lockName(name), nil
+	unlock := p.lockName(name)
+	if p.deletingOp(name) != nil {
+		unlock()
+		return nil, fmt.Errorf("VM %q is being deleted, its guest shutting down: %w", name, vmprovider.ErrDeleting)
+	}
+	return unlock, nil
 }

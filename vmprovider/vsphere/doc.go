@@ -66,9 +66,9 @@
 // Delete shuts a VM down through its guest before it destroys it, as an
 // administrator would: when the VM is powered on and its VMware Tools are
 // running, it asks the guest to shut down (ShutdownGuest), which lets the
-// guest's services stop and its file systems flush, and waits until
-// vCenter reports the VM powered off, watching the power state with a
-// property collector, for at most Config.ShutdownGrace
+// guest's services stop and its file systems flush, and the provider
+// waits until vCenter reports the VM powered off, watching the power state
+// with a property collector, for at most Config.ShutdownGrace
 // ([DefaultShutdownGrace], 90 seconds, unless set). Only when the grace
 // passes, vCenter refuses the request (no tools after all, or the VM
 // changed state) or the tools are not running does it power the VM off
@@ -76,11 +76,13 @@
 // hung guest, which would only wait out the grace before its
 // replacement), nor one whose tools say it supports no state change
 // (guest.guestStateChangeSupported false); a negative grace always powers
-// off at once. So a Delete may take up to the grace; the wait holds no
-// task slot and ends with the caller's context, leaving the VM for a
-// retry. The provider remembers when it asked: a retry does not ask the
-// guest again, nor give it a new grace, but waits for what is left of the
-// first one, then powers the VM off.
+// off at once. The caller is not held for the grace: once the guest took
+// the request, unless it is off already, Delete returns an error wrapping vmprovider.ErrDeleting
+// and the provider finishes the deletion on its own, the VM listed with
+// vmprovider.VM.Deleting until it is gone; a vmprovider.Set plans it as
+// being deleted, and a caller that needs it gone (a finalizer) calls
+// Delete again later, which answers nil once it is. The guest is asked
+// once per provider.
 //
 // Resize (vmprovider.Resizer) changes a VM's CPUs and memory where it runs
 // with one ReconfigVM_Task that records the new revisions in the same

@@ -54,6 +54,9 @@ func (p *Provider) Create(ctx context.Context, spec vmprovider.Spec) (_ vmprovid
 	if err := spec.Validate(); err != nil {
 		return vmprovider.VM{}, err
 	}
+	if p.deletingOp(spec.Name) != nil {
+		return vmprovider.VM{}, fmt.Errorf("VM %q is being deleted, its guest shutting down; create it again once it is gone: %w", spec.Name, vmprovider.ErrDeleting)
+	}
 	op, joined := p.startCreate(ctx, spec)
 	if joined && op.spec.Owner.UID != spec.Owner.UID {
 		return vmprovider.VM{}, &vmprovider.NotOwnedError{Name: spec.Name, Want: spec.Owner.UID, Got: op.spec.Owner.UID}
@@ -283,31 +286,48 @@ func (p *Provider) Reset(ctx context.Context, name, owner string) (err error) {
 
 // Delete implements vmprovider.Provider: it stops the VM if it is not
 // off and destroys it. A powered-on VM whose VMware Tools are running is
-// first asked to shut its guest down (ShutdownGuest), and Delete waits
-// until vCenter reports it powered off, for at most Config.ShutdownGrace
-// (DefaultShutdownGrace unless set); only when the grace passes, or
+// first asked to shut its guest down (ShutdownGuest), once; only when
 // vCenter refuses the request, or the tools are not running or its
 // heartbeat is red (a hung guest), or its tools support no state change,
-// or the VM is suspended, is it powered off (PowerOffVM_Task). A negative
-// grace powers off at once. The wait holds no task slot (Config.MaxTasks)
-// and ends with ctx: a cancelled Delete returns ctx's error and leaves the
-// VM as its guest left it, to be deleted by a retry, which does not ask
-// the guest again but waits for what is left of the first grace. A VM
-// already gone is
-// success; a VM still being made (Create) has its create cancelled, and
-// Delete waits for it to end under ctx; a VM without owner's mark is left untouched and reported with
-// a *NotOwnedError.
+// or the VM is suspended, is it powered off at once (PowerOffVM_Task). A
+// negative Config.ShutdownGrace powers off at once.
+//
+// Delete holds no one while a guest shuts down. A guest already off when
+// vCenter answered the request is destroyed in the same call; for any
+// other, Delete returns an error wrapping vmprovider.ErrDeleting and the
+// provider finishes on its own: it waits until vCenter reports the VM
+// powered off, for at most Config.ShutdownGrace (DefaultShutdownGrace
+// unless set) from the request, powers it off when the grace has passed,
+// and destroys it, holding a task slot (Config.MaxTasks) only for the
+// power-off and the destroy. Meanwhile List and Get report the VM with
+// VM.Deleting set, a Delete of it answers the same (or, once it is gone,
+// nil), and the other methods refuse it with ErrDeleting. A caller that
+// needs the VM gone (a finalizer) calls Delete again later. A provider
+// started anew asks the guest again.
+//
+// A VM already gone is success; a VM still being made (Create) has its
+// create cancelled, and Delete waits for it to end under ctx; a VM without
+// owner's mark is left untouched and reported with a *NotOwnedError.
 func (p *Provider) Delete(ctx context.Context, name, owner string) (err error) {
 	defer func() { err = withPrivileges(err) }()
 	if err := p.cancelCreate(ctx, name, owner); err != nil {
 		return err
 	}
-	defer p.lockName(name)()
+	if op := p.deletingOp(name); op != nil {
+		return op.answer(name, owner)
+	}
+	unlock := p.lockName(name)
+	defer unlock()
+	if op := p.deletingOp(name); op != nil {
+		return op.answer(name, owner) // handed off while this waited for the name
+	}
 	return p.delete(ctx, name, owner, p.grace)
 }
 
 // delete is Delete with name already locked, giving the guest grace to
-// shut down (none when negative).
+// shut down (none when negative). When the guest took the request to shut
+// down, the rest is handed to a deleteOp and delete returns its answer,
+// wrapping ErrDeleting.
 func (p *Provider) delete(ctx context.Context, name, owner string, grace time.Duration) error {
 	vm, m, err := p.owned(ctx, name, owner)
 	if notFound(err) {
@@ -318,19 +338,45 @@ func (p *Provider) delete(ctx context.Context, name, owner string, grace time.Du
 	}
 	off := m.Runtime.PowerState == types.VirtualMachinePowerStatePoweredOff
 	if !off && grace >= 0 && guestListens(m) {
-		// A Delete retried after its context ended goes on with the
-		// grace the first one gave, asking the guest once.
+		// A Delete retried (after the provider's own wait failed, say)
+		// goes on with the grace the first one gave, asking the guest
+		// once.
 		asked, again := p.shutdownAsked(vm.Reference())
-		if left := grace - time.Since(asked); !again || left > 0 {
-			if again {
-				grace = left
-			}
-			record := func() { p.setShutdownAsked(vm.Reference(), time.Now(), true) }
-			if off, err = p.shutDown(ctx, vm, grace, !again, record); err != nil {
-				return fmt.Errorf("shut down the guest of %q before destroying it: %w", name, err)
+		left := grace
+		if again {
+			left = grace - time.Since(asked)
+		}
+		if left > 0 && !again {
+			took, gone, err := p.askGuest(ctx, vm, left)
+			switch {
+			case err != nil:
+				return fmt.Errorf("ask the guest of %q to shut down before destroying it: %w", name, err)
+			case gone:
+				return nil
+			case !took:
+				left = 0 // refused, or no answer within the grace: powered off now
+			default:
+				p.setShutdownAsked(vm.Reference(), time.Now(), true)
 			}
 		}
+		if left > 0 {
+			// A guest that is off already (it shut down as it was asked)
+			// is destroyed in this call; any other is left to the op.
+			state, err := vm.PowerState(ctx)
+			if notFound(err) {
+				return nil
+			}
+			if err != nil || state != types.VirtualMachinePowerStatePoweredOff {
+				return p.startDelete(ctx, vm, name, owner, left).answer(name, owner)
+			}
+			off = true
+		}
 	}
+	return p.destroy(ctx, vm, name, off)
+}
+
+// destroy powers vm, called name, off unless it is off, and destroys it.
+func (p *Provider) destroy(ctx context.Context, vm *object.VirtualMachine, name string, off bool) error {
 	if !off {
 		_, err := p.task(ctx, vm.PowerOff)
 		if err != nil && !fault.Is(err, &types.InvalidPowerState{}) && !notFound(err) {

@@ -77,6 +77,9 @@ type Provider struct {
 	snapshotting map[types.ManagedObjectReference]chan struct{}
 	// creates holds the creates in flight by VM name (creating.go).
 	creates map[string]*createOp
+	// deletes holds, by VM name, the deletes the provider finishes on its
+	// own while a guest shuts down (shutdown.go).
+	deletes map[string]*deleteOp
 }
 
 // nameLock serializes operations on one VM name, so that concurrent creates
@@ -532,7 +535,9 @@ func guestAddresses(g *types.GuestInfo) []string {
 }
 
 // Get implements vmprovider.Provider. A VM still being made (see Create)
-// that vCenter does not show yet is reported with VM.Creating set.
+// that vCenter does not show yet is reported with VM.Creating set, and
+// one whose delete the provider is finishing (see Delete) with
+// VM.Deleting.
 func (p *Provider) Get(ctx context.Context, name string) (_ vmprovider.VM, err error) {
 	defer func() { err = withPrivileges(err) }()
 	op := p.creating(name) // before the read: see inFlight
@@ -543,13 +548,28 @@ func (p *Provider) Get(ctx context.Context, name string) (_ vmprovider.VM, err e
 	if err != nil {
 		return vmprovider.VM{}, err
 	}
-	return p.read(&m), nil
+	vm := p.read(&m)
+	p.markDeleting([]vmprovider.VM{vm})
+	return vm, nil
+}
+
+// markDeleting sets VM.Deleting on those of vms whose delete the
+// provider is finishing (Delete).
+func (p *Provider) markDeleting(vms []vmprovider.VM) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	for i := range vms {
+		if op, ok := p.deletes[vms[i].Name]; ok && op.owner == vms[i].Owner {
+			vms[i].Deleting = true
+		}
+	}
 }
 
 // List implements vmprovider.Provider with one container view over the
 // provider's folder and one property retrieval, followed by the VMs of
 // owner still being made (VM.Creating: see Create) that vCenter does not
-// show yet.
+// show yet; those whose delete the provider is finishing (see Delete)
+// have VM.Deleting set.
 func (p *Provider) List(ctx context.Context, owner string) (_ []vmprovider.VM, err error) {
 	defer func() { err = withPrivileges(err) }()
 	ops := p.inFlight(owner) // before the read: see inFlight
@@ -571,5 +591,6 @@ func (p *Provider) List(ctx context.Context, owner string) (_ []vmprovider.VM, e
 		}
 	}
 	p.keepOnly(refs)
+	p.markDeleting(out)
 	return append(out, creatingVMs(ops, out)...), nil
 }

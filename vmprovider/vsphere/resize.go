@@ -135,7 +135,7 @@ func (p *Provider) cycle(ctx context.Context, vm *object.VirtualMachine, m mo.Vi
 	off := m.Runtime.PowerState == types.VirtualMachinePowerStatePoweredOff
 	if !off && p.grace >= 0 && guestListens(m) {
 		var err error
-		if off, err = p.shutDown(ctx, vm, p.grace, true, nil); err != nil {
+		if off, err = p.shutDown(ctx, vm, p.grace); err != nil {
 			return fmt.Errorf("shut its guest down: %w (the VM is unchanged, and off if its guest finished shutting down)", err)
 		}
 	}

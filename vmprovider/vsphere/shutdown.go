@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/replicakit/replicakit/vmprovider"
+
 	"github.com/vmware/govmomi/object"
 	"github.com/vmware/govmomi/property"
 	"github.com/vmware/govmomi/vim25/mo"
@@ -48,38 +50,53 @@ func (p *Provider) setShutdownAsked(ref types.ManagedObjectReference, at time.Ti
 	p.asked[ref] = at
 }
 
-// shutDown asks the guest of vm to shut down (ShutdownGuest, which vCenter
-// answers at once, passing the request to VMware Tools), unless ask is
-// false (an earlier Delete asked), calls asked (if not nil) once vCenter
-// took the request, and waits until vCenter reports the VM powered off,
-// watching runtime.powerState with a property collector of its own, for
-// at most grace. It
-// reports whether the VM is off (or gone); false leaves the hard power-off
-// to the caller: the grace passed, or vCenter refused the request with a
-// fault (ToolsUnavailable, InvalidState or InvalidPowerState, say). It
-// returns an error when ctx ends, or when vCenter could not be asked or
-// watched at all.
-func (p *Provider) shutDown(ctx context.Context, vm *object.VirtualMachine, grace time.Duration, ask bool, asked func()) (bool, error) {
+// askGuest asks the guest of vm to shut down (ShutdownGuest, which
+// vCenter answers at once, passing the request to VMware Tools), waiting
+// at most grace for the answer. It reports whether vCenter took the
+// request, and whether the VM is gone; false and no error leave the hard
+// power-off to the caller: vCenter refused the request with a fault
+// (ToolsUnavailable, InvalidState or InvalidPowerState, say) or did not
+// answer within the grace. It returns an error when ctx ends or vCenter
+// could not be asked at all.
+func (p *Provider) askGuest(ctx context.Context, vm *object.VirtualMachine, grace time.Duration) (took, gone bool, err error) {
 	gctx, cancel := context.WithTimeout(ctx, grace)
 	defer cancel()
-	var err error
-	if ask {
-		if err = vm.ShutdownGuest(gctx); err == nil && asked != nil {
-			asked()
-		}
-	}
+	err = vm.ShutdownGuest(gctx)
 	switch {
 	case ctx.Err() != nil:
-		return false, ctx.Err()
+		return false, false, ctx.Err()
 	case notFound(err):
-		return true, nil
+		return false, true, nil
 	case gctx.Err() != nil, soap.IsSoapFault(err), soap.IsVimFault(err):
-		return false, nil // no answer within the grace, or a refusal
+		return false, false, nil
 	case err != nil:
-		return false, fmt.Errorf("ask the guest to shut down: %w", err)
+		return false, false, err
 	}
+	return true, false, nil
+}
+
+// shutDown asks the guest of vm to shut down and waits until vCenter
+// reports the VM off, for at most grace in all (askGuest, waitOff). It
+// reports whether the VM is off (or gone); false leaves the hard
+// power-off to the caller.
+func (p *Provider) shutDown(ctx context.Context, vm *object.VirtualMachine, grace time.Duration) (bool, error) {
+	start := time.Now()
+	took, gone, err := p.askGuest(ctx, vm, grace)
+	if err != nil || gone || !took {
+		return gone, err
+	}
+	return p.waitOff(ctx, vm, grace-time.Since(start))
+}
+
+// waitOff waits until vCenter reports vm powered off, watching
+// runtime.powerState with a property collector of its own, for at most
+// grace. It reports whether the VM is off (or gone); false and no error
+// mean the grace passed.
+func (p *Provider) waitOff(ctx context.Context, vm *object.VirtualMachine, grace time.Duration) (bool, error) {
+	gctx, cancel := context.WithTimeout(ctx, grace)
+	defer cancel()
 	off := false
-	err = property.Wait(gctx, property.DefaultCollector(p.client), vm.Reference(), []string{"runtime.powerState"},
+	err := property.Wait(gctx, property.DefaultCollector(p.client), vm.Reference(), []string{"runtime.powerState"},
 		func(changes []types.PropertyChange) bool {
 			for _, c := range changes {
 				if s, ok := c.Val.(types.VirtualMachinePowerState); ok && c.Name == "runtime.powerState" {
@@ -100,4 +117,67 @@ func (p *Provider) shutDown(ctx context.Context, vm *object.VirtualMachine, grac
 		return false, fmt.Errorf("wait for the guest to shut down: %w", err)
 	}
 	return false, nil
+}
+
+// deleteOp is a Delete the provider finishes on its own once the guest
+// took the request to shut down: the wait for the power-off, the hard
+// power-off when the grace has passed, and the destroy.
+type deleteOp struct {
+	owner string
+	until time.Time     // when the grace ends
+	done  chan struct{} // closed once err is set
+	err   error
+}
+
+// answer is what a Delete of name by owner answers while op runs, or
+// once it has ended.
+func (op *deleteOp) answer(name, owner string) error {
+	if op.owner != owner || owner == "" {
+		return &vmprovider.NotOwnedError{Name: name, Want: owner, Got: op.owner}
+	}
+	select {
+	case <-op.done:
+		return op.err
+	default:
+	}
+	left := max(time.Until(op.until), 0).Round(time.Second)
+	return fmt.Errorf("VM %q: its guest was asked to shut down; the provider powers it off in %v at most if it has not, and destroys it: %w",
+		name, left, vmprovider.ErrDeleting)
+}
+
+// startDelete hands the rest of vm's delete to a deleteOp, which waits at
+// most grace for the guest to power the VM off and destroys it; name is
+// locked, and the op is registered before it is released.
+func (p *Provider) startDelete(ctx context.Context, vm *object.VirtualMachine, name, owner string, grace time.Duration) *deleteOp {
+	op := &deleteOp{owner: owner, until: time.Now().Add(grace), done: make(chan struct{})}
+	p.mu.Lock()
+	if p.deletes == nil {
+		p.deletes = map[string]*deleteOp{}
+	}
+	p.deletes[name] = op
+	p.mu.Unlock()
+	opCtx, cancel := context.WithCancel(context.WithoutCancel(ctx))
+	stop := context.AfterFunc(p.life, cancel)
+	go func() {
+		defer cancel()
+		defer stop()
+		off, err := p.waitOff(opCtx, vm, grace)
+		if err == nil {
+			err = p.destroy(opCtx, vm, name, off)
+		}
+		op.err = withPrivileges(err)
+		p.mu.Lock()
+		delete(p.deletes, name)
+		p.mu.Unlock()
+		close(op.done)
+	}()
+	return op
+}
+
+// deletingOp returns the delete the provider is finishing for name, or
+// nil.
+func (p *Provider) deletingOp(name string) *deleteOp {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.deletes[name]
 }

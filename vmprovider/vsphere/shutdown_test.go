@@ -9,8 +9,10 @@ import (
 	"github.com/vmware/govmomi/simulator"
 	"github.com/vmware/govmomi/vim25/types"
 
+	"github.com/replicakit/replicakit/deletionpolicy"
 	simfaults "github.com/replicakit/replicakit/internal/vcsim"
 	"github.com/replicakit/replicakit/internal/vcsimtest"
+	"github.com/replicakit/replicakit/naming"
 	"github.com/replicakit/replicakit/vmprovider"
 	"github.com/replicakit/replicakit/vmprovider/vsphere"
 )
@@ -35,8 +37,13 @@ func TestDelete_GuestFirst(t *testing.T) {
 		// the guest shutdowns and hard power-offs it recorded
 		wantShutdownCalls, wantPowerOffCalls int64
 		wantGuest, wantHard                  int
-		waits                                bool // Delete waits out the grace
+		waits                                bool // the VM is gone only once the grace has passed
+		// the guest took the request: Delete answers ErrDeleting, and the
+		// provider finishes on its own
+		async bool
 	}{{
+		// The simulator's guest is off by the time vCenter answers, so the
+		// VM is destroyed in the same call.
 		name: "a guest that shuts down", grace: longGrace, tools: true,
 		wantShutdownCalls: 1, wantPowerOffCalls: 0, wantGuest: 1, wantHard: 0,
 	}, {
@@ -44,7 +51,7 @@ func TestDelete_GuestFirst(t *testing.T) {
 		moment: func(f *simfaults.Faults, vm types.ManagedObjectReference) func() {
 			return f.Ignore("ShutdownGuest", vm)
 		},
-		wantShutdownCalls: 1, wantPowerOffCalls: 1, wantGuest: 0, wantHard: 1, waits: true,
+		wantShutdownCalls: 1, wantPowerOffCalls: 1, wantGuest: 0, wantHard: 1, waits: true, async: true,
 	}, {
 		name: "a request vCenter does not answer", grace: 300 * time.Millisecond, tools: true,
 		moment: func(f *simfaults.Faults, _ types.ManagedObjectReference) func() {
@@ -88,6 +95,15 @@ func TestDelete_GuestFirst(t *testing.T) {
 			before := f.Calls()
 			start := time.Now()
 			err := p.Delete(ctx, "web-0", ownerA.UID)
+			if tt.async {
+				if !errors.Is(err, vmprovider.ErrDeleting) {
+					t.Fatalf("Delete of a VM whose guest took the request: %v, want ErrDeleting", err)
+				}
+				waitFor(t, "web-0 gone", func() bool {
+					err = p.Delete(ctx, "web-0", ownerA.UID)
+					return !errors.Is(err, vmprovider.ErrDeleting)
+				})
+			}
 			took := time.Since(start)
 			if err != nil {
 				t.Fatalf("Delete: %v", err)
@@ -108,62 +124,53 @@ func TestDelete_GuestFirst(t *testing.T) {
 					guest, hard, err, tt.wantGuest, tt.wantHard)
 			}
 			if tt.waits && took < tt.grace {
-				t.Errorf("Delete took %v, less than the grace %v that nothing but its end could end", took, tt.grace)
+				t.Errorf("the VM was gone after %v, less than the grace %v that nothing but its end could end", took, tt.grace)
 			}
 		})
 	}
 }
 
-// TestDelete_CancelledWhileWaiting cancels a Delete while it waits for a
-// guest that does not shut down: Delete returns at once with the
-// cancellation and leaves the VM running (no hard power-off). A retry
-// does not ask the guest again, nor give it a new grace: it waits for the
-// rest of the first one, then powers the VM off and destroys it.
-func TestDelete_CancelledWhileWaiting(t *testing.T) {
+// TestDelete_HoldsNoOne: a Delete whose guest took the request to shut
+// down returns at once (ErrDeleting) rather than wait out the grace; the
+// VM is listed as Deleting and refused to other methods; a second Delete
+// does not ask the guest again; the provider powers the VM off once the
+// grace has passed and destroys it. The moment is made by holding the
+// provider's wait for the power-off.
+func TestDelete_HoldsNoOne(t *testing.T) {
 	const grace = 2 * time.Second
 	f, sim, p := startGrace(t, grace)
-	ctx := context.Background()
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
 	runningVM(t, sim, p, "web-0", true)
 	defer f.Ignore("ShutdownGuest", mustRef(t, sim, "web-0"))()
-	// The only long poll from here on is Delete's wait for the power-off.
+	// The only long poll from here on is the provider's wait for the
+	// power-off.
 	wait := f.Hold("WaitForUpdatesEx")
 	defer wait.Release()
 
-	dctx, cancel := context.WithCancel(ctx)
-	defer cancel()
-	done := make(chan error, 1)
-	go func() { done <- p.Delete(dctx, "web-0", ownerA.UID) }()
-	select {
-	case <-wait.Caught():
-	case err := <-done:
-		t.Fatalf("Delete returned %v before it waited for the guest", err)
-	case <-time.After(30 * time.Second):
-		t.Fatal("Delete did not wait for the guest's power-off within 30 s")
+	if err := p.Delete(ctx, "web-0", ownerA.UID); !errors.Is(err, vmprovider.ErrDeleting) {
+		t.Fatalf("Delete of a VM whose guest took the request: %v, want ErrDeleting", err)
 	}
-	cancel()
-	select {
-	case err := <-done:
-		if !errors.Is(err, context.Canceled) {
-			t.Errorf("Delete cancelled while waiting: %v, want context.Canceled", err)
-		}
-	case <-time.After(10 * time.Second):
-		t.Fatal("Delete did not return within 10 s of its cancellation")
+	<-wait.Caught() // the provider waits for the guest, Delete has returned
+	if vms, err := p.List(ctx, ownerA.UID); err != nil || len(vms) != 1 || !vms[0].Deleting {
+		t.Errorf("List while the guest shuts down = %+v, %v; want web-0 Deleting", vms, err)
+	}
+	if err := p.SetPower(ctx, "web-0", ownerA.UID, vmprovider.PoweredOn); !errors.Is(err, vmprovider.ErrDeleting) {
+		t.Errorf("SetPower while the guest shuts down: %v, want ErrDeleting", err)
+	}
+	if err := p.Delete(ctx, "web-0", "uid-b"); !errors.Is(err, vmprovider.ErrNotOwned) {
+		t.Errorf("Delete by another owner: %v, want ErrNotOwned", err)
+	}
+	if err := p.Delete(ctx, "web-0", ownerA.UID); !errors.Is(err, vmprovider.ErrDeleting) {
+		t.Errorf("Delete again while the guest shuts down: %v, want ErrDeleting", err)
+	}
+	if got := f.Calls()["PowerOffVM_Task"]; got != 0 {
+		t.Errorf("PowerOffVM_Task calls within the grace: %d, want none", got)
 	}
 	wait.Release()
-	if got := f.Calls()["PowerOffVM_Task"]; got != 0 {
-		t.Errorf("PowerOffVM_Task calls after the cancellation: %d, want none", got)
-	}
-	if vm, err := p.Get(ctx, "web-0"); err != nil || vm.Power != vmprovider.PoweredOn {
-		t.Errorf("after the cancelled Delete: %+v, %v; want the VM left powered on", vm, err)
-	}
-
-	rctx, rcancel := context.WithTimeout(ctx, 30*time.Second)
-	defer rcancel()
-	if err := p.Delete(rctx, "web-0", ownerA.UID); err != nil {
-		t.Fatalf("Delete retried: %v", err)
-	}
+	waitFor(t, "web-0 gone", func() bool { return p.Delete(ctx, "web-0", ownerA.UID) == nil })
 	if n := count(t, sim, "web-0"); n != 0 {
-		t.Errorf("%d VMs called web-0 after the retried Delete", n)
+		t.Errorf("%d VMs called web-0 once Delete answered nil", n)
 	}
 	calls := f.Calls()
 	if calls["ShutdownGuest"] != 1 || calls["PowerOffVM_Task"] != 1 {
@@ -173,6 +180,35 @@ func TestDelete_CancelledWhileWaiting(t *testing.T) {
 	guest, hard, err := simfaults.PowerOffs(ctx, sim.Config(), "web-0")
 	if err != nil || guest != 0 || hard != 1 {
 		t.Errorf("vCenter's events: %d guest shutdowns, %d hard power-offs (%v); want 0, 1", guest, hard, err)
+	}
+}
+
+// TestSet_DeleteHoldsNoPass: a Set scaling down a VM whose guest takes
+// an hour to shut down finishes its pass at once; the VM is planned as
+// being deleted, so the next pass deletes nothing more and creates
+// nothing.
+func TestSet_DeleteHoldsNoPass(t *testing.T) {
+	f, sim, p := startGrace(t, longGrace)
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	runningVM(t, sim, p, "web-0", true)
+	runningVM(t, sim, p, "web-1", true)
+	for _, name := range []string{"web-0", "web-1"} {
+		defer f.Ignore("ShutdownGuest", mustRef(t, sim, name))()
+	}
+	s := &vmprovider.Set{Provider: p, Template: vmprovider.Spec{Owner: ownerA, PowerOn: true},
+		Policy: deletionpolicy.Newest{}, Names: naming.Indexed{Base: "web"}}
+	now := time.Now()
+	plan, _, err := s.Scale(ctx, 1, now)
+	if err != nil || len(plan.Delete) != 1 {
+		t.Fatalf("scale 2 → 1: plan %v, %v; want one VM deleted, no error", plan, err)
+	}
+	plan, _, err = s.Scale(ctx, 1, now)
+	if err != nil || len(plan.Delete) != 0 || plan.Create != 0 || len(plan.Deleting) != 1 {
+		t.Errorf("the pass after: plan %v, %v; want the VM being deleted left to finish, nothing else", plan, err)
+	}
+	if n := f.Calls()["ShutdownGuest"]; n != 1 {
+		t.Errorf("ShutdownGuest calls %d, want 1", n)
 	}
 }
 

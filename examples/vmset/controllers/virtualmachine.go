@@ -105,6 +105,12 @@ const ReasonVMUnreadable = "VMUnreadable"
 // provider waits for the clone; nothing else is done to the VM meanwhile.
 const ReasonCreating = "Creating"
 
+// ReasonShuttingDown is the Ready condition's reason of a VirtualMachine
+// being deleted while its guest shuts down (vmprovider.ErrDeleting): the
+// provider powers the VM off when its grace has passed and destroys it,
+// and the finalizer stays until it is gone.
+const ReasonShuttingDown = "ShuttingDown"
+
 // ReasonZoneUnavailable is the Ready condition's reason while the
 // placement of a VirtualMachine's zone is not in vCenter's inventory (its
 // cluster removed or renamed); the clone is retried with backoff.
@@ -173,7 +179,16 @@ func (r *VirtualMachineReconciler) Reconcile(ctx context.Context, req reconcile.
 		if wait, after, err := r.holdDeletion(ctx, &vm); wait || err != nil {
 			return reconcile.Result{RequeueAfter: after}, err
 		}
-		if err := provider.Delete(ctx, name, owner); err != nil && !errors.Is(err, vmprovider.ErrNotOwned) {
+		err := provider.Delete(ctx, name, owner)
+		if errors.Is(err, vmprovider.ErrDeleting) {
+			// Its guest is shutting down; the provider powers it off when
+			// the grace has passed and destroys it. The finalizer stays
+			// until it is gone.
+			r.event(&vm, corev1.EventTypeNormal, ReasonShuttingDown, "Delete", "%v", err)
+			cond := metav1.Condition{Type: "Ready", Status: metav1.ConditionFalse, Reason: ReasonShuttingDown, Message: err.Error()}
+			return reconcile.Result{RequeueAfter: GuestPollInterval}, r.setStatus(ctx, &vm, lastSeen(&vm), cond)
+		}
+		if err != nil && !errors.Is(err, vmprovider.ErrNotOwned) {
 			return reconcile.Result{}, r.fail(ctx, &vm, "DeleteFailed", err)
 		}
 		patch := client.MergeFrom(vm.DeepCopy())
@@ -397,9 +412,13 @@ const unreachableRecheck = 30 * time.Second
 func (r *VirtualMachineReconciler) record(ctx context.Context, vm *vmv1.VirtualMachine, status metav1.ConditionStatus, reason string, err error) error {
 	r.event(vm, corev1.EventTypeWarning, reason, "Reconcile", "%v", err)
 	cond := metav1.Condition{Type: "Ready", Status: status, Reason: reason, Message: err.Error()}
-	last := vmprovider.VM{Power: vmprovider.PowerState(vm.Status.PowerState), InstanceUUID: vm.Status.InstanceUUID,
+	return r.setStatus(ctx, vm, lastSeen(vm), cond)
+}
+
+// lastSeen is the VM as vm's status last recorded it.
+func lastSeen(vm *vmv1.VirtualMachine) vmprovider.VM {
+	return vmprovider.VM{Power: vmprovider.PowerState(vm.Status.PowerState), InstanceUUID: vm.Status.InstanceUUID,
 		IPAddresses: vm.Status.Addresses, Hostname: vm.Status.Hostname, Heartbeat: vmprovider.Heartbeat(vm.Status.GuestHeartbeat)}
-	return r.setStatus(ctx, vm, last, cond)
 }
 
 // setStatus patches the status when it changed: got's state and conds
