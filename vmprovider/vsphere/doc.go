@@ -111,7 +111,7 @@
 // vCenter simulator, behind a wrapper that refuses what vCenter refuses and
 // the simulator serves (a clone into a cluster without DRS that names no
 // host). Elsewhere the simulator (v0.56.0) differs from vCenter: it drops
-// cpuHotAddEnabled and memoryHotAddEnabled from a clone's spec (its clones
+// cpuHotAddEnabled, memoryHotAddEnabled and managedBy from a clone's spec (its clones
 // report hot-add off, so an in-place raise needs a power cycle), ignores the
 // disk move type (a linked clone is a full copy), applies any resize to a
 // running VM, and derives a VM's instance UUID from its path (a VM made anew
@@ -131,6 +131,15 @@
 // its KeyIdentity is a copy, carries no one's mark, and is never adopted,
 // listed, powered, modified or destroyed as a replica. VMs made before
 // KeyIdentity existed carry none and are judged by their mark alone.
+// Names are unique per folder only: of several VMs of a name in the
+// folders below the provider's (a copy filed beside the replica under its
+// name), the methods that act on a VM take the one carrying the caller's
+// mark, and Get a replica before a copy. The provider's API stays keyed by
+// name; the instance UUID decides which VM of the name is the replica.
+// Each clone also asks vCenter to record it as managed by the provider
+// (config.managedBy: [ManagedByExtension], [ManagedByType]), which the
+// vSphere Client shows on the VM, warning whoever edits or deletes it by
+// hand.
 //
 // # VMs vCenter cannot read
 //

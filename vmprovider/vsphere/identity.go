@@ -22,6 +22,19 @@ import (
 // none and are judged by their mark alone.
 const KeyIdentity = "replicakit.identity"
 
+// The managed-by mark of every VM the provider clones (its
+// config.managedBy): vCenter records that the VM is managed by the
+// extension ManagedByExtension, as a VM of type ManagedByType. The vSphere
+// Client shows it on the VM's summary and warns whoever edits or deletes
+// the VM by hand; it names the extension by its description once the
+// extension is registered (ExtensionManager.RegisterExtension, as
+// docs/vcenter.md shows), and by its key until then. The provider writes it
+// and never reads it: ownership is the KeyOwnerUID mark.
+const (
+	ManagedByExtension = "io.replicakit"
+	ManagedByType      = "replica"
+)
+
 // newInstanceUUID returns an instance UUID for a VM of owner: its first 60
 // bits name the owner (a hash of its UID), so that the provider knows the
 // VM as the owner's even when vCenter cannot read its ExtraConfig (ownsUUID);

@@ -153,6 +153,7 @@ func (p *Provider) cloneFrom(ctx context.Context, spec vmprovider.Spec, op *crea
 			MemoryMB:     spec.MemoryMiB,
 			InstanceUuid: uuid,
 			ExtraConfig:  marks(spec, uuid),
+			ManagedBy:    &types.ManagedByInfo{ExtensionKey: ManagedByExtension, Type: ManagedByType},
 			DeviceChange: adds,
 		},
 		Customization: customization(spec),

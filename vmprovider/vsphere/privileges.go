@@ -34,7 +34,8 @@ func (p *Provider) needed(tmpl *object.VirtualMachine) []need {
 		{"folder " + p.folder.InventoryPath, p.folder.Reference(), []string{
 			"VirtualMachine.Inventory.CreateFromExisting", "VirtualMachine.Inventory.Delete",
 			"VirtualMachine.Interact.PowerOn", "VirtualMachine.Interact.PowerOff", "VirtualMachine.Interact.Reset",
-			"VirtualMachine.Config.AdvancedConfig", "VirtualMachine.Config.CPUCount", "VirtualMachine.Config.Memory"}},
+			"VirtualMachine.Config.AdvancedConfig", "VirtualMachine.Config.CPUCount", "VirtualMachine.Config.Memory",
+			"VirtualMachine.Config.ManagedBy"}},
 		{"resource pool " + p.pool.InventoryPath, p.pool.Reference(), []string{"Resource.AssignVMToPool"}},
 		{"datastore " + p.store.InventoryPath, p.store.Reference(), []string{"Datastore.AllocateSpace"}},
 	}
