@@ -143,4 +143,3 @@ func extraConfig(m mo.VirtualMachine, key string) string {
 	}
 	return ""
 }
-
