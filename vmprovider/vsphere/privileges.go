@@ -13,7 +13,9 @@ import (
 
 // ErrPrivileges means the account the provider logged in as lacks
 // privileges it needs on its folder, pool, datastore or template; New
-// returns an error wrapping it that names each privilege and object.
+// returns an error wrapping it that names each privilege and object. So
+// does every method, and the Watch's Health, when vCenter answers a call
+// with NoPermission, naming what the fault says is missing.
 // docs/vcenter.md lists what the provider needs, and why.
 var ErrPrivileges = errors.New("vsphere: the account lacks privileges the provider needs")
 

@@ -251,6 +251,9 @@ func (e *privilegeError) Error() string {
 
 func (e *privilegeError) Unwrap() error { return e.err }
 
+// Is makes the error match ErrPrivileges.
+func (e *privilegeError) Is(target error) bool { return target == ErrPrivileges }
+
 // withPrivileges adds to err, when it carries vCenter's NoPermission, the
 // privileges the fault says are missing and on which objects: vCenter's
 // own message ("Permission to perform this operation was denied.") names

@@ -139,7 +139,7 @@ func (w *Watch) Run(ctx context.Context) error {
 		w.restarts++
 		// A failed wait said so already (watch); this covers the calls
 		// before it. The next full copy reports what changed meanwhile.
-		w.down = err
+		w.down = withPrivileges(err)
 		w.mu.Unlock()
 		if synced {
 			backoff = time.Second
@@ -233,7 +233,7 @@ func (w *Watch) watch(ctx context.Context) (synced bool, err error) {
 		// Said now, not after the calls that tidy up, which a cut link
 		// holds for up to staleAfter each.
 		w.mu.Lock()
-		w.down = err
+		w.down = withPrivileges(err)
 		w.mu.Unlock()
 	}
 	return !first, err
@@ -367,8 +367,20 @@ func sameVM(a, b vmprovider.VM) bool {
 // A wait the client gave up on then ends there within it, even when the
 // CancelWaitForUpdates sent on cancellation reached the server before the
 // wait itself did: govmomi's simulator would otherwise hold that wait (and
-// its own shutdown) for ever, and a vCenter until the session ends.
+// its own shutdown) for ever, and a vCenter until the session ends. It
+// also bounds how long a silent partition goes unnoticed (staleAfter).
+// vm-operator waits 300 s; at 10 s an idle watch costs vCenter one call
+// every 10 s, 360 an hour, against the 640 operations vCenter serves at
+// once ("vCenter Limits for Tasks Running at the Same Time", VMware
+// performance blog, 2021), so the shorter wait is kept for the faster
+// notice of a partition.
 const maxWait = 10
+
+// maxObjectUpdates is the page size of each answer to a wait: at most
+// this many objects' updates, the rest in the next answer (truncated).
+// vm-operator asks for 100, as govmomi's simulator defaults to; vCenter
+// chooses its own page size when none is asked for.
+const maxObjectUpdates = 100
 
 // waitForUpdates waits on pc's filters until ctx ends (then it returns
 // nil) or a wait fails, calling f with each filter's updates and setting
@@ -377,7 +389,8 @@ const maxWait = 10
 // same version, with no new full copy. answered is called after every
 // answer, before f.
 func waitForUpdates(ctx context.Context, rt soap.RoundTripper, pc *property.Collector, truncated *bool, answered func(), f func([]types.ObjectUpdate)) error {
-	req := types.WaitForUpdatesEx{This: pc.Reference(), Options: &types.WaitOptions{MaxWaitSeconds: types.NewInt32(maxWait)}}
+	req := types.WaitForUpdatesEx{This: pc.Reference(), Options: &types.WaitOptions{
+		MaxWaitSeconds: types.NewInt32(maxWait), MaxObjectUpdates: maxObjectUpdates}}
 	for {
 		// The server answers within maxWait; a wait unanswered much
 		// longer is on a link that drops what it carries.

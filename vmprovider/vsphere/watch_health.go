@@ -2,6 +2,7 @@ package vsphere
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"time"
 
@@ -26,8 +27,10 @@ func (w *Watch) answered() {
 // answered it (zero if never). The error is nil while the watch's
 // collector answers; it wraps vmprovider.ErrUnreachable from the moment a
 // wait fails (a partition, vCenter restarting, a session that cannot be
-// renewed, a wait unanswered for 20 seconds) until the next full copy, and
-// whenever no answer came for 20 seconds. Cached refuses reads meanwhile: the VMs it would answer from
+// renewed, a wait unanswered for 20 seconds, an account vCenter refuses
+// the watch's calls for lack of privileges, when it also wraps
+// ErrPrivileges and names them) until the next full copy, and whenever no
+// answer came for 20 seconds. Cached refuses reads meanwhile: the VMs it would answer from
 // are unknown, not gone, and callers such as vmprovider.Endpoints and
 // vmprovider.Set plan around them.
 func (w *Watch) Health() (lastSeen time.Time, err error) {
@@ -39,6 +42,11 @@ func (w *Watch) Health() (lastSeen time.Time, err error) {
 // health is Health's error at now. The caller holds w.mu.
 func (w *Watch) health(now time.Time) error {
 	switch {
+	case errors.Is(w.down, ErrPrivileges):
+		// Reachable, but refused: the VMs are as unknown to the watch as
+		// if vCenter did not answer, and the account needs fixing.
+		return fmt.Errorf("vCenter watch: refused by vCenter, so its VMs are unknown (%w; last answer %s): %w",
+			vmprovider.ErrUnreachable, since(w.lastSeen, now), w.down)
 	case w.down != nil:
 		return fmt.Errorf("vCenter watch: %w (last answer %s): %w", vmprovider.ErrUnreachable, since(w.lastSeen, now), w.down)
 	case !w.lastSeen.IsZero() && now.Sub(w.lastSeen) > staleAfter:

@@ -14,6 +14,7 @@ import (
 	"net"
 	"net/http"
 	"net/http/httptest"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -265,4 +266,28 @@ func selfSigned(t *testing.T) tls.Certificate {
 		t.Fatal(err)
 	}
 	return tls.Certificate{Certificate: [][]byte{der}, PrivateKey: key}
+}
+
+// TestWatch_PrivilegesInHealth: a watch whose calls vCenter refuses for
+// lack of privileges says which privileges, on what, in its Health, and
+// wraps ErrPrivileges there besides ErrUnreachable (its VMs are unknown).
+func TestWatch_PrivilegesInHealth(t *testing.T) {
+	faults, sim, p := startCounted(t)
+	defer faults.Deny("CreateContainerView", mustFolder(t, sim.Model, "vm"), "System.View")()
+	w := vsphere.NewWatch(p)
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- w.Run(ctx) }()
+	defer func() {
+		cancel()
+		<-done
+	}()
+	var err error
+	waitFor(t, "the watch's Health naming the privilege", func() bool {
+		_, err = w.Health()
+		return err != nil && strings.Contains(err.Error(), "System.View")
+	})
+	if !errors.Is(err, vsphere.ErrPrivileges) || !errors.Is(err, vmprovider.ErrUnreachable) {
+		t.Errorf("Health = %v; want it to wrap ErrPrivileges and vmprovider.ErrUnreachable", err)
+	}
 }

@@ -10,6 +10,10 @@ import (
 	"testing"
 	"time"
 
+	"github.com/vmware/govmomi/object"
+	"github.com/vmware/govmomi/simulator"
+	"github.com/vmware/govmomi/vim25/types"
+
 	simgate "github.com/replicakit/replicakit/internal/vcsim"
 	"github.com/replicakit/replicakit/internal/vcsimtest"
 	"github.com/replicakit/replicakit/vmprovider"
@@ -322,6 +326,60 @@ func TestWatch_ReportsDestroysAmidClones(t *testing.T) {
 	for i := range n {
 		if !gone[name("old", i)] {
 			t.Errorf("%s's removal was never reported", name("old", i))
+		}
+	}
+}
+
+// TestWatch_PagesOfAHundred: the watch asks vCenter for answers of at most
+// 100 objects' updates (vm-operator's page size), and takes a folder of
+// more than that in several pages.
+func TestWatch_PagesOfAHundred(t *testing.T) {
+	calls := &simgate.Faults{}
+	sim := vcsimtest.StartFaulty(t, calls)
+	p, err := vsphere.New(context.Background(), sim.Config())
+	if err != nil {
+		t.Fatal(err)
+	}
+	c, err := simulatorClient(context.Background(), sim)
+	if err != nil {
+		t.Fatal(err)
+	}
+	folder := object.NewFolder(c, mustFolder(t, sim.Model, "vm"))
+	pool := object.NewResourcePool(c, sim.Model.Map().Any("ResourcePool").Reference())
+	for i := range 110 {
+		run(t, "create a VM", func(ctx context.Context) (*object.Task, error) {
+			return folder.CreateVM(ctx, types.VirtualMachineConfigSpec{Name: fmt.Sprintf("other-%d", i), GuestId: "otherGuest",
+				Files: &types.VirtualMachineFileInfo{VmPathName: "[LocalDS_0]"}}, pool, nil)
+		})
+	}
+	t.Cleanup(func() { _ = p.Close(context.Background()) })
+	n := len(sim.Model.Map().All("VirtualMachine"))
+	if n <= 100 {
+		t.Fatalf("%d VMs in the simulator, want more than a page", n)
+	}
+	waits := calls.Record("WaitForUpdatesEx")
+	w := vsphere.NewWatch(p)
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- w.Run(ctx) }()
+	defer func() {
+		cancel()
+		<-done
+	}()
+	<-w.Synced()
+	waits.Stop()
+	for _, o := range sim.Model.Map().All("VirtualMachine") {
+		if name := o.(*simulator.VirtualMachine).Name; !func() bool { _, ok := w.Get(name); return ok }() {
+			t.Errorf("the watch does not know %s once synced", name)
+		}
+	}
+	reqs, err := waits.Requests()
+	if err != nil || len(reqs) < 2 {
+		t.Fatalf("%d waits for the first copy of %d VMs (%v), want several pages", len(reqs), n, err)
+	}
+	for _, r := range reqs {
+		if o := r.(*types.WaitForUpdatesEx).Options; o == nil || o.MaxObjectUpdates != 100 {
+			t.Errorf("a wait asked for pages of %+v, want MaxObjectUpdates 100", o)
 		}
 	}
 }
