@@ -261,6 +261,13 @@ type VM struct {
 	// counted toward the desired count. Other methods refuse it with
 	// ErrDeleting.
 	Deleting bool
+	// Failed, when not empty, says why the platform reports that the VM
+	// failed and will not run as asked without help: for vSphere, its
+	// guest customization failed (guest.customizationInfo, with vCenter's
+	// error message), so its cloud-init or identity was not applied. A Set
+	// plans it as failed (replicaset.PhaseFailed): replaced at once under
+	// Remediation, and deleted first on a scale-down.
+	Failed string
 }
 
 // Heartbeat is the health of a guest's heartbeat, named as vSphere names it.

@@ -68,6 +68,7 @@ type readyTracker struct {
 // (VM.Unreachable) is unreachable, in no known phase; a VM that is ready
 // by the tracker's choice is running and ready since ReadySince (see
 // readyTracker); a VM still being made (VM.Creating) is pending; a VM
+// the platform says failed (VM.Failed) is failed; a VM
 // being deleted (VM.Deleting) is deleting, in the phase its state gives; a VM
 // that is off or suspended while wantOn is pending; any other VM is
 // running but not ready. It forgets VMs no longer listed. A replica's UID
@@ -90,6 +91,8 @@ func (t *readyTracker) replicas(vms []VM, wantOn bool, now time.Time) []replicas
 			r.Unreachable = true // unknown: neither running nor ready
 		case vm.Creating:
 			r.Phase = replicaset.PhasePending // being made: counted, not ready
+		case vm.Failed != "":
+			r.Phase = replicaset.PhaseFailed // will not run as asked without help
 		case t.readiness.Ready(vm):
 			r.Phase, r.Ready = replicaset.PhaseRunning, true
 			r.ReadySince = vm.BootedAt

@@ -141,6 +141,16 @@
 // vSphere Client shows on the VM, warning whoever edits or deletes it by
 // hand.
 //
+// # Failed customizations
+//
+// A VM whose guest customization failed (vCenter 7.0 U2 and later report
+// it in guest.customizationInfo: TOOLSDEPLOYPKG_FAILED, with an error
+// message) did not apply its cloud-init or identity, so it will not serve
+// as asked: Get, List and the Watch report it with vmprovider.VM.Failed
+// set to vCenter's reason, and a vmprovider.Set plans it as failed
+// (replaced at once under Remediation). The property is read with the
+// others, so the provider needs vCenter 7.0 U2 or later, which has it.
+//
 // # VMs vCenter cannot read
 //
 // When a datastore goes away, vCenter keeps its VMs in the inventory but

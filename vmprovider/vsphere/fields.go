@@ -13,7 +13,8 @@ import (
 // its size and hot-plug settings and limits (CPUs, MemoryMiB, CPUHotAdd,
 // CPUHotRemove, MemoryHotAdd, CoresPerSocket, MemoryHotAddLimitMiB,
 // MemoryHotAddIncrementMiB), which say how it can be updated in place
-// (vmprovider.InPlaceFor); each field here
+// (vmprovider.InPlaceFor), and whether its guest customization failed
+// (Failed: guest.customizationInfo); each field here
 // adds vCenter properties to what its property collector watches. Fewer
 // properties cost vCenter less work on every change it reports, and
 // govmomi's simulator much less: it copies every watched property of
@@ -46,7 +47,8 @@ var keptProps = []string{"name", "config.instanceUuid", "config.extraConfig", "r
 	"runtime.connectionState", "summary.config.instanceUuid",
 	"config.hardware.numCPU", "config.hardware.memoryMB", "config.hardware.numCoresPerSocket",
 	"config.hotPlugMemoryLimit", "config.hotPlugMemoryIncrementSize",
-	"config.cpuHotAddEnabled", "config.cpuHotRemoveEnabled", "config.memoryHotAddEnabled"}
+	"config.cpuHotAddEnabled", "config.cpuHotRemoveEnabled", "config.memoryHotAddEnabled",
+	"guest.customizationInfo"}
 
 // fieldProps are the properties each field adds.
 var fieldProps = []struct {

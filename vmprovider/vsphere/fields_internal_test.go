@@ -56,6 +56,10 @@ func allChanges(t *rapid.T) []types.PropertyChange {
 		"guest.toolsRunningStatus": rapid.SampledFrom([]string{string(types.VirtualMachineToolsRunningStatusGuestToolsRunning),
 			string(types.VirtualMachineToolsRunningStatusGuestToolsNotRunning)}).Draw(t, "tools"),
 		"guest.guestStateChangeSupported": rapid.Bool().Draw(t, "state change"),
+		"guest.customizationInfo": &types.GuestInfoCustomizationInfo{
+			CustomizationStatus: string(rapid.SampledFrom(types.GuestInfoCustomizationStatus("").Values()).Draw(t, "customization")),
+			ErrorMsg:            rapid.SampledFrom([]string{"", "NicSettingMismatch"}).Draw(t, "customization error"),
+		},
 		"guestHeartbeatStatus": rapid.SampledFrom([]types.ManagedEntityStatus{types.ManagedEntityStatusGreen,
 			types.ManagedEntityStatusYellow, types.ManagedEntityStatusRed}).Draw(t, "heartbeat"),
 	}
@@ -96,7 +100,7 @@ func TestFields_Properties(t *testing.T) {
 			CPUs: full.CPUs, MemoryMiB: full.MemoryMiB, CPUHotAdd: full.CPUHotAdd, CPUHotRemove: full.CPUHotRemove,
 			MemoryHotAdd: full.MemoryHotAdd, Heartbeat: vmprovider.HeartbeatGray, Unreachable: full.Unreachable,
 			CoresPerSocket: full.CoresPerSocket, MemoryHotAddLimitMiB: full.MemoryHotAddLimitMiB,
-			MemoryHotAddIncrementMiB: full.MemoryHotAddIncrementMiB}
+			MemoryHotAddIncrementMiB: full.MemoryHotAddIncrementMiB, Failed: full.Failed}
 		if diff := cmp.Diff(kept, Fields(0).keep(full)); diff != "" {
 			t.Fatalf("the parts always kept (-want +got):\n%s", diff)
 		}

@@ -406,6 +406,15 @@ func toVM(m mo.VirtualMachine) vmprovider.VM {
 	if m.Runtime.BootTime != nil {
 		vm.BootedAt = *m.Runtime.BootTime
 	}
+	if g := m.Guest; g != nil && g.CustomizationInfo != nil &&
+		g.CustomizationInfo.CustomizationStatus == string(types.GuestInfoCustomizationStatusTOOLSDEPLOYPKG_FAILED) {
+		// vSphere API reference, GuestInfoCustomizationInfo (vSphere 7.0
+		// U2 and later); older vCenters leave it unset.
+		vm.Failed = "the guest customization failed"
+		if msg := g.CustomizationInfo.ErrorMsg; msg != "" {
+			vm.Failed += ": " + msg
+		}
+	}
 	if g := m.Guest; g != nil {
 		vm.Hostname = g.HostName
 		vm.ToolsRunning = g.ToolsRunningStatus == string(types.VirtualMachineToolsRunningStatusGuestToolsRunning)

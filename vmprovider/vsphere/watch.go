@@ -360,7 +360,7 @@ func sameVM(a, b vmprovider.VM) bool {
 		a.CPUHotAdd == b.CPUHotAdd && a.CPUHotRemove == b.CPUHotRemove && a.MemoryHotAdd == b.MemoryHotAdd &&
 		a.Endpoint == b.Endpoint && a.Unreachable == b.Unreachable && a.CoresPerSocket == b.CoresPerSocket &&
 		a.MemoryHotAddLimitMiB == b.MemoryHotAddLimitMiB && a.MemoryHotAddIncrementMiB == b.MemoryHotAddIncrementMiB &&
-		a.Creating == b.Creating && a.Deleting == b.Deleting
+		a.Creating == b.Creating && a.Deleting == b.Deleting && a.Failed == b.Failed
 }
 
 // maxWait bounds each wait for updates on the server's side, in seconds.

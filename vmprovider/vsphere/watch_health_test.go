@@ -280,7 +280,9 @@ func TestWatch_PrivilegesInHealth(t *testing.T) {
 	go func() { done <- w.Run(ctx) }()
 	defer func() {
 		cancel()
-		<-done
+		if err := <-done; err != nil {
+			t.Errorf("Run: %v", err)
+		}
 	}()
 	var err error
 	waitFor(t, "the watch's Health naming the privilege", func() bool {

@@ -364,7 +364,9 @@ func TestWatch_PagesOfAHundred(t *testing.T) {
 	go func() { done <- w.Run(ctx) }()
 	defer func() {
 		cancel()
-		<-done
+		if err := <-done; err != nil {
+			t.Errorf("Run: %v", err)
+		}
 	}()
 	<-w.Synced()
 	waits.Stop()

@@ -250,7 +250,8 @@ func (ReplicaSetAdapter) NewChild(s *vmv1.VirtualMachineReplicaSet) (*vmv1.Virtu
 // ReasonVMUnreadable: counted, neither replaced nor deleted); failed while
 // vCenter refuses to clone it or its zone's
 // placement is gone (Ready False with the reason CreateFailed or
-// ZoneUnavailable: with zones, the set replaces it in another zone);
+// ZoneUnavailable: with zones, the set replaces it in another zone), or
+// once its guest customization failed (Ready False CustomizationFailed);
 // ready while its Ready condition is true, but not once a power cycle for
 // a resize is allowed and the VM does not yet run with its spec's size
 // (AnnotationPowerCycle: the set ordered it, and the next pass must not
@@ -258,7 +259,8 @@ func (ReplicaSetAdapter) NewChild(s *vmv1.VirtualMachineReplicaSet) (*vmv1.Virtu
 func (ReplicaSetAdapter) Describe(vm *vmv1.VirtualMachine, r *replicaset.Replica) {
 	ready := meta.FindStatusCondition(vm.Status.Conditions, "Ready")
 	switch {
-	case vm.Status.InstanceUUID == "" && ready != nil && (ready.Reason == ReasonCreateFailed || ready.Reason == ReasonZoneUnavailable):
+	case vm.Status.InstanceUUID == "" && ready != nil && (ready.Reason == ReasonCreateFailed || ready.Reason == ReasonZoneUnavailable),
+		ready != nil && ready.Reason == ReasonCustomizationFailed:
 		r.Phase = replicaset.PhaseFailed
 	case vm.Status.InstanceUUID == "":
 		r.Phase = replicaset.PhasePending

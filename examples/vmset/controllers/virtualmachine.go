@@ -105,6 +105,12 @@ const ReasonVMUnreadable = "VMUnreadable"
 // provider waits for the clone; nothing else is done to the VM meanwhile.
 const ReasonCreating = "Creating"
 
+// ReasonCustomizationFailed is the Ready condition's reason of a
+// VirtualMachine whose guest customization failed (vmprovider.VM.Failed:
+// its cloud-init was not applied); its set counts it as failed and
+// replaces it.
+const ReasonCustomizationFailed = "CustomizationFailed"
+
 // ReasonShuttingDown is the Ready condition's reason of a VirtualMachine
 // being deleted while its guest shuts down (vmprovider.ErrDeleting): the
 // provider powers the VM off when its grace has passed and destroys it,
@@ -298,6 +304,12 @@ const GuestPollInterval = 5 * time.Second
 // VM that should run and whose guest's heartbeat is red is not ready,
 // whatever its spec.readiness (reason HeartbeatRed).
 func readyCondition(vm *vmv1.VirtualMachine, name string, want vmv1.PowerState, got vmprovider.VM) (metav1.Condition, time.Duration) {
+	if got.Failed != "" {
+		// Its cloud-init or identity was not applied: it will not serve as
+		// asked, and a set replaces it (ReplicaSetAdapter.Describe).
+		return metav1.Condition{Type: "Ready", Status: metav1.ConditionFalse, Reason: ReasonCustomizationFailed,
+			Message: fmt.Sprintf("vSphere VM %s failed: %s", name, got.Failed)}, 0
+	}
 	if want != vmv1.PoweredOn {
 		cond := metav1.Condition{Type: "Ready", Status: metav1.ConditionTrue, Reason: string(got.Power),
 			Message: fmt.Sprintf("vSphere VM %s is %s", name, got.Power)}
