@@ -216,6 +216,14 @@ func placementError(ctx context.Context, what, path string, err error) error {
 	return fmt.Errorf("%s %s: %w: %w", what, path, err, ErrConfig)
 }
 
+// ErrTemplateNotFound means no VM or template is at the template path a
+// create names (Spec.Template, else Config.Template); errors wrapping it
+// also wrap vmprovider.ErrInvalidSpec. It may be for a while only: an
+// image pipeline rebuilding a template under its name (Packer's -force)
+// destroys the old one before the new one is there. A caller that retries
+// such a create, with a backoff, picks the new template up.
+var ErrTemplateNotFound = errors.New("vsphere: no template at the path")
+
 // templateVM resolves and caches the VM or template to clone. The cache
 // holds a path's reference until vCenter says the object is gone
 // (forgetTemplate).
@@ -228,7 +236,10 @@ func (p *Provider) templateVM(ctx context.Context, path string) (*object.Virtual
 	}
 	vm, err := p.finder.VirtualMachine(ctx, path)
 	if err != nil {
-		return nil, fmt.Errorf("template %s: %w", path, invalidIfMissing(err))
+		if missing(err) {
+			return nil, fmt.Errorf("template %s: %w: %w: %w", path, err, ErrTemplateNotFound, vmprovider.ErrInvalidSpec)
+		}
+		return nil, fmt.Errorf("template %s: %w", path, err)
 	}
 	p.mu.Lock()
 	p.templates[path] = vm

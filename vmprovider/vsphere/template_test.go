@@ -12,6 +12,7 @@ import (
 
 	"github.com/replicakit/replicakit/internal/vcsimtest"
 	"github.com/replicakit/replicakit/vmprovider"
+	"github.com/replicakit/replicakit/vmprovider/vsphere"
 )
 
 // rebuildTemplate replaces the VM tmpl with a new one of the same name and
@@ -78,8 +79,8 @@ func TestCreate_TemplateRebuilt(t *testing.T) {
 
 			// The template gone, none in its place: an invalid spec.
 			run(t, "destroy the template", built.Destroy)
-			if _, err := p.Create(ctx, vmprovider.Spec{Name: "web-2", Owner: ownerA, LinkedClone: linked}); !errors.Is(err, vmprovider.ErrInvalidSpec) {
-				t.Fatalf("Create(web-2) with no template of the name: %v, want ErrInvalidSpec", err)
+			if _, err := p.Create(ctx, vmprovider.Spec{Name: "web-2", Owner: ownerA, LinkedClone: linked}); !errors.Is(err, vmprovider.ErrInvalidSpec) || !errors.Is(err, vsphere.ErrTemplateNotFound) {
+				t.Fatalf("Create(web-2) with no template of the name: %v, want ErrInvalidSpec and ErrTemplateNotFound", err)
 			}
 			if n := count(t, sim, "web-2"); n != 0 {
 				t.Errorf("%d VMs web-2 after the failed create, want none", n)

@@ -61,7 +61,7 @@ func large() bool { return os.Getenv(sizeVar) == "large" }
 // smallScenarios are the scenarios `make test` runs: one of each kind.
 var smallScenarios = []string{"everything", "zone-outage", "rollout-revert", "vcenter-partition",
 	"heal-blip", "heal-partition", "heal-rollout", "heal-bad-template",
-	"hooks-crash", "hooks-rollout-heal", "hooks-delete-set", "hooks-restart", "inplace-faults"}
+	"hooks-crash", "hooks-rollout-heal", "hooks-delete-set", "hooks-restart", "inplace-faults", "vcenter-day"}
 
 // size is how hard the cycling scenarios push: replicas per cycle and
 // cycles.
@@ -122,6 +122,7 @@ func TestChaos(t *testing.T) {
 	run("hooks-delete-set", func(t *seeded) row { return hooksDeleteSet(t, e) })
 	run("hooks-restart", func(t *seeded) row { return hooksRestart(t, e) })
 	run("inplace-faults", func(t *seeded) row { return inplaceFaults(t, e) })
+	run("vcenter-day", func(t *seeded) row { return vcenterDay(t, e) })
 	var b strings.Builder
 	w := tabwriter.NewWriter(&b, 0, 0, 2, ' ', 0)
 	fmt.Fprintln(w, "scenario\tsteps\tfaults injected\tmax children\tfinal\tleaked VMs\tduplicate VMs\tforeign changed\ttime")

@@ -193,11 +193,18 @@ type operator struct {
 	// set's new VMs avoid a zone whose clone failed (zero: the default).
 	zones       map[string]vmprovider.Placement
 	zoneBackoff time.Duration
+	// config, when set, edits the provider's configuration (its
+	// credentials, say) at each start.
+	config func(*vsphere.Config)
 }
 
 // start runs a fresh manager: new caches, expectations and vCenter session.
 func (o *operator) start() {
-	p, err := vsphere.New(context.Background(), o.sim.Config())
+	cfg := o.sim.Config()
+	if o.config != nil {
+		o.config(&cfg)
+	}
+	p, err := vsphere.New(context.Background(), cfg)
 	if err != nil {
 		o.t.Fatal(err)
 	}

@@ -105,6 +105,13 @@ const ReasonVMUnreadable = "VMUnreadable"
 // provider waits for the clone; nothing else is done to the VM meanwhile.
 const ReasonCreating = "Creating"
 
+// ReasonTemplateNotFound is the Ready condition's reason while no
+// template is at the path a VirtualMachine's clone names
+// (vsphere.ErrTemplateNotFound): the create is retried with backoff, as
+// an image pipeline that rebuilds a template under its name leaves none
+// there for a while.
+const ReasonTemplateNotFound = "TemplateNotFound"
+
 // ReasonCustomizationFailed is the Ready condition's reason of a
 // VirtualMachine whose guest customization failed (vmprovider.VM.Failed:
 // its cloud-init was not applied); its set counts it as failed and
@@ -229,6 +236,11 @@ func (r *VirtualMachineReconciler) Reconcile(ctx context.Context, req reconcile.
 			// The zone's cluster or pool is gone from vCenter: retried,
 			// as it may come back, and a set replaces the VM elsewhere.
 			return reconcile.Result{}, r.fail(ctx, &vm, ReasonZoneUnavailable, err)
+		}
+		if errors.Is(err, vsphere.ErrTemplateNotFound) {
+			// Rebuilt under its name, say (Packer's -force destroys the
+			// old one first): retried with backoff, it is taken once there.
+			return reconcile.Result{}, r.fail(ctx, &vm, ReasonTemplateNotFound, err)
 		}
 		if errors.Is(err, vmprovider.ErrInvalidSpec) {
 			return reconcile.Result{}, r.refuse(ctx, &vm, "InvalidSpec", err)
