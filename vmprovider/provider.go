@@ -251,7 +251,8 @@ type VM struct {
 	// replica being provisioned (replicaset.PhasePending), so that it makes
 	// no second VM in its stead; a Delete of it cancels the work, and a
 	// Create of its name by its owner waits for it. Other methods find no
-	// VM of its name until the work is done.
+	// VM of its name until the work is done; a VM the platform shows
+	// before then (made, not yet powered on) is reported Creating too.
 	Creating bool
 	// Deleting reports that a Delete of the VM is under way and the
 	// platform (or the provider) finishes it on its own: for vSphere, a

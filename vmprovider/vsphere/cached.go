@@ -4,6 +4,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
+	"strings"
 	"time"
 
 	"github.com/replicakit/replicakit/vmprovider"
@@ -73,24 +75,38 @@ func (c Cached) Create(ctx context.Context, spec vmprovider.Spec) (vmprovider.VM
 	return vm, err
 }
 
-// Get implements vmprovider.Provider from the watch.
+// Get implements vmprovider.Provider from the watch, with what the
+// Provider has in flight, as Provider.Get reports it (VM.Creating,
+// VM.Deleting).
 func (c Cached) Get(ctx context.Context, name string) (vmprovider.VM, error) {
 	if err := c.wait(ctx); err != nil {
 		return vmprovider.VM{}, err
 	}
+	var ops []*createOp
+	if op := c.Provider.creating(name); op != nil {
+		ops = append(ops, op)
+	}
 	vm, ok := c.Watch.Get(name)
+	if !ok && len(ops) > 0 {
+		return ops[0].creatingVM(), nil // not shown by vCenter yet
+	}
 	if !ok {
 		return vmprovider.VM{}, fmt.Errorf("VM %q (as the vCenter watch last saw it): %w", name, vmprovider.ErrNotFound)
 	}
-	return vm, nil
+	return c.Provider.overlay([]vmprovider.VM{vm}, ops)[0], nil
 }
 
-// List implements vmprovider.Provider from the watch.
+// List implements vmprovider.Provider from the watch, with what the
+// Provider has in flight, as Provider.List reports it (VM.Creating,
+// VM.Deleting), sorted by name.
 func (c Cached) List(ctx context.Context, owner string) ([]vmprovider.VM, error) {
 	if err := c.wait(ctx); err != nil {
 		return nil, err
 	}
-	return c.Watch.List(owner), nil
+	ops := c.Provider.inFlight(owner)
+	vms := c.Provider.overlay(c.Watch.List(owner), ops)
+	slices.SortFunc(vms, func(a, b vmprovider.VM) int { return strings.Compare(a.Name, b.Name) })
+	return vms, nil
 }
 
 // SetPower implements vmprovider.Provider.
@@ -99,7 +115,7 @@ func (c Cached) SetPower(ctx context.Context, name, owner string, state vmprovid
 	switch {
 	case err == nil:
 		c.Watch.powered(name, state)
-	case errors.Is(err, vmprovider.ErrNotFound):
+	case errors.Is(err, vmprovider.ErrNotFound) && c.Provider.creating(name) == nil:
 		c.Watch.forget(name)
 	}
 	return err
@@ -109,7 +125,7 @@ func (c Cached) SetPower(ctx context.Context, name, owner string, state vmprovid
 // the VM's new boot time once the watch reports it.
 func (c Cached) Reset(ctx context.Context, name, owner string) error {
 	err := c.Provider.Reset(ctx, name, owner)
-	if errors.Is(err, vmprovider.ErrNotFound) {
+	if errors.Is(err, vmprovider.ErrNotFound) && c.Provider.creating(name) == nil {
 		c.Watch.forget(name)
 	}
 	return err

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"sync"
 	"time"
 
@@ -104,20 +105,30 @@ func (p *Provider) startCreate(ctx context.Context, spec vmprovider.Spec) (op *c
 		p.creates = map[string]*createOp{}
 	}
 	p.creates[spec.Name] = op
-	// The create runs to its end whatever becomes of ctx, until Close.
-	opCtx, cancel := context.WithCancel(context.WithoutCancel(ctx))
-	stop := context.AfterFunc(p.life, cancel)
-	go func() {
-		defer cancel()
-		defer stop()
+	p.background(ctx, func(opCtx context.Context) {
 		vm, err := p.create(opCtx, spec, op)
 		p.mu.Lock()
 		delete(p.creates, spec.Name)
 		p.mu.Unlock()
 		op.vm, op.err = vm, err
 		close(op.done)
-	}()
+	})
 	return op, false
+}
+
+// background runs f on a goroutine of its own with a context that keeps
+// ctx's values but not its end, ending with Close, which waits for f: an
+// operation that outlives the call that started it.
+func (p *Provider) background(ctx context.Context, f func(context.Context)) {
+	opCtx, cancel := context.WithCancel(context.WithoutCancel(ctx))
+	stop := context.AfterFunc(p.life, cancel)
+	p.ops.Add(1)
+	go func() {
+		defer p.ops.Done()
+		defer cancel()
+		defer stop()
+		f(opCtx)
+	}()
 }
 
 // await waits for op under ctx. A ctx that ends first leaves op running.
@@ -153,20 +164,29 @@ func (p *Provider) inFlight(owner string) []*createOp {
 	return out
 }
 
-// creatingVMs returns the VMs of ops that vCenter does not show among
-// listed.
-func creatingVMs(ops []*createOp, listed []vmprovider.VM) []vmprovider.VM {
-	var out []vmprovider.VM
+// overlay returns vms, read from vCenter (or its watch) after ops were
+// taken (inFlight), with what the provider has in flight: the VM of each
+// create of ops marked Creating (added when vCenter does not show it yet:
+// a create ends only after its power-on), and each VM whose delete the
+// provider is finishing marked Deleting.
+func (p *Provider) overlay(vms []vmprovider.VM, ops []*createOp) []vmprovider.VM {
 	for _, op := range ops {
-		shown := false
-		for _, vm := range listed {
-			shown = shown || vm.Name == op.spec.Name && (vm.InstanceUUID == op.uuid || vm.Owner == op.spec.Owner.UID)
+		i := slices.IndexFunc(vms, func(vm vmprovider.VM) bool {
+			return vm.Name == op.spec.Name && (vm.InstanceUUID == op.uuid || vm.Owner == op.spec.Owner.UID)
+		})
+		select {
+		case <-op.done:
+			continue // ended since: vCenter's read stands
+		default:
 		}
-		if !shown {
-			out = append(out, op.creatingVM())
+		if i < 0 {
+			vms = append(vms, op.creatingVM())
+		} else {
+			vms[i].Creating = true
 		}
 	}
-	return out
+	p.markDeleting(vms)
+	return vms
 }
 
 // cancelCreate cancels the create in flight for name, if any, and waits
@@ -200,9 +220,9 @@ func (p *Provider) lockMade(name string) (func(), error) {
 		return nil, fmt.Errorf("VM %q is still being created: %w", name, vmprovider.ErrNotFound)
 	}
 	unlock := p.lockName(name)
-	if p.deletingOp(name) != nil {
+	if p.deleting(name) {
 		unlock()
-		return nil, fmt.Errorf("VM %q is being deleted, its guest shutting down: %w", name, vmprovider.ErrDeleting)
+		return nil, beingDeleted(name)
 	}
 	return unlock, nil
 }

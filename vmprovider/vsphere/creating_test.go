@@ -92,18 +92,38 @@ func TestCreate_OutlivesItsCall(t *testing.T) {
 		t.Errorf("Create of the name by another owner: %v, want a *NotOwnedError", err)
 	}
 
-	again := make(chan error, 1)
-	go func() {
-		vm, err := p.Create(ctx, vmprovider.Spec{Name: "slow-0", Owner: ownerA, PowerOn: true})
-		if err == nil && (vm.Creating || vm.Power != vmprovider.PoweredOn) {
-			err = fmt.Errorf("got %+v, want it made and powered on", vm)
+	// A Cached over a watch reports it so too.
+	w := vsphere.NewWatch(p)
+	wctx, wcancel := context.WithCancel(ctx)
+	wdone := make(chan error, 1)
+	go func() { wdone <- w.Run(wctx) }()
+	defer func() {
+		wcancel()
+		if err := <-wdone; err != nil {
+			t.Errorf("Run: %v", err)
 		}
-		again <- err
 	}()
-	held.Release()
-	if err := <-again; err != nil {
-		t.Fatalf("the second Create: %v", err)
+	<-w.Synced()
+	cached := vsphere.Cached{Provider: p, Watch: w}
+	if vms, err := cached.List(ctx, ownerA.UID); err != nil || len(vms) != 1 || !vms[0].Creating {
+		t.Errorf("Cached.List while the clone runs = %+v, %v; want slow-0 Creating", vms, err)
 	}
+
+	// A second Create of the name joins the first: made while the clone
+	// is held, it clones nothing, and gives up when its own context ends.
+	jctx, jcancel := context.WithTimeout(ctx, 200*time.Millisecond)
+	defer jcancel()
+	if _, err := p.Create(jctx, vmprovider.Spec{Name: "slow-0", Owner: ownerA, PowerOn: true}); !errors.Is(err, context.DeadlineExceeded) {
+		t.Errorf("a second Create while the clone runs: %v, want it to wait, and its context's end", err)
+	}
+	if n := f.Calls()["CloneVM_Task"]; n != 1 {
+		t.Errorf("%d clones asked of vCenter after the second Create, want the first alone", n)
+	}
+	held.Release()
+	waitFor(t, "slow-0 made", func() bool {
+		vm, err := p.Get(ctx, "slow-0")
+		return err == nil && !vm.Creating && vm.Power == vmprovider.PoweredOn
+	})
 	if n := f.Counts().Tasks["CloneVM_Task"]; n != 1 || count(t, sim, "slow-0") != 1 {
 		t.Errorf("%d clones, %d VMs called slow-0; want one of each", n, count(t, sim, "slow-0"))
 	}

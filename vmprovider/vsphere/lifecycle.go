@@ -5,7 +5,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"time"
 
 	"github.com/vmware/govmomi/fault"
 	"github.com/vmware/govmomi/find"
@@ -41,8 +40,8 @@ import (
 // A create outlives its call. When ctx ends before the clone does, Create
 // returns ctx's error while the provider goes on waiting for vCenter's
 // clone (and power-on), holding its clone slot (Config.MaxClones), until
-// it ends or Close is called. Meanwhile List and Get report the VM with
-// Creating set, a Create of the name by the same owner waits for the one
+// it ends or Close is called. Meanwhile List and Get (and Cached's) report
+// the VM with Creating set, whether or not vCenter shows it yet, a Create of the name by the same owner waits for the one
 // in flight instead of cloning again (by another owner it is refused with
 // a *NotOwnedError), a Delete cancels it (CancelTask; a clone vCenter no
 // longer lets be cancelled is destroyed once made), and the other methods
@@ -54,8 +53,11 @@ func (p *Provider) Create(ctx context.Context, spec vmprovider.Spec) (_ vmprovid
 	if err := spec.Validate(); err != nil {
 		return vmprovider.VM{}, err
 	}
-	if p.deletingOp(spec.Name) != nil {
-		return vmprovider.VM{}, fmt.Errorf("VM %q is being deleted, its guest shutting down; create it again once it is gone: %w", spec.Name, vmprovider.ErrDeleting)
+	if err := ctx.Err(); err != nil {
+		return vmprovider.VM{}, err // no one would wait for it
+	}
+	if p.deleting(spec.Name) {
+		return vmprovider.VM{}, beingDeleted(spec.Name)
 	}
 	op, joined := p.startCreate(ctx, spec)
 	if joined && op.spec.Owner.UID != spec.Owner.UID {
@@ -79,6 +81,11 @@ func (p *Provider) create(ctx context.Context, spec vmprovider.Spec, op *createO
 		return vmprovider.VM{}, fmt.Errorf("VM %q: %w", spec.Name, err)
 	}
 	defer p.lockName(spec.Name)()
+	if p.deleting(spec.Name) {
+		// Handed to a delete while this waited for the name: the VM of
+		// the name is on its way out.
+		return vmprovider.VM{}, beingDeleted(spec.Name)
+	}
 
 	pl, err := p.place(ctx, spec)
 	if err != nil {
@@ -210,7 +217,14 @@ func (p *Provider) existing(ctx context.Context, spec vmprovider.Spec) (vmprovid
 
 // abandon destroys what a failed create may have left under spec's name and
 // owner, and returns cause joined with any error doing so.
+// When the provider was closed meanwhile, it destroys nothing: the clone
+// may yet make its VM, which a List shows, with its owner's mark.
 func (p *Provider) abandon(ctx context.Context, spec vmprovider.Spec, cause error) error {
+	if p.life.Err() != nil {
+		// Closed mid-create: the wait ended, not the clone, which may yet
+		// make its VM; nothing is destroyed on the way out.
+		return cause
+	}
 	if err := p.removeHalfMade(ctx, spec); err != nil {
 		return errors.Join(cause, err)
 	}
@@ -282,113 +296,6 @@ func (p *Provider) Reset(ctx context.Context, name, owner string) (err error) {
 	if err != nil {
 		return fmt.Errorf("reset %q: %w", name, err)
 	}
-	return nil
-}
-
-// Delete implements vmprovider.Provider: it stops the VM if it is not
-// off and destroys it. A powered-on VM whose VMware Tools are running is
-// first asked to shut its guest down (ShutdownGuest), once; only when
-// vCenter refuses the request, or the tools are not running or its
-// heartbeat is red (a hung guest), or its tools support no state change,
-// or the VM is suspended, is it powered off at once (PowerOffVM_Task). A
-// negative Config.ShutdownGrace powers off at once.
-//
-// Delete holds no one while a guest shuts down. A guest already off when
-// vCenter answered the request is destroyed in the same call; for any
-// other, Delete returns an error wrapping vmprovider.ErrDeleting and the
-// provider finishes on its own: it waits until vCenter reports the VM
-// powered off, for at most Config.ShutdownGrace (DefaultShutdownGrace
-// unless set) from the request, powers it off when the grace has passed,
-// and destroys it, holding a task slot (Config.MaxTasks) only for the
-// power-off and the destroy. Meanwhile List and Get report the VM with
-// VM.Deleting set, a Delete of it answers the same (or, once it is gone,
-// nil), and the other methods refuse it with ErrDeleting. A caller that
-// needs the VM gone (a finalizer) calls Delete again later. A provider
-// started anew asks the guest again.
-//
-// A VM already gone is success; a VM still being made (Create) has its
-// create cancelled, and Delete waits for it to end under ctx; a VM without
-// owner's mark is left untouched and reported with a *NotOwnedError.
-func (p *Provider) Delete(ctx context.Context, name, owner string) (err error) {
-	defer func() { err = withPrivileges(err) }()
-	if err := p.cancelCreate(ctx, name, owner); err != nil {
-		return err
-	}
-	if op := p.deletingOp(name); op != nil {
-		return op.answer(name, owner)
-	}
-	unlock := p.lockName(name)
-	defer unlock()
-	if op := p.deletingOp(name); op != nil {
-		return op.answer(name, owner) // handed off while this waited for the name
-	}
-	return p.delete(ctx, name, owner, p.grace)
-}
-
-// delete is Delete with name already locked, giving the guest grace to
-// shut down (none when negative). When the guest took the request to shut
-// down, the rest is handed to a deleteOp and delete returns its answer,
-// wrapping ErrDeleting.
-func (p *Provider) delete(ctx context.Context, name, owner string, grace time.Duration) error {
-	vm, m, err := p.owned(ctx, name, owner)
-	if notFound(err) {
-		return nil
-	}
-	if err != nil {
-		return err
-	}
-	off := m.Runtime.PowerState == types.VirtualMachinePowerStatePoweredOff
-	if !off && grace >= 0 && guestListens(m) {
-		// A Delete retried (after the provider's own wait failed, say)
-		// goes on with the grace the first one gave, asking the guest
-		// once.
-		asked, again := p.shutdownAsked(vm.Reference())
-		left := grace
-		if again {
-			left = grace - time.Since(asked)
-		}
-		if left > 0 && !again {
-			took, gone, err := p.askGuest(ctx, vm, left)
-			switch {
-			case err != nil:
-				return fmt.Errorf("ask the guest of %q to shut down before destroying it: %w", name, err)
-			case gone:
-				return nil
-			case !took:
-				left = 0 // refused, or no answer within the grace: powered off now
-			default:
-				p.setShutdownAsked(vm.Reference(), time.Now(), true)
-			}
-		}
-		if left > 0 {
-			// A guest that is off already (it shut down as it was asked)
-			// is destroyed in this call; any other is left to the op.
-			state, err := vm.PowerState(ctx)
-			if notFound(err) {
-				return nil
-			}
-			if err != nil || state != types.VirtualMachinePowerStatePoweredOff {
-				return p.startDelete(ctx, vm, name, owner, left).answer(name, owner)
-			}
-			off = true
-		}
-	}
-	return p.destroy(ctx, vm, name, off)
-}
-
-// destroy powers vm, called name, off unless it is off, and destroys it.
-func (p *Provider) destroy(ctx context.Context, vm *object.VirtualMachine, name string, off bool) error {
-	if !off {
-		_, err := p.task(ctx, vm.PowerOff)
-		if err != nil && !fault.Is(err, &types.InvalidPowerState{}) && !notFound(err) {
-			return fmt.Errorf("power off %q before destroying it: %w", name, err)
-		}
-	}
-	if _, err := p.task(ctx, vm.Destroy); err != nil && !notFound(err) {
-		return fmt.Errorf("destroy %q: %w", name, err)
-	}
-	p.forget(vm.Reference())
-	p.setShutdownAsked(vm.Reference(), time.Time{}, false)
 	return nil
 }
 

@@ -57,9 +57,11 @@ type Provider struct {
 	clones   chan struct{} // slots of the clones
 	grace    time.Duration // Delete's wait for a guest shutdown; negative: none
 
-	// life ends with Close, and with it the creates still in flight.
+	// life ends with Close, and with it the creates and deletes still in
+	// flight (ops).
 	life    context.Context
 	endLife context.CancelFunc
+	ops     sync.WaitGroup
 
 	// known holds, by reference, each VM of the folder as last read while
 	// vCenter could read it (read), for when it cannot.
@@ -236,8 +238,12 @@ func (p *Provider) templateVM(ctx context.Context, path string) (*object.Virtual
 	}
 	vm, err := p.finder.VirtualMachine(ctx, path)
 	if err != nil {
-		if missing(err) {
+		var nf *find.NotFoundError
+		if errors.As(err, &nf) {
 			return nil, fmt.Errorf("template %s: %w: %w: %w", path, err, ErrTemplateNotFound, vmprovider.ErrInvalidSpec)
+		}
+		if missing(err) { // several at the path
+			return nil, fmt.Errorf("template %s: %w: %w", path, err, vmprovider.ErrInvalidSpec)
 		}
 		return nil, fmt.Errorf("template %s: %w", path, err)
 	}
@@ -331,13 +337,15 @@ func (p *Provider) forgetTemplate(path string, stale *object.VirtualMachine) {
 	}
 }
 
-// Close ends the waits for the creates still in flight (vCenter goes on
-// with their clones, whose VMs a List shows once made) and logs out, if
-// New logged in.
+// Close ends the waits for the creates and deletes still in flight
+// (vCenter goes on with their tasks: a clone's VM shows in a List once
+// made, a VM whose guest was shutting down stays until deleted again),
+// waits for them to stop, and logs out, if New logged in.
 func (p *Provider) Close(ctx context.Context) error {
 	if p.endLife != nil {
 		p.endLife()
 	}
+	p.ops.Wait()
 	if p.sessions == nil {
 		return nil
 	}
@@ -420,7 +428,7 @@ func toVM(m mo.VirtualMachine) vmprovider.VM {
 	if g := m.Guest; g != nil && g.CustomizationInfo != nil &&
 		g.CustomizationInfo.CustomizationStatus == string(types.GuestInfoCustomizationStatusTOOLSDEPLOYPKG_FAILED) {
 		// vSphere API reference, GuestInfoCustomizationInfo (vSphere 7.0
-		// U2 and later); older vCenters leave it unset.
+		// U2 and later, which the provider needs for it).
 		vm.Failed = "the guest customization failed"
 		if msg := g.CustomizationInfo.ErrorMsg; msg != "" {
 			vm.Failed += ": " + msg
@@ -481,9 +489,11 @@ func (p *Provider) Get(ctx context.Context, name string) (_ vmprovider.VM, err e
 	if err != nil {
 		return vmprovider.VM{}, err
 	}
-	vm := p.read(&m)
-	p.markDeleting([]vmprovider.VM{vm})
-	return vm, nil
+	var ops []*createOp
+	if op != nil {
+		ops = append(ops, op)
+	}
+	return p.overlay([]vmprovider.VM{p.read(&m)}, ops)[0], nil
 }
 
 // markDeleting sets VM.Deleting on those of vms whose delete the
@@ -492,7 +502,7 @@ func (p *Provider) markDeleting(vms []vmprovider.VM) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	for i := range vms {
-		if op, ok := p.deletes[vms[i].Name]; ok && op.owner == vms[i].Owner {
+		if op, ok := p.deletes[vms[i].Name]; ok && op.owner == vms[i].Owner && !op.ended() {
 			vms[i].Deleting = true
 		}
 	}
@@ -524,6 +534,5 @@ func (p *Provider) List(ctx context.Context, owner string) (_ []vmprovider.VM, e
 		}
 	}
 	p.keepOnly(refs)
-	p.markDeleting(out)
-	return append(out, creatingVMs(ops, out)...), nil
+	return p.overlay(out, ops), nil
 }

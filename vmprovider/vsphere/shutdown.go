@@ -5,8 +5,6 @@ import (
 	"fmt"
 	"time"
 
-	"github.com/replicakit/replicakit/vmprovider"
-
 	"github.com/vmware/govmomi/object"
 	"github.com/vmware/govmomi/property"
 	"github.com/vmware/govmomi/vim25/mo"
@@ -117,67 +115,4 @@ func (p *Provider) waitOff(ctx context.Context, vm *object.VirtualMachine, grace
 		return false, fmt.Errorf("wait for the guest to shut down: %w", err)
 	}
 	return false, nil
-}
-
-// deleteOp is a Delete the provider finishes on its own once the guest
-// took the request to shut down: the wait for the power-off, the hard
-// power-off when the grace has passed, and the destroy.
-type deleteOp struct {
-	owner string
-	until time.Time     // when the grace ends
-	done  chan struct{} // closed once err is set
-	err   error
-}
-
-// answer is what a Delete of name by owner answers while op runs, or
-// once it has ended.
-func (op *deleteOp) answer(name, owner string) error {
-	if op.owner != owner || owner == "" {
-		return &vmprovider.NotOwnedError{Name: name, Want: owner, Got: op.owner}
-	}
-	select {
-	case <-op.done:
-		return op.err
-	default:
-	}
-	left := max(time.Until(op.until), 0).Round(time.Second)
-	return fmt.Errorf("VM %q: its guest was asked to shut down; the provider powers it off in %v at most if it has not, and destroys it: %w",
-		name, left, vmprovider.ErrDeleting)
-}
-
-// startDelete hands the rest of vm's delete to a deleteOp, which waits at
-// most grace for the guest to power the VM off and destroys it; name is
-// locked, and the op is registered before it is released.
-func (p *Provider) startDelete(ctx context.Context, vm *object.VirtualMachine, name, owner string, grace time.Duration) *deleteOp {
-	op := &deleteOp{owner: owner, until: time.Now().Add(grace), done: make(chan struct{})}
-	p.mu.Lock()
-	if p.deletes == nil {
-		p.deletes = map[string]*deleteOp{}
-	}
-	p.deletes[name] = op
-	p.mu.Unlock()
-	opCtx, cancel := context.WithCancel(context.WithoutCancel(ctx))
-	stop := context.AfterFunc(p.life, cancel)
-	go func() {
-		defer cancel()
-		defer stop()
-		off, err := p.waitOff(opCtx, vm, grace)
-		if err == nil {
-			err = p.destroy(opCtx, vm, name, off)
-		}
-		op.err = withPrivileges(err)
-		p.mu.Lock()
-		delete(p.deletes, name)
-		p.mu.Unlock()
-		close(op.done)
-	}()
-	return op
-}
-
-// deletingOp returns the delete the provider is finishing for name, or
-// nil.
-func (p *Provider) deletingOp(name string) *deleteOp {
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	return p.deletes[name]
 }

@@ -79,9 +79,16 @@ func vcenterDay(t *seeded, e *testenv.Env) row {
 	if err := e.Client.Create(ctx, set); err != nil {
 		t.Fatal(err)
 	}
-	// 1. The operator restarts while its first clones run.
-	waitUntil(t, "a clone running", func() bool { return gate.Counts().Tasks["CloneVM_Task"] > 0 })
+	// 1. The operator restarts while its first clones run: vCenter holds
+	// the first clone's end until the operator is stopped.
+	held := gate.HoldTasks("CloneVM_Task")
+	select {
+	case <-held.Caught():
+	case <-time.After(time.Minute):
+		t.Fatal("no clone within a minute")
+	}
 	op.stop()
+	held.Release()
 	op.start()
 	// 2. The template is rebuilt under its name mid scale-up.
 	rebuildTemplate(t, sim)
