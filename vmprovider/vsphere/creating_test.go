@@ -94,15 +94,7 @@ func TestCreate_OutlivesItsCall(t *testing.T) {
 
 	// A Cached over a watch reports it so too.
 	w := vsphere.NewWatch(p)
-	wctx, wcancel := context.WithCancel(ctx)
-	wdone := make(chan error, 1)
-	go func() { wdone <- w.Run(wctx) }()
-	defer func() {
-		wcancel()
-		if err := <-wdone; err != nil {
-			t.Errorf("Run: %v", err)
-		}
-	}()
+	runWatch(t, w)
 	<-w.Synced()
 	cached := vsphere.Cached{Provider: p, Watch: w}
 	if vms, err := cached.List(ctx, ownerA.UID); err != nil || len(vms) != 1 || !vms[0].Creating {
@@ -298,4 +290,18 @@ func TestRequestsPerSecond(t *testing.T) {
 	if calls := f.Counts().Minus(before).Calls; len(calls) != 0 {
 		t.Errorf("List with the bucket empty reached vCenter: %v", calls)
 	}
+}
+
+// runWatch runs w until the test ends, and fails the test if Run does.
+func runWatch(t *testing.T, w *vsphere.Watch) {
+	t.Helper()
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- w.Run(ctx) }()
+	t.Cleanup(func() {
+		cancel()
+		if err := <-done; err != nil {
+			t.Errorf("Run: %v", err)
+		}
+	})
 }

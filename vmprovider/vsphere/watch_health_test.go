@@ -275,15 +275,7 @@ func TestWatch_PrivilegesInHealth(t *testing.T) {
 	faults, sim, p := startCounted(t)
 	defer faults.Deny("CreateContainerView", mustFolder(t, sim.Model, "vm"), "System.View")()
 	w := vsphere.NewWatch(p)
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan error, 1)
-	go func() { done <- w.Run(ctx) }()
-	defer func() {
-		cancel()
-		if err := <-done; err != nil {
-			t.Errorf("Run: %v", err)
-		}
-	}()
+	runWatch(t, w)
 	var err error
 	waitFor(t, "the watch's Health naming the privilege", func() bool {
 		_, err = w.Health()

@@ -359,15 +359,7 @@ func TestWatch_PagesOfAHundred(t *testing.T) {
 	}
 	waits := calls.Record("WaitForUpdatesEx")
 	w := vsphere.NewWatch(p)
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan error, 1)
-	go func() { done <- w.Run(ctx) }()
-	defer func() {
-		cancel()
-		if err := <-done; err != nil {
-			t.Errorf("Run: %v", err)
-		}
-	}()
+	runWatch(t, w)
 	<-w.Synced()
 	waits.Stop()
 	for _, o := range sim.Model.Map().All("VirtualMachine") {
