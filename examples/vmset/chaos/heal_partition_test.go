@@ -69,7 +69,7 @@ func healPartition(t *seeded, e *testenv.Env) row {
 		r := controllers.NewVirtualMachineReconcilerOver(providers, "east")
 		r.Zones = partitionZones
 		return controllers.Setup(mgr, r)
-	}, ownNamespace(ns))
+	}, testenv.OnlyNamespace(ns))
 	t.Cleanup(link.Heal) // so that the manager's last calls to west end
 	defer stop()
 

@@ -15,7 +15,6 @@ import (
 	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/utils/ptr"
 	ctrl "sigs.k8s.io/controller-runtime"
-	"sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/replicakit/replicakit/examples/internal/vmcheck"
@@ -184,7 +183,7 @@ func (sc scenario) run(t *seeded, e *testenv.Env, n, cycles int) row {
 type operator struct {
 	t    testing.TB
 	e    *testenv.Env
-	ns   string // the only namespace it sees (ownNamespace)
+	ns   string // the only namespace it sees (testenv.OnlyNamespace)
 	sim  *vcsimtest.Sim
 	api  *faults.Injector
 	lag  *faults.Lag
@@ -208,7 +207,7 @@ func (o *operator) start() {
 	if err != nil {
 		o.t.Fatal(err)
 	}
-	edit := []func(*ctrl.Options){ownNamespace(o.ns)}
+	edit := []func(*ctrl.Options){testenv.OnlyNamespace(o.ns)}
 	if o.api != nil {
 		edit = append(edit, func(opts *ctrl.Options) { opts.NewClient = faults.NewClient(o.api.Funcs()) })
 	}
@@ -230,21 +229,6 @@ func (o *operator) start() {
 		})
 	}
 	o.t.Cleanup(o.stop)
-}
-
-// ownNamespace restricts a manager's cache, and so its controllers, to
-// namespace ns. Scenarios share one API server, and what one leaves
-// behind (its foreign objects, VirtualMachines whose finalizer no
-// operator removes any more) stays: an operator that saw every namespace
-// would reconcile them all, at start and at the same low priority as the
-// foreign objects of its own scenario (controller-runtime's priority
-// queue), cloning VMs for them into its own simulator; with -count=5
-// the fifth run's operator came to its own foreign objects only after
-// some 25 left behind, and did not in the 3 minutes allowed.
-func ownNamespace(ns string) func(*ctrl.Options) {
-	return func(o *ctrl.Options) {
-		o.Cache.DefaultNamespaces = map[string]cache.Config{ns: {}}
-	}
 }
 
 // restartMidway waits until the set's children have moved away from prev

@@ -23,9 +23,9 @@ import (
 // says so (Ready False CustomizationFailed, with vCenter's reason) and the
 // healing set replaces it at once, though its windows are an hour long.
 func TestCustomizationFailed_Replaced(t *testing.T) {
-	e, sim := start(t)
-	ctx := context.Background()
 	const ns = "custfail"
+	e, sim := start(t, ns)
+	ctx := context.Background()
 	createHealingSet(t, e, ns, 1, &vmv1.Remediation{
 		StartupWindow: &metav1.Duration{Duration: time.Hour}, UnhealthyWindow: &metav1.Duration{Duration: time.Hour}})
 	live := settle(t, e, sim, ns, 1)

@@ -32,8 +32,9 @@ func TestMain(m *testing.M) {
 	})
 }
 
-// start runs vcsim and the operator's manager for the test.
-func start(t *testing.T) (*testenv.Env, *vcsimtest.Sim) {
+// start runs vcsim and the operator's manager for the test, its
+// controllers seeing only namespace ns.
+func start(t *testing.T, ns string) (*testenv.Env, *vcsimtest.Sim) {
 	t.Helper()
 	e := env.Require(t)
 	sim := vcsimtest.Start(t)
@@ -44,7 +45,7 @@ func start(t *testing.T) (*testenv.Env, *vcsimtest.Sim) {
 	t.Cleanup(func() { _ = p.Close(context.Background()) }) // runs after the manager stops
 	e.StartManager(t, vmcheck.Scheme(), func(mgr ctrl.Manager) error {
 		return controllers.Setup(mgr, controllers.NewVirtualMachineReconciler(p))
-	})
+	}, testenv.OnlyNamespace(ns))
 	return e, sim
 }
 
@@ -110,9 +111,9 @@ func createSetWith(t *testing.T, e *testenv.Env, ns string, n int32, edit func(*
 // scale to 2 (the survivor kept), delete the set; at each step the objects,
 // kubectl's view and vCenter agree.
 func TestStory(t *testing.T) {
-	e, sim := start(t)
-	ctx := context.Background()
 	const ns = "story"
+	e, sim := start(t, ns)
+	ctx := context.Background()
 	createSet(t, e, ns, 3)
 	settle(t, e, sim, ns, 3)
 	out, err := e.Kubectl(ctx, "get", "vmreplicaset", "test-rs", "-n", ns, "--no-headers")
@@ -152,8 +153,8 @@ func TestStory(t *testing.T) {
 // (the first status patch holds nothing but zeros left out), and kubectl
 // shows 0.
 func TestZeroReplicas(t *testing.T) {
-	e, sim := start(t)
 	const ns = "zero"
+	e, sim := start(t, ns)
 	createSet(t, e, ns, 0)
 	waitState(t, e, sim, ns, "reporting 0 replicas", func(st vmcheck.State) bool {
 		return st.Settled(0) && st.Set.Status.ObservedGeneration == 1 && st.Set.Status.Selector != ""

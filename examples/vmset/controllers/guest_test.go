@@ -29,9 +29,9 @@ import (
 // become ready (and the set's readyReplicas with them) once their guests
 // report one; kubectl shows the address.
 func TestGuestReadiness(t *testing.T) {
-	e, sim := start(t)
-	ctx := context.Background()
 	const ns = "guest"
+	e, sim := start(t, ns)
+	ctx := context.Background()
 	if err := e.Client.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}); err != nil {
 		t.Fatal(err)
 	}
@@ -110,9 +110,9 @@ func TestGuestReadiness(t *testing.T) {
 // TestGuestInvalidMetaData: metadata that is not a YAML mapping fails the
 // VirtualMachine with InvalidSpec and leaves nothing in vCenter.
 func TestGuestInvalidMetaData(t *testing.T) {
-	e, sim := start(t)
-	ctx := context.Background()
 	const ns = "badmeta"
+	e, sim := start(t, ns)
+	ctx := context.Background()
 	if err := e.Client.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}); err != nil {
 		t.Fatal(err)
 	}

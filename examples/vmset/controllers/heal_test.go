@@ -37,10 +37,17 @@ const resets = "ResetVM_Task"
 
 // startCounting is start with a simulator that counts the calls it serves
 // (vcsim.Faults with no methods to fail).
-func startCounting(t *testing.T) (*testenv.Env, *vcsimtest.Sim, *vcsim.Faults) {
+func startCounting(t *testing.T, ns string) (*testenv.Env, *vcsimtest.Sim, *vcsim.Faults) {
+	t.Helper()
+	faults := &vcsim.Faults{}
+	e, sim := startFaulty(t, ns, faults)
+	return e, sim, faults
+}
+
+// startFaulty is start with a simulator behind faults.
+func startFaulty(t *testing.T, ns string, faults *vcsim.Faults) (*testenv.Env, *vcsimtest.Sim) {
 	t.Helper()
 	e := env.Require(t)
-	faults := &vcsim.Faults{}
 	sim := vcsimtest.StartFaulty(t, faults)
 	p, err := vsphere.New(context.Background(), sim.Config())
 	if err != nil {
@@ -49,8 +56,8 @@ func startCounting(t *testing.T) (*testenv.Env, *vcsimtest.Sim, *vcsim.Faults) {
 	t.Cleanup(func() { _ = p.Close(context.Background()) })
 	e.StartManager(t, vmcheck.Scheme(), func(mgr ctrl.Manager) error {
 		return controllers.Setup(mgr, controllers.NewVirtualMachineReconciler(p))
-	})
-	return e, sim, faults
+	}, testenv.OnlyNamespace(ns))
+	return e, sim
 }
 
 // createHealingSet creates namespace ns and in it the set test-rs of n
@@ -252,9 +259,9 @@ func kubectlColumn(t *testing.T, e *testenv.Env, header, row string, args ...str
 // replaced: gone from Kubernetes and vCenter, a new VM in its place (event
 // Remediating), and the set healthy again.
 func TestHeal_SkipThenResetThenReplace(t *testing.T) {
-	e, sim, faults := startCounting(t)
-	ctx := context.Background()
 	const ns = "heal"
+	e, sim, faults := startCounting(t, ns)
+	ctx := context.Background()
 	// The start-up window is an hour until every VM has been healthy, so
 	// that a VM slow to come up on a busy machine is not reset; then 3s,
 	// the window a reset gives.
@@ -360,9 +367,9 @@ func TestHeal_SkipThenResetThenReplace(t *testing.T) {
 // remediated before the second joins it), and a second once the storm
 // is seen.
 func TestHeal_StormReplacesNothing(t *testing.T) {
-	e, sim, faults := startCounting(t)
-	ctx := context.Background()
 	const ns = "storm"
+	e, sim, faults := startCounting(t, ns)
+	ctx := context.Background()
 	createHealingSet(t, e, ns, 3, &vmv1.Remediation{
 		UnhealthyWindow: &metav1.Duration{Duration: time.Hour}, MaxUnhealthy: ptr.To(intstr.FromInt32(1))})
 	live := settle(t, e, sim, ns, 3)

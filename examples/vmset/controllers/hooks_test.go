@@ -17,6 +17,7 @@ import (
 	vmv1 "github.com/replicakit/replicakit/examples/vmset/api/v1alpha1"
 	"github.com/replicakit/replicakit/examples/vmset/controllers"
 	"github.com/replicakit/replicakit/internal/testenv"
+	"github.com/replicakit/replicakit/internal/vcsim"
 	"github.com/replicakit/replicakit/internal/vcsimtest"
 	"github.com/replicakit/replicakit/replicaset/kube"
 )
@@ -63,8 +64,8 @@ func createDrainedSet(t *testing.T, e *testenv.Env, sim *vcsimtest.Sim, ns strin
 // holds it; the set says PREPARING 1. Once the hook is released the VM
 // is destroyed in vCenter and the set settles on 2.
 func TestHooks_ScaleDownDrainsFirst(t *testing.T) {
-	e, sim := start(t)
 	const ns = "hooks-scale"
+	e, sim := start(t, ns)
 	live := createDrainedSet(t, e, sim, ns, 3)
 
 	set := &vmv1.VirtualMachineReplicaSet{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "test-rs"}}
@@ -110,8 +111,8 @@ func TestHooks_ScaleDownDrainsFirst(t *testing.T) {
 // stays in vCenter, powered on, while the hook holds it, and is shut down
 // and destroyed once the hook is released; the set then replaces it.
 func TestHooks_DirectDeleteWaits(t *testing.T) {
-	e, sim := start(t)
 	const ns = "hooks-direct"
+	e, sim := start(t, ns)
 	live := createDrainedSet(t, e, sim, ns, 2)
 	victim := live[0]
 	if _, err := e.Kubectl(t.Context(), "delete", "vm", "-n", ns, victim, "--wait=false"); err != nil {
@@ -143,14 +144,23 @@ func TestHooks_DirectDeleteWaits(t *testing.T) {
 }
 
 // TestHooks_NeverRanGoesAtOnce: a VirtualMachine whose clone has not
-// finished (vCenter holds it) has nothing to drain: deleted with kubectl,
-// it goes without being prepared, as the set's rules delete a replica
-// that never ran, instead of waiting out its set's hook timeout.
+// finished (vCenter runs it, held) has nothing to drain: deleted with
+// kubectl, it goes without being prepared, as the set's rules delete a
+// replica that never ran, instead of waiting out its set's hook timeout;
+// its clone is cancelled, and vCenter is left with no VM of the set.
+//
+// The clone's task is held, not its call: vCenter answers CloneVM_Task
+// with its task at once. Holding the call, as this test once did, plays a
+// vCenter that does not answer, and a delete then waits for the answer
+// rather than leave a VM no one knows of; the test passed that way only
+// while its manager reconciled earlier tests' objects too, whose clones
+// took every clone slot, so that its own clone was never called.
 func TestHooks_NeverRanGoesAtOnce(t *testing.T) {
-	e, _, faults := startCounting(t)
 	const ns = "hooks-never-ran"
-	clones := faults.Hold("CloneVM_Task")
-	defer clones.Drop()
+	faults := &vcsim.Faults{Latency: &vcsim.Latency{Tasks: map[string]time.Duration{"CloneVM_Task": time.Millisecond}}}
+	e, sim := startFaulty(t, ns, faults)
+	clones := faults.HoldTasks("CloneVM_Task")
+	defer clones.Release()
 	createSetWith(t, e, ns, 1, func(s *vmv1.VirtualMachineReplicaSet) {
 		s.Spec.Lifecycle = &vmv1.Lifecycle{PreDelete: []string{"drain"}, Timeout: &metav1.Duration{Duration: time.Hour}}
 	})
@@ -179,6 +189,13 @@ func TestHooks_NeverRanGoesAtOnce(t *testing.T) {
 		return apierrors.IsNotFound(err), nil
 	})
 	if err != nil {
-		t.Fatalf("%s, deleted while its clone was in flight: %v", name, err)
+		var vm vmv1.VirtualMachine
+		_ = e.Client.Get(t.Context(), client.ObjectKey{Namespace: ns, Name: name}, &vm)
+		t.Fatalf("%s, deleted while its clone was in flight: %v (finalizers %v, annotations %v, conditions %+v)",
+			name, err, vm.Finalizers, vm.Annotations, vm.Status.Conditions)
+	}
+	st := waitState(t, e, sim, ns, "the set's VirtualMachine gone", func(st vmcheck.State) bool { return !slices.Contains(st.Live, name) })
+	if slices.Contains(st.VCenter, controllers.VSphereName(&l.Items[0])) {
+		t.Errorf("vCenter holds %s once its clone was cancelled: %v", controllers.VSphereName(&l.Items[0]), st.VCenter)
 	}
 }

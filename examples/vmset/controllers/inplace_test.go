@@ -129,8 +129,8 @@ func revisionOf(t *testing.T, e *testenv.Env, sim *vcsimtest.Sim, ns string, n i
 // VM is powered off, and each keeps its instance UUID and has the new
 // memory in vCenter.
 func TestInPlace_HotAddMemory(t *testing.T) {
-	e, sim := start(t)
 	const ns = "hotadd"
+	e, sim := start(t, ns)
 	createSetWith(t, e, ns, 3, func(s *vmv1.VirtualMachineReplicaSet) {
 		s.Spec.Template.Spec.MemoryHotAdd = true
 		s.Spec.Strategy.Method = "InPlaceIfPossible"
@@ -154,8 +154,8 @@ func TestInPlace_HotAddMemory(t *testing.T) {
 // maxUnavailable 1 the VMs are power-cycled one at a time (a watch sees
 // exactly 2 Ready at the fewest), and each keeps its instance UUID.
 func TestInPlace_PowerCycle(t *testing.T) {
-	e, sim := start(t)
 	const ns = "powercycle"
+	e, sim := start(t, ns)
 	one := intstr.FromInt32(1)
 	createSetWith(t, e, ns, 3, func(s *vmv1.VirtualMachineReplicaSet) {
 		s.Spec.Template.Spec.MemoryMiB = 1024
@@ -181,8 +181,8 @@ func TestInPlace_PowerCycle(t *testing.T) {
 // needs the VMs off) with maxUnavailable 0 holds the rollout: RolledOut
 // names the VM and why, and no VM is replaced or changed.
 func TestInPlace_OnlyHolds(t *testing.T) {
-	e, sim := start(t)
 	const ns = "inplaceonly"
+	e, sim := start(t, ns)
 	createSetWith(t, e, ns, 2, func(s *vmv1.VirtualMachineReplicaSet) {
 		s.Spec.Template.Spec.CPUs = 2
 		s.Spec.Strategy.Method = "InPlaceOnly"
@@ -215,8 +215,8 @@ func TestInPlace_OnlyHolds(t *testing.T) {
 // from the template's snapshot, which the provider takes once: vCenter
 // shows the template with exactly that snapshot, and the set's VMs up.
 func TestCloneMode_Linked(t *testing.T) {
-	e, sim := start(t)
 	const ns = "linked"
+	e, sim := start(t, ns)
 	createSetWith(t, e, ns, 3, func(s *vmv1.VirtualMachineReplicaSet) { s.Spec.CloneMode = controllers.CloneLinked })
 	settle(t, e, sim, ns, 3)
 	ctx := context.Background()
@@ -238,9 +238,9 @@ func TestCloneMode_Linked(t *testing.T) {
 // holds its reconfigure, the VM off), its VirtualMachine is not Ready and
 // says why; once the VM runs again with its new memory, it is Ready.
 func TestInPlace_PowerCycleNotReady(t *testing.T) {
-	e, sim, faults := startCounting(t)
-	ctx := context.Background()
 	const ns = "cyclenotready"
+	e, sim, faults := startCounting(t, ns)
+	ctx := context.Background()
 	if err := e.Client.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}); err != nil {
 		t.Fatal(err)
 	}

@@ -84,9 +84,9 @@ func vcenterPower(ctx context.Context, sim *vcsimtest.Sim, ns, name string) (typ
 // after the unhealthy window); two of three powered off are a storm the
 // set's guard holds: both stay off.
 func TestPowerOffOutside_HealedBySet(t *testing.T) {
-	e, sim, faults := startCounting(t)
-	ctx := context.Background()
 	const ns = "poweroff"
+	e, sim, faults := startCounting(t, ns)
+	ctx := context.Background()
 	createHealingSet(t, e, ns, 3, &vmv1.Remediation{StartupWindow: &metav1.Duration{Duration: time.Hour},
 		UnhealthyWindow: &metav1.Duration{Duration: time.Second}, MaxUnhealthy: ptr.To(intstr.FromInt32(1))})
 	live := settle(t, e, sim, ns, 3)

@@ -87,9 +87,9 @@ func watchReady(t *testing.T, ns string, start []string) *readyWatch {
 // template and labelled with the set's revision, vCenter holds exactly
 // them, and kubectl shows UP-TO-DATE 3 and each VM's revision.
 func TestRollout(t *testing.T) {
-	e, sim := start(t)
-	ctx := context.Background()
 	const ns = "rollout"
+	e, sim := start(t, ns)
+	ctx := context.Background()
 	createSet(t, e, ns, 3)
 	old := settle(t, e, sim, ns, 3)
 	st := waitState(t, e, sim, ns, "labelled with a revision", func(st vmcheck.State) bool {

@@ -17,6 +17,7 @@ import (
 	"github.com/replicakit/replicakit/examples/internal/vmcheck"
 	vmv1 "github.com/replicakit/replicakit/examples/vmset/api/v1alpha1"
 	"github.com/replicakit/replicakit/examples/vmset/controllers"
+	"github.com/replicakit/replicakit/internal/testenv"
 	"github.com/replicakit/replicakit/internal/vcsim"
 	"github.com/replicakit/replicakit/internal/vcsimtest"
 	"github.com/replicakit/replicakit/vmprovider/vsphere"
@@ -28,6 +29,7 @@ import (
 // grace; then the VM is powered off, destroyed, and the object goes. No
 // reconcile waits out the grace (vmprovider.ErrDeleting).
 func TestDelete_GuestShutsDown(t *testing.T) {
+	const ns = "shutdown"
 	e := env.Require(t)
 	faults := &vcsim.Faults{}
 	sim := vcsimtest.StartFaulty(t, faults)
@@ -40,9 +42,8 @@ func TestDelete_GuestShutsDown(t *testing.T) {
 	t.Cleanup(func() { _ = p.Close(context.Background()) })
 	e.StartManager(t, vmcheck.Scheme(), func(mgr ctrl.Manager) error {
 		return controllers.Setup(mgr, controllers.NewVirtualMachineReconciler(p))
-	})
+	}, testenv.OnlyNamespace(ns))
 	ctx := context.Background()
-	const ns = "shutdown"
 	if err := e.Client.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}); err != nil {
 		t.Fatal(err)
 	}

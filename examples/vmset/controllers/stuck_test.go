@@ -19,9 +19,9 @@ import (
 // still counts and goes first, so exactly one more is deleted and nothing is
 // created; once vCenter lets go, one VM is left on both sides.
 func TestStuckDeletion(t *testing.T) {
-	e, sim := start(t)
-	ctx := context.Background()
 	const ns = "stuck"
+	e, sim := start(t, ns)
+	ctx := context.Background()
 	createSet(t, e, ns, 3)
 	three := settle(t, e, sim, ns, 3)
 

@@ -25,7 +25,8 @@ import (
 // TemplateNotFound and is retried, not refused for good: once the new
 // template is there, its VM is made from it.
 func TestTemplateNotFound_Retried(t *testing.T) {
-	e, sim := start(t)
+	const ns = "tmplmissing"
+	e, sim := start(t, ns)
 	ctx := context.Background()
 	tmplName := sim.Config().Template
 	tmpl, logout, err := simVM(ctx, sim, tmplName)
@@ -55,7 +56,6 @@ func TestTemplateNotFound_Retried(t *testing.T) {
 	// Packer's -force: the old template goes before the new one is built.
 	run("power the template off", tmpl.PowerOff)
 	run("destroy the template", tmpl.Destroy)
-	const ns = "tmplmissing"
 	if err := e.Client.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}); err != nil {
 		t.Fatal(err)
 	}

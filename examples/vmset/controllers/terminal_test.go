@@ -20,6 +20,7 @@ import (
 	vmv1 "github.com/replicakit/replicakit/examples/vmset/api/v1alpha1"
 	"github.com/replicakit/replicakit/examples/vmset/controllers"
 	"github.com/replicakit/replicakit/internal/faults"
+	"github.com/replicakit/replicakit/internal/testenv"
 	"github.com/replicakit/replicakit/internal/vcsimtest"
 	"github.com/replicakit/replicakit/vmprovider"
 	"github.com/replicakit/replicakit/vmprovider/vsphere"
@@ -80,7 +81,7 @@ func TestTerminalStatusRetried(t *testing.T) {
 	t.Cleanup(func() { _ = p.Close(context.Background()) }) // runs after the manager stops
 	e.StartManager(t, vmcheck.Scheme(), func(mgr ctrl.Manager) error {
 		return controllers.Setup(mgr, controllers.NewVirtualMachineReconciler(p))
-	}, func(o *ctrl.Options) { o.NewClient = faults.NewClient(funcs) })
+	}, func(o *ctrl.Options) { o.NewClient = faults.NewClient(funcs) }, testenv.OnlyNamespace(ns))
 
 	got := map[string]string{}
 	// The bound is for a busy CI machine (the test passes as soon as both

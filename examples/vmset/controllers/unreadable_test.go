@@ -23,9 +23,9 @@ import (
 // takes known VMs only. Once vCenter reads them again, the one VM too
 // many is scaled down as any excess is, and the set settles on three.
 func TestUnreadableVMsKept(t *testing.T) {
-	e, sim := start(t)
-	ctx := context.Background()
 	const ns = "unreadable"
+	e, sim := start(t, ns)
+	ctx := context.Background()
 	createSet(t, e, ns, 3)
 	names := settle(t, e, sim, ns, 3)
 	lost := names[:2]

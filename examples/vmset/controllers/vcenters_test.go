@@ -13,13 +13,13 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/wait"
 	ctrl "sigs.k8s.io/controller-runtime"
-	"sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/replicakit/replicakit/examples/internal/vmcheck"
 	vmv1 "github.com/replicakit/replicakit/examples/vmset/api/v1alpha1"
 	"github.com/replicakit/replicakit/examples/vmset/controllers"
 	"github.com/replicakit/replicakit/internal/netcut"
+	"github.com/replicakit/replicakit/internal/testenv"
 	"github.com/replicakit/replicakit/internal/vcsim"
 	"github.com/replicakit/replicakit/internal/vcsimtest"
 	"github.com/replicakit/replicakit/replicaset/kube"
@@ -74,7 +74,7 @@ func TestVCenters_Partition(t *testing.T) {
 			"zone-b": {ResourcePool: "/DC0/host/DC0_C0", Endpoint: "west"},
 		}
 		return controllers.Setup(mgr, r)
-	}, onlyNamespace("vcenters"))
+	}, testenv.OnlyNamespace("vcenters"))
 	t.Cleanup(link.Heal) // so that the manager's last calls to west end
 
 	const ns = "vcenters"
@@ -232,7 +232,7 @@ func TestVCenters_UnreachableAtStart(t *testing.T) {
 			"zone-b": {ResourcePool: "/DC0/host/DC0_C0", Endpoint: "west"},
 		}
 		return controllers.Setup(mgr, r)
-	}, onlyNamespace("vcenters-start"))
+	}, testenv.OnlyNamespace("vcenters-start"))
 	t.Cleanup(link.Heal)
 
 	const ns = "vcenters-start"
@@ -287,15 +287,4 @@ func TestVCenters_UnreachableAtStart(t *testing.T) {
 		t.Errorf("the set never said four ready, every zone answering: %+v", set.Status)
 	}
 	t.Logf("west connected after %d attempts", attempts.Load())
-}
-
-// onlyNamespace restricts a manager's cache, and so its controllers, to
-// namespace ns: the API server is shared by the package's tests, and a
-// manager that saw every namespace would reconcile the objects earlier
-// tests left, making their VMs in its own vCenters (at the provider's
-// rate limit) before it came to its test's.
-func onlyNamespace(ns string) func(*ctrl.Options) {
-	return func(o *ctrl.Options) {
-		o.Cache.DefaultNamespaces = map[string]cache.Config{ns: {}}
-	}
 }

@@ -100,10 +100,18 @@ const ReasonVCenterUnreachable = "VCenterUnreachable"
 const ReasonVMUnreadable = "VMUnreadable"
 
 // ReasonCreating is the Ready condition's reason while vCenter is still
-// making the VM for a create whose call ended first (a reconcile that
-// timed out during a clone of minutes: vmprovider.VM.Creating). The
-// provider waits for the clone; nothing else is done to the VM meanwhile.
+// making the VM for a create whose call ended first (a clone longer than
+// CreateWait: vmprovider.VM.Creating). The provider waits for the clone;
+// nothing else is done to the VM meanwhile, but a delete cancels it.
 const ReasonCreating = "Creating"
+
+// CreateWait bounds how long a reconcile waits in the provider's Create.
+// A full clone takes minutes on a real vCenter: the provider goes on with
+// it on its own (vmprovider.VM.Creating) while the worker is freed for
+// other objects and the VirtualMachine says Creating; a delete of it
+// meanwhile is seen at its next reconcile and cancels the clone, rather
+// than waiting for the clone to end.
+const CreateWait = 10 * time.Second
 
 // ReasonTemplateNotFound is the Ready condition's reason while no
 // template is at the path a VirtualMachine's clone names
@@ -225,7 +233,16 @@ func (r *VirtualMachineReconciler) Reconcile(ctx context.Context, req reconcile.
 	case errors.Is(err, vmprovider.ErrNotFound):
 		spec, serr := providerSpec(&vm, name, want, r.Zones)
 		if serr == nil {
-			got, err = provider.Create(ctx, spec)
+			cctx, cancel := context.WithTimeout(ctx, CreateWait)
+			got, err = provider.Create(cctx, spec)
+			cancel()
+			if errors.Is(err, context.DeadlineExceeded) && cctx.Err() != nil && ctx.Err() == nil {
+				// The clone goes on in the provider, which reports the VM
+				// as Creating; this worker is free for the next object,
+				// and a delete meanwhile is seen at once.
+				return reconcile.Result{RequeueAfter: GuestPollInterval}, r.record(ctx, &vm, metav1.ConditionFalse, ReasonCreating,
+					fmt.Errorf("vSphere VM %s is still being cloned after %v: %w", name, CreateWait, err))
+			}
 		} else {
 			err = serr
 		}

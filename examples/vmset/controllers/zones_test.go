@@ -29,17 +29,18 @@ var zones = vcsim.Zones()
 
 // startZoned is start with a third cluster and the operator configured
 // with zones.
-func startZoned(t *testing.T) (*testenv.Env, *vcsimtest.Sim) {
+func startZoned(t *testing.T, ns string) (*testenv.Env, *vcsimtest.Sim) {
 	t.Helper()
 	sim := vcsimtest.Start(t)
 	if err := sim.AddCluster(context.Background(), vcsim.ThirdCluster); err != nil {
 		t.Fatal(err)
 	}
-	return startZonedOn(t, sim), sim
+	return startZonedOn(t, sim, ns), sim
 }
 
-// startZonedOn runs the operator, configured with zones, on sim.
-func startZonedOn(t *testing.T, sim *vcsimtest.Sim) *testenv.Env {
+// startZonedOn runs the operator, configured with zones, on sim, its
+// controllers seeing only namespace ns.
+func startZonedOn(t *testing.T, sim *vcsimtest.Sim, ns string) *testenv.Env {
 	t.Helper()
 	e := env.Require(t)
 	p, err := vsphere.New(context.Background(), sim.Config())
@@ -51,7 +52,7 @@ func startZonedOn(t *testing.T, sim *vcsimtest.Sim) *testenv.Env {
 		r := controllers.NewVirtualMachineReconciler(p)
 		r.Zones = zones
 		return controllers.Setup(mgr, r)
-	})
+	}, testenv.OnlyNamespace(ns))
 	return e
 }
 
@@ -86,9 +87,9 @@ func waitSpread(t *testing.T, sim *vcsimtest.Sim, ns string, want map[string]int
 // two per cluster in vCenter, scaling to four leaves 2/1/1, each
 // VirtualMachine names its zone, and kubectl shows the spread.
 func TestZones(t *testing.T) {
-	e, sim := startZoned(t)
-	ctx := context.Background()
 	const ns = "zones"
+	e, sim := startZoned(t, ns)
+	ctx := context.Background()
 	createZonedSet(t, e, ns, 6, "zone-a", "zone-b", "zone-c")
 	settle(t, e, sim, ns, 6)
 	waitSpread(t, sim, ns, map[string]int{"DC0_C0": 2, "DC0_C1": 2, "DC0_C2": 2})
@@ -138,9 +139,9 @@ func setCondition(t *testing.T, e *testenv.Env, ns, typ string) *metav1.Conditio
 // for is refused with a condition naming it, and nothing is cloned; a
 // VirtualMachine naming one fails with the reason UnknownZone.
 func TestZones_Unknown(t *testing.T) {
-	e, sim := startZoned(t)
-	ctx := context.Background()
 	const ns = "unknown-zone"
+	e, sim := startZoned(t, ns)
+	ctx := context.Background()
 	createZonedSet(t, e, ns, 2, "zone-a", "zone-x")
 	var cond *metav1.Condition
 	err := wait.PollUntilContextTimeout(ctx, 100*time.Millisecond, 30*time.Second, true, func(context.Context) (bool, error) {
@@ -189,9 +190,9 @@ func TestZones_Unknown(t *testing.T) {
 // reaches its count.
 func TestZones_PlacementGone(t *testing.T) {
 	sim := vcsimtest.Start(t) // without vcsim.ThirdCluster: zone-c's cluster is not there
-	e := startZonedOn(t, sim)
-	ctx := context.Background()
 	const ns = "placement-gone"
+	e := startZonedOn(t, sim, ns)
+	ctx := context.Background()
 	createZonedSet(t, e, ns, 3, "zone-a", "zone-b", "zone-c")
 	settle(t, e, sim, ns, 3)
 	got, err := vmcheck.Spread(ctx, sim.Config(), ns)
