@@ -74,6 +74,10 @@ type gate struct {
 	// waiting for updates (longpoll.go) at once, as vCenter answers them;
 	// without one it is nil and they look every longPollInterval.
 	changed chan struct{}
+
+	// extensions are the certificates (DER) extensions log in with, by
+	// key (SetExtensionCertificate); under mu.
+	extensions map[string][]byte
 }
 
 // taskReturn finds the task a *_Task method returns.
@@ -113,7 +117,7 @@ func (g *gate) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 			return
 		}
 	}
-	if g.refuses(w, method, body) {
+	if g.refuses(w, method, body) || g.refusesCertificate(w, r, method, body) {
 		return
 	}
 	if g.latency != nil && defers(method) {

@@ -34,7 +34,8 @@ type Sim struct {
 	// Username and Password are the credentials it accepts.
 	Username, Password string
 
-	gate *gate // the serializing gate, if a setup function installed one
+	gate   *gate        // the serializing gate, if a setup function installed one
+	tunnel *http.Server // the SDK tunnel, once StartTunnel has started it
 }
 
 // Credentials is a setup function for New that makes the simulator accept
@@ -95,6 +96,9 @@ func gateOf(m *simulator.Model) *gate {
 func (s *Sim) Close() {
 	if s.gate != nil {
 		s.gate.close()
+	}
+	if s.tunnel != nil {
+		_ = s.tunnel.Close()
 	}
 	s.Server.Close()
 	s.Model.Remove()

@@ -114,19 +114,3 @@ func (p *Provider) networkChanges(ctx context.Context, tmpl *object.VirtualMachi
 	}
 	return moves, adds, nil
 }
-
-// customization is the guest customization for spec: cloud-init's data,
-// or nil.
-func customization(spec vmprovider.Spec) *types.CustomizationSpec {
-	if spec.CloudInit == nil {
-		return nil
-	}
-	return &types.CustomizationSpec{
-		Identity: &types.CustomizationCloudinitPrep{
-			Metadata: spec.CloudInit.MetaData,
-			Userdata: spec.CloudInit.UserData,
-		},
-		// Required by the API; cloud-init's own network config applies.
-		GlobalIPSettings: types.CustomizationGlobalIPSettings{},
-	}
-}

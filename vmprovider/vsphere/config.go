@@ -33,8 +33,11 @@ import (
 var ErrConfig = errors.New("vsphere: invalid configuration")
 
 // ErrLogin means vCenter refused the credentials (an InvalidLogin fault: a
-// wrong user name or password, or an account locked or expired), at New or
-// Connect or when a session that expired is renewed.
+// wrong user name or password, an account locked or expired, or a client
+// certificate not the one registered for Config.ExtensionKey; or
+// NoClientCertificate), or that Config.Credentials or
+// Config.ClientCertificate failed, at New or Connect or when a session
+// that expired is renewed.
 var ErrLogin = errors.New("vsphere: login refused")
 
 // DefaultMaxTasks bounds the short vCenter tasks (power, reset,
@@ -107,6 +110,25 @@ type Config struct {
 	// An error from it fails the login, wrapping ErrLogin.
 	Credentials func(ctx context.Context) (username, password string, err error)
 
+	// ExtensionKey, when set, logs in by TLS client certificate as the
+	// vCenter extension (a solution user) of that key, with no password:
+	// SessionManager.LoginExtensionByCertificate, through vCenter's SDK
+	// tunnel (an HTTP proxy on port 80 of vCenter's host; its port 443
+	// passes no client certificate on). vCenter takes the certificate
+	// registered for the extension (ExtensionManager.
+	// SetExtensionCertificate); ClientCertificate gives it. Username,
+	// Password and Credentials are then unused. A tunnel on another port
+	// (a port-forward, say) is named in URL's query, as govmomi reads it:
+	// https://vcenter.example.com/sdk?GOVMOMI_TUNNEL_PROXY_PORT=8080.
+	ExtensionKey string
+	// ClientCertificate gives the certificate and private key that
+	// ExtensionKey logs in with, and must be set with it. It is called at
+	// each login, the first and each one after vCenter ends the session,
+	// so that a certificate renewed where it is kept is taken with no
+	// restart (CertificateFiles reads PEM files); it must be safe for
+	// concurrent use. An error from it fails the login, wrapping ErrLogin.
+	ClientCertificate func(ctx context.Context) (tls.Certificate, error)
+
 	// Insecure skips TLS verification. Leave it false outside tests.
 	Insecure bool
 	// CABundle is PEM-encoded certificates of the authorities that may sign
@@ -157,6 +179,10 @@ type Config struct {
 	// negative value means never to ask the guest and to power the VM off
 	// at once, as a pulled plug would. At most MaxShutdownGrace.
 	ShutdownGrace time.Duration
+	// CloudInitTransport says how a Spec's CloudInit reaches the guest:
+	// CloudInitCustomization (the default, for the empty value) or
+	// CloudInitGuestInfo.
+	CloudInitTransport CloudInitTransport
 }
 
 // check returns an error wrapping ErrConfig when a setting of c is out of
@@ -164,6 +190,9 @@ type Config struct {
 func (c Config) check() error {
 	if c.ShutdownGrace > MaxShutdownGrace {
 		return fmt.Errorf("ShutdownGrace %v: want at most %v: %w", c.ShutdownGrace, MaxShutdownGrace, ErrConfig)
+	}
+	if err := c.CloudInitTransport.check(); err != nil {
+		return err
 	}
 	if c.RequestBurst < 0 {
 		return fmt.Errorf("RequestBurst %d: want zero (the default) or more: %w", c.RequestBurst, ErrConfig)
@@ -180,12 +209,17 @@ func (c Config) shutdownGrace() time.Duration {
 	return c.ShutdownGrace
 }
 
-// String describes the configuration without its password.
+// String describes the configuration without its password (and names
+// the extension it logs in as by certificate, if any).
 func (c Config) String() string {
-	return fmt.Sprintf("vsphere.Config{URL: %q, Username: %q, Password: <redacted>, Insecure: %v, "+
+	ext := ""
+	if c.ExtensionKey != "" {
+		ext = fmt.Sprintf("ExtensionKey: %q, ", c.ExtensionKey)
+	}
+	return fmt.Sprintf("vsphere.Config{URL: %q, Username: %q, Password: <redacted>, %sInsecure: %v, "+
 		"Datacenter: %q, Folder: %q, ResourcePool: %q, Datastore: %q, Template: %q, MaxTasks: %d, MaxClones: %d, "+
 		"RequestsPerSecond: %v, RequestBurst: %d}",
-		redactURL(c.URL), c.Username, c.Insecure, c.Datacenter, c.Folder, c.ResourcePool, c.Datastore, c.Template, c.MaxTasks,
+		redactURL(c.URL), c.Username, ext, c.Insecure, c.Datacenter, c.Folder, c.ResourcePool, c.Datastore, c.Template, c.MaxTasks,
 		c.MaxClones, c.RequestsPerSecond, c.RequestBurst)
 }
 
@@ -203,11 +237,13 @@ func redactURL(raw string) string {
 }
 
 // Connect logs in to the vCenter cfg names, as New does (cfg's URL,
-// credentials, CABundle, CAFile, Thumbprint, Insecure and KeepAlive are
-// used; placement is not), and returns the client and a function that ends
-// the session. The client keeps its session alive and logs in again when the
-// session has expired. Use it for what the Provider does not do, such as
-// inspecting the inventory, with the same trust and login rules.
+// credentials (Username and Password, Credentials, or ExtensionKey and
+// ClientCertificate), CABundle, CAFile, Thumbprint, Insecure and
+// KeepAlive are used; placement is not), and returns the client and a
+// function that ends the session. The client keeps its session alive and
+// logs in again when the session has expired. Use it for what the
+// Provider does not do, such as inspecting the inventory, with the same
+// trust and login rules.
 func Connect(ctx context.Context, cfg Config) (c *vim25.Client, logout func(context.Context) error, err error) {
 	c, sm, err := connect(ctx, cfg)
 	if err != nil {
@@ -219,8 +255,11 @@ func Connect(ctx context.Context, cfg Config) (c *vim25.Client, logout func(cont
 // connect logs in to vCenter and returns a client that keeps its session
 // alive and logs in again when the session has expired.
 func connect(ctx context.Context, cfg Config) (*vim25.Client, *session.Manager, error) {
-	if cfg.URL == "" || cfg.Username == "" && cfg.Credentials == nil {
-		return nil, nil, fmt.Errorf("URL and Username (or Credentials) are required: %w", ErrConfig)
+	if cfg.URL == "" || cfg.Username == "" && cfg.Credentials == nil && cfg.ExtensionKey == "" {
+		return nil, nil, fmt.Errorf("URL and Username (or Credentials, or ExtensionKey) are required: %w", ErrConfig)
+	}
+	if (cfg.ExtensionKey == "") != (cfg.ClientCertificate == nil) {
+		return nil, nil, fmt.Errorf("ExtensionKey and ClientCertificate go together (one is set, the other not): %w", ErrConfig)
 	}
 	u, err := soap.ParseURL(cfg.URL)
 	if err != nil || u == nil {
@@ -236,17 +275,7 @@ func connect(ctx context.Context, cfg Config) (*vim25.Client, *session.Manager, 
 		return nil, nil, fmt.Errorf("reach vCenter at %s: %w", u, unanswered(ctx, err))
 	}
 	sm := session.NewManager(vc)
-	login := func(ctx context.Context) error {
-		user := url.UserPassword(cfg.Username, cfg.Password)
-		if cfg.Credentials != nil {
-			name, password, err := cfg.Credentials(ctx)
-			if err != nil {
-				return fmt.Errorf("read the credentials: %w: %w", ErrLogin, err)
-			}
-			user = url.UserPassword(name, password)
-		}
-		return refused(sm.Login(ctx, user))
-	}
+	login := loginFunc(cfg, vc, sm)
 	idle := cfg.KeepAlive
 	if idle == 0 {
 		idle = 5 * time.Minute
@@ -256,11 +285,7 @@ func connect(ctx context.Context, cfg Config) (*vim25.Client, *session.Manager, 
 		login:        login,
 	}
 	if err := login(ctx); err != nil {
-		who := fmt.Sprintf("as %q", cfg.Username)
-		if cfg.Credentials != nil {
-			who = "with the credentials Config.Credentials gives"
-		}
-		return nil, nil, fmt.Errorf("log in to %s %s: %w", u, who, unanswered(ctx, err))
+		return nil, nil, fmt.Errorf("log in to %s %s: %w", redactURL(u.String()), whoLogsIn(cfg), unanswered(ctx, err))
 	}
 	return vc, sm, nil
 }
@@ -268,7 +293,7 @@ func connect(ctx context.Context, cfg Config) (*vim25.Client, *session.Manager, 
 // refused returns err, wrapping ErrLogin as well when it is vCenter's
 // refusal of the credentials.
 func refused(err error) error {
-	if err != nil && fault.Is(err, &types.InvalidLogin{}) {
+	if err != nil && (fault.Is(err, &types.InvalidLogin{}) || fault.Is(err, &types.NoClientCertificate{})) {
 		return fmt.Errorf("%w: %w", ErrLogin, err)
 	}
 	return err

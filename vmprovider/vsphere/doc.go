@@ -2,9 +2,13 @@
 // govmomi.
 //
 // [New] logs in with the credentials in a [Config] (which never prints
-// them), verifies vCenter's certificate unless told otherwise (a CA bundle or
-// a thumbprint can be given), keeps the session alive and logs in again when
-// it has expired. It resolves the placement once (datacenter, VM folder,
+// them): a user name and password, or, for a site that gives its
+// automation no password, a client certificate registered for a vCenter
+// extension (Config.ExtensionKey, Config.ClientCertificate, through
+// vCenter's SDK tunnel). It verifies vCenter's certificate unless told
+// otherwise (a CA bundle or a thumbprint can be given), keeps the session
+// alive and logs in again, asking for the credentials or the certificate
+// anew, when it has expired. It resolves the placement once (datacenter, VM folder,
 // resource pool or cluster, datastore, template) and fails with an error
 // naming any path that is missing or ambiguous. A template is looked up
 // again when vCenter says the VM it named is gone: one destroyed and
@@ -19,8 +23,11 @@
 //
 // A clone's network adapters are moved to the Spec's networks (standard or
 // distributed port groups; adapters beyond the template's are added as
-// VMXNET3), its guest is customized with cloud-init's user data and
-// metadata (a CustomizationCloudinitPrep, applied as it first boots), and a
+// VMXNET3), its guest is given cloud-init's user data and metadata (a
+// CustomizationCloudinitPrep, applied as it first boots; or, with
+// Config.CloudInitTransport CloudInitGuestInfo, as vm-operator does, the
+// guestinfo keys cloud-init's VMware datasource reads, the template's vApp
+// configuration removed from the clone), and a
 // Spec's Placement overrides the resource pool, datastore and folder (one
 // below the provider's folder). Paths that do not resolve are invalid specs
 // found before anything is cloned. VMs report the guest's addresses,

@@ -331,3 +331,22 @@ func ExampleWatch_SetFields() {
 	// cached: PoweredOn [10.20.0.5] "" <nil>
 	// <nil>
 }
+
+// Log in with no password, as a vCenter extension by client certificate:
+// the extension (here io.example.vmset) is registered with vCenter and the
+// certificate set for it beforehand, as `govc extension.register` and
+// `govc extension.setcert` do. The pair is read again at every login, so
+// that a Secret renewed in place (cert-manager's, say) is taken with no
+// restart. Port 80 of vCenter's host (its SDK tunnel) must be reachable.
+func ExampleCertificateFiles() {
+	cfg := vsphere.Config{
+		URL:               "https://vcenter.example.com/sdk",
+		CAFile:            "/etc/vsphere/ca.crt",
+		ExtensionKey:      "io.example.vmset",
+		ClientCertificate: vsphere.CertificateFiles("/etc/vsphere-client/tls.crt", "/etc/vsphere-client/tls.key"),
+		Folder:            "/dc1/vm/vmset",
+	}
+	fmt.Println(cfg)
+	// Output:
+	// vsphere.Config{URL: "https://vcenter.example.com/sdk", Username: "", Password: <redacted>, ExtensionKey: "io.example.vmset", Insecure: false, Datacenter: "", Folder: "/dc1/vm/vmset", ResourcePool: "", Datastore: "", Template: "", MaxTasks: 0, MaxClones: 0, RequestsPerSecond: 0, RequestBurst: 0}
+}

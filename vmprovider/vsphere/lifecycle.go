@@ -163,7 +163,9 @@ func (p *Provider) cloneFrom(ctx context.Context, spec vmprovider.Spec, op *crea
 			ManagedBy:    &types.ManagedByInfo{ExtensionKey: ManagedByExtension, Type: ManagedByType},
 			DeviceChange: adds,
 		},
-		Customization: customization(spec),
+	}
+	if err := sendCloudInit(&clone, spec, p.cloudInit); err != nil {
+		return nil, "", nil, fmt.Errorf("VM %q: cloud-init: %w", spec.Name, err)
 	}
 	inPlaceConfig(clone.Config, spec)
 	if spec.LinkedClone {

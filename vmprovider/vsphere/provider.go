@@ -45,17 +45,18 @@ var vmProps = AllFields.props()
 // Provider implements vmprovider.Provider on vCenter with govmomi. It is
 // safe for concurrent use.
 type Provider struct {
-	client   *vim25.Client
-	sessions *session.Manager // nil when the caller brought the client
-	dc       *object.Datacenter
-	folder   *object.Folder
-	pool     *object.ResourcePool
-	store    *object.Datastore
-	finder   *find.Finder
-	template string
-	tasks    chan struct{} // slots of the short tasks: power, reset, reconfigure, destroy, snapshot
-	clones   chan struct{} // slots of the clones
-	grace    time.Duration // Delete's wait for a guest shutdown; negative: none
+	client    *vim25.Client
+	sessions  *session.Manager // nil when the caller brought the client
+	dc        *object.Datacenter
+	folder    *object.Folder
+	pool      *object.ResourcePool
+	store     *object.Datastore
+	finder    *find.Finder
+	template  string
+	tasks     chan struct{}      // slots of the short tasks: power, reset, reconfigure, destroy, snapshot
+	clones    chan struct{}      // slots of the clones
+	grace     time.Duration      // Delete's wait for a guest shutdown; negative: none
+	cloudInit CloudInitTransport // how a Spec's CloudInit reaches the guest
 
 	// life ends with Close, and with it the creates and deletes still in
 	// flight (ops).
@@ -153,7 +154,7 @@ func NewWithClient(ctx context.Context, c *vim25.Client, cfg Config) (*Provider,
 		return nil, err
 	}
 	c = cfg.limited(c)
-	p := &Provider{client: c, finder: find.NewFinder(c), template: cfg.Template, grace: cfg.shutdownGrace(),
+	p := &Provider{client: c, finder: find.NewFinder(c), template: cfg.Template, grace: cfg.shutdownGrace(), cloudInit: cfg.CloudInitTransport,
 		templates: map[string]*object.VirtualMachine{}, names: map[string]*nameLock{}}
 	p.tasks = make(chan struct{}, cmp.Or(max(cfg.MaxTasks, 0), DefaultMaxTasks))
 	p.clones = make(chan struct{}, cmp.Or(max(cfg.MaxClones, 0), DefaultMaxClones))

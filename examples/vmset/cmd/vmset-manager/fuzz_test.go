@@ -22,6 +22,7 @@ var vCenterEnv = []string{
 	"VSPHERE_URL", "VSPHERE_USERNAME", "VSPHERE_PASSWORD", "VSPHERE_PASSWORD_FILE", "VSPHERE_CA_FILE",
 	"VSPHERE_THUMBPRINT", "VSPHERE_DATACENTER", "VSPHERE_FOLDER", "VSPHERE_RESOURCE_POOL",
 	"VSPHERE_DATASTORE", "VSPHERE_TEMPLATE", "VSPHERE_INSECURE", "VSPHERE_ZONES", "VSPHERE_VCENTERS",
+	"VSPHERE_EXTENSION_KEY", "VSPHERE_CLIENT_CERT_DIR",
 }
 
 // fuzzFiles are the only files a fuzzed command line may name: parse reads
@@ -85,10 +86,10 @@ func (ff fuzzFiles) confine(args []string) ([]string, map[string]bool) {
 		switch name {
 		case "vsphere-password-file":
 			a = "-vsphere-password-file=" + ff.password
-		case "metrics-cert-dir":
-			a = "-metrics-cert-dir=" + ff.noCerts
+		case "metrics-cert-dir", "vsphere-client-cert-dir":
+			a = "-" + name + "=" + ff.noCerts
 			if len(value)%2 == 0 {
-				a = "-metrics-cert-dir=" + ff.certs
+				a = "-" + name + "=" + ff.certs
 			}
 		case "vcenter":
 			vcName, _, _ := strings.Cut(value, "=")
@@ -132,6 +133,7 @@ func FuzzParse(f *testing.F) {
 	f.Add("-vcsim\x00-metrics-cert-dir=ok\x00-log-format=text\x00-log-level=debug+2", "", "", "", "", "", "", "", false)
 	f.Add("--zone-backoff=1ns\x00-max-concurrent-reconciles=1\x00-vsphere-max-tasks=1", "h", "u", "p", "", "", "", "", false)
 	f.Add("-vcsim\x00-vsphere-shutdown-grace=-5s", "", "", "", "", "", "", "", false)
+	f.Add("-vsphere-extension-key=io.example\x00-vsphere-client-cert-dir=ok", "https://vc/sdk", "", "", "", "", "", "", false)
 	f.Add("-help", "", "", "", "", "", "", "", false)
 	f.Add("-vcsim\x00--\x00-zone=a:resourcePool=/x", "", "", "", "", "", "", "", false)
 	f.Add("-vcsim\x00-zone=a:resourcePool=/x;b:resourcePool=/y", "", "", "", "", "", "", "", false)
@@ -184,10 +186,12 @@ func checkOptions(t *testing.T, args []string, given map[string]bool, env map[st
 	switch {
 	case o.vcsim == (v.URL != ""):
 		t.Fatalf("parse(%q): -vcsim %v with URL %q; want exactly one", args, o.vcsim, v.URL)
-	case o.vcsim && (v.Username != "" || v.Password != ""):
-		t.Fatalf("parse(%q): credentials with -vcsim: user %q", args, v.Username)
-	case !o.vcsim && (v.Username == "" || v.Password == ""):
-		t.Fatalf("parse(%q): URL %q without a user name or password", args, v.URL)
+	case o.vcsim && (v.Username != "" || v.Password != "" || v.ExtensionKey != ""):
+		t.Fatalf("parse(%q): credentials with -vcsim: user %q, extension %q", args, v.Username, v.ExtensionKey)
+	case !o.vcsim && v.ExtensionKey == "" && (v.Username == "" || v.Password == ""):
+		t.Fatalf("parse(%q): URL %q without a user name or password, or an extension", args, v.URL)
+	case v.ExtensionKey != "" && (v.Username != "" || v.Password != "" || v.ClientCertificate == nil):
+		t.Fatalf("parse(%q): extension %q with a user name or password, or without a certificate", args, v.ExtensionKey)
 	case !o.vcsim && o.vcsimEnvFile != "":
 		t.Fatalf("parse(%q): -vcsim-env-file without -vcsim", args)
 	case o.logFormat != "json" && o.logFormat != "text":

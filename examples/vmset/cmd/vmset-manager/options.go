@@ -57,6 +57,8 @@ var envFlags = []struct{ flag, env, usage string }{
 	{"vsphere-url", "VSPHERE_URL", "vCenter SDK URL, such as https://vcenter.example.com/sdk (required unless -vcsim)"},
 	{"vsphere-username", "VSPHERE_USERNAME", "vCenter user name"},
 	{"vsphere-password-file", "VSPHERE_PASSWORD_FILE", "file holding the vCenter password (else $VSPHERE_PASSWORD)"},
+	{"vsphere-extension-key", "VSPHERE_EXTENSION_KEY", "vCenter extension to log in as by client certificate, in place of a user name and password (with -vsphere-client-cert-dir)"},
+	{"vsphere-client-cert-dir", "VSPHERE_CLIENT_CERT_DIR", "folder holding tls.crt and tls.key (a kubernetes.io/tls Secret) that -vsphere-extension-key logs in with, read again at each login"},
 	{"vsphere-ca-file", "VSPHERE_CA_FILE", "PEM bundle of the authorities that sign vCenter's certificate (else the system's)"},
 	{"vsphere-thumbprint", "VSPHERE_THUMBPRINT", "vCenter certificate thumbprint (SHA-1 or SHA-256), for a self-signed certificate"},
 	{"vsphere-datacenter", "VSPHERE_DATACENTER", "datacenter (empty: the only one)"},
@@ -192,10 +194,25 @@ func parse(args []string, getenv func(string) string, stderr io.Writer) (options
 		// restart.
 		v.Credentials = fileCredentials(v.Username, f)
 	}
+	if key, dir := *vals["vsphere-extension-key"], *vals["vsphere-client-cert-dir"]; key != "" || dir != "" {
+		if key == "" || dir == "" {
+			return o, fmt.Errorf("%w: -vsphere-extension-key and -vsphere-client-cert-dir go together", errUsage)
+		}
+		for _, f := range []string{"tls.crt", "tls.key"} {
+			if _, err := os.Stat(filepath.Join(dir, f)); err != nil {
+				return o, fmt.Errorf("%w: -vsphere-client-cert-dir: %w", errUsage, err)
+			}
+		}
+		v.ExtensionKey = key
+		v.ClientCertificate = vsphere.CertificateFiles(filepath.Join(dir, "tls.crt"), filepath.Join(dir, "tls.key"))
+	}
+	byPassword := v.Username != "" || v.Password != ""
 	switch {
+	case byPassword && v.ExtensionKey != "":
+		return o, fmt.Errorf("%w: a user name or password given with -vsphere-extension-key: log in by password or by certificate, not both", errUsage)
 	case o.vcsim && v.URL != "":
 		return o, fmt.Errorf("%w: -vcsim and -vsphere-url ($VSPHERE_URL) both given: use one vCenter", errUsage)
-	case o.vcsim && (v.Username != "" || v.Password != ""):
+	case o.vcsim && (byPassword || v.ExtensionKey != ""):
 		return o, fmt.Errorf("%w: vCenter credentials given with -vcsim, which needs none", errUsage)
 	case o.vcsim:
 		if o.zones == nil {
@@ -204,12 +221,12 @@ func parse(args []string, getenv func(string) string, stderr io.Writer) (options
 		return o, nil
 	case o.vcsimEnvFile != "":
 		return o, fmt.Errorf("%w: -vcsim-env-file applies only with -vcsim", errUsage)
-	case v.URL == "" && (v.Username != "" || v.Password != ""):
+	case v.URL == "" && (byPassword || v.ExtensionKey != ""):
 		return o, fmt.Errorf("%w: vCenter credentials given without -vsphere-url ($VSPHERE_URL)", errUsage)
 	case v.URL == "":
 		return o, fmt.Errorf("%w: no vCenter: give -vsphere-url (or $VSPHERE_URL) with a user name and password, or -vcsim to run the in-process simulator for a demo", errUsage)
-	case v.Username == "" || v.Password == "":
-		return o, fmt.Errorf("%w: -vsphere-url needs a user name (-vsphere-username, $VSPHERE_USERNAME) and a password ($VSPHERE_PASSWORD, -vsphere-password-file)", errUsage)
+	case v.ExtensionKey == "" && (v.Username == "" || v.Password == ""):
+		return o, fmt.Errorf("%w: -vsphere-url needs a user name (-vsphere-username, $VSPHERE_USERNAME) and a password ($VSPHERE_PASSWORD, -vsphere-password-file), or an extension and its certificate (-vsphere-extension-key, -vsphere-client-cert-dir)", errUsage)
 	}
 	return o, nil
 }

@@ -83,15 +83,18 @@ func parseVCenters(s string) (map[string]string, error) {
 }
 
 // vcenterFiles are the files a -vcenter directory may hold, each setting
-// the Config field it names; url, username and password are required.
+// the Config field it names; url is required, and username and password
+// unless extensionKey is there, with tls.crt and tls.key, to log in by
+// certificate.
 var vcenterFiles = []struct {
 	name     string
 	required bool
 	set      func(c *vsphere.Config, v string)
 }{
 	{"url", true, func(c *vsphere.Config, v string) { c.URL = v }},
-	{"username", true, func(c *vsphere.Config, v string) { c.Username = v }},
-	{"password", true, func(c *vsphere.Config, v string) { c.Password = v }},
+	{"username", false, func(c *vsphere.Config, v string) { c.Username = v }},
+	{"password", false, func(c *vsphere.Config, v string) { c.Password = v }},
+	{"extensionKey", false, func(c *vsphere.Config, v string) { c.ExtensionKey = v }},
 	{"ca.crt", false, func(c *vsphere.Config, v string) { c.CABundle = []byte(v) }},
 	{"thumbprint", false, func(c *vsphere.Config, v string) { c.Thumbprint = v }},
 	{"insecure", false, func(c *vsphere.Config, v string) { c.Insecure = v == "true" }},
@@ -125,11 +128,27 @@ func readVCenter(name, dir string) (vsphere.Config, error) {
 		}
 		f.set(&c, v)
 	}
+	login := []string{"username", "password"}
+	if c.ExtensionKey != "" {
+		if c.Username != "" || c.Password != "" {
+			return c, fmt.Errorf("vCenter %s: %s holds extensionKey and a username or password: log in by password or by certificate, not both", name, dir)
+		}
+		login = []string{"tls.crt", "tls.key"}
+	}
+	for _, f := range login {
+		if _, err := os.Stat(filepath.Join(dir, f)); errors.Is(err, os.ErrNotExist) {
+			missing = append(missing, f)
+		}
+	}
 	if len(missing) > 0 {
 		return c, fmt.Errorf("vCenter %s: %s holds no %s", name, dir, strings.Join(missing, ", "))
 	}
 	if c.Insecure && (len(c.CABundle) > 0 || c.Thumbprint != "") {
 		return c, fmt.Errorf("vCenter %s: insecure with ca.crt or thumbprint: choose one", name)
+	}
+	if c.ExtensionKey != "" {
+		c.ClientCertificate = vsphere.CertificateFiles(filepath.Join(dir, "tls.crt"), filepath.Join(dir, "tls.key"))
+		return c, nil
 	}
 	c.Credentials = fileCredentials(filepath.Join(dir, "username"), filepath.Join(dir, "password"))
 	return c, nil

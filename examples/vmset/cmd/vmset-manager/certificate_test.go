@@ -1,0 +1,83 @@
+package main
+
+import (
+	"context"
+	"crypto/ecdsa"
+	"crypto/elliptic"
+	"crypto/rand"
+	"crypto/x509"
+	"crypto/x509/pkix"
+	"encoding/pem"
+	"math/big"
+	"testing"
+	"time"
+
+	"github.com/replicakit/replicakit/internal/vcsimtest"
+	"github.com/replicakit/replicakit/vmprovider/vsphere"
+)
+
+// clientPair makes a self-signed client certificate and returns it as the
+// tls.crt and tls.key of a kubernetes.io/tls Secret, and its DER.
+func clientPair(t *testing.T) (crt, key string, der []byte) {
+	t.Helper()
+	k, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+	if err != nil {
+		t.Fatal(err)
+	}
+	tmpl := &x509.Certificate{SerialNumber: big.NewInt(1), Subject: pkix.Name{CommonName: "vmset-manager"},
+		NotBefore: time.Now().Add(-time.Hour), NotAfter: time.Now().Add(time.Hour),
+		ExtKeyUsage: []x509.ExtKeyUsage{x509.ExtKeyUsageClientAuth}}
+	der, err = x509.CreateCertificate(rand.Reader, tmpl, tmpl, &k.PublicKey, k)
+	if err != nil {
+		t.Fatal(err)
+	}
+	pk, err := x509.MarshalPKCS8PrivateKey(k)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return string(pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: der})),
+		string(pem.EncodeToMemory(&pem.Block{Type: "PRIVATE KEY", Bytes: pk})), der
+}
+
+// TestParse_CertificateLogin: the operator logs in to a vCenter by client
+// certificate as an extension, from flags (-vsphere-extension-key,
+// -vsphere-client-cert-dir) and from a -vcenter directory holding
+// extensionKey, tls.crt and tls.key in place of username and password;
+// both configurations log in to a simulator that takes that certificate
+// for that extension only. Password and certificate together are refused.
+func TestParse_CertificateLogin(t *testing.T) {
+	sim := vcsimtest.Start(t)
+	if err := sim.StartTunnel(); err != nil {
+		t.Fatal(err)
+	}
+	crt, key, der := clientPair(t)
+	const ext = "io.replicakit.vmset"
+	if err := sim.SetExtensionCertificate(ext, der); err != nil {
+		t.Fatal(err)
+	}
+	certs := vcenterDir(t, map[string]string{"tls.crt": crt, "tls.key": key})
+	west := vcenterDir(t, map[string]string{"url": sim.URL, "extensionKey": ext, "ca.crt": string(sim.CA), "tls.crt": crt, "tls.key": key})
+	caFile := vcenterDir(t, map[string]string{"ca.crt": string(sim.CA)}) + "/ca.crt"
+	env := map[string]string{"VSPHERE_URL": sim.URL, "VSPHERE_EXTENSION_KEY": ext}
+	o, ok := parseCase(t, []string{"-vsphere-client-cert-dir=" + certs, "-vsphere-ca-file=" + caFile, "-vcenter=west=" + west}, env, "")
+	if !ok {
+		t.Fatal("parse failed")
+	}
+	ctx := context.Background()
+	for name, c := range map[string]vsphere.Config{"-vsphere-url": o.vsphere, "west": o.vcenters["west"]} {
+		c.Datacenter, c.Folder, c.ResourcePool, c.Datastore, c.Template = "DC0", "/DC0/vm", "/DC0/host/DC0_C1", "LocalDS_0", "DC0_H0_VM0"
+		p, err := vsphere.New(ctx, c)
+		if err != nil {
+			t.Errorf("%s: log in by certificate: %v", name, err)
+			continue
+		}
+		_ = p.Close(ctx)
+	}
+
+	parseCase(t, []string{"-vsphere-client-cert-dir=" + certs, "-vsphere-username=u"}, map[string]string{"VSPHERE_URL": sim.URL, "VSPHERE_EXTENSION_KEY": ext, "VSPHERE_PASSWORD": "p"}, "not both")
+	parseCase(t, []string{"-vsphere-extension-key=" + ext}, map[string]string{"VSPHERE_URL": sim.URL}, "go together")
+	both := vcenterDir(t, map[string]string{"url": sim.URL, "extensionKey": ext, "password": "p", "tls.crt": crt, "tls.key": key})
+	parseCase(t, []string{"-vcsim", "-vcenter=west=" + both}, nil, "not both")
+	noKey := vcenterDir(t, map[string]string{"url": sim.URL, "extensionKey": ext, "tls.crt": crt})
+	parseCase(t, []string{"-vcsim", "-vcenter=west=" + noKey}, nil, "holds no tls.key")
+}

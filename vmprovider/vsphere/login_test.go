@@ -1,0 +1,205 @@
+package vsphere_test
+
+import (
+	"context"
+	"crypto/ecdsa"
+	"crypto/elliptic"
+	"crypto/rand"
+	"crypto/tls"
+	"crypto/x509"
+	"crypto/x509/pkix"
+	"encoding/pem"
+	"errors"
+	"math/big"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/vmware/govmomi/vim25/soap"
+
+	simgate "github.com/replicakit/replicakit/internal/vcsim"
+	"github.com/replicakit/replicakit/internal/vcsimtest"
+	"github.com/replicakit/replicakit/vmprovider"
+	"github.com/replicakit/replicakit/vmprovider/vsphere"
+)
+
+// extensionKey is the extension the certificate tests log in as.
+const extensionKey = "io.replicakit.test"
+
+// clientCertificate makes a self-signed client certificate named cn.
+func clientCertificate(t *testing.T, cn string) tls.Certificate {
+	t.Helper()
+	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+	if err != nil {
+		t.Fatal(err)
+	}
+	tmpl := &x509.Certificate{
+		SerialNumber: big.NewInt(time.Now().UnixNano()),
+		Subject:      pkix.Name{CommonName: cn},
+		NotBefore:    time.Now().Add(-time.Hour),
+		NotAfter:     time.Now().Add(time.Hour),
+		KeyUsage:     x509.KeyUsageDigitalSignature,
+		ExtKeyUsage:  []x509.ExtKeyUsage{x509.ExtKeyUsageClientAuth},
+	}
+	der, err := x509.CreateCertificate(rand.Reader, tmpl, tmpl, &key.PublicKey, key)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return tls.Certificate{Certificate: [][]byte{der}, PrivateKey: key}
+}
+
+// startTunnelled runs a simulator with its SDK tunnel, extensionKey
+// registered with cert, and returns it with a configuration that logs in
+// as that extension with what certificate returns at each login.
+func startTunnelled(t *testing.T, cert tls.Certificate, certificate func() tls.Certificate) (*vcsimtest.Sim, vsphere.Config) {
+	t.Helper()
+	sim := vcsimtest.Start(t)
+	if err := sim.StartTunnel(); err != nil {
+		t.Fatal(err)
+	}
+	if err := sim.SetExtensionCertificate(extensionKey, cert.Certificate[0]); err != nil {
+		t.Fatal(err)
+	}
+	cfg := sim.Config()
+	cfg.Username, cfg.Password = "", ""
+	cfg.ExtensionKey = extensionKey
+	cfg.ClientCertificate = func(context.Context) (tls.Certificate, error) { return certificate(), nil }
+	return sim, cfg
+}
+
+// TestLogin_Certificate: a provider configured with an extension key and
+// a client certificate logs in with no password, through vCenter's SDK
+// tunnel, and works; when the extension's certificate is replaced and the
+// sessions end, its next call fails as a refused login while
+// ClientCertificate still gives the old one, and works again, watch
+// included, once it gives the new one, with no new Provider.
+func TestLogin_Certificate(t *testing.T) {
+	first, second := clientCertificate(t, "replicakit-1"), clientCertificate(t, "replicakit-2")
+	var mu sync.Mutex
+	current := first
+	sim, cfg := startTunnelled(t, first, func() tls.Certificate {
+		mu.Lock()
+		defer mu.Unlock()
+		return current
+	})
+	ctx := context.Background()
+	p, err := vsphere.New(ctx, cfg)
+	if err != nil {
+		t.Fatalf("New, logging in by certificate: %v", err)
+	}
+	t.Cleanup(func() { _ = p.Close(context.Background()) })
+	w := vsphere.NewWatch(p)
+	events := make(chan event, 64)
+	w.OnChange(func(vm vmprovider.VM, gone bool) { events <- event{vm, gone} })
+	runWatch(t, w)
+	<-w.Synced()
+	if _, err := p.Create(ctx, vmprovider.Spec{Name: "web-0", Owner: ownerA}); err != nil {
+		t.Fatal(err)
+	}
+
+	// The extension's certificate is renewed, and the sessions end.
+	if err := sim.SetExtensionCertificate(extensionKey, second.Certificate[0]); err != nil {
+		t.Fatal(err)
+	}
+	c, logout, err := vsphere.Connect(ctx, sim.Config())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer func() { _ = logout(ctx) }()
+	if _, err := simgate.EndSessions(ctx, c); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := p.List(ctx, ownerA.UID); !errors.Is(err, vsphere.ErrLogin) {
+		t.Fatalf("List with the old certificate = %v, want ErrLogin", err)
+	}
+	mu.Lock()
+	current = second
+	mu.Unlock()
+	if vms, err := p.List(ctx, ownerA.UID); err != nil || len(vms) != 1 {
+		t.Fatalf("List with the renewed certificate = %v, %v; want web-0", vms, err)
+	}
+	if _, err := p.Create(ctx, vmprovider.Spec{Name: "web-1", Owner: ownerA}); err != nil {
+		t.Fatal(err)
+	}
+	await(t, events, "web-1, on the new session", func(e event) bool { return e.vm.Name == "web-1" && !e.gone })
+}
+
+// TestLogin_CertificateRefused: a certificate not registered for the
+// extension is a refused login (ErrLogin) at New, naming the extension;
+// so is a configuration with a key and no certificate, or the reverse,
+// refused before any call (ErrConfig).
+func TestLogin_CertificateRefused(t *testing.T) {
+	registered, other := clientCertificate(t, "registered"), clientCertificate(t, "other")
+	_, cfg := startTunnelled(t, registered, func() tls.Certificate { return other })
+	ctx := context.Background()
+	_, err := vsphere.New(ctx, cfg)
+	if !errors.Is(err, vsphere.ErrLogin) || !strings.Contains(err.Error(), extensionKey) {
+		t.Fatalf("New with a certificate vCenter does not know = %v, want ErrLogin naming %s", err, extensionKey)
+	}
+	t.Log(err)
+	half := cfg
+	half.ClientCertificate = nil
+	if _, err := vsphere.New(ctx, half); !errors.Is(err, vsphere.ErrConfig) {
+		t.Errorf("New with ExtensionKey and no ClientCertificate = %v, want ErrConfig", err)
+	}
+}
+
+// TestLogin_CertificateThumbprint: the tunnel's TLS is verified as the
+// main connection's: by thumbprint, with no CA bundle, when the
+// configuration gives one; a wrong thumbprint fails the login.
+func TestLogin_CertificateThumbprint(t *testing.T) {
+	cert := clientCertificate(t, "replicakit")
+	sim, cfg := startTunnelled(t, cert, func() tls.Certificate { return cert })
+	block, _ := pem.Decode(sim.CA)
+	server, err := x509.ParseCertificate(block.Bytes)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg.CABundle = nil
+	cfg.Thumbprint = soap.ThumbprintSHA256(server)
+	ctx := context.Background()
+	p, err := vsphere.New(ctx, cfg)
+	if err != nil {
+		t.Fatalf("New, verifying vCenter by thumbprint: %v", err)
+	}
+	_ = p.Close(ctx)
+	cfg.Thumbprint = strings.Repeat("AB:", 31) + "AB"
+	if _, err := vsphere.New(ctx, cfg); err == nil {
+		t.Fatal("New with a wrong thumbprint logged in")
+	}
+}
+
+// TestCertificateFiles: CertificateFiles reads the pair at each call, so
+// a renewed pair written in place is the one given next.
+func TestCertificateFiles(t *testing.T) {
+	dir := t.TempDir()
+	certFile, keyFile := filepath.Join(dir, "tls.crt"), filepath.Join(dir, "tls.key")
+	write := func(c tls.Certificate) {
+		t.Helper()
+		key, err := x509.MarshalPKCS8PrivateKey(c.PrivateKey)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(certFile, pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: c.Certificate[0]}), 0o600); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(keyFile, pem.EncodeToMemory(&pem.Block{Type: "PRIVATE KEY", Bytes: key}), 0o600); err != nil {
+			t.Fatal(err)
+		}
+	}
+	read := vsphere.CertificateFiles(certFile, keyFile)
+	for _, cn := range []string{"first", "renewed"} {
+		c := clientCertificate(t, cn)
+		write(c)
+		got, err := read(context.Background())
+		if err != nil {
+			t.Fatal(err)
+		}
+		if string(got.Certificate[0]) != string(c.Certificate[0]) {
+			t.Errorf("CertificateFiles gave another certificate than the %s one written", cn)
+		}
+	}
+}
