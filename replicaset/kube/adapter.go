@@ -106,6 +106,12 @@ type Status struct {
 	AvailableReplicas int32
 	// TerminatingReplicas counts children being deleted.
 	TerminatingReplicas int32
+	// UnknownReplicas counts live children whose state is unknown: their
+	// zone is unreachable (Spec.Unreachable), or the Adapter described
+	// them as replicaset.Replica.Unreachable (a VM its vCenter cannot
+	// read). They are counted in Replicas, never in ReadyReplicas or
+	// AvailableReplicas, and are neither replaced nor deleted.
+	UnknownReplicas int32
 	// ObservedGeneration is the owner generation this status describes.
 	ObservedGeneration int64
 	// Selector is the selector in string form, for the scale subresource.
@@ -166,8 +172,10 @@ type Adapter[O, C client.Object] interface {
 	// and controller reference.
 	NewChild(owner O) (C, error)
 	// Describe fills in what the child's kind knows of its replica:
-	// Phase, Ready and ReadySince. The child is the cache's own object:
-	// read it, never modify it.
+	// Phase, Ready and ReadySince, and Unreachable when the child's
+	// state is unknown (a VM its platform cannot read: counted, never
+	// replaced nor deleted, reported in Status.UnknownReplicas). The
+	// child is the cache's own object: read it, never modify it.
 	Describe(child C, r *replicaset.Replica)
 	// SetStatus copies s into the owner's status (on a copy of the
 	// cache's object). The binding writes it as

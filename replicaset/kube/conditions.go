@@ -177,6 +177,9 @@ func conditions(o *observation, d decision, out outcome, failed map[string]error
 	case sum.Terminating > 0:
 		counts += fmt.Sprintf(", %d terminating (counted until gone)", sum.Terminating)
 	}
+	if sum.Unknown > 0 {
+		counts += fmt.Sprintf(", %d unknown (counted, neither replaced nor deleted until their state is known)", sum.Unknown)
+	}
 	held := map[hold]string{holdFailure: ConditionReplicaFailure, holdPaused: ReasonPaused, holdDeleting: ReasonOwnerDeleting}[d.hold]
 	// A rollout's surge is not a scale-down: the children at the desired
 	// count are what Ready and ScalingDown judge.

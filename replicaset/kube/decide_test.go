@@ -147,6 +147,8 @@ func passCases() []passCase {
 		{"zones: a failed child in unreachable b is unknown: not replaced, b not backed off",
 			observed(2, kids(kid("web-0", inZone("a")), kid("web-1", inZone("b"), failed)), zoned("a", "b"),
 				func(o *observation) { o.spec.Unreachable = []string{"b"} }), ordinal, nil},
+		{"unknown: a child the Adapter cannot read is counted apart and kept on a scale-down to one, a known child beside it (the surge)",
+			observed(1, kids(kid("web-0"), kid("web-1", unreadable), kid("web-2"))), ordinal, nil},
 		{"zones: a repeated zone is an invalid spec",
 			observed(2, nil, zoned("a", "a")), ordinal, nil},
 		{"zones: the per-pass cap defers a create that balances the zones: PerPassCap, at once again",

@@ -41,6 +41,19 @@ var (
 // failedMark marks a fixture child that the Adapter describes as failed.
 const failedMark = "test.replicakit.io/failed"
 
+// unreadableMark marks a fixture child that the Adapter describes as
+// unknown (replicaset.Replica.Unreachable), as a VM vCenter cannot read.
+const unreadableMark = "test.replicakit.io/unreadable"
+
+// unreadable marks a child as unknown, not ready.
+var unreadable kidOpt = func(cm *corev1.ConfigMap, ready *bool) {
+	*ready = false
+	if cm.Annotations == nil {
+		cm.Annotations = map[string]string{}
+	}
+	cm.Annotations[unreadableMark] = "true"
+}
+
 // failed marks a child as failed (replicaset.PhaseFailed).
 var failed kidOpt = func(cm *corev1.ConfigMap, ready *bool) {
 	*ready = false
@@ -97,6 +110,9 @@ func kid(name string, opts ...kidOpt) child {
 	rep.Zone = cm.Labels[ZoneLabel]
 	if cm.Annotations[failedMark] != "" {
 		rep.Phase = replicaset.PhaseFailed
+	}
+	if cm.Annotations[unreadableMark] != "" {
+		rep.Unreachable = true
 	}
 	check := healthCheck{checked: true, ok: ready && cm.Annotations[unhealthyMark] == ""}
 	if !check.ok {
@@ -208,8 +224,12 @@ func render(d decision, v verdict) string {
 		}
 		b.WriteString("\n")
 	}
-	fmt.Fprintf(&b, "status replicas=%d ready=%d available=%d terminating=%d fullyLabeled=%d\n",
+	fmt.Fprintf(&b, "status replicas=%d ready=%d available=%d terminating=%d fullyLabeled=%d",
 		st.Replicas, st.ReadyReplicas, st.AvailableReplicas, st.TerminatingReplicas, st.FullyLabeledReplicas)
+	if st.UnknownReplicas > 0 {
+		fmt.Fprintf(&b, " unknown=%d", st.UnknownReplicas)
+	}
+	b.WriteString("\n")
 	for _, c := range st.Conditions {
 		fmt.Fprintf(&b, "%s=%s %s: %s\n", c.Type, c.Status, c.Reason, c.Message)
 	}

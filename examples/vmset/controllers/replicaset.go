@@ -284,6 +284,7 @@ func (a ReplicaSetAdapter) SetStatus(s *vmv1.VirtualMachineReplicaSet, st kube.S
 	s.Status.ReadyReplicas = st.ReadyReplicas
 	s.Status.AvailableReplicas = st.AvailableReplicas
 	s.Status.TerminatingReplicas = st.TerminatingReplicas
+	s.Status.UnknownReplicas = st.UnknownReplicas
 	s.Status.ObservedGeneration = st.ObservedGeneration
 	s.Status.Selector = st.Selector
 	s.Status.UpdatedReplicas = st.UpdatedReplicas

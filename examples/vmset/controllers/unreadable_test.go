@@ -55,6 +55,14 @@ func TestUnreadableVMsKept(t *testing.T) {
 			t.Fatalf("unreadable %s is gone from %v", name, st.Live)
 		}
 	}
+	// The set's status counts the two apart: live, unknown, not ready.
+	st = waitState(t, e, sim, ns, "the set counting two unknown", func(st vmcheck.State) bool {
+		return st.Set != nil && st.Set.Status.UnknownReplicas == 2
+	})
+	if s := st.Set.Status; s.Replicas != 4 || s.ReadyReplicas > 2 {
+		t.Errorf("set status: %d replicas, %d ready, %d unknown; want 4 live, at most the 2 known ready, 2 unknown",
+			s.Replicas, s.ReadyReplicas, s.UnknownReplicas)
+	}
 	set := &vmv1.VirtualMachineReplicaSet{}
 	if err := e.Client.Get(ctx, types.NamespacedName{Namespace: ns, Name: "test-rs"}, set); err != nil {
 		t.Fatal(err)
@@ -82,7 +90,9 @@ func TestUnreadableVMsKept(t *testing.T) {
 			slices.Contains(st.Live, lost[0]) && slices.Contains(st.Live, lost[1])
 	})
 	// Read again, the four are one too many: an ordinary scale-down
-	// takes one, and the set settles on three, each VM once in vCenter.
+	// takes one, and the set settles on three, each VM once in vCenter,
+	// none unknown.
 	restore()
 	settle(t, e, sim, ns, 3)
+	waitState(t, e, sim, ns, "no replica unknown", func(st vmcheck.State) bool { return st.Set != nil && st.Set.Status.UnknownReplicas == 0 })
 }

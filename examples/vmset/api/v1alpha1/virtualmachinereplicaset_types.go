@@ -328,6 +328,14 @@ type VirtualMachineReplicaSetStatus struct {
 	// TerminatingReplicas counts replicas being deleted.
 	// +optional
 	TerminatingReplicas int32 `json:"terminatingReplicas,omitempty"`
+	// UnknownReplicas counts live replicas whose state is unknown: their
+	// vCenter does not answer (the zone is unreachable), or it cannot read
+	// them (their datastore is gone, their host disconnected: the
+	// VirtualMachine says Ready Unknown, VMUnreadable). They count in
+	// replicas, never in readyReplicas or availableReplicas, and none is
+	// replaced or deleted until vCenter reads it again.
+	// +optional
+	UnknownReplicas int32 `json:"unknownReplicas,omitempty"`
 	// ObservedGeneration is the generation this status describes.
 	// +optional
 	ObservedGeneration int64 `json:"observedGeneration,omitempty"`
@@ -402,6 +410,7 @@ type VirtualMachineReplicaSetStatus struct {
 // +kubebuilder:printcolumn:name="AGE",type=date,JSONPath=`.metadata.creationTimestamp`
 // +kubebuilder:printcolumn:name="DESIRED",type=integer,JSONPath=`.spec.replicas`,priority=1
 // +kubebuilder:printcolumn:name="AVAILABLE",type=integer,JSONPath=`.status.availableReplicas`,priority=1
+// +kubebuilder:printcolumn:name="UNKNOWN",type=integer,JSONPath=`.status.unknownReplicas`,priority=1
 // +kubebuilder:printcolumn:name="POLICY",type=string,JSONPath=`.spec.deletePolicy`,priority=1
 // +kubebuilder:printcolumn:name="ZONES",type=string,JSONPath=`.status.spread`,priority=1
 type VirtualMachineReplicaSet struct {
