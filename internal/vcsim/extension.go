@@ -38,18 +38,55 @@ func (s *Sim) StartTunnel() error {
 	if err != nil {
 		return err
 	}
-	l, err := net.Listen("tcp", net.JoinHostPort(u.Hostname(), "0"))
+	t, err := StartTunnel(u.Host)
 	if err != nil {
-		return fmt.Errorf("vcsim: start the SDK tunnel: %w", err)
+		return err
 	}
-	s.tunnel = &http.Server{Handler: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { tunnel(w, r, u.Host) })}
-	go func() { _ = s.tunnel.Serve(l) }()
-	q := u.Query()
-	q.Set("GOVMOMI_TUNNEL_PROXY_PORT", strconv.Itoa(l.Addr().(*net.TCPAddr).Port))
-	u.RawQuery = q.Encode()
-	s.URL = u.String()
+	s.tunnel = t
+	s.URL = t.On(u.String())
 	return nil
 }
+
+// Tunnel is an SDK tunnel: an HTTP proxy on a loopback port that joins a
+// CONNECT to sdkTunnel:8089 to an address of its own.
+type Tunnel struct {
+	srv  *http.Server
+	port int
+}
+
+// StartTunnel starts an SDK tunnel to addr. A test that points a client's
+// tunnel (Tunnel.On) at something other than the simulator, a server
+// with another certificate, say, shows what the client verifies there.
+func StartTunnel(addr string) (*Tunnel, error) {
+	host, _, err := net.SplitHostPort(addr)
+	if err != nil {
+		return nil, err
+	}
+	l, err := net.Listen("tcp", net.JoinHostPort(host, "0"))
+	if err != nil {
+		return nil, fmt.Errorf("vcsim: start the SDK tunnel: %w", err)
+	}
+	t := &Tunnel{srv: &http.Server{Handler: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { tunnel(w, r, addr) })},
+		port: l.Addr().(*net.TCPAddr).Port}
+	go func() { _ = t.srv.Serve(l) }()
+	return t, nil
+}
+
+// On returns sdkURL with the tunnel's port in its query, where govmomi's
+// soap.Client.Tunnel finds it.
+func (t *Tunnel) On(sdkURL string) string {
+	u, err := url.Parse(sdkURL)
+	if err != nil {
+		return sdkURL
+	}
+	q := u.Query()
+	q.Set("GOVMOMI_TUNNEL_PROXY_PORT", strconv.Itoa(t.port))
+	u.RawQuery = q.Encode()
+	return u.String()
+}
+
+// Close stops the tunnel.
+func (t *Tunnel) Close() error { return t.srv.Close() }
 
 // tunnel serves one CONNECT to sdkTunnel:8089 by joining the client to
 // the simulator at addr.

@@ -34,8 +34,8 @@ type Sim struct {
 	// Username and Password are the credentials it accepts.
 	Username, Password string
 
-	gate   *gate        // the serializing gate, if a setup function installed one
-	tunnel *http.Server // the SDK tunnel, once StartTunnel has started it
+	gate   *gate   // the serializing gate, if a setup function installed one
+	tunnel *Tunnel // the SDK tunnel, once StartTunnel has started it
 }
 
 // Credentials is a setup function for New that makes the simulator accept

@@ -230,12 +230,7 @@ func status(o *observation, d decision, out outcome, failed map[string]error, ba
 	st.Zones = zoneStatus(o, members, backoff)
 	st.Replicas, st.ReadyReplicas = int32(sum.Replicas), int32(sum.Ready)
 	st.AvailableReplicas, st.TerminatingReplicas = int32(sum.Available), int32(sum.Terminating)
-	for _, r := range members {
-		if !r.Deleting && (r.Unreachable || slices.Contains(o.spec.Unreachable, r.Zone)) {
-			st.UnknownReplicas++
-		}
-	}
-	sum.Unknown = int(st.UnknownReplicas) // the conditions count an unreachable zone's too
+	st.UnknownReplicas = int32(sum.Unknown)
 	if o.template != nil {
 		template := labels.SelectorFromSet(o.template)
 		for _, c := range d.members {

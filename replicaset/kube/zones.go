@@ -167,15 +167,16 @@ func (b *zoneBackoffs) forget(key string) {
 }
 
 // unknownIn marks the replicas in the spec's unreachable zones as a pass
-// knows them: not ready and in no known phase, whatever their objects
-// last said, which was before their zone stopped answering.
+// knows them: unknown (Replica.Unreachable), not ready and in no known
+// phase, whatever their objects last said, which was before their zone
+// stopped answering.
 func unknownIn(o *observation, rs []replicaset.Replica) {
 	if len(o.spec.Unreachable) == 0 {
 		return
 	}
 	for i := range rs {
 		if slices.Contains(o.spec.Unreachable, rs[i].Zone) {
-			rs[i].Ready, rs[i].Phase = false, replicaset.PhaseUnknown
+			rs[i].Ready, rs[i].Phase, rs[i].Unreachable = false, replicaset.PhaseUnknown, true
 		}
 	}
 }

@@ -27,21 +27,27 @@ const (
 	// configuration, as vm-operator does: guestinfo.userdata and
 	// guestinfo.metadata, gzipped and base64-encoded (their .encoding keys
 	// say "gzip+base64"), which cloud-init's VMware datasource reads
-	// (cloud-init 21.3 or later). The clone removes any vApp
+	// (cloud-init 21.3 or later, with VMware Tools running in the guest);
+	// the template's own guestinfo user data, metadata and vendor data
+	// are removed from the clone. The clone removes any vApp
 	// configuration the template carries (VAppConfigRemoved), whose OVF
 	// environment cloud-init would read first. Nothing reports whether
 	// cloud-init succeeded: VM.Failed stays empty. The data is readable by
-	// whoever may read the VM's configuration in vCenter.
+	// whoever may read the VM's configuration in vCenter, and each VM
+	// carries it, so List and the watch, which read every VM's
+	// configuration, read it too.
 	CloudInitGuestInfo CloudInitTransport = "GuestInfo"
 )
 
 // guestinfo keys cloud-init's VMware datasource reads.
 const (
-	guestInfoUserData         = "guestinfo.userdata"
-	guestInfoUserDataEncoding = "guestinfo.userdata.encoding"
-	guestInfoMetaData         = "guestinfo.metadata"
-	guestInfoMetaDataEncoding = "guestinfo.metadata.encoding"
-	guestInfoEncoding         = "gzip+base64"
+	guestInfoUserData           = "guestinfo.userdata"
+	guestInfoUserDataEncoding   = "guestinfo.userdata.encoding"
+	guestInfoMetaData           = "guestinfo.metadata"
+	guestInfoMetaDataEncoding   = "guestinfo.metadata.encoding"
+	guestInfoVendorData         = "guestinfo.vendordata"
+	guestInfoVendorDataEncoding = "guestinfo.vendordata.encoding"
+	guestInfoEncoding           = "gzip+base64"
 )
 
 // check returns an error wrapping ErrConfig for a transport that is none
@@ -70,21 +76,25 @@ func sendCloudInit(clone *types.VirtualMachineCloneSpec, spec vmprovider.Spec, t
 		}
 		return nil
 	}
-	meta, err := gzipBase64(ci.MetaData)
-	if err != nil {
-		return err
-	}
+	// Every key cloud-init's datasource reads is written, an empty value
+	// (which vCenter takes as the key's removal) for what the Spec does
+	// not give: a clone inherits the template's configuration, and
+	// cloud-init would otherwise run the user data or vendor data a
+	// template was built with (a Packer build's, say).
 	keys := []types.BaseOptionValue{
-		&types.OptionValue{Key: guestInfoMetaData, Value: meta},
-		&types.OptionValue{Key: guestInfoMetaDataEncoding, Value: guestInfoEncoding},
+		&types.OptionValue{Key: guestInfoMetaData, Value: ""}, &types.OptionValue{Key: guestInfoMetaDataEncoding, Value: ""},
+		&types.OptionValue{Key: guestInfoUserData, Value: ""}, &types.OptionValue{Key: guestInfoUserDataEncoding, Value: ""},
+		&types.OptionValue{Key: guestInfoVendorData, Value: ""}, &types.OptionValue{Key: guestInfoVendorDataEncoding, Value: ""},
 	}
-	if ci.UserData != "" {
-		user, err := gzipBase64(ci.UserData)
+	for i, data := range []string{ci.MetaData, ci.UserData} {
+		if data == "" {
+			continue
+		}
+		v, err := gzipBase64(data)
 		if err != nil {
 			return err
 		}
-		keys = append(keys, &types.OptionValue{Key: guestInfoUserData, Value: user},
-			&types.OptionValue{Key: guestInfoUserDataEncoding, Value: guestInfoEncoding})
+		keys[2*i].GetOptionValue().Value, keys[2*i+1].GetOptionValue().Value = v, guestInfoEncoding
 	}
 	clone.Config.ExtraConfig = append(clone.Config.ExtraConfig, keys...)
 	removed := true

@@ -7,6 +7,7 @@ import (
 	"encoding/base64"
 	"errors"
 	"io"
+	"strings"
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
@@ -45,6 +46,10 @@ func TestCloudInit_GuestInfo(t *testing.T) {
 				ArrayUpdateSpec: types.ArrayUpdateSpec{Operation: types.ArrayUpdateOperationAdd},
 				Info:            &types.VAppPropertyInfo{Key: 1, Id: "user-data", Type: "string", DefaultValue: "from the OVF"},
 			}},
+		}, ExtraConfig: []types.BaseOptionValue{ // a template's own cloud-init data, a Packer build's say
+			&types.OptionValue{Key: "guestinfo.userdata", Value: "I2Nsb3VkLWNvbmZpZwo="},
+			&types.OptionValue{Key: "guestinfo.userdata.encoding", Value: "base64"},
+			&types.OptionValue{Key: "guestinfo.vendordata", Value: "vendor"},
 		}})
 	})
 
@@ -66,14 +71,55 @@ func TestCloudInit_GuestInfo(t *testing.T) {
 		t.Errorf("the clone's config.vAppConfigRemoved = %v, want true", r)
 	}
 
+	want := map[string]string{
+		"guestinfo.userdata": ci.UserData, "guestinfo.userdata.encoding": "gzip+base64",
+		"guestinfo.metadata": ci.MetaData, "guestinfo.metadata.encoding": "gzip+base64",
+	}
+	if diff := cmp.Diff(want, guestInfo(t, sim, tmpl, "web-0")); diff != "" {
+		t.Errorf("web-0's guestinfo keys, decoded (-want +got):\n%s", diff)
+	}
+
+	// Metadata only: none of the template's user data or vendor data is
+	// left for cloud-init to run. vCenter copies a template's ExtraConfig
+	// into its clone, and takes an empty value as a key's removal; the
+	// simulator keeps only the spec's, so the request shows the removal.
+	metaOnly := vmprovider.CloudInit{MetaData: "local-hostname: web-1\n"}
+	clones = faults.Record("CloneVM_Task")
+	if _, err := p.Create(ctx, vmprovider.Spec{Name: "web-1", Owner: ownerA, CloudInit: &metaOnly}); err != nil {
+		t.Fatal(err)
+	}
+	clones.Stop()
+	if reqs, err = clones.Requests(); err != nil || len(reqs) != 1 {
+		t.Fatalf("recorded clones %v, %v; want one", reqs, err)
+	}
+	sent := map[string]string{}
+	for _, o := range reqs[0].(*types.CloneVM_Task).Spec.Config.ExtraConfig {
+		if v := o.GetOptionValue(); strings.HasPrefix(v.Key, "guestinfo.") && !strings.HasPrefix(v.Key, "guestinfo.metadata") {
+			sent[v.Key], _ = v.Value.(string)
+		}
+	}
+	removed := map[string]string{"guestinfo.userdata": "", "guestinfo.userdata.encoding": "", "guestinfo.vendordata": "", "guestinfo.vendordata.encoding": ""}
+	if diff := cmp.Diff(removed, sent); diff != "" {
+		t.Errorf("web-1's clone: the template's user and vendor data not removed (-want +got):\n%s", diff)
+	}
+	want = map[string]string{"guestinfo.metadata": metaOnly.MetaData, "guestinfo.metadata.encoding": "gzip+base64"}
+	if diff := cmp.Diff(want, guestInfo(t, sim, tmpl, "web-1")); diff != "" {
+		t.Errorf("web-1's guestinfo keys, decoded (-want +got):\n%s", diff)
+	}
+}
+
+// guestInfo returns the guestinfo keys of the VM called name, the user
+// data and metadata decoded.
+func guestInfo(t *testing.T, sim *vcsimtest.Sim, any *object.VirtualMachine, name string) map[string]string {
+	t.Helper()
 	var m mo.VirtualMachine
-	vm := object.NewVirtualMachine(tmpl.Client(), mustRef(t, sim, "web-0"))
-	if err := vm.Properties(ctx, vm.Reference(), []string{"config.extraConfig"}, &m); err != nil {
+	vm := object.NewVirtualMachine(any.Client(), mustRef(t, sim, name))
+	if err := vm.Properties(context.Background(), vm.Reference(), []string{"config.extraConfig"}, &m); err != nil {
 		t.Fatal(err)
 	}
 	got := map[string]string{}
 	for _, o := range m.Config.ExtraConfig {
-		if v := o.GetOptionValue(); len(v.Key) > len("guestinfo.") && v.Key[:len("guestinfo.")] == "guestinfo." {
+		if v := o.GetOptionValue(); strings.HasPrefix(v.Key, "guestinfo.") {
 			got[v.Key], _ = v.Value.(string)
 		}
 	}
@@ -82,13 +128,7 @@ func TestCloudInit_GuestInfo(t *testing.T) {
 			got[k] = gunzipBase64(t, got[k])
 		}
 	}
-	want := map[string]string{
-		"guestinfo.userdata": ci.UserData, "guestinfo.userdata.encoding": "gzip+base64",
-		"guestinfo.metadata": ci.MetaData, "guestinfo.metadata.encoding": "gzip+base64",
-	}
-	if diff := cmp.Diff(want, got); diff != "" {
-		t.Errorf("the VM's guestinfo keys, decoded (-want +got):\n%s", diff)
-	}
+	return got
 }
 
 // TestCloudInit_TransportChecked: a transport New does not know is a

@@ -6,8 +6,12 @@ import (
 	"crypto/tls"
 	"crypto/x509"
 	"fmt"
+	"net/http"
 	"net/url"
+	"os"
+	"slices"
 	"strings"
+	"time"
 
 	"github.com/vmware/govmomi/session"
 	"github.com/vmware/govmomi/vim25"
@@ -23,9 +27,23 @@ const tunnelPortParam = "GOVMOMI_TUNNEL_PROXY_PORT"
 // CertificateFiles returns a Config.ClientCertificate that reads the PEM
 // certificate and private key in certFile and keyFile at each login, so
 // that a certificate renewed in place (a mounted Secret that cert-manager
-// renews, say) is the one the next login presents.
+// renews, say) is the one the next login presents. A read that fails (a
+// certificate that does not match its key, read across a renewal) is
+// tried once more a moment later.
 func CertificateFiles(certFile, keyFile string) func(context.Context) (tls.Certificate, error) {
-	return func(context.Context) (tls.Certificate, error) {
+	return func(ctx context.Context) (tls.Certificate, error) {
+		c, err := tls.LoadX509KeyPair(certFile, keyFile)
+		if err == nil {
+			return c, nil
+		}
+		// The kubelet renews a mounted Secret by swapping a symbolic
+		// link: the two reads may straddle the swap, and read again a
+		// moment later they agree.
+		select {
+		case <-time.After(100 * time.Millisecond):
+		case <-ctx.Done():
+			return c, err
+		}
 		return tls.LoadX509KeyPair(certFile, keyFile)
 	}
 }
@@ -67,7 +85,9 @@ func whoLogsIn(cfg Config) string {
 // TLS itself and passes no client certificate on, so the login goes
 // through the SDK tunnel, an HTTP proxy on port 80 of vCenter's host
 // whose CONNECT target, sdkTunnel:8089, is vpxd's own endpoint; the
-// session cookie it answers with is then vc's. govmomi's
+// session cookie it answers with is then vc's (sm does not learn the
+// session: its UserSession asks vCenter, its SessionIsActive does not
+// know). govmomi's
 // session.Manager.LoginExtensionByCertificate does the same but stops
 // verifying vCenter's certificate on the tunnel; here it is verified as
 // on the main connection (CA bundle, thumbprint, or Insecure), against
@@ -106,12 +126,18 @@ func loginByCertificate(ctx context.Context, cfg Config, vc *vim25.Client, sm *s
 			return nil
 		}
 	}
+	defer tunnel.CloseIdleConnections() // one login's transport: nothing else uses it
 	c := &vim25.Client{Client: tunnel, RoundTripper: tunnel, ServiceContent: vc.ServiceContent}
 	req := types.LoginExtensionByCertificate{This: sm.Reference(), ExtensionKey: cfg.ExtensionKey, Locale: session.Locale}
+	via := fmt.Sprintf("vCenter's SDK tunnel (the HTTP proxy on port %s of %s)",
+		cmp.Or(u.Query().Get(tunnelPortParam), os.Getenv(tunnelPortParam), "80"), u.Hostname())
 	if _, err := methods.LoginExtensionByCertificate(ctx, c, &req); err != nil {
-		port := cmp.Or(u.Query().Get(tunnelPortParam), "80")
-		return fmt.Errorf("log in through vCenter's SDK tunnel (the HTTP proxy on port %s of %s): %w", port, u.Hostname(), refused(err))
+		return fmt.Errorf("log in through %s: %w", via, refused(err))
 	}
-	vc.Jar.SetCookies(u, tunnel.Jar.Cookies(tunnel.URL()))
+	cookies := tunnel.Jar.Cookies(tunnel.URL())
+	if !slices.ContainsFunc(cookies, func(c *http.Cookie) bool { return c.Name == soap.SessionCookieName }) {
+		return fmt.Errorf("log in through %s: vCenter answered without a session cookie (%s)", via, soap.SessionCookieName)
+	}
+	vc.Jar.SetCookies(u, cookies)
 	return nil
 }

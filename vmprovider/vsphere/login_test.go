@@ -2,24 +2,21 @@ package vsphere_test
 
 import (
 	"context"
-	"crypto/ecdsa"
-	"crypto/elliptic"
-	"crypto/rand"
 	"crypto/tls"
 	"crypto/x509"
-	"crypto/x509/pkix"
 	"encoding/pem"
 	"errors"
-	"math/big"
+	"net/http"
+	"net/http/httptest"
 	"os"
 	"path/filepath"
 	"strings"
 	"sync"
 	"testing"
-	"time"
 
 	"github.com/vmware/govmomi/vim25/soap"
 
+	"github.com/replicakit/replicakit/internal/testcert"
 	simgate "github.com/replicakit/replicakit/internal/vcsim"
 	"github.com/replicakit/replicakit/internal/vcsimtest"
 	"github.com/replicakit/replicakit/vmprovider"
@@ -28,28 +25,6 @@ import (
 
 // extensionKey is the extension the certificate tests log in as.
 const extensionKey = "io.replicakit.test"
-
-// clientCertificate makes a self-signed client certificate named cn.
-func clientCertificate(t *testing.T, cn string) tls.Certificate {
-	t.Helper()
-	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
-	if err != nil {
-		t.Fatal(err)
-	}
-	tmpl := &x509.Certificate{
-		SerialNumber: big.NewInt(time.Now().UnixNano()),
-		Subject:      pkix.Name{CommonName: cn},
-		NotBefore:    time.Now().Add(-time.Hour),
-		NotAfter:     time.Now().Add(time.Hour),
-		KeyUsage:     x509.KeyUsageDigitalSignature,
-		ExtKeyUsage:  []x509.ExtKeyUsage{x509.ExtKeyUsageClientAuth},
-	}
-	der, err := x509.CreateCertificate(rand.Reader, tmpl, tmpl, &key.PublicKey, key)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return tls.Certificate{Certificate: [][]byte{der}, PrivateKey: key}
-}
 
 // startTunnelled runs a simulator with its SDK tunnel, extensionKey
 // registered with cert, and returns it with a configuration that logs in
@@ -77,7 +52,7 @@ func startTunnelled(t *testing.T, cert tls.Certificate, certificate func() tls.C
 // ClientCertificate still gives the old one, and works again, watch
 // included, once it gives the new one, with no new Provider.
 func TestLogin_Certificate(t *testing.T) {
-	first, second := clientCertificate(t, "replicakit-1"), clientCertificate(t, "replicakit-2")
+	first, second := testcert.Client(t, "replicakit-1"), testcert.Client(t, "replicakit-2")
 	var mu sync.Mutex
 	current := first
 	sim, cfg := startTunnelled(t, first, func() tls.Certificate {
@@ -132,7 +107,7 @@ func TestLogin_Certificate(t *testing.T) {
 // so is a configuration with a key and no certificate, or the reverse,
 // refused before any call (ErrConfig).
 func TestLogin_CertificateRefused(t *testing.T) {
-	registered, other := clientCertificate(t, "registered"), clientCertificate(t, "other")
+	registered, other := testcert.Client(t, "registered"), testcert.Client(t, "other")
 	_, cfg := startTunnelled(t, registered, func() tls.Certificate { return other })
 	ctx := context.Background()
 	_, err := vsphere.New(ctx, cfg)
@@ -140,10 +115,60 @@ func TestLogin_CertificateRefused(t *testing.T) {
 		t.Fatalf("New with a certificate vCenter does not know = %v, want ErrLogin naming %s", err, extensionKey)
 	}
 	t.Log(err)
+	none := cfg
+	none.ClientCertificate = func(context.Context) (tls.Certificate, error) { return tls.Certificate{}, nil }
+	if _, err := vsphere.New(ctx, none); !errors.Is(err, vsphere.ErrLogin) {
+		t.Errorf("New presenting no certificate = %v, want ErrLogin (NoClientCertificate)", err)
+	}
+	broken := cfg
+	broken.ClientCertificate = func(context.Context) (tls.Certificate, error) { return tls.Certificate{}, os.ErrNotExist }
+	if _, err := vsphere.New(ctx, broken); !errors.Is(err, vsphere.ErrLogin) || !errors.Is(err, os.ErrNotExist) {
+		t.Errorf("New whose ClientCertificate fails = %v, want ErrLogin wrapping its error", err)
+	}
 	half := cfg
 	half.ClientCertificate = nil
 	if _, err := vsphere.New(ctx, half); !errors.Is(err, vsphere.ErrConfig) {
 		t.Errorf("New with ExtensionKey and no ClientCertificate = %v, want ErrConfig", err)
+	}
+	half = cfg
+	half.ExtensionKey = ""
+	if _, err := vsphere.New(ctx, half); !errors.Is(err, vsphere.ErrConfig) {
+		t.Errorf("New with ClientCertificate and no ExtensionKey = %v, want ErrConfig", err)
+	}
+}
+
+// TestLogin_TunnelVerified: the SDK tunnel's TLS is verified as port
+// 443's is. With the tunnel leading to a server of another certificate
+// (port 443 being vCenter's own), the login fails on that certificate,
+// whether vCenter is trusted by CA bundle or by thumbprint, and no session
+// is taken from it.
+func TestLogin_TunnelVerified(t *testing.T) {
+	cert := testcert.Client(t, "replicakit")
+	sim, cfg := startTunnelled(t, cert, func() tls.Certificate { return cert })
+	impostor := httptest.NewTLSServer(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
+		t.Error("the impostor was sent a request: its certificate was not verified")
+		http.Error(w, "impostor", http.StatusInternalServerError)
+	}))
+	defer impostor.Close()
+	tun, err := simgate.StartTunnel(impostor.Listener.Addr().String())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer func() { _ = tun.Close() }()
+	cfg.URL = tun.On(cfg.URL)
+	block, _ := pem.Decode(sim.CA)
+	server, err := x509.ParseCertificate(block.Bytes)
+	if err != nil {
+		t.Fatal(err)
+	}
+	byThumbprint := cfg
+	byThumbprint.CABundle, byThumbprint.Thumbprint = nil, soap.ThumbprintSHA256(server)
+	for name, c := range map[string]vsphere.Config{"CA bundle": cfg, "thumbprint": byThumbprint} {
+		_, _, err := vsphere.Connect(context.Background(), c)
+		if err == nil || !strings.Contains(err.Error(), "certificate") {
+			t.Errorf("%s: a login through a tunnel to another certificate = %v, want it refused on that certificate", name, err)
+		}
+		t.Logf("%s: %v", name, err)
 	}
 }
 
@@ -151,7 +176,7 @@ func TestLogin_CertificateRefused(t *testing.T) {
 // main connection's: by thumbprint, with no CA bundle, when the
 // configuration gives one; a wrong thumbprint fails the login.
 func TestLogin_CertificateThumbprint(t *testing.T) {
-	cert := clientCertificate(t, "replicakit")
+	cert := testcert.Client(t, "replicakit")
 	sim, cfg := startTunnelled(t, cert, func() tls.Certificate { return cert })
 	block, _ := pem.Decode(sim.CA)
 	server, err := x509.ParseCertificate(block.Bytes)
@@ -179,20 +204,17 @@ func TestCertificateFiles(t *testing.T) {
 	certFile, keyFile := filepath.Join(dir, "tls.crt"), filepath.Join(dir, "tls.key")
 	write := func(c tls.Certificate) {
 		t.Helper()
-		key, err := x509.MarshalPKCS8PrivateKey(c.PrivateKey)
-		if err != nil {
+		crt, key := testcert.PEM(t, c)
+		if err := os.WriteFile(certFile, []byte(crt), 0o600); err != nil {
 			t.Fatal(err)
 		}
-		if err := os.WriteFile(certFile, pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: c.Certificate[0]}), 0o600); err != nil {
-			t.Fatal(err)
-		}
-		if err := os.WriteFile(keyFile, pem.EncodeToMemory(&pem.Block{Type: "PRIVATE KEY", Bytes: key}), 0o600); err != nil {
+		if err := os.WriteFile(keyFile, []byte(key), 0o600); err != nil {
 			t.Fatal(err)
 		}
 	}
 	read := vsphere.CertificateFiles(certFile, keyFile)
 	for _, cn := range []string{"first", "renewed"} {
-		c := clientCertificate(t, cn)
+		c := testcert.Client(t, cn)
 		write(c)
 		got, err := read(context.Background())
 		if err != nil {

@@ -2,15 +2,11 @@ package vsphere_test
 
 import (
 	"context"
-	"crypto/ecdsa"
-	"crypto/elliptic"
-	"crypto/rand"
 	"crypto/tls"
 	"crypto/x509"
 	"crypto/x509/pkix"
 	"errors"
 	"io"
-	"math/big"
 	"net"
 	"net/http"
 	"net/http/httptest"
@@ -20,6 +16,7 @@ import (
 	"time"
 
 	"github.com/replicakit/replicakit/internal/netcut"
+	"github.com/replicakit/replicakit/internal/testcert"
 	"github.com/replicakit/replicakit/internal/vcsimtest"
 	"github.com/replicakit/replicakit/vmprovider"
 	"github.com/replicakit/replicakit/vmprovider/vsphere"
@@ -215,7 +212,7 @@ func alerting(t *testing.T) vsphere.Config {
 		t.Fatal(err)
 	}
 	cfg := &tls.Config{
-		Certificates: []tls.Certificate{selfSigned(t)},
+		Certificates: []tls.Certificate{testcert.New(t, x509.Certificate{Subject: pkix.Name{CommonName: "127.0.0.1"}, IPAddresses: []net.IP{net.IPv4(127, 0, 0, 1)}, ExtKeyUsage: []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth}})},
 		ClientAuth:   tls.RequireAnyClientCert,
 		MaxVersion:   tls.VersionTLS12,
 	}
@@ -243,29 +240,6 @@ func alerting(t *testing.T) vsphere.Config {
 		wg.Wait()
 	})
 	return vsphere.Config{URL: "https://" + ln.Addr().String() + "/sdk", Username: "u", Password: "p", Insecure: true}
-}
-
-// selfSigned makes a certificate for 127.0.0.1.
-func selfSigned(t *testing.T) tls.Certificate {
-	t.Helper()
-	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
-	if err != nil {
-		t.Fatal(err)
-	}
-	tmpl := &x509.Certificate{
-		SerialNumber: big.NewInt(1),
-		Subject:      pkix.Name{CommonName: "127.0.0.1"},
-		IPAddresses:  []net.IP{net.IPv4(127, 0, 0, 1)},
-		NotBefore:    time.Now().Add(-time.Hour),
-		NotAfter:     time.Now().Add(time.Hour),
-		KeyUsage:     x509.KeyUsageDigitalSignature,
-		ExtKeyUsage:  []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth},
-	}
-	der, err := x509.CreateCertificate(rand.Reader, tmpl, tmpl, &key.PublicKey, key)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return tls.Certificate{Certificate: [][]byte{der}, PrivateKey: key}
 }
 
 // TestWatch_PrivilegesInHealth: a watch whose calls vCenter refuses for

@@ -235,13 +235,14 @@ func (r *VirtualMachineReconciler) Reconcile(ctx context.Context, req reconcile.
 		if serr == nil {
 			cctx, cancel := context.WithTimeout(ctx, CreateWait)
 			got, err = provider.Create(cctx, spec)
+			waited := errors.Is(err, context.DeadlineExceeded) && errors.Is(cctx.Err(), context.DeadlineExceeded) && ctx.Err() == nil
 			cancel()
-			if errors.Is(err, context.DeadlineExceeded) && cctx.Err() != nil && ctx.Err() == nil {
+			if waited {
 				// The clone goes on in the provider, which reports the VM
 				// as Creating; this worker is free for the next object,
-				// and a delete meanwhile is seen at once.
-				return reconcile.Result{RequeueAfter: GuestPollInterval}, r.record(ctx, &vm, metav1.ConditionFalse, ReasonCreating,
-					fmt.Errorf("vSphere VM %s is still being cloned after %v: %w", name, CreateWait, err))
+				// and a delete meanwhile is seen at its next reconcile.
+				return reconcile.Result{RequeueAfter: GuestPollInterval}, r.creating(ctx, &vm,
+					fmt.Sprintf("vSphere VM %s is still being cloned after %v", name, CreateWait))
 			}
 		} else {
 			err = serr
@@ -282,8 +283,8 @@ func (r *VirtualMachineReconciler) Reconcile(ctx context.Context, req reconcile.
 			name, got.Unreachable, vmprovider.ErrUnreadable)
 		return reconcile.Result{RequeueAfter: unreachableRecheck}, r.record(ctx, &vm, metav1.ConditionUnknown, ReasonVMUnreadable, err)
 	case got.Creating && got.Owner == owner:
-		return reconcile.Result{RequeueAfter: GuestPollInterval}, r.record(ctx, &vm, metav1.ConditionFalse, ReasonCreating,
-			fmt.Errorf("vSphere VM %s is still being cloned, for a create whose call ended first", name))
+		return reconcile.Result{RequeueAfter: GuestPollInterval}, r.creating(ctx, &vm,
+			fmt.Sprintf("vSphere VM %s is still being cloned, for a create whose call ended first", name))
 	case got.Owner != owner:
 		err := &vmprovider.NotOwnedError{Name: name, Want: owner, Got: got.Owner}
 		return reconcile.Result{}, r.refuse(ctx, &vm, "NameTaken", err)
@@ -453,6 +454,14 @@ const unreachableRecheck = 30 * time.Second
 func (r *VirtualMachineReconciler) record(ctx context.Context, vm *vmv1.VirtualMachine, status metav1.ConditionStatus, reason string, err error) error {
 	r.event(vm, corev1.EventTypeWarning, reason, "Reconcile", "%v", err)
 	cond := metav1.Condition{Type: "Ready", Status: status, Reason: reason, Message: err.Error()}
+	return r.setStatus(ctx, vm, lastSeen(vm), cond)
+}
+
+// creating records that vm's clone goes on past its create's call
+// (ReasonCreating), with no event: a clone of minutes is no warning, and
+// it is read again every GuestPollInterval until done.
+func (r *VirtualMachineReconciler) creating(ctx context.Context, vm *vmv1.VirtualMachine, msg string) error {
+	cond := metav1.Condition{Type: "Ready", Status: metav1.ConditionFalse, Reason: ReasonCreating, Message: msg}
 	return r.setStatus(ctx, vm, lastSeen(vm), cond)
 }
 

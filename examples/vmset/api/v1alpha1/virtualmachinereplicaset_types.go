@@ -334,6 +334,7 @@ type VirtualMachineReplicaSetStatus struct {
 	// VirtualMachine says Ready Unknown, VMUnreadable). They count in
 	// replicas, never in readyReplicas or availableReplicas, and none is
 	// replaced or deleted until vCenter reads it again.
+	// +kubebuilder:default=0
 	// +optional
 	UnknownReplicas int32 `json:"unknownReplicas,omitempty"`
 	// ObservedGeneration is the generation this status describes.

@@ -2,41 +2,20 @@ package main
 
 import (
 	"context"
-	"crypto/ecdsa"
-	"crypto/elliptic"
-	"crypto/rand"
-	"crypto/x509"
-	"crypto/x509/pkix"
-	"encoding/pem"
-	"math/big"
 	"testing"
-	"time"
 
+	"github.com/replicakit/replicakit/internal/testcert"
 	"github.com/replicakit/replicakit/internal/vcsimtest"
 	"github.com/replicakit/replicakit/vmprovider/vsphere"
 )
 
 // clientPair makes a self-signed client certificate and returns it as the
 // tls.crt and tls.key of a kubernetes.io/tls Secret, and its DER.
-func clientPair(t *testing.T) (crt, key string, der []byte) {
+func clientPair(t testing.TB) (crt, key string, der []byte) {
 	t.Helper()
-	k, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
-	if err != nil {
-		t.Fatal(err)
-	}
-	tmpl := &x509.Certificate{SerialNumber: big.NewInt(1), Subject: pkix.Name{CommonName: "vmset-manager"},
-		NotBefore: time.Now().Add(-time.Hour), NotAfter: time.Now().Add(time.Hour),
-		ExtKeyUsage: []x509.ExtKeyUsage{x509.ExtKeyUsageClientAuth}}
-	der, err = x509.CreateCertificate(rand.Reader, tmpl, tmpl, &k.PublicKey, k)
-	if err != nil {
-		t.Fatal(err)
-	}
-	pk, err := x509.MarshalPKCS8PrivateKey(k)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return string(pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: der})),
-		string(pem.EncodeToMemory(&pem.Block{Type: "PRIVATE KEY", Bytes: pk})), der
+	c := testcert.Client(t, "vmset-manager")
+	crt, key = testcert.PEM(t, c)
+	return crt, key, c.Certificate[0]
 }
 
 // TestParse_CertificateLogin: the operator logs in to a vCenter by client
@@ -79,5 +58,10 @@ func TestParse_CertificateLogin(t *testing.T) {
 	both := vcenterDir(t, map[string]string{"url": sim.URL, "extensionKey": ext, "password": "p", "tls.crt": crt, "tls.key": key})
 	parseCase(t, []string{"-vcsim", "-vcenter=west=" + both}, nil, "not both")
 	noKey := vcenterDir(t, map[string]string{"url": sim.URL, "extensionKey": ext, "tls.crt": crt})
-	parseCase(t, []string{"-vcsim", "-vcenter=west=" + noKey}, nil, "holds no tls.key")
+	parseCase(t, []string{"-vcsim", "-vcenter=west=" + noKey}, nil, "tls.key")
+	otherCrt, _, _ := clientPair(t)
+	mismatched := vcenterDir(t, map[string]string{"url": sim.URL, "extensionKey": ext, "tls.crt": otherCrt, "tls.key": key})
+	parseCase(t, []string{"-vcsim", "-vcenter=west=" + mismatched}, nil, "does not match")
+	parseCase(t, []string{"-vsphere-client-cert-dir=" + vcenterDir(t, map[string]string{"tls.crt": otherCrt, "tls.key": key})},
+		map[string]string{"VSPHERE_URL": sim.URL, "VSPHERE_EXTENSION_KEY": ext}, "does not match")
 }

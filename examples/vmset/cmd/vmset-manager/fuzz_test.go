@@ -45,8 +45,9 @@ func newFuzzFiles(f *testing.F) fuzzFiles {
 			f.Fatal(err)
 		}
 	}
-	for _, name := range []string{"tls.crt", "tls.key"} {
-		if err := os.WriteFile(filepath.Join(ff.certs, name), []byte("PEM"), 0o600); err != nil {
+	crt, key, _ := clientPair(f) // a real pair: -vsphere-client-cert-dir loads it
+	for name, v := range map[string]string{"tls.crt": crt, "tls.key": key} {
+		if err := os.WriteFile(filepath.Join(ff.certs, name), []byte(v), 0o600); err != nil {
 			f.Fatal(err)
 		}
 	}

@@ -8,7 +8,6 @@ import (
 	"log/slog"
 	"maps"
 	"os"
-	"path/filepath"
 	"slices"
 	"strings"
 	"time"
@@ -124,13 +123,10 @@ func parse(args []string, getenv func(string) string, stderr io.Writer) (options
 	if !o.metricsSecure && (o.metricsCertDir != "" || o.enableHTTP2) {
 		return o, fmt.Errorf("%w: -metrics-cert-dir and -enable-http2 apply only with -metrics-secure", errUsage)
 	}
-	for _, f := range []string{"tls.crt", "tls.key"} {
+	if o.metricsCertDir != "" {
 		// controller-runtime would fall back to a self-signed certificate,
 		// hiding a bad mount.
-		if o.metricsCertDir == "" {
-			break
-		}
-		if _, err := os.Stat(filepath.Join(o.metricsCertDir, f)); err != nil {
+		if _, _, err := tlsPair(o.metricsCertDir); err != nil {
 			return o, fmt.Errorf("%w: -metrics-cert-dir: %w", errUsage, err)
 		}
 	}
@@ -198,13 +194,11 @@ func parse(args []string, getenv func(string) string, stderr io.Writer) (options
 		if key == "" || dir == "" {
 			return o, fmt.Errorf("%w: -vsphere-extension-key and -vsphere-client-cert-dir go together", errUsage)
 		}
-		for _, f := range []string{"tls.crt", "tls.key"} {
-			if _, err := os.Stat(filepath.Join(dir, f)); err != nil {
-				return o, fmt.Errorf("%w: -vsphere-client-cert-dir: %w", errUsage, err)
-			}
+		cert, err := clientCertificate(dir)
+		if err != nil {
+			return o, fmt.Errorf("%w: -vsphere-client-cert-dir: %w", errUsage, err)
 		}
-		v.ExtensionKey = key
-		v.ClientCertificate = vsphere.CertificateFiles(filepath.Join(dir, "tls.crt"), filepath.Join(dir, "tls.key"))
+		v.ExtensionKey, v.ClientCertificate = key, cert
 	}
 	byPassword := v.Username != "" || v.Password != ""
 	switch {

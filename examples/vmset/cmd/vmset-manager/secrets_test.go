@@ -2,15 +2,10 @@ package main
 
 import (
 	"context"
-	"crypto/ecdsa"
-	"crypto/elliptic"
-	"crypto/rand"
 	"crypto/x509"
 	"crypto/x509/pkix"
-	"encoding/pem"
 	"fmt"
 	"maps"
-	"math/big"
 	"os"
 	"path/filepath"
 	"slices"
@@ -32,6 +27,7 @@ import (
 
 	vmv1 "github.com/replicakit/replicakit/examples/vmset/api/v1alpha1"
 	"github.com/replicakit/replicakit/examples/vmset/controllers"
+	"github.com/replicakit/replicakit/internal/testcert"
 	"github.com/replicakit/replicakit/internal/testenv"
 	"github.com/replicakit/replicakit/internal/vcsim"
 	"github.com/replicakit/replicakit/vmprovider/vsphere"
@@ -310,24 +306,10 @@ func writeFile(t *testing.T, dir, name, content string) string {
 // the test, which signed nothing of vCenter's.
 func otherCA(t *testing.T) string {
 	t.Helper()
-	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
-	if err != nil {
-		t.Fatal(err)
-	}
-	tmpl := &x509.Certificate{
-		SerialNumber:          big.NewInt(1),
-		Subject:               pkix.Name{CommonName: "not vCenter's CA"},
-		NotBefore:             time.Now().Add(-time.Hour),
-		NotAfter:              time.Now().Add(time.Hour),
-		IsCA:                  true,
-		BasicConstraintsValid: true,
-		KeyUsage:              x509.KeyUsageCertSign,
-	}
-	der, err := x509.CreateCertificate(rand.Reader, tmpl, tmpl, &key.PublicKey, key)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return string(pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: der}))
+	ca := testcert.New(t, x509.Certificate{Subject: pkix.Name{CommonName: "not vCenter's CA"}, IsCA: true,
+		BasicConstraintsValid: true, KeyUsage: x509.KeyUsageCertSign})
+	crt, _ := testcert.PEM(t, ca)
+	return crt
 }
 
 // endSessions ends every vCenter session but c's, as an administrator or

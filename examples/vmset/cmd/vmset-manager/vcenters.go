@@ -133,7 +133,12 @@ func readVCenter(name, dir string) (vsphere.Config, error) {
 		if c.Username != "" || c.Password != "" {
 			return c, fmt.Errorf("vCenter %s: %s holds extensionKey and a username or password: log in by password or by certificate, not both", name, dir)
 		}
-		login = []string{"tls.crt", "tls.key"}
+		login = nil
+		cert, err := clientCertificate(dir)
+		if err != nil {
+			return c, fmt.Errorf("vCenter %s: %w", name, err)
+		}
+		c.ClientCertificate = cert
 	}
 	for _, f := range login {
 		if _, err := os.Stat(filepath.Join(dir, f)); errors.Is(err, os.ErrNotExist) {
@@ -147,7 +152,6 @@ func readVCenter(name, dir string) (vsphere.Config, error) {
 		return c, fmt.Errorf("vCenter %s: insecure with ca.crt or thumbprint: choose one", name)
 	}
 	if c.ExtensionKey != "" {
-		c.ClientCertificate = vsphere.CertificateFiles(filepath.Join(dir, "tls.crt"), filepath.Join(dir, "tls.key"))
 		return c, nil
 	}
 	c.Credentials = fileCredentials(filepath.Join(dir, "username"), filepath.Join(dir, "password"))
