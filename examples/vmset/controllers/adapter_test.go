@@ -162,3 +162,26 @@ func TestReplicaSetAdapter_InPlaceRefusal(t *testing.T) {
 		}
 	}
 }
+
+// TestReplicaSetAdapter_UnknownVMs: a VirtualMachine whose state is
+// unknown is described as replicaset.Replica.Unreachable, never as a known
+// VM that is not ready (which a rollout deletes first and healing
+// replaces): its vCenter cannot read its VM (VMUnreadable), or does not
+// answer, or the operator's watch of it is being built again after its
+// session ended (VCenterUnreachable), with or without zones.
+func TestReplicaSetAdapter_UnknownVMs(t *testing.T) {
+	for reason, want := range map[string]bool{
+		controllers.ReasonVMUnreadable:       true,
+		controllers.ReasonVCenterUnreachable: true,
+		controllers.ReasonCreateRetrying:     false,
+		"GetFailed":                          false,
+	} {
+		vm := &vmv1.VirtualMachine{Status: vmv1.VirtualMachineStatus{InstanceUUID: "4217-0001", PowerState: string(vmv1.PoweredOn),
+			Conditions: []metav1.Condition{{Type: "Ready", Status: metav1.ConditionUnknown, Reason: reason}}}}
+		var r replicaset.Replica
+		controllers.ReplicaSetAdapter{}.Describe(vm, &r)
+		if r.Unreachable != want || r.Ready {
+			t.Errorf("Ready Unknown %s: described Unreachable %v, Ready %v; want Unreachable %v, not ready", reason, r.Unreachable, r.Ready, want)
+		}
+	}
+}

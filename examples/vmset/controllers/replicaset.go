@@ -246,8 +246,9 @@ func (ReplicaSetAdapter) NewChild(s *vmv1.VirtualMachineReplicaSet) (*vmv1.Virtu
 // Describe implements kube.Adapter: a VirtualMachine is pending until vCenter
 // has it, and while vCenter reports it powered off though its spec wants
 // it on (it serves nothing: a rollout does not count it among the VMs that
-// may serve); unreachable while vCenter cannot read its VM (Ready Unknown,
-// ReasonVMUnreadable: counted, neither replaced nor deleted); failed while
+// may serve); unreachable while vCenter cannot read its VM or does not
+// answer (Ready Unknown, ReasonVMUnreadable or ReasonVCenterUnreachable:
+// counted, neither replaced nor deleted; zones or none); failed while
 // vCenter refuses to clone it or its zone's
 // placement is gone (Ready False with the reason CreateFailed or
 // ZoneUnavailable: with zones, the set replaces it in another zone), or
@@ -274,7 +275,7 @@ func (ReplicaSetAdapter) Describe(vm *vmv1.VirtualMachine, r *replicaset.Replica
 	if ready != nil && ready.Status == metav1.ConditionTrue && !cycling {
 		r.Ready, r.ReadySince = true, ready.LastTransitionTime.Time
 	}
-	r.Unreachable = ready != nil && ready.Reason == ReasonVMUnreadable
+	r.Unreachable = ready != nil && (ready.Reason == ReasonVMUnreadable || ready.Reason == ReasonVCenterUnreachable)
 }
 
 // SetStatus implements kube.Adapter.
