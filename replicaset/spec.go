@@ -139,8 +139,22 @@ type Spec struct {
 // maxPerPass returns the effective per-pass cap.
 func (s Spec) maxPerPass() int { return cmp.Or(s.MaxPerPass, DefaultMaxPerPass) }
 
-// Validate reports whether s can be planned for. The error wraps
-// ErrInvalidSpec.
+// Validate reports whether s can be planned for. It refuses, each in an
+// error of its own, all of them joined and each wrapping ErrInvalidSpec:
+//   - a negative Desired, MaxPerPass or MinReady;
+//   - a Strategy whose Type is neither RollingUpdate nor OnDelete, whose
+//     MaxSurge, MaxUnavailable or Partition is negative, whose Method is
+//     none of the UpdateMethods, or, for a RollingUpdate, whose MaxSurge
+//     and MaxUnavailable are both zero (nothing could ever be replaced);
+//   - with Remediation, a negative StartupWindow, UnhealthyWindow,
+//     Backoff, MaxUnhealthy, MaxInFlight or MaxFailures;
+//   - with Lifecycle, a negative Timeout;
+//   - in Zones or Unreachable, a zone with an empty name or one listed
+//     twice.
+//
+// Zero stands for a setting's default wherever it has one; Compute and
+// Drain validate the spec with it, and the replicas besides
+// (ErrInvalidReplica).
 func (s Spec) Validate() error {
 	// Each check appends its error or nil, which errors.Join drops: room
 	// for all of them, so that a valid spec allocates nothing.
