@@ -45,4 +45,11 @@
 // Reconciler and records the most that lived at once, counting those being
 // deleted, and the fewest that were ready ([Bounds]): what a rollout's
 // MaxSurge and MaxUnavailable promise.
+//
+// A test of pre-delete hooks (kube.Spec.Lifecycle) needs running children:
+// a child that never ran has nothing to drain, so one the Adapter
+// describes as replicaset.PhasePending (a Pod no MarkPodReady has made
+// Running, with an Adapter that maps the Pod's phase) is deleted without
+// waiting on its hooks, and a hook test that forgets to play the kubelet
+// sees no hook hold anything.
 package kubetest
