@@ -37,15 +37,7 @@ func TestCredentials_Rotated(t *testing.T) {
 	w := vsphere.NewWatch(p)
 	events := make(chan event, 64)
 	w.OnChange(func(vm vmprovider.VM, gone bool) { events <- event{vm, gone} })
-	wctx, cancel := context.WithCancel(ctx)
-	done := make(chan error, 1)
-	go func() { done <- w.Run(wctx) }()
-	t.Cleanup(func() {
-		cancel()
-		if err := <-done; err != nil {
-			t.Errorf("Run: %v", err)
-		}
-	})
+	runWatch(t, w)
 	<-w.Synced()
 	if _, err := p.Create(ctx, vmprovider.Spec{Name: "web-0", Owner: ownerA}); err != nil {
 		t.Fatal(err)

@@ -36,20 +36,12 @@ func watchingFields(t *testing.T, fields vsphere.Fields) (*vcsimtest.Sim, *simga
 	if err != nil {
 		t.Fatal(err)
 	}
+	t.Cleanup(func() { _ = p.Close(context.Background()) }) // after the watch stops
 	w := vsphere.NewWatch(p)
 	w.SetFields(fields)
 	events := make(chan event, 256)
 	w.OnChange(func(vm vmprovider.VM, gone bool) { events <- event{vm, gone} })
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan error, 1)
-	go func() { done <- w.Run(ctx) }()
-	t.Cleanup(func() {
-		cancel()
-		if err := <-done; err != nil {
-			t.Errorf("Run: %v", err)
-		}
-		_ = p.Close(context.Background())
-	})
+	runWatch(t, w)
 	select {
 	case <-w.Synced():
 	case <-time.After(30 * time.Second):
