@@ -260,12 +260,17 @@
 // at once. One that has started (Health.Started) but not been healthy
 // since, when Remediation.StartupWindow has passed since it started: the
 // window runs from when the replica exists, not from when it was asked
-// for, so a slow clone queue does not eat it. One that was healthy and is
+// for, so a slow clone queue does not eat it. Which clock each binding
+// uses: package kube, the child's creation (its creationTimestamp) or
+// the start its Adapter reports (kube.Starter; the example operator's is
+// when the VM's clone is under way); vmprovider.Set, the pass that first
+// lists the VM, a clone in flight included, or its boot when vCenter
+// reports one since the Set's previous pass. One that was healthy and is
 // unhealthy now, when it has been so without a break for
 // Remediation.UnhealthyWindow (Health.Since, or the end of a storm that
 // caught it, as the storm guard below says): a replica whose health
 // flaps more often than the window is never remediated, which is the
-// hysteresis. A replica not yet started has no window running. A replica
+// hysteresis. A replica with no Health.Started has no window running. A replica
 // asked for (Health.RemediateNow) at once.
 //
 // What is done. With Remediation.Restart, a replica due that was not
@@ -337,8 +342,10 @@
 // if any.
 //
 // What a binding keeps, pass to pass, for each replica's Health: set
-// Started when the replica begins to run (its clone finished: the first
-// pass that sees it past PhasePending); feed every health check's answer
+// Started when its start-up window is to begin, from the replica's
+// creation or its start, and for a replica still PhasePending too, so
+// that one that never comes up (a clone that hangs, a Pod whose image is
+// never pulled) is remediated as one that came up and hung is; feed every health check's answer
 // to Health.Observe; once it has restarted a replica of Plan.Restart,
 // record it with Health.Restart; and keep it where a restarted binding
 // finds it again (on the replica: an annotation, a property). Ready stays

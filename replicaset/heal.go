@@ -188,7 +188,8 @@ func (ps *pass) decideHealing() {
 	}
 
 	st.FailingZones = ps.failingZones(unhealthyIn)
-	st.Storm = st.Unhealthy > rm.maxUnhealthy(ps.desired)
+	st.MaxUnhealthy = rm.maxUnhealthy(ps.desired)
+	st.Storm = st.Unhealthy > st.MaxUnhealthy
 	st.Suspended = hist.Failures >= cmp.Or(rm.MaxFailures, DefaultMaxFailures)
 	var resume time.Time
 	if hist.Failures > 0 && !st.Suspended {

@@ -46,10 +46,12 @@ type Health struct {
 	Since time.Time
 	// Reason says why, for status and events ("HeartbeatRed").
 	Reason string
-	// Started is when the replica began to run: its clone finished, or
-	// it was last restarted to remediate it. The start-up window runs from
-	// it. Zero: the replica has not started yet (a clone in flight), and
-	// no start-up window runs.
+	// Started is when the replica's start-up window began: its creation
+	// or its start, as the binding keeps time (the package documentation's
+	// Self-healing section says which each binding uses), or when it was
+	// last restarted to remediate it. A replica still PhasePending with a
+	// Started is judged by the window as a running one is. Zero: no
+	// start-up window runs yet.
 	Started time.Time
 }
 
@@ -84,6 +86,23 @@ func (h Health) Observe(ok bool, reason string, now time.Time) Health {
 // Now, a request the restart answered, is cleared.
 func (h Health) Restart(now time.Time) Health {
 	return Health{Started: now, Restarted: true, HealthyBefore: h.Healthy || h.HealthyBefore, Skip: h.Skip}
+}
+
+// Unseen returns h for a pass at now that could not see the replica (its
+// platform did not answer: Replica.Unreachable), as a binding keeps it:
+// time unseen counts toward no window. An unhealthy spell under way ends,
+// so that a replica seen unhealthy again starts a new spell then, and a
+// replica not yet healthy since it started starts again at now, so that
+// its start-up window runs from the last pass that could not see it.
+// Remediation comes later for it, never earlier.
+func (h Health) Unseen(now time.Time) Health {
+	if h.Unhealthy {
+		h.Unhealthy, h.Since, h.Reason = false, time.Time{}, ""
+	}
+	if !h.Healthy {
+		h.Started = now
+	}
+	return h
 }
 
 // Remediation is a set's self-healing policy: which unhealthy replicas are
@@ -166,6 +185,11 @@ type HealthStatus struct {
 	// nothing is remediated (but those asked for) until fewer are, whether
 	// or not any window has ended yet.
 	Storm bool
+	// MaxUnhealthy is the storm guard's limit for this plan:
+	// Remediation.MaxUnhealthy (or DefaultMaxUnhealthy) resolved for
+	// Desired, for a binding's messages. Storm is Unhealthy >
+	// MaxUnhealthy.
+	MaxUnhealthy int
 	// InFlight is how many remediations are under way.
 	InFlight int
 	// Allowed is how many more remediations the guards allow now (Cluster

@@ -38,6 +38,21 @@ type Lifecycle struct {
 	Abandon bool
 }
 
+// ParseHookResult reads a hooks' default result by the name AWS Auto
+// Scaling and the example operator's API give it, as Lifecycle.Abandon
+// holds it: "Continue" (or "") is false, deleting a replica whose hooks
+// timed out; "Abandon" is true, keeping it. Anything else is refused,
+// with an error that wraps ErrInvalidSpec.
+func ParseHookResult(s string) (abandon bool, err error) {
+	switch s {
+	case "", "Continue":
+		return false, nil
+	case "Abandon":
+		return true, nil
+	}
+	return false, fmt.Errorf("hook result %q is neither Continue nor Abandon: %w", s, ErrInvalidSpec)
+}
+
 // Preparing is a replica's preparation to leave, as a binding keeps it on
 // the replica (Replica.Preparing).
 type Preparing struct {

@@ -45,7 +45,7 @@ func healthKey(vm VM) string {
 // was lost), gets its whole start-up window from now. A VM whose
 // endpoint did not answer (replicaset.PhaseUnknown) gets no Health, as
 // nothing is known of it, and no window runs for it meanwhile (see
-// unknownHealth). It forgets the VMs no longer listed. The Set's lock is
+// replicaset.Health.Unseen). It forgets the VMs no longer listed. The Set's lock is
 // held.
 func (s *Set) observeHealth(vms []VM, current []replicaset.Replica, now time.Time) {
 	if s.Spec.Remediation == nil {
@@ -58,7 +58,7 @@ func (s *Set) observeHealth(vms []VM, current []replicaset.Replica, now time.Tim
 		key := healthKey(vm)
 		h := s.heal.health[key]
 		if r.Phase == replicaset.PhaseUnknown {
-			next[key] = unknownHealth(h, now)
+			next[key] = h.Unseen(now)
 			continue
 		}
 		if h.Started.IsZero() {
@@ -92,24 +92,6 @@ func (s *Set) failingUnready(vms []VM, current []replicaset.Replica) {
 			}
 		}
 	}
-}
-
-// unknownHealth is h for a pass at now that could not see its VM (its
-// endpoint did not answer): time unseen counts toward no window. An
-// unhealthy spell under way ends, so that one seen unhealthy again
-// starts a new spell then, and a VM not yet healthy since it started
-// (or never yet seen: a VM made just before its endpoint stopped
-// answering) starts at now, so that its start-up window runs from the
-// last pass that could not see it, not from its boot. Remediation comes
-// later for it, never earlier.
-func unknownHealth(h replicaset.Health, now time.Time) replicaset.Health {
-	if h.Unhealthy {
-		h.Unhealthy, h.Since, h.Reason = false, time.Time{}, ""
-	}
-	if !h.Healthy {
-		h.Started = now
-	}
-	return h
 }
 
 // remediationErr says why the Set cannot heal as Spec.Remediation asks,

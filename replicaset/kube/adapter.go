@@ -82,6 +82,11 @@ type Spec struct {
 	// set's history on the owner (AnnotationRemediationHistory). Nil:
 	// nothing is remediated, and no health is checked or written.
 	Remediation *replicaset.Remediation
+	// MaxUnhealthyField names, as the owner's API spells it, the field
+	// the Adapter reads Remediation.MaxUnhealthy from, so that the
+	// storm guard's message (ConditionRemediationAllowed) points the
+	// user at it. Empty: "spec.remediation.maxUnhealthy".
+	MaxUnhealthyField string
 	// Lifecycle, when set, turns lifecycle hooks on: a child chosen to
 	// leave, by scale-down, rollout, remediation or rebalancing, or by the
 	// owner's own deletion, prepares first (AnnotationPreparing) and is

@@ -112,6 +112,7 @@ func (r *Reconciler[O, C]) apply(ctx context.Context, o *observation, d decision
 	}
 	if h, changed := carriedHistory(o, d, out); changed {
 		out.historyErr = r.writeHistory(ctx, o.owner, h, o.revision)
+		r.unwritten.record(o.key, encodeHistory(h, o.revision), out.historyErr)
 	}
 	if out.updateErr == nil || d.finalizer == finalizerAdd {
 		out.finalizerRetry, out.finalizerErr = r.patchFinalizer(ctx, o.owner, d.finalizer)
@@ -167,28 +168,48 @@ func splitChanged(err error) (changed []string, rest error) {
 // merge patch of the difference, and returns the names it changed,
 // joining the failures. The plan's in-place updates (inPlaceUpdate's
 // applyInPlace) are the Adapter's to make first, toward o.want
-// (InPlaceRollout.ApplyInPlace); a child that neither it nor the pass
-// changes is left alone.
+// (InPlaceRollout.ApplyInPlace), and then, when it is an
+// InPlaceSubresource, through a subresource, patched after the object
+// and only once the object's patch succeeded; a child that neither the
+// Adapter nor the pass changes is left alone.
 func (r *Reconciler[O, C]) updateInPlace(ctx context.Context, o *observation, us []inPlaceUpdate) ([]string, error) {
 	var done []string
 	var errs []error
 	ip := r.inPlaceRollout(o.spec)
 	for _, u := range us {
-		to := u.to
+		to, patchObject := u.to, true
+		var sub *subresourceChange
 		if u.applyInPlace != nil {
 			to = to.DeepCopyObject().(client.Object)
 			typed, isC := to.(C)
 			want, wantC := o.want.(C)
 			changed := ip != nil && isC && wantC && ip.ApplyInPlace(typed, want, *u.applyInPlace)
-			if !changed && u.adapterOnly {
+			if ip != nil && isC && wantC {
+				sub = r.inPlaceSubresource(typed, want, *u.applyInPlace)
+			}
+			if patchObject = changed || !u.adapterOnly; !patchObject && sub == nil {
 				continue
 			}
 		}
-		if err := r.Client.Patch(ctx, to, client.MergeFrom(u.from)); err != nil && !apierrors.IsNotFound(err) {
-			errs = append(errs, fmt.Errorf("update %s in place: %w", u.from.GetName(), err))
+		if patchObject {
+			err := r.Client.Patch(ctx, to, client.MergeFrom(u.from))
+			if err != nil && !apierrors.IsNotFound(err) {
+				errs = append(errs, fmt.Errorf("update %s in place: %w", u.from.GetName(), err))
+				continue
+			}
+			done = append(done, u.from.GetName())
+			if err != nil { // gone: nothing to patch through a subresource either
+				continue
+			}
+		}
+		if sub == nil {
 			continue
 		}
-		done = append(done, u.from.GetName())
+		if err := r.patchSubresource(ctx, u.from.GetName(), sub); err != nil {
+			errs = append(errs, err)
+		} else if !patchObject {
+			done = append(done, u.from.GetName())
+		}
 	}
 	return done, errors.Join(errs...)
 }

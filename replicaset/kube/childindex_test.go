@@ -56,7 +56,8 @@ func newNamespace(t *testing.T, c client.Client, name string) {
 // children.
 func TestReconciler_ReadsTheInformersIndex(t *testing.T) {
 	var r *reconciler
-	c, ns := startManagerWith(t, func(rr *reconciler, _ ctrl.Manager) { r = rr })
+	c, ns := startManagerWith(t, func(rr *reconciler, _ ctrl.Manager) { r = rr },
+		func(o *ctrl.Options) { o.Cache.DefaultNamespaces = nil }) // the manager's own cache, of every namespace
 	if !kube.ReadsInformerIndex(r) {
 		t.Fatal("with the manager's own cache, the reconciler does not read the informer's indexer")
 	}

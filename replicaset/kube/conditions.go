@@ -166,7 +166,7 @@ func conditions(o *observation, d decision, out outcome, failed map[string]error
 		}
 		return metav1.Condition{Type: t, Status: s, Reason: reason, Message: msg, ObservedGeneration: gen}
 	}
-	failReason, failMsg := failure(d, out)
+	failReason, failMsg := failure(o, d, out)
 	failure := cond(ConditionReplicaFailure, failReason != ReasonNoFailure, failReason, failMsg)
 
 	live, want := sum.Replicas, o.spec.Replicas
@@ -241,7 +241,7 @@ func conditions(o *observation, d decision, out outcome, failed map[string]error
 
 // failure gives ReplicaFailure's reason and message: the most pressing
 // problem, with the children's annotation problems added after it.
-func failure(d decision, out outcome) (reason, msg string) {
+func failure(o *observation, d decision, out outcome) (reason, msg string) {
 	var unknown *deletionpolicy.UnknownPolicyError
 	switch {
 	case d.hold == holdFailure && errors.As(d.failure, &unknown):
@@ -262,8 +262,8 @@ func failure(d decision, out outcome) (reason, msg string) {
 		reason, msg = ReasonFailedReplicaOperation, out.acted.Err.Error()
 	case d.plan.Shortfall.Count > 0:
 		reason, msg = ReasonScaleInProtected, d.plan.Shortfall.Reason
-	case abandoned(d) != "":
-		reason, msg = replicaset.HoldHookAbandoned.String(), abandoned(d)
+	case len(d.plan.Lifecycle.Abandoned) > 0:
+		reason, msg = replicaset.HoldHookAbandoned.String(), abandonedMessage(o, d)
 	case len(d.warnings) > 0:
 		return ReasonInvalidAnnotation, listNote(d.warnings, "; ", maxNote)
 	default:

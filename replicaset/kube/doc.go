@@ -94,8 +94,8 @@
 // children such as Pods are then decoded from protobuf; custom resources
 // stay JSON) and DisableCompression true (gzip saves little on a local
 // network and costs a decompression for every event). The Reconciler never
-// reads managed fields, so the cache may drop them, as kube-controller-
-// manager's informers do: cache.Options{DefaultTransform:
+// reads managed fields, so the cache may drop them, as the informers of
+// kube-controller-manager do: cache.Options{DefaultTransform:
 // cache.TransformStripManagedFields()} in the manager's options keeps less
 // in memory for the garbage collector to scan. An owner of a custom
 // resource kind still costs more than a built-in one: its events are JSON
@@ -240,6 +240,21 @@
 // not ready are those being cycled or drained for it, Ready stays True
 // with the reason RolloutInPlace.
 //
+// A power cycle is whatever stops a child serving while it changes: a
+// VM powered off and on, or, for a Pod, a container restart. What a child
+// takes only through a subresource, an Adapter that is also an
+// [InPlaceSubresource] changes there: a Pod's container resources go
+// through its resize subresource (in-place Pod vertical scaling), since
+// the API server refuses them in a patch of the Pod. The binding patches
+// the object first, then the subresource, each only when the Adapter
+// changed something; it needs patch on the subresource too
+// (pods/resize). Example_podInPlace is an Adapter's in-place part
+// for Pods to copy: an image change is a container restart, so a power
+// cycle, patched into the Pod; a resources change the resize policy
+// allows without a restart (NotRequired) is live, through resize; the
+// Pod shows the change once its status (observedGeneration, and each
+// container's image and resources) reports it.
+//
 // # Self-healing
 //
 // An Adapter that returns Spec.Remediation turns self-healing on for its
@@ -248,13 +263,17 @@
 // replicaset's Self-healing section states: the start-up and unhealthy
 // windows, skip and remediate-now, the storm and zone guards, the
 // backoff and suspension after failed replacements, the cap in flight.
-// Each pass checks each child's health with the Adapter's
-// [HealthChecker] (without one, a child not Ready is unhealthy, reason
-// NotReady) and keeps it on the child, in [AnnotationHealth], written
-// in place only when it changes, so a restarted controller keeps the
-// windows it measured; a child is started when first seen past
-// replicaset.PhasePending (at its creation, if it was running when the
-// binding first saw it). [AnnotationSkipRemediation] and
+// Each pass checks each child's health: healthy when Ready (as Describe
+// made it) and, with the Adapter's [HealthChecker], when its check
+// passes too ([PodHealth] is one for Pods); unhealthy otherwise, with the
+// check's reason or NotReady. It keeps the health on the child, in
+// [AnnotationHealth], written in place only when it changes, so a
+// restarted controller keeps the windows it measured. The start-up
+// window runs from the child's creation (its creationTimestamp: a Pod
+// stuck Pending, its image not pulled or no node for it, is remediated
+// when the window ends, as one that started and hung is), or from when
+// the Adapter's [Starter] says it started (the example operator's: when
+// the VM's clone is under way). [AnnotationSkipRemediation] and
 // [AnnotationRemediate] on a child opt it out or ask for it now. The
 // set's failed replacements are kept on the owner, in
 // [AnnotationRemediationHistory], with the template revision they were
@@ -343,8 +362,11 @@
 // template applied to children in place, and the revision that leaves
 // out), [TemplateMatcher] (children without a revision label told
 // apart from the template's), [HealthChecker] (a child's health beyond
-// readiness), [Restarter] (a child restarted in place) and
-// [InPlaceRollout] (a rollout that changes children where they run). The Reconciler finds them by type
+// readiness; [PodHealth] is a ready one for Pods), [Starter] (when a
+// child's start-up window begins, if not at its creation), [Restarter]
+// (a child restarted in place), [InPlaceRollout] (a rollout that changes
+// children where they run) and [InPlaceSubresource] (part of such a
+// change made through a subresource, a Pod's resize). The Reconciler finds them by type
 // assertion, so an Adapter whose method has another signature, or that
 // has them on its pointer and is given as a value, silently goes without:
 // zones in the label, the binding's own revision, unlabelled children
@@ -358,8 +380,10 @@
 //		_ kube.InPlaceUpdater[*WorkerPool, *corev1.Pod]  = poolAdapter{}
 //		_ kube.TemplateMatcher[*WorkerPool, *corev1.Pod] = poolAdapter{}
 //		_ kube.HealthChecker[*corev1.Pod]                = poolAdapter{}
+//		_ kube.Starter[*corev1.Pod]                      = poolAdapter{}
 //		_ kube.Restarter[*WorkerPool, *corev1.Pod]       = poolAdapter{}
 //		_ kube.InPlaceRollout[*WorkerPool, *corev1.Pod]  = poolAdapter{}
+//		_ kube.InPlaceSubresource[*corev1.Pod]           = poolAdapter{}
 //	)
 //
 // An owner's API usually gives a rollout's maxSurge, maxUnavailable and
@@ -385,4 +409,19 @@
 // FinalizerDrain:
 //
 //	+kubebuilder:rbac:groups=example.com,resources=workerpools,verbs=get;list;watch;patch
+//
+// An [InPlaceSubresource] patches the subresource it names, so an
+// Adapter resizing Pods in place also needs:
+//
+//	+kubebuilder:rbac:groups="",resources=pods/resize,verbs=patch
+//
+// An envtest test runs as an administrator, which no missing marker
+// troubles; kubetest.ServiceAccountConfig runs the Reconciler as a
+// service account with exactly the role controller-gen generated from
+// the markers, so that one missing makes the binding's requests fail
+// with Forbidden there, as in the cluster: a test that checks what they
+// write (the owner's finalizer, its AnnotationRemediationHistory, its
+// status) fails. While the remediation history cannot be written, the
+// binding plans with the history in its memory, so the backoff and
+// suspension after failed replacements still hold.
 package kube

@@ -1,11 +1,13 @@
 package kube
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"slices"
+	"sync"
 	"time"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -45,20 +47,6 @@ const (
 	AnnotationRemediationHistory = "replicakit.io/remediation-history"
 )
 
-// HealthChecker is implemented by an Adapter that knows more of a child's
-// health than its readiness: a guest's heartbeat, a VM's address. Without
-// it, with Spec.Remediation, a child is healthy when Describe made it
-// Ready, and unhealthy with the reason "NotReady" when not. Check the
-// signature at compile time:
-//
-//	var _ kube.HealthChecker[*corev1.Pod] = poolAdapter{}
-type HealthChecker[C client.Object] interface {
-	// CheckHealth reports whether child passes its health check now and,
-	// when not, why, in one word for status and events ("HeartbeatRed").
-	// The child is the cache's own object: read it, never modify it.
-	CheckHealth(child C) (ok bool, reason string)
-}
-
 // Restarter is implemented by an Adapter that can restart a child in
 // place (a VM reset), which an owner whose Spec.Remediation sets Restart
 // needs: the binding refuses such a spec (ReplicaFailure InvalidSpec)
@@ -72,32 +60,6 @@ type Restarter[O, C client.Object] interface {
 	// read it, never modify it. Once it returns nil the binding records
 	// the restart in the child's AnnotationHealth.
 	Restart(ctx context.Context, owner O, child C) error
-}
-
-// healthCheck is what a health check said of a child in the pass that
-// read it (ok, reason), or that none was made (checked false: the owner
-// has no Spec.Remediation, or the pass only waits).
-type healthCheck struct {
-	checked bool
-	ok      bool
-	reason  string
-}
-
-// reasonNotReady is the health reason of a child that is not ready, for
-// an Adapter that is no HealthChecker.
-const reasonNotReady = "NotReady"
-
-// checkHealth asks the Adapter's HealthChecker about c, or reads r's
-// readiness without one.
-func (r *Reconciler[O, C]) checkHealth(c C, rep replicaset.Replica) healthCheck {
-	if hc, ok := any(r.Adapter).(HealthChecker[C]); ok {
-		ok, reason := hc.CheckHealth(c)
-		return healthCheck{checked: true, ok: ok, reason: reason}
-	}
-	if rep.Ready {
-		return healthCheck{checked: true, ok: true}
-	}
-	return healthCheck{checked: true, reason: reasonNotReady}
 }
 
 // healthJSON is AnnotationHealth's encoding.
@@ -150,25 +112,37 @@ func unstamp(s string) time.Time {
 }
 
 // healthOf is the child's health in this pass: what its AnnotationHealth
-// kept, started when the child is first seen past replicaset.PhasePending
-// (at its creation when the binding had never seen it, at now when it had
-// seen it pending), updated with the pass's health check, and with Skip
-// and Now from their annotations. It also returns the annotation's value
-// for it, to write when it differs from the child's.
+// kept, started once the child has (checkHealth: at its creation
+// without a Starter; with one, when it says, or at now when it gives no
+// time and the binding had seen the child before, else at its creation),
+// updated with the pass's health check (or, for a child that could not
+// be seen, its unhealthy spell ended), and with Skip and Now from their
+// annotations. It also returns the annotation's value for it, to write
+// when it differs from the child's.
 func healthOf(c child, now time.Time) (replicaset.Health, string) {
 	a := c.obj.GetAnnotations()
 	v, seen := a[AnnotationHealth]
 	h, valid := decodeHealth(v)
-	if h.Started.IsZero() && (c.replica.Phase == replicaset.PhaseRunning || c.replica.Phase == replicaset.PhaseFailed) {
-		h.Started = now
-		if !seen || !valid {
-			h.Started = c.obj.GetCreationTimestamp().Time
+	if h.Started.IsZero() && c.check.started {
+		h.Started = c.check.at
+		if h.Started.IsZero() && seen && valid {
+			h.Started = now
 		}
 		if h.Started.IsZero() {
+			h.Started = c.obj.GetCreationTimestamp().Time
+		}
+		if h.Started.IsZero() || h.Started.After(now) {
 			h.Started = now
 		}
 	}
-	if c.check.checked {
+	switch {
+	case c.check.unseen && h.Healthy:
+		// Time unseen counts toward no unhealthy window: a spell under
+		// way ends, and one seen unhealthy again starts anew. The
+		// start-up window of one never healthy runs on (moving it each
+		// pass would write the child each pass).
+		h = h.Unseen(now)
+	case c.check.checked:
 		h = h.Observe(c.check.ok, c.check.reason, now)
 	}
 	enc := encodeHealth(h)
@@ -189,6 +163,9 @@ func heal(o *observation, members []child, current []replicaset.Replica) map[str
 	}
 	var changed map[string]client.Object
 	for i, c := range members {
+		if current[i].Unreachable && !c.check.unseen {
+			c.check.checked, c.check.unseen = false, true // in an unreachable zone (unknownIn)
+		}
 		h, enc := healthOf(c, o.now)
 		current[i].Health = &h
 		if c.obj.GetAnnotations()[AnnotationHealth] == enc {
@@ -200,6 +177,15 @@ func heal(o *observation, members []child, current []replicaset.Replica) map[str
 		changed[c.replica.UID] = withAnnotations(c.obj, map[string]string{AnnotationHealth: enc})
 	}
 	return changed
+}
+
+// cycledHealth is the health of obj, as its AnnotationHealth keeps it,
+// once a power cycle of an in-place update began at now: started again,
+// not healthy since, healthy before if it ever was; Skip is an
+// annotation of its own.
+func cycledHealth(obj client.Object, now time.Time) replicaset.Health {
+	h, _ := decodeHealth(obj.GetAnnotations()[AnnotationHealth])
+	return replicaset.Health{Started: now, HealthyBefore: h.Healthy || h.HealthyBefore}
 }
 
 // withAnnotations returns a copy of obj with set's annotations set, and
@@ -223,29 +209,56 @@ type historyJSON struct {
 	Revision string `json:"revision,omitempty"`
 }
 
-// historyOf reads the owner's AnnotationRemediationHistory; a malformed
-// or missing one is no history.
-func historyOf(owner client.Object) replicaset.History {
-	var j historyJSON
-	if err := json.Unmarshal([]byte(owner.GetAnnotations()[AnnotationRemediationHistory]), &j); err != nil {
-		return replicaset.History{}
-	}
-	return replicaset.History{Failures: j.Failures, Last: unstamp(j.Last), Storming: j.Storming, Storm: unstamp(j.Storm)}
-}
-
-// historyFor is the owner's history as o's pass plans with it: the
-// failures counted under another template revision than o's are cleared
-// (historyJSON.Revision). changed reports that the annotation no longer
-// says so.
+// historyFor is the owner's history as o's pass plans with it: its
+// AnnotationRemediationHistory, or the value the last pass could not
+// write there (o.unwrittenHistory), a malformed or missing one being no
+// history; the failures counted under another template revision than
+// o's are cleared (historyJSON.Revision). changed reports that the
+// annotation no longer says so.
 func historyFor(o *observation) (h replicaset.History, changed bool) {
-	h = historyOf(o.owner)
+	v := cmp.Or(o.unwrittenHistory, o.owner.GetAnnotations()[AnnotationRemediationHistory])
 	var j historyJSON
-	_ = json.Unmarshal([]byte(o.owner.GetAnnotations()[AnnotationRemediationHistory]), &j)
+	if err := json.Unmarshal([]byte(v), &j); err != nil {
+		return replicaset.History{}, false
+	}
+	h = replicaset.History{Failures: j.Failures, Last: unstamp(j.Last), Storming: j.Storming, Storm: unstamp(j.Storm)}
 	if h.Failures > 0 && o.revision != "" && j.Revision != "" && j.Revision != o.revision {
 		h.Failures, h.Last = 0, time.Time{}
 		return h, true
 	}
-	return h, false
+	return h, o.unwrittenHistory != ""
+}
+
+// unwrittenHistories keeps, per owner, the AnnotationRemediationHistory
+// a pass could not write (the owner's RBAC lacks patch, say), so that the
+// next passes plan with the history the remediations made, not with the
+// one the annotation still holds: the backoff and suspension after
+// failed replacements hold while the write fails, for as long as this
+// process lives.
+type unwrittenHistories struct {
+	mu sync.Mutex
+	m  map[string]string // by owner key
+}
+
+func (u *unwrittenHistories) get(key string) string {
+	u.mu.Lock()
+	defer u.mu.Unlock()
+	return u.m[key]
+}
+
+// record keeps v as key's history unwritten when err says its write
+// failed, and forgets it when the write succeeded.
+func (u *unwrittenHistories) record(key, v string, err error) {
+	u.mu.Lock()
+	defer u.mu.Unlock()
+	if err == nil {
+		delete(u.m, key)
+		return
+	}
+	if u.m == nil {
+		u.m = map[string]string{}
+	}
+	u.m[key] = v
 }
 
 // ofTemplate is p with only the replacements of children on revision
@@ -262,9 +275,13 @@ func ofTemplate(p replicaset.Plan, revision string) replicaset.Plan {
 
 // encodeHistory spells h as AnnotationRemediationHistory holds it, its
 // failures counted under the template revision revision ("" without
-// Spec.Rollout).
+// Spec.Rollout). The last failed replacement is kept to the second, as
+// the API server stamps a child's creation, from which its start-up
+// window runs: a replacement made in the pass that recorded the failure
+// then counts as started since (replicaset.HealthStatus.Recovered), as it
+// is, although its creation reads as up to a second earlier.
 func encodeHistory(h replicaset.History, revision string) string {
-	j := historyJSON{Failures: h.Failures, Last: stamp(h.Last), Storming: h.Storming, Storm: stamp(h.Storm)}
+	j := historyJSON{Failures: h.Failures, Last: stamp(h.Last.Truncate(time.Second)), Storming: h.Storming, Storm: stamp(h.Storm)}
 	if h.Failures > 0 {
 		j.Revision = revision
 	}

@@ -4,12 +4,14 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"strings"
 	"sync/atomic"
 	"testing"
 	"time"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/util/wait"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -86,4 +88,43 @@ func failures(t *testing.T, c client.Client, w *unstructured.Unstructured) int {
 		t.Fatalf("%s=%q: %v", kube.AnnotationRemediationHistory, v, err)
 	}
 	return h.Failures
+}
+
+// TestHeal_UnwrittenHistoryStillBacksOff: while the API server refuses
+// the owner's remediation history (an owner's RBAC without patch on its
+// own kind), the binding plans with the history its replacements made,
+// so the backoff after a failed replacement holds the next one instead of
+// the set replacing its children as fast as their windows end (found by
+// an importer's trial: the refused writes were only logged).
+func TestHeal_UnwrittenHistoryStillBacksOff(t *testing.T) {
+	var refused atomic.Int32
+	c, ns := startManagerWith(t, func(r *reconciler, _ ctrl.Manager) { r.Adapter = healthyWidgets{} },
+		func(o *ctrl.Options) {
+			o.NewClient = faults.NewClient(interceptor.Funcs{
+				Patch: func(ctx context.Context, c client.WithWatch, obj client.Object, patch client.Patch, opts ...client.PatchOption) error {
+					if raw, err := patch.Data(obj); err == nil && strings.Contains(string(raw), kube.AnnotationRemediationHistory) {
+						refused.Add(1)
+						return apierrors.NewForbidden(schema.GroupResource{Group: "test.replicakit.io", Resource: "widgets"}, obj.GetName(), errRefused)
+					}
+					return c.Patch(ctx, obj, patch, opts...)
+				},
+			})
+		})
+	w := widget(ns, "unwritten", 3)
+	_ = unstructured.SetNestedStringMap(w.Object, map[string]string{"health": "bad"}, "spec", "template", "data")
+	_ = unstructured.SetNestedMap(w.Object, map[string]any{"startupWindowSeconds": int64(3600), "maxUnhealthy": int64(3)},
+		"spec", "remediation")
+	createObject(t, c, w)
+	converge(t, c, w, 3)
+	patch := []byte(`{"spec":{"remediation":{"startupWindowSeconds":1}}}`)
+	if err := c.Patch(t.Context(), w, client.RawPatch("application/merge-patch+json", patch)); err != nil {
+		t.Fatal(err)
+	}
+	// The moment: a replacement was made and its failure could not be
+	// written; the next pass backs off all the same.
+	msg := waitCondition(t, c, w, kube.ConditionRemediationAllowed, "False", "RemediationBackoff")
+	if v := get(t, c, w).GetAnnotations()[kube.AnnotationRemediationHistory]; v != "" || refused.Load() == 0 {
+		t.Fatalf("the history was written (%q) or never refused (%d refusals): the test holds no fault", v, refused.Load())
+	}
+	t.Logf("backing off with the history unwritten: %s", msg)
 }

@@ -5,6 +5,7 @@ import (
 	"time"
 
 	"github.com/google/go-cmp/cmp"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"pgregory.net/rapid"
 
 	"github.com/replicakit/replicakit/replicaset"
@@ -34,12 +35,14 @@ func TestHealth_RoundTrip(t *testing.T) {
 }
 
 // TestHeal_WritesOnlyChanges follows one child through passes: seen
-// pending (its health written, failing, not started), then running (started at
-// that pass, healthy), then again unchanged (no write), then unhealthy
-// (a spell starts), then still unhealthy later (no write: Since stays).
+// pending (its health written, failing, started at its creation, a
+// minute ago), then running (healthy), then again unchanged (no write), then
+// unhealthy (a spell starts), then still unhealthy later (no write: Since
+// stays).
 func TestHeal_WritesOnlyChanges(t *testing.T) {
 	c := kid("web-0", notReady)
-	c.replica.Phase = replicaset.PhasePending
+	c.obj.SetCreationTimestamp(metav1.NewTime(testNow.Add(-time.Minute)))
+	created := c.obj.GetCreationTimestamp().Time.UTC().Format(time.RFC3339)
 	steps := []struct {
 		desc  string
 		phase replicaset.Phase
@@ -47,13 +50,14 @@ func TestHeal_WritesOnlyChanges(t *testing.T) {
 		after time.Duration
 		want  string // the annotation written, "" for none
 	}{
-		{"pending", replicaset.PhasePending, healthCheck{checked: true, reason: reasonNotReady}, 0, `{"unhealthy":true,"reason":"NotReady"}`},
-		{"running and ready", replicaset.PhaseRunning, healthCheck{checked: true, ok: true}, time.Minute,
-			`{"started":"2026-12-01T12:01:00Z","healthy":true}`},
-		{"the same", replicaset.PhaseRunning, healthCheck{checked: true, ok: true}, 2 * time.Minute, ""},
-		{"unhealthy", replicaset.PhaseRunning, healthCheck{checked: true, reason: "HeartbeatRed"}, 3 * time.Minute,
-			`{"started":"2026-12-01T12:01:00Z","healthy":true,"unhealthy":true,"since":"2026-12-01T12:03:00Z","reason":"HeartbeatRed"}`},
-		{"still unhealthy", replicaset.PhaseRunning, healthCheck{checked: true, reason: "HeartbeatRed"}, 4 * time.Minute, ""},
+		{"pending", replicaset.PhasePending, healthCheck{checked: true, reason: reasonNotReady, started: true}, 0,
+			`{"started":"` + created + `","unhealthy":true,"reason":"NotReady"}`},
+		{"running and ready", replicaset.PhaseRunning, healthCheck{checked: true, ok: true, started: true}, time.Minute,
+			`{"started":"` + created + `","healthy":true}`},
+		{"the same", replicaset.PhaseRunning, healthCheck{checked: true, ok: true, started: true}, 2 * time.Minute, ""},
+		{"unhealthy", replicaset.PhaseRunning, healthCheck{checked: true, reason: "HeartbeatRed", started: true}, 3 * time.Minute,
+			`{"started":"` + created + `","healthy":true,"unhealthy":true,"since":"2026-12-01T12:03:00Z","reason":"HeartbeatRed"}`},
+		{"still unhealthy", replicaset.PhaseRunning, healthCheck{checked: true, reason: "HeartbeatRed", started: true}, 4 * time.Minute, ""},
 	}
 	for _, s := range steps {
 		c.replica.Phase, c.check = s.phase, s.check
@@ -66,6 +70,39 @@ func TestHeal_WritesOnlyChanges(t *testing.T) {
 		}
 		if got != s.want {
 			t.Errorf("%s: wrote %q, want %q", s.desc, got, s.want)
+		}
+	}
+}
+
+// TestHeal_StartClock: a child's start-up window runs from its creation
+// without a Starter, whatever its phase; with one, from the time it
+// gives, or from the first pass that sees it started when it gives none
+// (its creation, for a child never seen before); never while it says not
+// started; and never from a time after now.
+func TestHeal_StartClock(t *testing.T) {
+	later := testNow.Add(10 * time.Minute)
+	clone := testNow.Add(-20 * time.Minute)
+	for _, tt := range []struct {
+		desc  string
+		check healthCheck
+		seen  bool // the child has an AnnotationHealth already
+		want  time.Time
+	}{
+		{"no Starter, pending", healthCheck{checked: true, started: true, at: testNow.Add(-time.Hour)}, false, testNow.Add(-time.Hour)},
+		{"a Starter's time", healthCheck{checked: true, started: true, at: clone}, true, clone},
+		{"started, no time, seen", healthCheck{checked: true, started: true}, true, testNow},
+		{"started, no time, first seen", healthCheck{checked: true, started: true}, false, testNow.Add(-time.Hour)},
+		{"not started", healthCheck{checked: true}, true, time.Time{}},
+		{"a time to come", healthCheck{checked: true, started: true, at: later}, false, testNow},
+	} {
+		c := kid("web-0", notReady)
+		c.replica.Phase, c.check = replicaset.PhasePending, tt.check
+		if tt.seen {
+			c.obj.SetAnnotations(map[string]string{AnnotationHealth: `{"unhealthy":true,"reason":"NotCreated"}`})
+		}
+		h, _ := healthOf(c, testNow)
+		if !h.Started.Equal(tt.want) {
+			t.Errorf("%s: started %v, want %v", tt.desc, h.Started, tt.want)
 		}
 	}
 }
@@ -153,6 +190,33 @@ func TestHistory_OlderTemplateIsNoFailure(t *testing.T) {
 		}
 		if want := map[string]int{"A": 0, "B": 1}[rev]; d.history.Failures != want {
 			t.Errorf("web-2 on %s, never healthy, replaced under B: %d failures, want %d", rev, d.history.Failures, want)
+		}
+	}
+}
+
+// TestStormMessage: the storm guard's message (after the counts, which
+// say how many are unhealthy) says the limit as a number and how it came
+// from a percentage, rounding and floor included, and the field as the
+// owner's API spells it.
+func TestStormMessage(t *testing.T) {
+	for _, tt := range []struct {
+		max   replicaset.Amount
+		field string
+		want  string
+	}{
+		{replicaset.Amount{}, "", "more than the 2 spec.remediation.maxUnhealthy allows (40% of 5 is 2, its default), so the fault is taken to be outside the children and none is remediated"},
+		{replicaset.Percent(20), "spec.healing.maxSick", "more than the 1 spec.healing.maxSick allows (20% of 5 is 1), so the fault is taken to be outside the children and none is remediated"},
+		{replicaset.Count(1), "", "more than the 1 spec.remediation.maxUnhealthy allows, so the fault is taken to be outside the children and none is remediated"},
+		{replicaset.Percent(10), "", "more than the 1 spec.remediation.maxUnhealthy allows (10% of 5, rounded down, is 0, and at least 1), so the fault is taken to be outside the children and none is remediated"},
+	} {
+		s := Spec{Replicas: 5, Remediation: &replicaset.Remediation{MaxUnhealthy: tt.max}, MaxUnhealthyField: tt.field}
+		o := observed(5, kids(kid("a", notReady), kid("b", notReady), kid("c", notReady), kid("d"), kid("e")), func(o *observation) { o.spec = s })
+		d := decide(o, ordinal)
+		if !d.plan.Health.Storm {
+			t.Fatalf("max %v: no storm: %+v", tt.max, d.plan.Health)
+		}
+		if got := stormMessage(s, d.plan.Health); got != tt.want {
+			t.Errorf("max %v, field %q:\n got %q\nwant %q", tt.max, tt.field, got, tt.want)
 		}
 	}
 }

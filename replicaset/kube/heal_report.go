@@ -1,8 +1,11 @@
 package kube
 
 import (
+	"cmp"
 	"fmt"
 	"slices"
+	"strconv"
+	"strings"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
@@ -48,7 +51,7 @@ func remediationCondition(o *observation, d decision) metav1.Condition {
 	case held != "":
 		c.Reason, c.Message = held, "nothing is remediated while the pass holds"
 	case h.Storm:
-		c.Reason, c.Message = replicaset.HoldTooManyUnhealthy.String(), counts+": more unhealthy than Remediation.MaxUnhealthy, so the fault is taken to be outside the children"
+		c.Reason, c.Message = replicaset.HoldTooManyUnhealthy.String(), counts+": "+stormMessage(o.spec, h)
 	case h.Suspended:
 		c.Reason, c.Message = replicaset.HoldSuspended.String(), fmt.Sprintf("%s: %d replacements in a row never became healthy", counts, history.Failures)
 	case !h.BackoffUntil.IsZero():
@@ -60,6 +63,43 @@ func remediationCondition(o *observation, d decision) metav1.Condition {
 		c.Status, c.Reason, c.Message = metav1.ConditionTrue, ConditionRemediationAllowed, counts
 	}
 	return c
+}
+
+// defaultMaxUnhealthyField is where Spec.MaxUnhealthyField points when
+// the Adapter names no field.
+const defaultMaxUnhealthyField = "spec.remediation.maxUnhealthy"
+
+// stormMessage says, in the owner's words, why the storm guard holds,
+// after the counts (how many are unhealthy): the limit as a number and
+// how it came from a percentage ("40% of 5 is 2"), and the field's path.
+func stormMessage(s Spec, h replicaset.HealthStatus) string {
+	field := cmp.Or(s.MaxUnhealthyField, defaultMaxUnhealthyField)
+	amount, set := s.Remediation.MaxUnhealthy, s.Remediation.MaxUnhealthy.IsSet()
+	if !set {
+		amount = replicaset.DefaultMaxUnhealthy
+	}
+	var how []string
+	if v := amount.String(); strings.HasSuffix(v, "%") {
+		pct, _ := strconv.Atoi(strings.TrimSuffix(v, "%"))
+		switch floor := pct * s.Replicas / 100; {
+		case max(floor, 1) != h.MaxUnhealthy:
+			// The planner resolved it for fewer: some children unknown.
+			how = append(how, fmt.Sprintf("%s of the children it can see is %d", v, h.MaxUnhealthy))
+		case floor < 1:
+			how = append(how, fmt.Sprintf("%s of %d, rounded down, is 0, and at least 1", v, s.Replicas))
+		default:
+			how = append(how, fmt.Sprintf("%s of %d is %d", v, s.Replicas, h.MaxUnhealthy))
+		}
+	}
+	if !set {
+		how = append(how, "its default")
+	}
+	why := ""
+	if len(how) > 0 {
+		why = " (" + strings.Join(how, ", ") + ")"
+	}
+	return fmt.Sprintf("more than the %d %s allows%s, so the fault is taken to be outside the children and none is remediated",
+		h.MaxUnhealthy, field, why)
 }
 
 // healEvents lists one event per child remediated in the pass: each

@@ -1,6 +1,8 @@
 package kube
 
 import (
+	"context"
+	"fmt"
 	"maps"
 
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -33,8 +35,9 @@ const (
 // InPlaceRollout is implemented by an Adapter whose children can be moved
 // onto a newer template where they run, as steps of a rollout under its
 // strategy's bounds (replicaset.Strategy.Method): a VM's CPUs and memory,
-// say, which its controller changes with a reconfigure. It differs from
-// InPlaceUpdater, whose changes (labels, say) reach every child at once
+// say, which its controller changes with a reconfigure, or a Pod's
+// container images and resources, which its kubelet changes. It differs
+// from InPlaceUpdater, whose changes (labels, say) reach every child at once
 // and never make a new revision: here the template's revision changes,
 // the planner decides which children change when (a live change at once,
 // a power cycle within MaxUnavailable, after the pre-delete hooks'
@@ -42,7 +45,16 @@ const (
 // the child shows the change. The package documentation's In-place
 // updates section says how the pieces fit, and the example operator's
 // controllers.ReplicaSetAdapter is one (VirtualMachines whose CPUs and
-// memory change in place). Check the signature at compile time:
+// memory change in place); the package's Pod example is another, to copy
+// (Example_podInPlace: images and resources, the latter through
+// InPlaceSubresource).
+//
+// A power cycle, in the names here (powerCycle, InPlacePowerCycle), is
+// whatever stops the child serving while it changes: for a VM, being
+// powered off and on; for a Pod, a container restart (an image changed,
+// or a resource whose resize policy is RestartContainer). The planner
+// counts a child being power-cycled as unavailable, within MaxUnavailable.
+// Check the signature at compile time:
 //
 //	var _ kube.InPlaceRollout[*WorkerPool, *corev1.Pod] = poolAdapter{}
 type InPlaceRollout[O, C client.Object] interface {
@@ -66,19 +78,94 @@ type InPlaceRollout[O, C client.Object] interface {
 	// ApplyInPlace changes child (a copy, never the cache's object) to
 	// take want's template where it runs, a power cycle allowed or not,
 	// and reports whether it changed anything; the binding patches the
-	// difference to the child (a merge patch of the object itself, no
-	// subresource), and the child's own controller carries it out. Record
-	// on the child whether a power cycle is allowed (the example
-	// operator's annotation vm.replicakit.io/power-cycle), for its
-	// controller to read and to remove once done: the binding removes only
-	// its own annotations. It is called on every pass until the child
-	// shows the change, so it must change nothing the second time.
+	// difference to the child (a merge patch of the object itself), and
+	// the child's own controller carries it out. What only a subresource
+	// of the child takes (a Pod's resources, through resize) is
+	// InPlaceSubresource's to change. When the child's controller cannot
+	// tell from the change itself whether it may stop the child (a VM's
+	// may power it off for a lower memory, or wait), record on the child
+	// whether a power cycle is allowed (the example operator's annotation
+	// vm.replicakit.io/power-cycle), for its controller to read and to
+	// remove once done: the binding removes only its own annotations.
+	// When the change itself is the power cycle (a Pod's image, which
+	// restarts its container), make it only when powerCycle is set. It is
+	// called on every pass until the child shows the change, so it must
+	// change nothing the second time.
 	ApplyInPlace(child, want C, powerCycle bool) bool
 	// ShowsInPlace reports whether child runs with want's template now:
 	// its status describes its current generation, reports the change
 	// made, and no power cycle is pending. Only then does the binding
 	// record the new revision on it. Both are read only.
 	ShowsInPlace(child, want C) bool
+}
+
+// InPlaceSubresource is implemented by an InPlaceRollout Adapter whose
+// children take some of an in-place change only through a subresource
+// of theirs, not as a change of the object: a Pod's container
+// resources, which the API server changes only through the Pod's resize
+// subresource (in-place Pod vertical scaling). Wherever the binding
+// calls ApplyInPlace it then calls ApplyInPlaceSubresource on a copy of
+// what ApplyInPlace left, and patches each change its own way, each only
+// when it changed something: ApplyInPlace's as a merge patch of the
+// object, first, then this one's as a merge patch through the named
+// subresource (r.Client.SubResource(name).Patch), once the object's
+// patch succeeded. A failure of either is the pass's error, naming the
+// child and, for the subresource, its name; the next pass tries again.
+// The package's Pod example (Example_podInPlace) is one to copy. The
+// controller needs patch on the subresource (pods/resize). The
+// Reconciler finds it by type assertion, and only on an InPlaceRollout;
+// check the signature at compile time:
+//
+//	var _ kube.InPlaceSubresource[*corev1.Pod] = poolAdapter{}
+type InPlaceSubresource[C client.Object] interface {
+	// ApplyInPlaceSubresource changes child (a copy, ApplyInPlace's
+	// change made on it already) to take want's template where it runs
+	// in what the subresource it names takes ("resize": a Pod's container
+	// resources), a power cycle allowed or not, as ApplyInPlace does; it
+	// reports that subresource and whether it changed anything. The
+	// binding patches the difference through that subresource, as a merge
+	// patch of the object: the API server takes from it what the
+	// subresource sets (resize: each container's resources and resize
+	// policy) and nothing else. It must name a subresource whenever it
+	// changes something, and, as ApplyInPlace, change nothing the second
+	// time. want is read only.
+	ApplyInPlaceSubresource(child, want C, powerCycle bool) (subresource string, changed bool)
+}
+
+// subresourceChange is an in-place change the Adapter made through a
+// subresource of a child (InPlaceSubresource): to is from changed.
+type subresourceChange struct {
+	name     string
+	from, to client.Object
+}
+
+// inPlaceSubresource has the Adapter, when it is an InPlaceSubresource,
+// change a copy of child (as ApplyInPlace left it) through a
+// subresource; it returns nil when the Adapter is none or changed
+// nothing.
+func (r *Reconciler[O, C]) inPlaceSubresource(child, want C, powerCycle bool) *subresourceChange {
+	s, ok := any(r.Adapter).(InPlaceSubresource[C])
+	if !ok {
+		return nil
+	}
+	to := child.DeepCopyObject().(C)
+	name, changed := s.ApplyInPlaceSubresource(to, want, powerCycle)
+	if !changed {
+		return nil
+	}
+	return &subresourceChange{name: name, from: child.DeepCopyObject().(client.Object), to: to}
+}
+
+// patchSubresource patches child's change s through its subresource, as
+// a merge patch of the difference.
+func (r *Reconciler[O, C]) patchSubresource(ctx context.Context, child string, s *subresourceChange) error {
+	if s.name == "" {
+		return fmt.Errorf("update %s in place: ApplyInPlaceSubresource changed it but named no subresource", child)
+	}
+	if err := r.Client.SubResource(s.name).Patch(ctx, s.to, client.MergeFrom(s.from)); err != nil {
+		return fmt.Errorf("update %s in place through subresource %s: %w", child, s.name, err)
+	}
+	return nil
 }
 
 // unconfirmedRevision is the revision a child counts as on while it is
@@ -195,6 +282,12 @@ func inPlaceSteps(o *observation, domain string, members []child, updates []inPl
 				for _, g := range o.spec.Lifecycle.LaunchGates {
 					m[LaunchGateAnnotation(domain, g)] = o.owner.GetName()
 				}
+			}
+			if u.PowerCycle && o.spec.Remediation != nil {
+				// And its health too: not ready while it cycles, it is
+				// judged by the start-up window from now, and no
+				// unhealthy spell (which the storm guard counts) starts.
+				m[AnnotationHealth] = encodeHealth(cycledHealth(obj, o.now))
 			}
 			setAnnotations(obj, m)
 			return true

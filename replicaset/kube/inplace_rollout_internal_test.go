@@ -2,6 +2,7 @@ package kube
 
 import (
 	"testing"
+	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -114,5 +115,66 @@ func TestInPlace_RecordingKeepsDeletePreparation(t *testing.T) {
 				t.Errorf("web-1's deletion preparation is removed by the recording, with no Plan.Cancel")
 			}
 		}
+	}
+}
+
+// cycleIP is sizeIP whose every change needs a power cycle.
+type cycleIP struct{ sizeIP }
+
+func (cycleIP) InPlace(child, want client.Object) (replicaset.InPlace, string) {
+	return replicaset.InPlacePowerCycle, "size changed with hot-add off"
+}
+
+// TestInPlace_PowerCycleIsNoStorm: with Spec.Remediation, a power cycle
+// of an in-place rollout starts the child's start-up window again, so
+// the children it takes down (not ready, as readiness now counts with the
+// health check) are neither counted unhealthy, which two of three would
+// make a storm, nor remediated, until the window ends (found in review).
+func TestInPlace_PowerCycleIsNoStorm(t *testing.T) {
+	want := &corev1.ConfigMap{}
+	want.SetAnnotations(map[string]string{"size": "8"})
+	healthy := replicaset.Health{Started: testNow.Add(-time.Hour), Healthy: true}
+	var cs []child
+	for _, n := range []string{"web-0", "web-1", "web-2"} {
+		c := kid(n, kept(healthy), withAnnotation("size", "4"), withAnnotation("running", "4"))
+		c.obj.SetLabels(map[string]string{"app": "web", RevisionLabel: "A"})
+		c.replica.Revision = "A"
+		cs = append(cs, c)
+	}
+	pass := func(cs []child, now time.Time) decision {
+		o := observed(3, cs, func(o *observation) {
+			o.revision, o.now = "B", now
+			o.spec.Rollout = &replicaset.Strategy{Method: replicaset.UpdateInPlaceIfPossible, MaxUnavailable: replicaset.Count(2), MaxSurge: replicaset.Count(0)}
+			o.spec.Remediation = &replicaset.Remediation{UnhealthyWindow: time.Second}
+		})
+		describeInPlace[client.Object, client.Object](cycleIP{}, want, o.revision, o.children)
+		o.want = want
+		return decide(o, ordinal)
+	}
+	d := pass(cs, testNow)
+	if len(d.plan.Update) != 2 {
+		t.Fatalf("plan %v: want two children cycled in place", d.plan)
+	}
+	// The next pass, a minute on: the two cycle, not ready, their Health
+	// as the first pass wrote it.
+	var next []child
+	for _, c := range cs {
+		for _, u := range d.update {
+			if u.from.GetName() == c.obj.GetName() {
+				c = kid(c.obj.GetName(), notReady)
+				c.obj.SetAnnotations(u.to.GetAnnotations())
+				c.obj.SetLabels(u.to.GetLabels())
+				c.replica.Revision = "A"
+				h, _ := decodeHealth(u.to.GetAnnotations()[AnnotationHealth])
+				if h.Healthy || !h.Started.Equal(testNow) || !h.HealthyBefore {
+					t.Errorf("%s cycled: health %+v, want started at %v, healthy before", c.obj.GetName(), h, testNow)
+				}
+			}
+		}
+		next = append(next, c)
+	}
+	d = pass(next, testNow.Add(time.Minute))
+	if h := d.plan.Health; h.Unhealthy != 0 || h.Storm || len(d.plan.Replace) > 0 || len(d.plan.Restart) > 0 {
+		t.Errorf("two children power-cycling, a minute in: health %+v, replace %v, restart %v; want none unhealthy", h, d.plan.Replace, d.plan.Restart)
 	}
 }

@@ -336,32 +336,6 @@ func statusReplicas(o *observation, members []replicaset.Replica) []replicaset.R
 	return members
 }
 
-// drainingCondition is ConditionDraining for the pass.
-func drainingCondition(o *observation, d decision) metav1.Condition {
-	c := metav1.Condition{Type: ConditionDraining, Status: metav1.ConditionFalse, Reason: ReasonNoneDraining,
-		Message: "no child prepares to leave", ObservedGeneration: o.owner.GetGeneration()}
-	if n := d.plan.Lifecycle.Preparing; n > 0 {
-		c.Status, c.Reason = metav1.ConditionTrue, ReasonWaitingOnHooks
-		c.Message = fmt.Sprintf("%d %s to leave", n, plural(n, "child prepares", "children prepare"))
-		for _, h := range d.plan.Holds {
-			if h.By == replicaset.HoldPreDelete || h.By == replicaset.HoldHookAbandoned {
-				c.Message += "; " + h.Reason
-			}
-		}
-	}
-	return c
-}
-
-// abandoned is the hold reason of children hooks abandoned, or "".
-func abandoned(d decision) string {
-	for _, h := range d.plan.Holds {
-		if h.By == replicaset.HoldHookAbandoned {
-			return h.Reason
-		}
-	}
-	return ""
-}
-
 // lifecycleEvents lists the pass's lifecycle events: children that began
 // to prepare, taken back, or deleted when their hooks timed out.
 func lifecycleEvents(d decision, out outcome, hooks bool) []note {

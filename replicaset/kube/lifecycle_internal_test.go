@@ -2,11 +2,14 @@ package kube
 
 import (
 	"errors"
+	"strings"
 	"testing"
 	"time"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/replicakit/replicakit/replicaset"
 )
 
 // TestPreparations_WaitForTheCache: a pass that prepared a child holds the
@@ -135,5 +138,34 @@ func TestPreparations_BadTime(t *testing.T) {
 	d := decide(o, rules{policies: ordinal.policies, naming: OrdinalNames, hookDomain: DefaultHookDomain})
 	if len(d.update) != 1 || d.update[0].to.GetAnnotations()[AnnotationPreparing] != stamp(testNow) {
 		t.Fatalf("updates %d, want web-1's time written as now", len(d.update))
+	}
+}
+
+// TestDraining_OneVocabulary: the Draining condition and ReplicaFailure's
+// HookAbandoned message speak of children, as the binding's other
+// messages do, never of the planner's replicas; and they name each child,
+// its hooks and the time.
+func TestDraining_OneVocabulary(t *testing.T) {
+	since := testNow.Add(-2 * time.Minute)
+	prep := func(name string) replicaset.Replica {
+		return replicaset.Replica{Name: name, Preparing: &replicaset.Preparing{Since: since, Hooks: []string{"drain"}}}
+	}
+	o := observed(3, nil, func(o *observation) {
+		o.spec.Lifecycle = &Lifecycle{PreDelete: []string{"drain"}, Lifecycle: replicaset.Lifecycle{Timeout: time.Minute, Abandon: true}}
+	})
+	d := decision{}
+	d.plan.Lifecycle.Preparing = 3
+	d.plan.Lifecycle.Waiting = []replicaset.Replica{prep("web-0")}
+	d.plan.Lifecycle.Abandoned = []replicaset.Replica{prep("web-1"), prep("web-2")}
+	c := drainingCondition(o, d)
+	want := "3 children prepare to leave; 1 waits on pre-delete hooks: web-0 on drain until 2026-12-01T11:59:00Z; " +
+		"2 children stay past the hooks' timeout, as the default result Abandon says (release the hooks to delete them): " +
+		"web-1 on drain timed out at 2026-12-01T11:59:00Z; web-2 on drain timed out at 2026-12-01T11:59:00Z"
+	if c.Message != want {
+		t.Errorf("Draining:\n got %q\nwant %q", c.Message, want)
+	}
+	reason, msg := failure(o, d, outcome{})
+	if reason != replicaset.HoldHookAbandoned.String() || strings.Contains(msg, "replica") || !strings.HasPrefix(msg, "2 children stay") {
+		t.Errorf("ReplicaFailure: %s %q, want HookAbandoned about 2 children", reason, msg)
 	}
 }

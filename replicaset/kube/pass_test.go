@@ -114,7 +114,7 @@ func kid(name string, opts ...kidOpt) child {
 	if cm.Annotations[unreadableMark] != "" {
 		rep.Unreachable = true
 	}
-	check := healthCheck{checked: true, ok: ready && cm.Annotations[unhealthyMark] == ""}
+	check := healthCheck{checked: true, ok: ready && cm.Annotations[unhealthyMark] == "", started: true, at: cm.CreationTimestamp.Time}
 	if !check.ok {
 		check.reason = cmp.Or(cm.Annotations[unhealthyMark], reasonNotReady)
 	}

@@ -58,8 +58,11 @@ type observation struct {
 	// last pass left it (ZoneBackoff: the zones creates avoid after
 	// failures, and until when; CreatesFailing); a zone whose create fails
 	// in this pass is avoided for backoffFor.
-	zones      replicaset.History
-	backoffFor time.Duration
+	zones replicaset.History
+	// unwrittenHistory is the AnnotationRemediationHistory the last pass
+	// could not write, which this one plans with; "" when none.
+	unwrittenHistory string
+	backoffFor       time.Duration
 	// failedSeen lists the UIDs of children seen failing in a listed
 	// zone by an earlier pass: each has backed its zone off already.
 	failedSeen []string
@@ -162,6 +165,7 @@ func (r *Reconciler[O, C]) read(ctx context.Context, req reconcile.Request) (*ob
 	}
 	o.taken = r.expectations.takenNames(key, o.now)
 	o.zones, o.backoffFor = r.backoff.history(key), cmp.Or(r.ZoneBackoff, replicaset.DefaultZoneBackoff)
+	o.unwrittenHistory = r.unwritten.get(key)
 	o.failedSeen = r.backoff.failing(key)
 	o.progress = r.rollouts.get(key)
 	if idle(o, r.rules()) {

@@ -132,6 +132,9 @@ type Reconciler[O, C client.Object] struct {
 	backoff  zoneBackoffs  // each owner's History of its creates: the zones they avoid, whether they fail
 	rollouts progressLog   // where each owner's rollout last moved, and when
 	restarts restartLog    // the children each owner's passes restarted, until the cache shows it
+	// unwritten keeps each owner's remediation history a pass could not
+	// write, for the next passes to plan with.
+	unwritten unwrittenHistories
 	// expectations remembers this reconciler's writes until the cache
 	// sees them; filled in on first use.
 	expectations *expectations

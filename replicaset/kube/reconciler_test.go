@@ -52,14 +52,18 @@ func startManagerWith(t *testing.T, configure func(*reconciler, ctrl.Manager), e
 	if err := clientgoscheme.AddToScheme(scheme); err != nil {
 		t.Fatal(err)
 	}
+	// The manager sees only the test's namespace, unless the test's own
+	// options say otherwise: what earlier tests left in theirs (children
+	// that never become healthy, say) is not its to reconcile, nor to
+	// count in its metrics.
+	ns := fmt.Sprintf("t-%d", time.Now().UnixNano())
 	e.StartManager(t, scheme, func(mgr ctrl.Manager) error {
 		r := newWidgetReconciler()
 		if configure != nil {
 			configure(r, mgr)
 		}
 		return r.SetupWithManager(mgr, "widget")
-	}, edit...)
-	ns := fmt.Sprintf("t-%d", time.Now().UnixNano())
+	}, append([]func(*ctrl.Options){testenv.OnlyNamespace(ns)}, edit...)...)
 	if err := e.Client.Create(context.Background(), &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}); err != nil {
 		t.Fatal(err)
 	}

@@ -184,6 +184,7 @@ func (r *Reconciler[O, C]) forget(key string) {
 	r.expectations.forget(key)
 	r.written.forget(key)
 	r.backoff.forget(key)
+	r.unwritten.record(key, "", nil)
 	r.rollouts.forget(key)
 	r.restarts.forget(key)
 }

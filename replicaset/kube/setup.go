@@ -49,8 +49,8 @@ const anySelector = "*"
 //
 // It logs, to the manager's logger, which of the optional interfaces
 // ([Zoner], [InPlaceUpdater], [TemplateMatcher], [HealthChecker],
-// [Restarter]) the Adapter implements
-// and which it does not, and an error for each it seems meant to
+// [Starter], [Restarter], [InPlaceRollout], [InPlaceSubresource]) the
+// Adapter implements and which it does not, and an error for each it seems meant to
 // implement but does not (a method of the interface's with another
 // signature, or on the pointer of an Adapter given as a value): the
 // Reconciler finds them by type assertion, so such an Adapter silently

@@ -11,15 +11,20 @@ import (
 
 // optionals are the optional interfaces of an Adapter of owner O and child
 // C, which the Reconciler finds by type assertion: Zoner, InPlaceUpdater,
-// TemplateMatcher, HealthChecker, Restarter and InPlaceRollout.
+// TemplateMatcher, HealthChecker, Starter, Restarter, InPlaceRollout and
+// InPlaceSubresource. SetupWithManager's doc, the package documentation's
+// Optional interfaces section and the CHANGELOG's list of them name the
+// same, as TestOptionalInterfaces_OneList checks.
 func (r *Reconciler[O, C]) optionals() []reflect.Type {
 	return []reflect.Type{
 		reflect.TypeFor[Zoner[C]](),
 		reflect.TypeFor[InPlaceUpdater[O, C]](),
 		reflect.TypeFor[TemplateMatcher[O, C]](),
 		reflect.TypeFor[HealthChecker[C]](),
+		reflect.TypeFor[Starter[C]](),
 		reflect.TypeFor[Restarter[O, C]](),
 		reflect.TypeFor[InPlaceRollout[O, C]](),
+		reflect.TypeFor[InPlaceSubresource[C]](),
 	}
 }
 

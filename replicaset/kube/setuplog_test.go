@@ -136,8 +136,10 @@ func TestSetupWithManager_LogsOptionalInterfaces(t *testing.T) {
 		updater = "kube.InPlaceUpdater[*kube_test.WorkerPool,*v1.Pod]"
 		matcher = "kube.TemplateMatcher[*kube_test.WorkerPool,*v1.Pod]"
 		checker = "kube.HealthChecker[*v1.Pod]"
+		starter = "kube.Starter[*v1.Pod]"
 		restart = "kube.Restarter[*kube_test.WorkerPool,*v1.Pod]"
 		rollout = "kube.InPlaceRollout[*kube_test.WorkerPool,*v1.Pod]"
+		subres  = "kube.InPlaceSubresource[*v1.Pod]"
 	)
 	tests := []struct {
 		desc      string
@@ -147,11 +149,11 @@ func TestSetupWithManager_LogsOptionalInterfaces(t *testing.T) {
 		errs      []string // the interfaces an error names
 		errMethod string   // a method one of them names
 	}{
-		{"none", poolAdapter{}, nil, []string{zoner, updater, matcher, checker, restart, rollout}, nil, ""},
-		{"PodZones", zonedPoolAdapter{}, []string{zoner}, []string{updater, matcher, checker, restart, rollout}, nil, ""},
-		{"a Zone of another signature", wrongZones{}, nil, []string{zoner, updater, matcher, checker, restart, rollout}, []string{zoner}, "its method Zone is func(v1.Pod) string, want func(*v1.Pod) string"},
-		{"a pointer receiver", pointerMatcher{}, nil, []string{zoner, updater, matcher, checker, restart, rollout}, []string{matcher}, "its method MatchesTemplate has a pointer receiver"},
-		{"the pointer", &pointerMatcher{}, []string{matcher}, []string{zoner, updater, checker, restart, rollout}, nil, ""},
+		{"none", poolAdapter{}, nil, []string{zoner, updater, matcher, checker, starter, restart, rollout, subres}, nil, ""},
+		{"PodZones", zonedPoolAdapter{}, []string{zoner}, []string{updater, matcher, checker, starter, restart, rollout, subres}, nil, ""},
+		{"a Zone of another signature", wrongZones{}, nil, []string{zoner, updater, matcher, checker, starter, restart, rollout, subres}, []string{zoner}, "its method Zone is func(v1.Pod) string, want func(*v1.Pod) string"},
+		{"a pointer receiver", pointerMatcher{}, nil, []string{zoner, updater, matcher, checker, starter, restart, rollout, subres}, []string{matcher}, "its method MatchesTemplate has a pointer receiver"},
+		{"the pointer", &pointerMatcher{}, []string{matcher}, []string{zoner, updater, checker, starter, restart, rollout, subres}, nil, ""},
 	}
 	for _, tt := range tests {
 		sink := setUpPools(t, tt.adapter)

@@ -15,6 +15,7 @@ import (
 	vmv1 "github.com/replicakit/replicakit/examples/vmset/api/v1alpha1"
 	"github.com/replicakit/replicakit/examples/vmset/controllers"
 	"github.com/replicakit/replicakit/replicaset"
+	"github.com/replicakit/replicakit/replicaset/kube/kubetest"
 )
 
 // TestReplicaSetAdapter_Remediation: spec.remediation reads as the
@@ -183,5 +184,21 @@ func TestReplicaSetAdapter_UnknownVMs(t *testing.T) {
 		if r.Unreachable != want || r.Ready {
 			t.Errorf("Ready Unknown %s: described Unreachable %v, Ready %v; want Unreachable %v, not ready", reason, r.Unreachable, r.Ready, want)
 		}
+	}
+}
+
+// TestStatus_KeepsWhatTheBindingReports: every field of kube.Status the
+// binding reports reaches the VirtualMachineReplicaSet's status through
+// SetStatus and the generated CRD, but UpdatedReadyReplicas, which the
+// set leaves out on purpose (updatedAvailableReplicas says more). No
+// manager runs for the namespace, so the made-up status stays put.
+func TestStatus_KeepsWhatTheBindingReports(t *testing.T) {
+	e := env.Require(t)
+	ns := "status-kept"
+	createSet(t, e, ns, 1)
+	set := &vmv1.VirtualMachineReplicaSet{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "test-rs"}}
+	if err := kubetest.CheckStatus(t.Context(), e.Client, controllers.ReplicaSetAdapter{}, set,
+		kubetest.StatusFields{Omit: []string{"UpdatedReadyReplicas"}}); err != nil {
+		t.Error(err)
 	}
 }

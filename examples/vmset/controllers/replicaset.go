@@ -23,7 +23,9 @@ import (
 // ReplicaSetAdapter tells replicakit's binding about VirtualMachineReplicaSet
 // (the owner) and VirtualMachine (the child). A VirtualMachine's zone is
 // its spec.zone (kube.Zoner). For a set with spec.remediation, a
-// VirtualMachine's health is its Healthy condition (kube.HealthChecker),
+// VirtualMachine's health is its Healthy condition and its readiness
+// (kube.HealthChecker), its start-up window runs from when its clone is
+// under way (kube.Starter),
 // and a restart is a reset of its VM in vCenter (kube.Restarter, through
 // Reset).
 type ReplicaSetAdapter struct {
@@ -50,6 +52,7 @@ var (
 	_ kube.Zoner[*vmv1.VirtualMachine]                                           = ReplicaSetAdapter{}
 	_ kube.TemplateMatcher[*vmv1.VirtualMachineReplicaSet, *vmv1.VirtualMachine] = ReplicaSetAdapter{}
 	_ kube.HealthChecker[*vmv1.VirtualMachine]                                   = ReplicaSetAdapter{}
+	_ kube.Starter[*vmv1.VirtualMachine]                                         = ReplicaSetAdapter{}
 	_ kube.Restarter[*vmv1.VirtualMachineReplicaSet, *vmv1.VirtualMachine]       = ReplicaSetAdapter{}
 	_ kube.InPlaceRollout[*vmv1.VirtualMachineReplicaSet, *vmv1.VirtualMachine]  = ReplicaSetAdapter{}
 )
@@ -84,7 +87,9 @@ func (a ReplicaSetAdapter) Spec(s *vmv1.VirtualMachineReplicaSet) (kube.Spec, er
 	if spec.Remediation, err = remediation(s.Spec.Remediation); err != nil {
 		return spec, fmt.Errorf("spec.remediation: %w", err)
 	}
-	spec.Lifecycle = lifecycle(s.Spec.Lifecycle)
+	if spec.Lifecycle, err = lifecycle(s.Spec.Lifecycle); err != nil {
+		return spec, fmt.Errorf("spec.lifecycle: %w", err)
+	}
 	if spec.Remediation != nil && spec.Remediation.Restart && a.Reset == nil {
 		return spec, fmt.Errorf("spec.remediation.restart: this operator cannot reset VMs (its ReplicaSetAdapter has no Reset: build it with Setup); set restart to false to replace unhealthy VMs instead")
 	}
@@ -139,16 +144,20 @@ func rollout(u vmv1.UpdateStrategy) (replicaset.Strategy, error) {
 }
 
 // lifecycle reads spec.lifecycle as the binding's Lifecycle: nil without.
-func lifecycle(l *vmv1.Lifecycle) *kube.Lifecycle {
+func lifecycle(l *vmv1.Lifecycle) (*kube.Lifecycle, error) {
 	if l == nil {
-		return nil
+		return nil, nil
 	}
 	out := &kube.Lifecycle{PreDelete: l.PreDelete, LaunchGates: l.LaunchGates, MarkNotReady: l.MarkNotReady}
 	if l.Timeout != nil {
 		out.Timeout = l.Timeout.Duration
 	}
-	out.Abandon = l.DefaultResult == "Abandon"
-	return out
+	abandon, err := replicaset.ParseHookResult(l.DefaultResult)
+	if err != nil {
+		return nil, fmt.Errorf("defaultResult: %w", err)
+	}
+	out.Abandon = abandon
+	return out, nil
 }
 
 // remediation reads spec.remediation as the planner's Remediation: nil
@@ -394,15 +403,18 @@ func Setup(mgr ctrl.Manager, p *VirtualMachineReconciler, configure ...func(*kub
 	return rs.SetupWithManager(mgr, "virtualmachinereplicaset")
 }
 
-// CheckHealth implements kube.HealthChecker: a VirtualMachine is healthy
-// while its Healthy condition (ConditionHealthy) is True, and unhealthy
-// with the condition's reason while it is False. One not in vCenter yet
-// is unhealthy with the reason of its Ready condition (CreateFailed, say:
-// a failed VM is replaced at once, whatever its health) or NotCreated,
-// which starts no window: a VM's windows run once it exists. One the
-// VirtualMachine controller has not judged yet (made by an operator
-// before self-healing) is healthy while Ready is True, and unhealthy with
-// the reason NotReady while not.
+// CheckHealth implements kube.HealthChecker: a VirtualMachine passes
+// while its Healthy condition (ConditionHealthy) is True, and fails with
+// the condition's reason while it is False; the binding adds readiness,
+// so a VM that is not Ready is unhealthy (NotReady) too, but while it
+// prepares to leave or power-cycles for an in-place resize, which start
+// its start-up window again. One not in vCenter yet fails with the
+// reason of its Ready condition (CreateFailed, say: a failed VM is
+// replaced at once, whatever its health; Creating) or NotCreated; its
+// start-up window runs from when its clone is under way (StartedAt). One
+// the VirtualMachine controller has not judged yet (made by an operator
+// before self-healing) passes while Ready is True, and fails with the
+// reason NotReady while not.
 func (ReplicaSetAdapter) CheckHealth(vm *vmv1.VirtualMachine) (ok bool, reason string) {
 	ready := meta.FindStatusCondition(vm.Status.Conditions, "Ready")
 	if vm.Status.InstanceUUID == "" {
@@ -421,6 +433,24 @@ func (ReplicaSetAdapter) CheckHealth(vm *vmv1.VirtualMachine) (ok bool, reason s
 		return true, ""
 	}
 	return false, "NotReady"
+}
+
+// StartedAt implements kube.Starter: a VM's start-up window runs from
+// when its clone is under way, not from when the VirtualMachine was
+// made, so that a queue of clones does not eat it: from the Ready
+// condition Creating (a clone that outlasted CreateWait), so that a
+// clone that hangs is remediated as a VM that came up and hung is; or,
+// for a clone done within CreateWait, from the first pass that sees the
+// VM's instance UUID. A clone that fails is failed (CreateFailed), and
+// replaced at once.
+func (ReplicaSetAdapter) StartedAt(vm *vmv1.VirtualMachine) (time.Time, bool) {
+	if vm.Status.InstanceUUID != "" {
+		return time.Time{}, true
+	}
+	if ready := meta.FindStatusCondition(vm.Status.Conditions, "Ready"); ready != nil && ready.Reason == ReasonCreating {
+		return ready.LastTransitionTime.Time, true
+	}
+	return time.Time{}, false
 }
 
 // Restart implements kube.Restarter: it resets the VM in vCenter through

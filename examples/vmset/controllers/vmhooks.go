@@ -108,5 +108,6 @@ func (r *VirtualMachineReconciler) lifecycleOf(ctx context.Context, vm *vmv1.Vir
 	if set.UID != ref.UID {
 		return nil, false, nil
 	}
-	return lifecycle(set.Spec.Lifecycle), true, nil
+	lc, err = lifecycle(set.Spec.Lifecycle)
+	return lc, true, err
 }

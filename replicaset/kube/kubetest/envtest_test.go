@@ -2,7 +2,6 @@ package kubetest_test
 
 import (
 	"context"
-	"os"
 	"slices"
 	"testing"
 	"time"
@@ -12,7 +11,6 @@ import (
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
-	"sigs.k8s.io/controller-runtime/pkg/envtest"
 
 	"github.com/replicakit/replicakit/replicaset/kube"
 	"github.com/replicakit/replicakit/replicaset/kube/kubetest"
@@ -28,23 +26,7 @@ import (
 // the default strategy's bounds: never more than one Pod above the
 // desired count, counting those being deleted, and never fewer ready.
 func TestPoolOnAPIServer(t *testing.T) {
-	assets := os.Getenv("KUBEBUILDER_ASSETS")
-	if assets == "" {
-		if os.Getenv("REPLICAKIT_REQUIRE_ENVTEST") == "1" {
-			t.Fatal("KUBEBUILDER_ASSETS is not set (make test sets it to bin/)")
-		}
-		t.Skip("KUBEBUILDER_ASSETS is not set: no kube-apiserver and etcd to test on")
-	}
-	env := &envtest.Environment{CRDDirectoryPaths: []string{"testdata"}, ErrorIfCRDPathMissing: true, BinaryAssetsDirectory: assets}
-	cfg, err := env.Start()
-	if err != nil {
-		t.Fatalf("envtest: %v", err)
-	}
-	t.Cleanup(func() {
-		if err := env.Stop(); err != nil {
-			t.Errorf("envtest stop: %v", err)
-		}
-	})
+	cfg := startEnv(t, "testdata")
 	ctx := t.Context()
 	c, stop, err := startPoolOperator(ctx, cfg)
 	if err != nil {

@@ -175,9 +175,11 @@ type Lifecycle struct {
 // minutes before anything is done to it, a reset comes before a clone, and
 // a fault that makes many VMs unhealthy at once replaces none.
 type Remediation struct {
-	// StartupWindow is how long a VM has, from when its clone finished
-	// or it was last reset, to pass its health check; one that has not
-	// by then is remediated. A duration of at least 1s, such as "90s" or
+	// StartupWindow is how long a VM has, from when its clone is under
+	// way (past the operator's CreateWait, or done) or it was last reset
+	// or power-cycled for a resize, to pass its health check and be
+	// ready; one that has not by then is remediated, a clone that hangs
+	// too. A duration of at least 1s, such as "90s" or
 	// "10m".
 	// Default 10m: a clone, its boot and a guest's first heartbeat take
 	// minutes.
