@@ -6,7 +6,7 @@ require (
 	github.com/go-logr/logr v1.4.3
 	github.com/google/go-cmp v0.7.0
 	github.com/prometheus/client_golang v1.24.0
-	github.com/replicakit/replicakit v0.0.0-00010101000000-000000000000
+	github.com/replicakit/replicakit v0.2.0
 	github.com/vmware/govmomi v0.56.0
 	k8s.io/api v0.37.2
 	k8s.io/apimachinery v0.37.2
