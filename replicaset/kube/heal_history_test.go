@@ -41,19 +41,7 @@ func TestHeal_FailedDeleteIsNoFailedReplacement(t *testing.T) {
 				},
 			})
 		})
-	w := widget(ns, "history", 3)
-	_ = unstructured.SetNestedStringMap(w.Object, map[string]string{"health": "bad"}, "spec", "template", "data")
-	// The start-up window is an hour until the set has its 3 children, so
-	// that none is replaced before converge sees them (a busy machine may
-	// take longer than a short window to make them); then it is 1s.
-	_ = unstructured.SetNestedMap(w.Object, map[string]any{"startupWindowSeconds": int64(3600), "maxUnhealthy": int64(3)},
-		"spec", "remediation")
-	createObject(t, c, w)
-	converge(t, c, w, 3)
-	patch := []byte(`{"spec":{"remediation":{"startupWindowSeconds":1}}}`)
-	if err := c.Patch(t.Context(), w, client.RawPatch("application/merge-patch+json", patch)); err != nil {
-		t.Fatal(err)
-	}
+	w := neverHealthy(t, c, ns, "history")
 
 	// The moment: a replacement's delete was tried and refused; the pass
 	// that tried it wrote the history before its events.
@@ -69,6 +57,26 @@ func TestHeal_FailedDeleteIsNoFailedReplacement(t *testing.T) {
 	if err != nil {
 		t.Fatalf("once deletes go through, a replacement of a child never healthy counts no failure: %v", err)
 	}
+}
+
+// neverHealthy creates a healing Widget of 3 children that never become
+// healthy, in ns: its start-up window is an hour until the set has its 3
+// children, so that none is replaced before converge sees them (a busy
+// machine may take longer than a short window to make them); then it is
+// 1s, and they fall due.
+func neverHealthy(t *testing.T, c client.Client, ns, name string) *unstructured.Unstructured {
+	t.Helper()
+	w := widget(ns, name, 3)
+	_ = unstructured.SetNestedStringMap(w.Object, map[string]string{"health": "bad"}, "spec", "template", "data")
+	_ = unstructured.SetNestedMap(w.Object, map[string]any{"startupWindowSeconds": int64(3600), "maxUnhealthy": int64(3)},
+		"spec", "remediation")
+	createObject(t, c, w)
+	converge(t, c, w, 3)
+	patch := []byte(`{"spec":{"remediation":{"startupWindowSeconds":1}}}`)
+	if err := c.Patch(t.Context(), w, client.RawPatch("application/merge-patch+json", patch)); err != nil {
+		t.Fatal(err)
+	}
+	return w
 }
 
 // errRefused is the fault the test's API client answers deletes with.
@@ -110,16 +118,7 @@ func TestHeal_UnwrittenHistoryStillBacksOff(t *testing.T) {
 				},
 			})
 		})
-	w := widget(ns, "unwritten", 3)
-	_ = unstructured.SetNestedStringMap(w.Object, map[string]string{"health": "bad"}, "spec", "template", "data")
-	_ = unstructured.SetNestedMap(w.Object, map[string]any{"startupWindowSeconds": int64(3600), "maxUnhealthy": int64(3)},
-		"spec", "remediation")
-	createObject(t, c, w)
-	converge(t, c, w, 3)
-	patch := []byte(`{"spec":{"remediation":{"startupWindowSeconds":1}}}`)
-	if err := c.Patch(t.Context(), w, client.RawPatch("application/merge-patch+json", patch)); err != nil {
-		t.Fatal(err)
-	}
+	w := neverHealthy(t, c, ns, "unwritten")
 	// The moment: a replacement was made and its failure could not be
 	// written; the next pass backs off all the same.
 	msg := waitCondition(t, c, w, kube.ConditionRemediationAllowed, "False", "RemediationBackoff")
