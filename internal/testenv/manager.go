@@ -6,6 +6,7 @@ import (
 	"testing"
 
 	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/client-go/rest"
 	"k8s.io/utils/ptr"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/cache"
@@ -21,6 +22,15 @@ import (
 // does; calling it again does nothing.
 func (e *Env) StartManager(t testing.TB, scheme *runtime.Scheme, setup func(ctrl.Manager) error, edit ...func(*ctrl.Options)) (stop func()) {
 	t.Helper()
+	return e.StartManagerAs(t, e.Config, scheme, setup, edit...)
+}
+
+// StartManagerAs is StartManager with the manager's requests made with
+// cfg instead of the environment's administrator: a config of
+// kubetest.ServiceAccountConfig runs the controllers under the operator's
+// own RBAC.
+func (e *Env) StartManagerAs(t testing.TB, cfg *rest.Config, scheme *runtime.Scheme, setup func(ctrl.Manager) error, edit ...func(*ctrl.Options)) (stop func()) {
+	t.Helper()
 	opts := ctrl.Options{
 		Scheme:                 scheme,
 		Metrics:                metricsserver.Options{BindAddress: "0"},
@@ -30,7 +40,7 @@ func (e *Env) StartManager(t testing.TB, scheme *runtime.Scheme, setup func(ctrl
 	for _, f := range edit {
 		f(&opts)
 	}
-	mgr, err := ctrl.NewManager(e.Config, opts)
+	mgr, err := ctrl.NewManager(cfg, opts)
 	if err != nil {
 		t.Fatalf("new manager: %v", err)
 	}

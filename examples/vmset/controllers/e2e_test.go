@@ -11,15 +11,19 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/utils/ptr"
 	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/replicakit/replicakit/examples/internal/vmcheck"
 	vmv1 "github.com/replicakit/replicakit/examples/vmset/api/v1alpha1"
 	"github.com/replicakit/replicakit/examples/vmset/controllers"
 	"github.com/replicakit/replicakit/internal/testenv"
 	"github.com/replicakit/replicakit/internal/vcsimtest"
+	"github.com/replicakit/replicakit/replicaset/kube"
+	"github.com/replicakit/replicakit/replicaset/kube/kubetest"
 	"github.com/replicakit/replicakit/vmprovider/vsphere"
 )
 
@@ -163,4 +167,52 @@ func TestZeroReplicas(t *testing.T) {
 	if f := strings.Fields(out); err != nil || len(f) < 3 || f[1] != "0" || f[2] != "0" {
 		t.Errorf("kubectl get vmreplicaset: %q, %v; want REPLICAS 0 READY 0", out, err)
 	}
+}
+
+// TestStory_UnderItsRole plays the story's scaling and deletion with the
+// operator running as a service account bound to exactly the ClusterRole
+// controller-gen generates from its markers (config/rbac/role.yaml), with
+// self-healing and a pre-delete hook on, so that the set's finalizer and
+// remediation history are written too: a marker missing from the
+// controllers makes a step here fail with Forbidden, as in a cluster,
+// where envtest's administrator would pass it.
+func TestStory_UnderItsRole(t *testing.T) {
+	const ns = "story-rbac"
+	e := env.Require(t)
+	sim := vcsimtest.Start(t)
+	p, err := vsphere.New(context.Background(), sim.Config())
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = p.Close(context.Background()) })
+	createSetWith(t, e, ns, 2, func(s *vmv1.VirtualMachineReplicaSet) {
+		s.Spec.Remediation = &vmv1.Remediation{Restart: ptr.To(false)}
+		s.Spec.Lifecycle = &vmv1.Lifecycle{PreDelete: []string{"drain"}, Timeout: &metav1.Duration{Duration: time.Second}}
+	})
+	cfg, err := kubetest.ServiceAccountConfig(t.Context(), e.Config, ns, "vmset-manager", filepath.Join("..", "config", "rbac", "role.yaml"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	e.StartManagerAs(t, cfg, vmcheck.Scheme(), func(mgr ctrl.Manager) error {
+		return controllers.Setup(mgr, controllers.NewVirtualMachineReconciler(p))
+	}, testenv.OnlyNamespace(ns))
+	settle(t, e, sim, ns, 2)
+	var set vmv1.VirtualMachineReplicaSet
+	if err := e.Client.Get(t.Context(), client.ObjectKey{Namespace: ns, Name: "test-rs"}, &set); err != nil {
+		t.Fatal(err)
+	}
+	if !slices.Contains(set.Finalizers, kube.FinalizerDrain) {
+		t.Errorf("the set's finalizers are %v, want %s (written as the service account)", set.Finalizers, kube.FinalizerDrain)
+	}
+	patch := []byte(`{"spec":{"replicas":1}}`)
+	if err := e.Client.Patch(t.Context(), &set, client.RawPatch(types.MergePatchType, patch)); err != nil {
+		t.Fatal(err)
+	}
+	settle(t, e, sim, ns, 1)
+	if err := e.Client.Delete(t.Context(), &set); err != nil {
+		t.Fatal(err)
+	}
+	waitState(t, e, sim, ns, "emptied", func(st vmcheck.State) bool {
+		return st.Set == nil && len(st.Want) == 0 && len(st.VCenter) == 0
+	})
 }
