@@ -16,15 +16,11 @@ import (
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
-	"k8s.io/apimachinery/pkg/runtime"
-	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
 	ctrl "sigs.k8s.io/controller-runtime"
-	"sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/client/interceptor"
 
 	"github.com/replicakit/replicakit/internal/faults"
-	"github.com/replicakit/replicakit/internal/testenv"
 	"github.com/replicakit/replicakit/internal/widgetkind"
 	"github.com/replicakit/replicakit/replicaset/kube"
 	"github.com/replicakit/replicakit/replicaset/kube/kubetest"
@@ -60,19 +56,7 @@ func (resizingPods) NewChild(w *unstructured.Unstructured) (*corev1.Pod, error) 
 // manager's options.
 func startResizingPods(t *testing.T, edit ...func(*ctrl.Options)) (client.Client, string) {
 	t.Helper()
-	e := env.Require(t)
-	scheme := runtime.NewScheme()
-	if err := clientgoscheme.AddToScheme(scheme); err != nil {
-		t.Fatal(err)
-	}
-	ns := fmt.Sprintf("t-%d", time.Now().UnixNano())
-	createObject(t, e.Client, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}})
-	only := func(o *ctrl.Options) { o.Cache.DefaultNamespaces = map[string]cache.Config{ns: {}} }
-	e.StartManager(t, scheme, func(mgr ctrl.Manager) error {
-		r := &kube.Reconciler[*unstructured.Unstructured, *corev1.Pod]{Adapter: resizingPods{}, OwnerKind: testenv.WidgetGVK}
-		return r.SetupWithManager(mgr, "resizingpods")
-	}, append([]func(*ctrl.Options){only}, edit...)...)
-	return e.Client, ns
+	return startPodWidgets(t, resizingPods{}, "resizingpods", edit...)
 }
 
 // runningPods creates a Widget of n Pods running app:v1 with 100m of CPU,

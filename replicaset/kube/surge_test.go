@@ -18,7 +18,6 @@ import (
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
 	"k8s.io/utils/ptr"
 	ctrl "sigs.k8s.io/controller-runtime"
-	"sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	ctrlmetrics "sigs.k8s.io/controller-runtime/pkg/metrics"
 
@@ -69,6 +68,15 @@ func (podWidgets) SetStatus(w *unstructured.Unstructured, s kube.Status) { widge
 // one the manager sees (the Widgets other tests leave are not its own).
 func startPodManager(t *testing.T) (client.WithWatch, string) {
 	t.Helper()
+	return startPodWidgets(t, podWidgets{}, "podwidget")
+}
+
+// startPodWidgets runs a manager with a reconciler of Widgets over Pods
+// through adapter, under the controller name name, until the test ends,
+// seeing only a namespace of the test's own, which it returns with a
+// client that watches; edit may change the manager's options further.
+func startPodWidgets(t *testing.T, adapter kube.Adapter[*unstructured.Unstructured, *corev1.Pod], name string, edit ...func(*ctrl.Options)) (client.WithWatch, string) {
+	t.Helper()
 	e := env.Require(t)
 	scheme := runtime.NewScheme()
 	if err := clientgoscheme.AddToScheme(scheme); err != nil {
@@ -77,12 +85,9 @@ func startPodManager(t *testing.T) (client.WithWatch, string) {
 	ns := fmt.Sprintf("t-%d", time.Now().UnixNano())
 	createObject(t, e.Client, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}})
 	e.StartManager(t, scheme, func(mgr ctrl.Manager) error {
-		r := &kube.Reconciler[*unstructured.Unstructured, *corev1.Pod]{
-			Adapter:   podWidgets{},
-			OwnerKind: testenv.WidgetGVK,
-		}
-		return r.SetupWithManager(mgr, "podwidget")
-	}, func(o *ctrl.Options) { o.Cache.DefaultNamespaces = map[string]cache.Config{ns: {}} })
+		r := &kube.Reconciler[*unstructured.Unstructured, *corev1.Pod]{Adapter: adapter, OwnerKind: testenv.WidgetGVK}
+		return r.SetupWithManager(mgr, name)
+	}, append([]func(*ctrl.Options){testenv.OnlyNamespace(ns)}, edit...)...)
 	c, err := client.NewWithWatch(e.Config, client.Options{Scheme: scheme})
 	if err != nil {
 		t.Fatal(err)
